@@ -1,0 +1,1 @@
+//! The Cosmos DB SQL query language (placeholder until the query crate lands).
