@@ -1,0 +1,135 @@
+//! LetheDB's storage layer: a small transactional, ordered key-value interface and two backends.
+//!
+//! The engine sees a fixed set of [`Table`]s of byte keys and byte values, ordered bytewise. It
+//! reads through snapshots ([`ReadTxn`]) that never wait for the writer, and changes data through
+//! one write transaction at a time ([`WriteTxn`]) that becomes durable, whole, when
+//! [`WriteTxn::commit`] returns. The backends are [`RedbStore`] (durable, the default) and
+//! [`MemoryStore`] (a throwaway store for tests and `--in-memory`).
+//!
+//! This crate knows nothing of HTTP, Cosmos DB, JSON or time to live: keys and values are opaque.
+
+mod memory;
+mod redb_store;
+
+pub use memory::MemoryStore;
+pub use redb_store::RedbStore;
+
+use std::ops::{Bound, ControlFlow};
+
+/// The keyspaces the engine stores data in. Each backend keeps one table per variant.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Table {
+    /// Databases and containers.
+    Catalog,
+    /// Items, keyed by container, partition key and id.
+    Items,
+    /// The ordered expiry index the TTL sweeper works from.
+    Expiry,
+    /// Per-container counters (item count, bytes, sequence numbers).
+    Counters,
+}
+
+impl Table {
+    /// Every table, in a fixed order (backends index arrays by it).
+    pub const ALL: [Table; 4] = [Table::Catalog, Table::Items, Table::Expiry, Table::Counters];
+
+    fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// A failure of the storage backend. Every variant means the operation did not take effect.
+#[derive(Debug, thiserror::Error)]
+pub enum StorageError {
+    #[error("storage I/O failed: {0}")]
+    Io(String),
+    #[error("storage is corrupted: {0}")]
+    Corrupted(String),
+    /// A commit failed earlier, so the on-disk state is unknown; the store refuses further writes
+    /// rather than guessing (a restart re-opens it from its last durable state).
+    #[error("storage refuses writes after an earlier commit failure")]
+    Poisoned,
+}
+
+/// A key range: start and end bounds over byte keys.
+#[derive(Clone, Debug)]
+pub struct KeyRange {
+    pub start: Bound<Vec<u8>>,
+    pub end: Bound<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// Every key that begins with `prefix`.
+    pub fn prefix(prefix: &[u8]) -> KeyRange {
+        KeyRange {
+            start: Bound::Included(prefix.to_vec()),
+            end: prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded),
+        }
+    }
+
+    /// Keys in `[start, end)`.
+    pub fn between(start: Vec<u8>, end: Vec<u8>) -> KeyRange {
+        KeyRange {
+            start: Bound::Included(start),
+            end: Bound::Excluded(end),
+        }
+    }
+
+    /// True when no key can fall in the range (redb panics on such ranges, so we never pass one).
+    fn is_empty(&self) -> bool {
+        match (&self.start, &self.end) {
+            (Bound::Included(s), Bound::Included(e)) => s > e,
+            (Bound::Included(s), Bound::Excluded(e))
+            | (Bound::Excluded(s), Bound::Included(e))
+            | (Bound::Excluded(s), Bound::Excluded(e)) => s >= e,
+            _ => false,
+        }
+    }
+}
+
+/// The smallest byte string greater than every string with this prefix, if there is one.
+pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
+    let mut end = prefix.to_vec();
+    while let Some(last) = end.pop() {
+        if last < u8::MAX {
+            end.push(last + 1);
+            return Some(end);
+        }
+    }
+    None
+}
+
+/// A visitor over key-value pairs in key order; `Break` stops the scan.
+pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>;
+
+/// A consistent, read-only view of the store as of its creation.
+pub trait ReadTxn {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError>;
+    /// Visits the pairs in `range` in ascending key order until the visitor breaks.
+    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError>;
+    /// Like [`ReadTxn::scan`] but in descending key order.
+    fn scan_rev(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError>;
+}
+
+/// The single write transaction. Reads through it see its own uncommitted writes.
+pub trait WriteTxn: ReadTxn {
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError>;
+    fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError>;
+    /// Makes every change durable at once; when this returns `Ok`, a crash cannot lose them.
+    fn commit(self: Box<Self>) -> Result<(), StorageError>;
+}
+
+/// A storage backend.
+pub trait Storage: Send + Sync + 'static {
+    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
+    /// Begins the write transaction. Callers serialise writes (the engine has one writer).
+    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
+}
+
+#[cfg(test)]
+mod model_test;

@@ -1,0 +1,204 @@
+//! The durable backend: one redb database file with a table per [`Table`].
+//!
+//! redb gives us MVCC snapshots (readers never wait for the writer) and copy-on-write commits
+//! that are durable when `commit` returns. This module only maps the trait onto redb; it does not
+//! batch, retry or interpret anything.
+
+use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
+use redb::{ReadableDatabase, ReadableTable, TableDefinition};
+use std::ops::Bound;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 4] = [
+    TableDefinition::new("catalog"),
+    TableDefinition::new("items"),
+    TableDefinition::new("expiry"),
+    TableDefinition::new("counters"),
+];
+
+fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
+    DEFINITIONS[table.index()]
+}
+
+fn io(error: impl std::fmt::Display) -> StorageError {
+    StorageError::Io(error.to_string())
+}
+
+/// A redb file opened for reading and writing.
+pub struct RedbStore {
+    database: redb::Database,
+    /// Set when a commit failed: what reached the disk is unknown, so no further write is tried.
+    poisoned: AtomicBool,
+}
+
+impl RedbStore {
+    /// Opens (or creates) the database file at `path` and makes sure every table exists.
+    pub fn open(path: &Path) -> Result<RedbStore, StorageError> {
+        let database = redb::Database::create(path).map_err(|error| match error {
+            redb::DatabaseError::Storage(redb::StorageError::Corrupted(message)) => {
+                StorageError::Corrupted(message)
+            }
+            other => io(other),
+        })?;
+        let transaction = database.begin_write().map_err(io)?;
+        for table in Table::ALL {
+            transaction.open_table(definition(table)).map_err(io)?;
+        }
+        transaction.commit().map_err(io)?;
+        Ok(RedbStore {
+            database,
+            poisoned: AtomicBool::new(false),
+        })
+    }
+}
+
+impl Storage for RedbStore {
+    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
+        let transaction = self.database.begin_read().map_err(io)?;
+        let mut tables = Vec::with_capacity(Table::ALL.len());
+        for table in Table::ALL {
+            tables.push(transaction.open_table(definition(table)).map_err(io)?);
+        }
+        Ok(Box::new(RedbRead { tables }))
+    }
+
+    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        if self.poisoned.load(Ordering::Acquire) {
+            return Err(StorageError::Poisoned);
+        }
+        let transaction = self.database.begin_write().map_err(io)?;
+        Ok(Box::new(RedbWrite {
+            transaction,
+            poisoned: &self.poisoned,
+        }))
+    }
+}
+
+struct RedbRead {
+    tables: Vec<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>,
+}
+
+fn bounds(range: &KeyRange) -> (Bound<&[u8]>, Bound<&[u8]>) {
+    (as_ref(&range.start), as_ref(&range.end))
+}
+
+fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key.as_slice()),
+        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
+    }
+}
+
+fn visit_all<'a, I>(entries: I, visit: Visit<'_>) -> Result<(), StorageError>
+where
+    I: Iterator<
+        Item = Result<
+            (
+                redb::AccessGuard<'a, &'static [u8]>,
+                redb::AccessGuard<'a, &'static [u8]>,
+            ),
+            redb::StorageError,
+        >,
+    >,
+{
+    for entry in entries {
+        let (key, value) = entry.map_err(io)?;
+        if visit(key.value(), value.value()).is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+impl ReadTxn for RedbRead {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let found = self.tables[table.index()].get(key).map_err(io)?;
+        Ok(found.map(|value| value.value().to_vec()))
+    }
+
+    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let entries = self.tables[table.index()]
+            .range::<&[u8]>(bounds(range))
+            .map_err(io)?;
+        visit_all(entries, visit)
+    }
+
+    fn scan_rev(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let entries = self.tables[table.index()]
+            .range::<&[u8]>(bounds(range))
+            .map_err(io)?;
+        visit_all(entries.rev(), visit)
+    }
+}
+
+struct RedbWrite<'a> {
+    transaction: redb::WriteTransaction,
+    poisoned: &'a AtomicBool,
+}
+
+impl ReadTxn for RedbWrite<'_> {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        let found = opened.get(key).map_err(io)?;
+        Ok(found.map(|value| value.value().to_vec()))
+    }
+
+    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        let entries = opened.range::<&[u8]>(bounds(range)).map_err(io)?;
+        visit_all(entries, visit)
+    }
+
+    fn scan_rev(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        let entries = opened.range::<&[u8]>(bounds(range)).map_err(io)?;
+        visit_all(entries.rev(), visit)
+    }
+}
+
+impl WriteTxn for RedbWrite<'_> {
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        let mut opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        opened.insert(key, value).map_err(io)?;
+        Ok(())
+    }
+
+    fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError> {
+        let mut opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        opened.remove(key).map_err(io)?;
+        Ok(())
+    }
+
+    fn commit(self: Box<Self>) -> Result<(), StorageError> {
+        let poisoned = self.poisoned;
+        self.transaction.commit().map_err(|error| {
+            poisoned.store(true, Ordering::Release);
+            tracing::error!(%error, "commit failed; refusing further writes until restart");
+            io(error)
+        })
+    }
+}
