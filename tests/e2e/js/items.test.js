@@ -1,0 +1,135 @@
+// Item CRUD, optimistic concurrency, system properties and the paged read feed.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { createContainer, statusOf, useServer, withDatabase } from "./lib/fixtures.js";
+
+const context = useServer();
+const SYSTEM_PROPERTIES = ["_rid", "_self", "_etag", "_ts", "_attachments"];
+
+function userFields(item) {
+  return Object.fromEntries(Object.entries(item).filter(([name]) => !name.startsWith("_")));
+}
+
+// Runs `body(container)` against a fresh container partitioned on /pk.
+function withContainer(body) {
+  return withDatabase(context.client, async (database) => body(await createContainer(database, "items")));
+}
+
+test("create then read round-trips the body", () =>
+  withContainer(async (container) => {
+    const body = {
+      id: "a", pk: "p", n: 1, f: 2.5, ok: true, none: null,
+      list: [1, "two", { three: 3 }], nested: { deep: { deeper: "x" } }, text: "žluťoučký 🐎",
+    };
+    const created = await container.items.create(body);
+    assert.equal(created.statusCode, 201);
+    assert.deepEqual(userFields(created.resource), body);
+    const read = await container.item("a", "p").read();
+    assert.equal(read.statusCode, 200);
+    assert.deepEqual(userFields(read.resource), body);
+  }));
+
+test("system properties are present and match the headers", () =>
+  withContainer(async (container) => {
+    const { resource, headers, etag, requestCharge } = await container.items.create({ id: "sys", pk: "p" });
+    for (const name of SYSTEM_PROPERTIES) assert.ok(name in resource, `missing ${name}`);
+    assert.ok(resource._self.startsWith("dbs/") && resource._self.endsWith("/"), resource._self);
+    assert.equal(resource._attachments, "attachments/");
+    assert.ok(Number.isInteger(resource._ts));
+    assert.equal(etag, resource._etag);
+    assert.equal(headers.etag, resource._etag);
+    assert.ok(requestCharge > 0, `request charge ${requestCharge}`);
+
+    const read = await container.item("sys", "p").read();
+    for (const name of SYSTEM_PROPERTIES) assert.deepEqual(read.resource[name], resource[name], name);
+  }));
+
+test("a client-sent _ts and _etag are ignored", () =>
+  withContainer(async (container) => {
+    const before = Math.floor(Date.now() / 1000);
+    const { resource } = await container.items.create({ id: "ts", pk: "p", _ts: 1, _etag: '"forged"' });
+    assert.ok(resource._ts >= before - 5 && resource._ts <= Date.now() / 1000 + 5, `_ts ${resource._ts}`);
+    assert.notEqual(resource._etag, '"forged"');
+  }));
+
+test("duplicate create is 409, and the same id in another partition is fine", () =>
+  withContainer(async (container) => {
+    await container.items.create({ id: "dup", pk: "p", v: 1 });
+    assert.equal(await statusOf(() => container.items.create({ id: "dup", pk: "p", v: 2 })), 409);
+    assert.equal((await container.item("dup", "p").read()).resource.v, 1);
+    assert.equal((await container.items.create({ id: "dup", pk: "q", v: 3 })).statusCode, 201);
+  }));
+
+test("reading a missing item is 404", () =>
+  withContainer(async (container) => {
+    const { statusCode, resource } = await container.item("nope", "p").read();
+    assert.equal(statusCode, 404);
+    assert.equal(resource, undefined);
+  }));
+
+test("replace changes the body and the etag", () =>
+  withContainer(async (container) => {
+    const created = await container.items.create({ id: "r", pk: "p", v: 1 });
+    const replaced = await container.item("r", "p").replace({ id: "r", pk: "p", v: 2 });
+    assert.equal(replaced.statusCode, 200);
+    assert.equal(replaced.resource.v, 2);
+    assert.notEqual(replaced.etag, created.etag);
+    assert.equal(replaced.resource._rid, created.resource._rid);
+    assert.deepEqual(userFields((await container.item("r", "p").read()).resource), { id: "r", pk: "p", v: 2 });
+    assert.equal(await statusOf(() => container.item("ghost", "p").replace({ id: "ghost", pk: "p" })), 404);
+  }));
+
+test("upsert creates (201) then replaces (200)", () =>
+  withContainer(async (container) => {
+    const created = await container.items.upsert({ id: "u", pk: "p", v: 1 });
+    assert.equal(created.statusCode, 201);
+    const replaced = await container.items.upsert({ id: "u", pk: "p", v: 2, extra: true });
+    assert.equal(replaced.statusCode, 200);
+    assert.notEqual(replaced.etag, created.etag);
+    assert.deepEqual(userFields((await container.item("u", "p").read()).resource), { id: "u", pk: "p", v: 2, extra: true });
+  }));
+
+test("delete answers 204, then the item is 404", () =>
+  withContainer(async (container) => {
+    await container.items.create({ id: "d", pk: "p" });
+    assert.equal((await container.item("d", "p").delete()).statusCode, 204);
+    assert.equal((await container.item("d", "p").read()).statusCode, 404);
+    assert.equal(await statusOf(() => container.item("d", "p").delete()), 404);
+  }));
+
+test("If-Match: a stale etag is 412 on replace and delete, the current one succeeds", () =>
+  withContainer(async (container) => {
+    const stale = (await container.items.create({ id: "c", pk: "p", v: 1 })).etag;
+    const current = (await container.item("c", "p").replace({ id: "c", pk: "p", v: 2 })).etag;
+    const ifMatch = (condition) => ({ accessCondition: { type: "IfMatch", condition } });
+
+    assert.equal(await statusOf(() => container.item("c", "p").replace({ id: "c", pk: "p", v: 3 }, ifMatch(stale))), 412);
+    assert.equal(await statusOf(() => container.item("c", "p").delete(ifMatch(stale))), 412);
+    assert.equal((await container.item("c", "p").read()).resource.v, 2);
+
+    const newer = await container.item("c", "p").replace({ id: "c", pk: "p", v: 3 }, ifMatch(current));
+    assert.equal(newer.statusCode, 200);
+    assert.equal((await container.item("c", "p").delete(ifMatch(newer.etag))).statusCode, 204);
+    assert.equal((await container.item("c", "p").read()).statusCode, 404);
+  }));
+
+test("readAll pages through 25 items 7 at a time, each item once", () =>
+  withContainer(async (container) => {
+    const ids = Array.from({ length: 25 }, (_, n) => `item-${String(n).padStart(2, "0")}`);
+    for (const [n, id] of ids.entries()) await container.items.create({ id, pk: `p${n % 3}` });
+
+    const iterator = container.items.readAll({ maxItemCount: 7 });
+    const pages = [];
+    while (iterator.hasMoreResults()) {
+      pages.push((await iterator.fetchNext()).resources);
+    }
+    assert.deepEqual(pages.map((page) => page.length), [7, 7, 7, 4]);
+    assert.deepEqual(pages.flat().map((item) => item.id).sort(), ids);
+
+    const pagesViaAsyncIterator = [];
+    for await (const page of container.items.readAll({ maxItemCount: 7 }).getAsyncIterator()) {
+      pagesViaAsyncIterator.push(page.resources.length);
+    }
+    assert.deepEqual(pagesViaAsyncIterator, [7, 7, 7, 4]);
+  }));

@@ -1,0 +1,84 @@
+"""Fixtures shared by the Python end-to-end suites.
+
+One `lethedb` process serves the whole session over a fresh temporary data directory; tests that
+need their own process (TLS, durability, shutdown) start one with `start_server`. Each test gets
+its own database, so tests never see each other's data.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from azure.cosmos import CosmosClient, PartitionKey
+from azure.cosmos.exceptions import CosmosResourceNotFoundError
+
+from lethedb_server import Server
+
+
+def unique_id(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:12]}"
+
+
+def make_client(server: Server, **kwargs) -> CosmosClient:
+    """A client with short timeouts, so a server that hangs fails a test instead of the run."""
+    kwargs.setdefault("credential", server.key)
+    kwargs.setdefault("connection_timeout", 10)
+    kwargs.setdefault("read_timeout", 30)
+    if server.tls:
+        kwargs.setdefault("connection_verify", False)
+    return CosmosClient(server.endpoint, **kwargs)
+
+
+@pytest.fixture(scope="session")
+def start_server(tmp_path_factory):
+    """Starts extra servers on demand and stops every one of them at the end of the session."""
+    started: list[Server] = []
+
+    def start(data_dir=None, **kwargs) -> Server:
+        data_dir = data_dir or tmp_path_factory.mktemp("lethedb") / "data"
+        server = Server(data_dir, **kwargs).start()
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.kill()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    server = Server(tmp_path_factory.mktemp("lethedb") / "data").start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def client(server):
+    return make_client(server)
+
+
+@pytest.fixture
+def database(client):
+    database = client.create_database(unique_id("db"))
+    yield database
+    try:
+        client.delete_database(database.id)
+    except CosmosResourceNotFoundError:
+        pass  # The test deleted it itself.
+
+
+@pytest.fixture
+def container(database):
+    """A container partitioned on /pk, with TTL off."""
+    return database.create_container(unique_id("coll"), partition_key=PartitionKey(path="/pk"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    """Attach the shared server's last log lines to every failing test's report."""
+    outcome = yield
+    report = outcome.get_result()
+    server = item.funcargs.get("server") if hasattr(item, "funcargs") else None
+    if report.failed and isinstance(server, Server):
+        report.sections.append(("lethedb log (tail)", server.log_tail()))

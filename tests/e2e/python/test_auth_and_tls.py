@@ -1,0 +1,67 @@
+"""Authorization (a wrong master key is refused) and HTTPS with the generated certificate."""
+
+import base64
+import json
+import ssl
+import urllib.error
+import urllib.request
+
+import pytest
+from azure.cosmos import PartitionKey
+from azure.cosmos.exceptions import CosmosHttpResponseError
+
+from conftest import make_client, unique_id
+
+# Valid base64 of the right length, but not the server's key.
+WRONG_KEY = base64.b64encode(bytes(range(64))).decode()
+
+
+def test_wrong_key_is_401(server):
+    with pytest.raises(CosmosHttpResponseError) as error:
+        client = make_client(server, credential=WRONG_KEY)
+        client.get_database_client("anything").read()
+    assert error.value.status_code == 401
+
+
+def test_unsigned_request_is_401_with_a_cosmos_error_body(server):
+    with pytest.raises(urllib.error.HTTPError) as error:
+        urllib.request.urlopen(server.endpoint + "dbs", timeout=10)
+    assert error.value.code == 401
+    body = json.loads(error.value.read())
+    assert body["code"] == "Unauthorized"
+    assert body["message"]
+
+
+def test_right_key_works_after_a_wrong_key_was_refused(server, client):
+    with pytest.raises(CosmosHttpResponseError):
+        make_client(server, credential=WRONG_KEY)
+    database_id = unique_id("db")
+    client.create_database(database_id)
+    client.delete_database(database_id)
+
+
+@pytest.fixture(scope="module")
+def tls_server(start_server):
+    return start_server(tls=True)
+
+
+def test_https_create_and_read(tls_server):
+    assert tls_server.endpoint.startswith("https://")
+    client = make_client(tls_server, connection_verify=False)
+    database = client.create_database(unique_id("db"))
+    container = database.create_container("secure", partition_key=PartitionKey(path="/pk"))
+    container.create_item({"id": "a", "pk": "p", "secret": 42})
+    assert container.read_item("a", partition_key="p")["secret"] == 42
+    assert [row["id"] for row in container.query_items("SELECT * FROM c", partition_key="p")] == ["a"]
+
+
+def test_https_serves_the_downloadable_certificate(tls_server):
+    insecure = ssl._create_unverified_context()
+    with urllib.request.urlopen(tls_server.endpoint + "_explorer/emulator.pem", timeout=10,
+                                context=insecure) as response:
+        pem = response.read().decode()
+    assert pem.startswith("-----BEGIN CERTIFICATE-----")
+    end = "-----END CERTIFICATE-----"
+    first_certificate = pem[:pem.index(end) + len(end)]
+    served = ssl.get_server_certificate(("127.0.0.1", tls_server.port))
+    assert ssl.PEM_cert_to_DER_cert(served) == ssl.PEM_cert_to_DER_cert(first_certificate)

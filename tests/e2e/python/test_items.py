@@ -1,0 +1,136 @@
+"""Item CRUD, optimistic concurrency, system properties and the paged read feed."""
+
+import time
+
+import pytest
+from azure.core import MatchConditions
+from azure.cosmos.exceptions import (
+    CosmosAccessConditionFailedError,
+    CosmosResourceExistsError,
+    CosmosResourceNotFoundError,
+)
+
+SYSTEM_PROPERTIES = ("_rid", "_self", "_etag", "_ts", "_attachments")
+
+
+def user_fields(item):
+    return {name: value for name, value in item.items() if not name.startswith("_")}
+
+
+def test_create_then_read_round_trips_the_body(container):
+    body = {"id": "a", "pk": "p", "n": 1, "f": 2.5, "ok": True, "none": None,
+            "list": [1, "two", {"three": 3}], "nested": {"deep": {"deeper": "x"}}, "text": "žluťoučký 🐎"}
+    created = container.create_item(body)
+    assert user_fields(created) == body
+    assert user_fields(container.read_item("a", partition_key="p")) == body
+
+
+def test_system_properties_are_present_and_consistent(container):
+    created = container.create_item({"id": "sys", "pk": "p"})
+    for name in SYSTEM_PROPERTIES:
+        assert name in created, f"missing {name} in {created}"
+    assert created["_self"].endswith("/")
+    assert created["_self"].startswith("dbs/")
+    assert created["_attachments"] == "attachments/"
+    assert isinstance(created["_ts"], int)
+
+    headers = created.get_response_headers()
+    assert headers["etag"] == created["_etag"]
+    assert float(headers["x-ms-request-charge"]) > 0
+
+    read = container.read_item("sys", partition_key="p")
+    assert {name: read[name] for name in SYSTEM_PROPERTIES} == {name: created[name] for name in SYSTEM_PROPERTIES}
+
+
+def test_client_sent_ts_and_etag_are_ignored(container):
+    before = int(time.time())
+    created = container.create_item({"id": "ts", "pk": "p", "_ts": 1, "_etag": "\"forged\""})
+    assert created["_ts"] >= before - 5
+    assert created["_ts"] <= int(time.time()) + 5
+    assert created["_etag"] != "\"forged\""
+    assert container.read_item("ts", partition_key="p")["_ts"] == created["_ts"]
+
+
+def test_duplicate_create_is_409(container):
+    container.create_item({"id": "dup", "pk": "p", "v": 1})
+    with pytest.raises(CosmosResourceExistsError) as error:
+        container.create_item({"id": "dup", "pk": "p", "v": 2})
+    assert error.value.status_code == 409
+    assert container.read_item("dup", partition_key="p")["v"] == 1
+    # The same id in another partition is a different item.
+    container.create_item({"id": "dup", "pk": "q", "v": 3})
+
+
+def test_read_missing_item_is_404(container):
+    with pytest.raises(CosmosResourceNotFoundError) as error:
+        container.read_item("nope", partition_key="p")
+    assert error.value.status_code == 404
+
+
+def test_replace_changes_the_body_and_etag(container):
+    created = container.create_item({"id": "r", "pk": "p", "v": 1})
+    replaced = container.replace_item("r", {"id": "r", "pk": "p", "v": 2})
+    assert replaced["v"] == 2
+    assert replaced["_etag"] != created["_etag"]
+    assert replaced["_rid"] == created["_rid"]
+    read = container.read_item("r", partition_key="p")
+    assert user_fields(read) == {"id": "r", "pk": "p", "v": 2}
+
+
+def test_replace_missing_item_is_404(container):
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.replace_item("ghost", {"id": "ghost", "pk": "p"})
+
+
+def test_upsert_creates_then_replaces(container):
+    created = container.upsert_item({"id": "u", "pk": "p", "v": 1})
+    assert created["v"] == 1
+    replaced = container.upsert_item({"id": "u", "pk": "p", "v": 2, "extra": True})
+    assert replaced["_etag"] != created["_etag"]
+    assert user_fields(container.read_item("u", partition_key="p")) == {"id": "u", "pk": "p", "v": 2, "extra": True}
+
+
+def test_delete_then_read_is_404_and_second_delete_is_404(container):
+    container.create_item({"id": "d", "pk": "p"})
+    container.delete_item("d", partition_key="p")
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.read_item("d", partition_key="p")
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.delete_item("d", partition_key="p")
+
+
+def test_if_match_with_stale_etag_is_412_on_replace_and_delete(container):
+    stale = container.create_item({"id": "c", "pk": "p", "v": 1})["_etag"]
+    current = container.replace_item("c", {"id": "c", "pk": "p", "v": 2})["_etag"]
+
+    with pytest.raises(CosmosAccessConditionFailedError) as error:
+        container.replace_item("c", {"id": "c", "pk": "p", "v": 3},
+                               etag=stale, match_condition=MatchConditions.IfNotModified)
+    assert error.value.status_code == 412
+    with pytest.raises(CosmosAccessConditionFailedError) as error:
+        container.delete_item("c", partition_key="p", etag=stale, match_condition=MatchConditions.IfNotModified)
+    assert error.value.status_code == 412
+    assert container.read_item("c", partition_key="p")["v"] == 2
+
+    newer = container.replace_item("c", {"id": "c", "pk": "p", "v": 3},
+                                   etag=current, match_condition=MatchConditions.IfNotModified)
+    assert newer["v"] == 3
+    container.delete_item("c", partition_key="p", etag=newer["_etag"], match_condition=MatchConditions.IfNotModified)
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.read_item("c", partition_key="p")
+
+
+def test_read_feed_pages_through_every_item_once(container):
+    ids = {f"item-{n:02}" for n in range(25)}
+    for n, item_id in enumerate(sorted(ids)):
+        container.create_item({"id": item_id, "pk": f"p{n % 3}"})
+
+    pages = [list(page) for page in container.read_all_items(max_item_count=7).by_page()]
+    assert [len(page) for page in pages] == [7, 7, 7, 4]
+    seen = [item["id"] for page in pages for item in page]
+    assert sorted(seen) == sorted(ids)
+    assert all("_rid" in item for page in pages for item in page)
+
+
+def test_read_feed_of_an_empty_container(container):
+    assert list(container.read_all_items()) == []
