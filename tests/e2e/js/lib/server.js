@@ -66,6 +66,9 @@ function probe(endpoint, tls) {
   });
 }
 
+// The server process ended before it became ready.
+class ServerExited extends Error {}
+
 export class Server {
   constructor({ dataDir, tls = false, key = EMULATOR_KEY } = {}) {
     this.dataDir = dataDir ?? path.join(mkdtempSync(path.join(os.tmpdir(), "lethedb-e2e-")), "data");
@@ -90,9 +93,11 @@ export class Server {
         await this.#waitReady();
         return this;
       } catch (error) {
-        // Most likely another process took the port between freePort() and bind().
-        lastError = error;
         await this.kill();
+        // An early exit most likely means another process took the port between freePort() and
+        // bind(), which is worth another try; a server that runs but never answers is not.
+        if (!(error instanceof ServerExited)) throw error;
+        lastError = error;
       }
     }
     throw new Error(`lethedb did not start after ${START_ATTEMPTS_MAX} attempts: ${lastError?.message}`);
@@ -116,7 +121,7 @@ export class Server {
     const deadline = Date.now() + READY_TIMEOUT_MS;
     while (Date.now() < deadline) {
       if (this.process.exitCode !== null || this.process.signalCode !== null) {
-        throw new Error(`lethedb exited (${this.process.exitCode ?? this.process.signalCode}):\n${this.logTail()}`);
+        throw new ServerExited(`lethedb exited (${this.process.exitCode ?? this.process.signalCode}):\n${this.logTail()}`);
       }
       try {
         await probe(this.endpoint, this.tls); // Any HTTP answer, 401 included, means it is serving.
