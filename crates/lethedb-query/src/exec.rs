@@ -1,0 +1,502 @@
+//! Turns input values into rows and rows into results: FROM/JOIN fan-out, WHERE, projection,
+//! and the `Accumulator` that holds state for GROUP BY, aggregates, DISTINCT and in-memory
+//! ORDER BY. Subqueries run entirely here, over values of the current row.
+//!
+//! It does not page: `paging.rs` decides which rows of a document stream become a page and
+//! what goes into a continuation token. All state is bounded by `ACCUMULATED_ROWS_MAX`.
+
+use std::borrow::Cow;
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use serde_json::{Map, Value};
+
+use crate::ast::{Expr, From, Projection, Query, Source};
+use crate::error::QueryError;
+use crate::eval::{is_true, Context, Evaluator, Scope};
+use crate::plan::{analyze, path_root, source_alias, QueryPlan};
+use crate::value::{canonical_key, number_value, total_order};
+
+/// The most rows, groups or distinct values one query (or subquery) may hold in memory.
+pub const ACCUMULATED_ROWS_MAX: usize = 100_000;
+
+/// What a row visitor returns: keep going, or stop the scan.
+pub type Flow = Result<ControlFlow<()>, QueryError>;
+
+fn limit_error() -> QueryError {
+    QueryError::LimitExceeded(format!(
+        "the query needs to hold more than {ACCUMULATED_ROWS_MAX} rows, groups or distinct values in memory"
+    ))
+}
+
+/// The values a source binds to its alias in the given scope: the elements of an array for
+/// `x IN expr`, the results of a subquery, or the single value of a path (none if undefined).
+fn expand<'a>(
+    evaluator: &Evaluator<'_>,
+    source: &Source,
+    scope: Option<&'a Scope<'a>>,
+) -> Result<Vec<Cow<'a, Value>>, QueryError> {
+    match source {
+        Source::Iterate { collection, .. } => Ok(match evaluator.eval(collection, scope)? {
+            Some(Cow::Borrowed(Value::Array(items))) => items.iter().map(Cow::Borrowed).collect(),
+            Some(Cow::Owned(Value::Array(items))) => items.into_iter().map(Cow::Owned).collect(),
+            // Anything that is not an array is ignored.
+            _ => Vec::new(),
+        }),
+        Source::Bind {
+            collection: Expr::Subquery(query),
+            ..
+        } => Ok(run_subquery(evaluator.context, query, scope, None)?
+            .into_iter()
+            .map(Cow::Owned)
+            .collect()),
+        Source::Bind { collection, .. } => {
+            Ok(evaluator.eval(collection, scope)?.into_iter().collect())
+        }
+    }
+}
+
+/// Calls `visit` once per row of the cross product of `sources`, each bound on top of `scope`.
+fn join_rows<'a>(
+    evaluator: &Evaluator<'_>,
+    sources: &[Source],
+    scope: Option<&'a Scope<'a>>,
+    visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow,
+) -> Flow {
+    let Some((first, rest)) = sources.split_first() else {
+        return visit(scope);
+    };
+    let alias = source_alias(first)?;
+    for value in expand(evaluator, first, scope)?.iter() {
+        let bound = Scope {
+            name: alias,
+            value,
+            parent: scope,
+        };
+        if join_rows(evaluator, rest, Some(&bound), visit)?.is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
+    }
+    Ok(ControlFlow::Continue(()))
+}
+
+/// Calls `visit` for every row the FROM clause makes of one stored document.
+pub fn document_rows(
+    evaluator: &Evaluator<'_>,
+    from: &From,
+    document: &Value,
+    visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow,
+) -> Flow {
+    let source_collection = match &from.source {
+        Source::Iterate { collection, .. } | Source::Bind { collection, .. } => collection,
+    };
+    let container_name = path_root(source_collection).unwrap_or("root");
+    // The container name is visible only while the root collection expression is evaluated.
+    let container = Scope {
+        name: container_name,
+        value: document,
+        parent: None,
+    };
+    let alias = source_alias(&from.source)?;
+    for value in expand(evaluator, &from.source, Some(&container))?.iter() {
+        let bound = Scope {
+            name: alias,
+            value,
+            parent: None,
+        };
+        if join_rows(evaluator, &from.joins, Some(&bound), visit)?.is_break() {
+            return Ok(ControlFlow::Break(()));
+        }
+    }
+    Ok(ControlFlow::Continue(()))
+}
+
+/// WHERE: only rows where the filter is exactly `true` pass.
+pub fn passes_filter(
+    evaluator: &Evaluator<'_>,
+    query: &Query,
+    scope: Option<&Scope<'_>>,
+) -> Result<bool, QueryError> {
+    match &query.filter {
+        Some(filter) => Ok(is_true(&evaluator.eval(filter, scope)?)),
+        None => Ok(true),
+    }
+}
+
+/// The result of one row (or one group, with substitutions): `None` when the projection is
+/// undefined, which leaves the row out of the results.
+pub fn project(
+    evaluator: &Evaluator<'_>,
+    query: &Query,
+    plan: &QueryPlan,
+    scope: Option<&Scope<'_>>,
+) -> Result<Option<Value>, QueryError> {
+    match &query.select.projection {
+        Projection::Star => Ok(scope.map(|scope| scope.value.clone())),
+        Projection::Value(expr) => Ok(evaluator.eval(expr, scope)?.map(Cow::into_owned)),
+        // Undefined properties are left out; a row whose properties are all undefined is `{}`.
+        Projection::Items(items) => {
+            let mut members = Map::new();
+            for (item, name) in items.iter().zip(&plan.output_names) {
+                if let Some(value) = evaluator.eval(&item.expr, scope)? {
+                    members.insert(name.clone(), value.into_owned());
+                }
+            }
+            Ok(Some(Value::Object(members)))
+        }
+    }
+}
+
+/// The ORDER BY values of a row.
+pub fn sort_values(
+    evaluator: &Evaluator<'_>,
+    query: &Query,
+    scope: Option<&Scope<'_>>,
+) -> Result<Vec<Option<Value>>, QueryError> {
+    query
+        .order_by
+        .iter()
+        .map(|key| Ok(evaluator.eval(&key.expr, scope)?.map(Cow::into_owned)))
+        .collect()
+}
+
+/// Compares two rows' ORDER BY values with each key's direction.
+pub fn compare_sort_values(
+    query: &Query,
+    left: &[Option<Value>],
+    right: &[Option<Value>],
+) -> Ordering {
+    for ((key, a), b) in query.order_by.iter().zip(left).zip(right) {
+        let ordering = total_order(a.as_ref(), b.as_ref());
+        let ordering = if key.descending {
+            ordering.reverse()
+        } else {
+            ordering
+        };
+        if ordering != Ordering::Equal {
+            return ordering;
+        }
+    }
+    Ordering::Equal
+}
+
+/// The running state of one aggregate over one group. Undefined arguments are skipped by
+/// every aggregate; COUNT counts the defined ones.
+#[derive(Debug, Clone)]
+enum AggregateState {
+    Count(u64),
+    /// SUM and AVG become undefined once a defined non-number is seen.
+    Sum {
+        total: f64,
+        valid: bool,
+    },
+    Average {
+        total: f64,
+        count: u64,
+        valid: bool,
+    },
+    /// MIN and MAX order null < booleans < numbers < strings; an array or object makes the
+    /// result undefined.
+    Extreme {
+        best: Option<Value>,
+        valid: bool,
+        maximum: bool,
+    },
+}
+
+impl AggregateState {
+    fn new(aggregate: &Expr) -> Self {
+        let name = match aggregate {
+            Expr::Call { name, .. } => name.to_ascii_uppercase(),
+            _ => String::new(),
+        };
+        match name.as_str() {
+            "SUM" => AggregateState::Sum {
+                total: 0.0,
+                valid: true,
+            },
+            "AVG" => AggregateState::Average {
+                total: 0.0,
+                count: 0,
+                valid: true,
+            },
+            "MIN" => AggregateState::Extreme {
+                best: None,
+                valid: true,
+                maximum: false,
+            },
+            "MAX" => AggregateState::Extreme {
+                best: None,
+                valid: true,
+                maximum: true,
+            },
+            _ => AggregateState::Count(0),
+        }
+    }
+
+    fn add(&mut self, value: Option<Value>) {
+        let Some(value) = value else {
+            return;
+        };
+        match self {
+            AggregateState::Count(count) => *count += 1,
+            AggregateState::Sum { total, valid } => match value.as_f64() {
+                Some(number) => *total += number,
+                None => *valid = false,
+            },
+            AggregateState::Average {
+                total,
+                count,
+                valid,
+            } => match value.as_f64() {
+                Some(number) => {
+                    *total += number;
+                    *count += 1;
+                }
+                None => *valid = false,
+            },
+            AggregateState::Extreme {
+                best,
+                valid,
+                maximum,
+            } => {
+                if matches!(value, Value::Array(_) | Value::Object(_)) {
+                    *valid = false;
+                    return;
+                }
+                let replace = match best {
+                    None => true,
+                    Some(current) => {
+                        let ordering = total_order(Some(&value), Some(current));
+                        if *maximum {
+                            ordering == Ordering::Greater
+                        } else {
+                            ordering == Ordering::Less
+                        }
+                    }
+                };
+                if replace {
+                    *best = Some(value);
+                }
+            }
+        }
+    }
+
+    fn result(&self) -> Option<Value> {
+        match self {
+            AggregateState::Count(count) => Some(Value::from(*count)),
+            AggregateState::Sum { total, valid: true } => number_value(*total),
+            AggregateState::Average {
+                total,
+                count,
+                valid: true,
+            } if *count > 0 => number_value(*total / *count as f64),
+            AggregateState::Extreme {
+                best, valid: true, ..
+            } => best.clone(),
+            _ => None,
+        }
+    }
+}
+
+struct Group {
+    keys: Vec<Option<Value>>,
+    states: Vec<AggregateState>,
+}
+
+/// Collects the rows of a query that needs them all before answering: GROUP BY, aggregates,
+/// DISTINCT, and ORDER BY when run in memory.
+#[derive(Default)]
+pub struct Accumulator {
+    rows: Vec<(Vec<Option<Value>>, Value)>,
+    groups: Vec<Group>,
+    group_index: HashMap<String, usize>,
+}
+
+impl Accumulator {
+    /// Adds a row that already passed WHERE.
+    pub fn push(
+        &mut self,
+        evaluator: &Evaluator<'_>,
+        query: &Query,
+        plan: &QueryPlan,
+        scope: Option<&Scope<'_>>,
+    ) -> Result<(), QueryError> {
+        if !plan.grouped {
+            let Some(output) = project(evaluator, query, plan, scope)? else {
+                return Ok(());
+            };
+            if self.rows.len() >= ACCUMULATED_ROWS_MAX {
+                return Err(limit_error());
+            }
+            let sort = sort_values(evaluator, query, scope)?;
+            self.rows.push((sort, output));
+            return Ok(());
+        }
+        let mut keys = Vec::with_capacity(query.group_by.len());
+        let mut key_text = String::new();
+        for expr in &query.group_by {
+            let key = evaluator.eval(expr, scope)?.map(Cow::into_owned);
+            key_text.push_str(&canonical_key(key.as_ref()));
+            key_text.push('\u{0}');
+            keys.push(key);
+        }
+        let index = match self.group_index.get(&key_text) {
+            Some(index) => *index,
+            None => {
+                if self.groups.len() >= ACCUMULATED_ROWS_MAX {
+                    return Err(limit_error());
+                }
+                self.groups.push(Group {
+                    keys,
+                    states: plan.aggregates.iter().map(AggregateState::new).collect(),
+                });
+                self.group_index.insert(key_text, self.groups.len() - 1);
+                self.groups.len() - 1
+            }
+        };
+        for (aggregate, state_index) in plan.aggregates.iter().zip(0..) {
+            let argument = match aggregate {
+                Expr::Call { args, .. } => match args.first() {
+                    Some(argument) => evaluator.eval(argument, scope)?.map(Cow::into_owned),
+                    None => None,
+                },
+                _ => None,
+            };
+            if let Some(group) = self.groups.get_mut(index) {
+                if let Some(state) = group.states.get_mut(state_index) {
+                    state.add(argument);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The final results: groups projected, rows sorted, DISTINCT, then OFFSET/LIMIT and TOP.
+    pub fn finish(
+        mut self,
+        context: &Context,
+        query: &Query,
+        plan: &QueryPlan,
+    ) -> Result<Vec<Value>, QueryError> {
+        let mut outputs = Vec::new();
+        if plan.grouped {
+            // Aggregates without GROUP BY answer even over no rows (COUNT is 0).
+            if self.groups.is_empty() && query.group_by.is_empty() {
+                self.groups.push(Group {
+                    keys: Vec::new(),
+                    states: plan.aggregates.iter().map(AggregateState::new).collect(),
+                });
+            }
+            for group in &self.groups {
+                let mut substitutions: Vec<(Expr, Option<Value>)> = query
+                    .group_by
+                    .iter()
+                    .cloned()
+                    .zip(group.keys.iter().cloned())
+                    .collect();
+                substitutions.extend(
+                    plan.aggregates
+                        .iter()
+                        .cloned()
+                        .zip(group.states.iter().map(AggregateState::result)),
+                );
+                let evaluator = Evaluator {
+                    context,
+                    substitutions: &substitutions,
+                };
+                if let Some(output) = project(&evaluator, query, plan, None)? {
+                    outputs.push(output);
+                }
+            }
+        } else {
+            if !query.order_by.is_empty() {
+                // A stable sort keeps scan order among equal keys.
+                self.rows
+                    .sort_by(|a, b| compare_sort_values(query, &a.0, &b.0));
+            }
+            outputs = self.rows.into_iter().map(|(_, output)| output).collect();
+        }
+        if query.select.distinct {
+            let mut seen = std::collections::HashSet::new();
+            outputs.retain(|output| seen.insert(canonical_key(Some(output))));
+        }
+        let start = usize::try_from(plan.offset)
+            .unwrap_or(usize::MAX)
+            .min(outputs.len());
+        let end = plan.end().map_or(outputs.len(), |end| {
+            usize::try_from(end)
+                .unwrap_or(usize::MAX)
+                .min(outputs.len())
+        });
+        Ok(outputs.into_iter().take(end).skip(start).collect())
+    }
+}
+
+/// Runs a subquery over the values of the current row and returns its results, stopping
+/// after `wanted` results when the caller needs only the first (EXISTS, scalar subquery).
+pub fn run_subquery(
+    context: &Context,
+    query: &Query,
+    outer: Option<&Scope<'_>>,
+    wanted: Option<usize>,
+) -> Result<Vec<Value>, QueryError> {
+    let plan = analyze(query, &context.parameters)?;
+    let evaluator = Evaluator::new(context);
+    let needs_all_rows = plan.grouped || query.select.distinct || !query.order_by.is_empty();
+    let from = query.from.as_ref();
+    let visit_rows = |visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow| -> Result<(), QueryError> {
+        match from {
+            Some(from) => {
+                let sources: Vec<Source> = std::iter::once(from.source.clone())
+                    .chain(from.joins.iter().cloned())
+                    .collect();
+                // Whether the visitor stopped early makes no difference here.
+                let _ = join_rows(&evaluator, &sources, outer, visit)?;
+            }
+            None => {
+                let _ = visit(outer)?;
+            }
+        }
+        Ok(())
+    };
+    if needs_all_rows {
+        let mut accumulator = Accumulator::default();
+        visit_rows(&mut |scope| {
+            if passes_filter(&evaluator, query, scope)? {
+                accumulator.push(&evaluator, query, &plan, scope)?;
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        let mut results = accumulator.finish(context, query, &plan)?;
+        if let Some(wanted) = wanted {
+            results.truncate(wanted);
+        }
+        return Ok(results);
+    }
+    let mut results = Vec::new();
+    let mut index: u64 = 0;
+    let end = plan.end();
+    visit_rows(&mut |scope| {
+        if end.is_some_and(|end| index >= end)
+            || wanted.is_some_and(|wanted| results.len() >= wanted)
+        {
+            return Ok(ControlFlow::Break(()));
+        }
+        if !passes_filter(&evaluator, query, scope)? {
+            return Ok(ControlFlow::Continue(()));
+        }
+        if let Some(output) = project(&evaluator, query, &plan, scope)? {
+            if index >= plan.offset {
+                if results.len() >= ACCUMULATED_ROWS_MAX {
+                    return Err(limit_error());
+                }
+                results.push(output);
+            }
+            index += 1;
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    Ok(results)
+}

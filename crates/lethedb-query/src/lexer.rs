@@ -1,0 +1,357 @@
+//! Turns query text into tokens, each with the character offset where it starts.
+//!
+//! The lexer knows the shape of words, numbers, strings, parameters and operators, and which
+//! words are keywords (case-insensitively). It does not know the grammar: whether a keyword is
+//! allowed where it stands is the parser's business. It never panics on any input; malformed
+//! text becomes a `QueryError::Syntax` naming the offending text and its offset.
+
+use crate::error::QueryError;
+
+/// Reserved words of the language. Identifiers that match one of these (ignoring case) are
+/// keywords, which is why `c.select` still works: the parser accepts a keyword after a dot.
+const KEYWORDS: &[&str] = &[
+    "AND",
+    "ARRAY",
+    "AS",
+    "ASC",
+    "BETWEEN",
+    "BY",
+    "DESC",
+    "DISTINCT",
+    "ESCAPE",
+    "EXISTS",
+    "FALSE",
+    "FROM",
+    "GROUP",
+    "IN",
+    "JOIN",
+    "LIKE",
+    "LIMIT",
+    "NOT",
+    "NULL",
+    "OFFSET",
+    "OR",
+    "ORDER",
+    "SELECT",
+    "TOP",
+    "TRUE",
+    "UNDEFINED",
+    "VALUE",
+    "WHERE",
+];
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum Token {
+    /// A keyword, stored upper-case.
+    Keyword(&'static str),
+    /// A name as written (identifiers are case-sensitive).
+    Identifier(String),
+    /// `@name`, stored without the `@`.
+    Parameter(String),
+    Number(f64),
+    String(String),
+    /// An operator or punctuation, e.g. `>=`, `??`, `(`.
+    Symbol(&'static str),
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spanned {
+    pub token: Token,
+    /// Offset in characters (not bytes) from the start of the query text.
+    pub position: usize,
+}
+
+/// Operators, longest first so that `>>>` wins over `>>` and `>`.
+const SYMBOLS: &[&str] = &[
+    ">>>", "<<", ">>", "<=", ">=", "!=", "<>", "||", "??", "(", ")", "[", "]", "{", "}", ",", ".",
+    ":", "?", "+", "-", "*", "/", "%", "=", "<", ">", "&", "|", "^", "~",
+];
+
+pub fn tokenize(text: &str) -> Result<Vec<Spanned>, QueryError> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut tokens = Vec::new();
+    let mut index = 0;
+    while index < chars.len() {
+        let character = chars[index];
+        if character.is_whitespace() {
+            index += 1;
+            continue;
+        }
+        // `--` starts a comment that runs to the end of the line, as in the service.
+        if character == '-' && chars.get(index + 1) == Some(&'-') {
+            while index < chars.len() && chars[index] != '\n' {
+                index += 1;
+            }
+            continue;
+        }
+        let start = index;
+        if character.is_ascii_alphabetic() || character == '_' {
+            while index < chars.len()
+                && (chars[index].is_ascii_alphanumeric() || chars[index] == '_')
+            {
+                index += 1;
+            }
+            let word: String = chars[start..index].iter().collect();
+            let token = match KEYWORDS
+                .iter()
+                .find(|keyword| keyword.eq_ignore_ascii_case(&word))
+            {
+                Some(keyword) => Token::Keyword(keyword),
+                None => Token::Identifier(word),
+            };
+            tokens.push(Spanned {
+                token,
+                position: start,
+            });
+        } else if character == '@' {
+            index += 1;
+            while index < chars.len()
+                && (chars[index].is_ascii_alphanumeric() || chars[index] == '_')
+            {
+                index += 1;
+            }
+            if index == start + 1 {
+                return Err(syntax_error(&chars, start));
+            }
+            let name: String = chars[start + 1..index].iter().collect();
+            tokens.push(Spanned {
+                token: Token::Parameter(name),
+                position: start,
+            });
+        } else if character.is_ascii_digit()
+            || (character == '.'
+                && chars
+                    .get(index + 1)
+                    .is_some_and(|next| next.is_ascii_digit()))
+        {
+            let (number, end) = lex_number(&chars, start)?;
+            index = end;
+            tokens.push(Spanned {
+                token: Token::Number(number),
+                position: start,
+            });
+        } else if character == '"' || character == '\'' {
+            let (string, end) = lex_string(&chars, start)?;
+            index = end;
+            tokens.push(Spanned {
+                token: Token::String(string),
+                position: start,
+            });
+        } else {
+            let symbol = SYMBOLS.iter().find(|symbol| {
+                symbol
+                    .chars()
+                    .enumerate()
+                    .all(|(offset, expected)| chars.get(start + offset) == Some(&expected))
+            });
+            match symbol {
+                Some(symbol) => {
+                    index += symbol.chars().count();
+                    tokens.push(Spanned {
+                        token: Token::Symbol(symbol),
+                        position: start,
+                    });
+                }
+                None => return Err(syntax_error(&chars, start)),
+            }
+        }
+    }
+    Ok(tokens)
+}
+
+fn syntax_error(chars: &[char], position: usize) -> QueryError {
+    let near: String = chars[position.min(chars.len())..]
+        .iter()
+        .take_while(|c| !c.is_whitespace())
+        .take(20)
+        .collect();
+    QueryError::Syntax { near, position }
+}
+
+/// Decimal numbers with optional fraction and exponent, and `0x` hexadecimal integers.
+fn lex_number(chars: &[char], start: usize) -> Result<(f64, usize), QueryError> {
+    let mut index = start;
+    if chars[index] == '0' && matches!(chars.get(index + 1), Some('x') | Some('X')) {
+        index += 2;
+        let digits_start = index;
+        while index < chars.len() && chars[index].is_ascii_hexdigit() {
+            index += 1;
+        }
+        let digits: String = chars[digits_start..index].iter().collect();
+        let value = u64::from_str_radix(&digits, 16).map_err(|_| syntax_error(chars, start))?;
+        return Ok((value as f64, index));
+    }
+    while index < chars.len() && chars[index].is_ascii_digit() {
+        index += 1;
+    }
+    if chars.get(index) == Some(&'.') && chars.get(index + 1).is_some_and(|c| c.is_ascii_digit()) {
+        index += 1;
+        while index < chars.len() && chars[index].is_ascii_digit() {
+            index += 1;
+        }
+    }
+    if matches!(chars.get(index), Some('e') | Some('E')) {
+        let mut lookahead = index + 1;
+        if matches!(chars.get(lookahead), Some('+') | Some('-')) {
+            lookahead += 1;
+        }
+        if chars.get(lookahead).is_some_and(|c| c.is_ascii_digit()) {
+            index = lookahead;
+            while index < chars.len() && chars[index].is_ascii_digit() {
+                index += 1;
+            }
+        }
+    }
+    let text: String = chars[start..index].iter().collect();
+    match text.parse::<f64>() {
+        Ok(value) if value.is_finite() => Ok((value, index)),
+        _ => Err(syntax_error(chars, start)),
+    }
+}
+
+/// Single- or double-quoted strings with JSON escapes (plus `\'`).
+fn lex_string(chars: &[char], start: usize) -> Result<(String, usize), QueryError> {
+    let quote = chars[start];
+    let mut index = start + 1;
+    let mut out = String::new();
+    loop {
+        let Some(&character) = chars.get(index) else {
+            return Err(syntax_error(chars, start));
+        };
+        index += 1;
+        if character == quote {
+            return Ok((out, index));
+        }
+        if character != '\\' {
+            out.push(character);
+            continue;
+        }
+        let Some(&escape) = chars.get(index) else {
+            return Err(syntax_error(chars, start));
+        };
+        index += 1;
+        match escape {
+            '"' => out.push('"'),
+            '\'' => out.push('\''),
+            '\\' => out.push('\\'),
+            '/' => out.push('/'),
+            'b' => out.push('\u{8}'),
+            'f' => out.push('\u{c}'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'u' => {
+                let high = hex4(chars, index).ok_or_else(|| syntax_error(chars, index - 2))?;
+                index += 4;
+                let code = if (0xD800..0xDC00).contains(&high) {
+                    // A surrogate pair spells one character outside the basic plane.
+                    let low =
+                        if chars.get(index) == Some(&'\\') && chars.get(index + 1) == Some(&'u') {
+                            hex4(chars, index + 2)
+                        } else {
+                            None
+                        };
+                    match low {
+                        Some(low) if (0xDC00..0xE000).contains(&low) => {
+                            index += 6;
+                            0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00)
+                        }
+                        _ => return Err(syntax_error(chars, index - 6)),
+                    }
+                } else {
+                    high
+                };
+                out.push(char::from_u32(code).ok_or_else(|| syntax_error(chars, index - 6))?);
+            }
+            _ => return Err(syntax_error(chars, index - 2)),
+        }
+    }
+}
+
+fn hex4(chars: &[char], index: usize) -> Option<u32> {
+    let digits: String = chars.get(index..index + 4)?.iter().collect();
+    if digits.chars().all(|c| c.is_ascii_hexdigit()) {
+        u32::from_str_radix(&digits, 16).ok()
+    } else {
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(text: &str) -> Vec<Token> {
+        tokenize(text)
+            .map(|tokens| tokens.into_iter().map(|t| t.token).collect())
+            .unwrap_or_default()
+    }
+
+    #[test]
+    fn keywords_are_case_insensitive_and_identifiers_keep_case() {
+        assert_eq!(
+            kinds("select C.Name from c"),
+            vec![
+                Token::Keyword("SELECT"),
+                Token::Identifier("C".into()),
+                Token::Symbol("."),
+                Token::Identifier("Name".into()),
+                Token::Keyword("FROM"),
+                Token::Identifier("c".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn numbers_strings_parameters_and_operators() {
+        assert_eq!(
+            kinds("1.5e2 0x1F 'it\\'s' \"\\u00e9\" @p >>> ?? != <> --comment\n."),
+            vec![
+                Token::Number(150.0),
+                Token::Number(31.0),
+                Token::String("it's".into()),
+                Token::String("é".into()),
+                Token::Parameter("p".into()),
+                Token::Symbol(">>>"),
+                Token::Symbol("??"),
+                Token::Symbol("!="),
+                Token::Symbol("<>"),
+                Token::Symbol("."),
+            ]
+        );
+    }
+
+    #[test]
+    fn surrogate_pairs_decode_to_one_character() {
+        assert_eq!(
+            kinds("\"\\ud83d\\ude00\""),
+            vec![Token::String("😀".into())]
+        );
+    }
+
+    #[test]
+    fn errors_name_the_position() {
+        assert_eq!(
+            tokenize("SELECT # FROM c"),
+            Err(QueryError::Syntax {
+                near: "#".into(),
+                position: 7
+            })
+        );
+        assert!(matches!(
+            tokenize("'open"),
+            Err(QueryError::Syntax { position: 0, .. })
+        ));
+        assert!(matches!(tokenize("@"), Err(QueryError::Syntax { .. })));
+        assert!(matches!(
+            tokenize("'\\ud800'"),
+            Err(QueryError::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn positions_count_characters_not_bytes() {
+        let tokens = tokenize("'é' x").unwrap_or_default();
+        assert_eq!(tokens.get(1).map(|t| t.position), Some(4));
+    }
+}

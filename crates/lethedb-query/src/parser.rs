@@ -1,0 +1,948 @@
+//! A hand-written recursive-descent parser from tokens to `ast::Query`.
+//!
+//! It checks only the shape of the text: names of functions, identifiers in scope and
+//! parameters are resolved later by `plan.rs`. Two named limits keep hostile input from
+//! exhausting memory or the stack: `QUERY_TEXT_CHARS_MAX` and `EXPRESSION_DEPTH_MAX` (the
+//! height of any expression tree, subqueries included, and the nesting of recursive calls).
+//!
+//! Grammar (keywords are case-insensitive; lowest precedence first). The binary levels from
+//! `or` to `multiplicative` are parsed by one precedence-climbing loop (`Parser::binary`).
+//!
+//! ```text
+//! query          := SELECT [DISTINCT] [TOP count] projection
+//!                   [FROM source (JOIN source)*] [WHERE expr]
+//!                   [GROUP BY expr (',' expr)*]
+//!                   [ORDER BY expr [ASC|DESC] (',' expr [ASC|DESC])*]
+//!                   [OFFSET count LIMIT count]
+//! count          := number | @parameter
+//! projection     := '*' | VALUE expr | expr [[AS] name] (',' expr [[AS] name])*
+//! source         := name IN collection | collection [[AS] name]
+//! collection     := name ('.' name | '[' expr ']')* | '(' query ')'
+//! expr           := coalesce ['?' expr ':' expr]
+//! coalesce       := or ['??' coalesce]
+//! or             := and (OR and)*
+//! and            := not (AND not)*
+//! not            := NOT not | predicate
+//! predicate      := concat [[NOT] IN '(' expr (',' expr)* ')'
+//!                          | [NOT] BETWEEN concat AND concat
+//!                          | [NOT] LIKE concat [ESCAPE concat]]
+//! concat         := bit_or ('||' bit_or)*
+//! bit_or         := bit_xor ('|' bit_xor)*
+//! bit_xor        := bit_and ('^' bit_and)*
+//! bit_and        := equality ('&' equality)*
+//! equality       := relational (('=' | '!=' | '<>') relational)*
+//! relational     := shift (('<' | '<=' | '>' | '>=') shift)*
+//! shift          := additive (('<<' | '>>' | '>>>') additive)*
+//! additive       := multiplicative (('+' | '-') multiplicative)*
+//! multiplicative := unary (('*' | '/' | '%') unary)*
+//! unary          := ('-' | '+' | '~') unary | postfix
+//! postfix        := primary ('.' name | '[' expr ']')*
+//! primary        := number | string | true | false | null | undefined | @parameter
+//!                 | name | name '(' [expr (',' expr)*] ')'
+//!                 | '[' [expr (',' expr)*] ']' | '{' [key ':' expr (',' key ':' expr)*] '}'
+//!                 | '(' expr ')' | '(' query ')' | EXISTS '(' query ')' | ARRAY '(' query ')'
+//! key            := name | string
+//! ```
+
+use serde_json::Value;
+
+use crate::ast::{
+    BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem, SortKey, Source,
+    UnaryOp,
+};
+use crate::error::QueryError;
+use crate::lexer::{tokenize, Spanned, Token};
+use crate::value::number_value;
+
+/// The longest query text accepted, in characters. The service's own limit is in this range;
+/// anything longer is almost certainly not a hand-written query.
+pub const QUERY_TEXT_CHARS_MAX: usize = 256 * 1024;
+
+/// The deepest expression tree accepted (counting subqueries) and the deepest recursion of the
+/// parser. Evaluation, `Display`, equality and drop all recurse over the tree, so this single
+/// number bounds their stack use too.
+pub const EXPRESSION_DEPTH_MAX: usize = 64;
+
+/// Precedence of OR, the loosest binary operator.
+const LOWEST_PRECEDENCE: u8 = 1;
+/// Precedence of NOT's operand and of IN, BETWEEN and LIKE: looser than comparisons and
+/// string concatenation, tighter than AND.
+const PREDICATE_PRECEDENCE: u8 = 3;
+
+pub fn parse(text: &str) -> Result<Query, QueryError> {
+    let chars_count = text.chars().count();
+    if chars_count > QUERY_TEXT_CHARS_MAX {
+        return Err(QueryError::LimitExceeded(format!(
+            "the query text has {chars_count} characters; at most {QUERY_TEXT_CHARS_MAX} are allowed"
+        )));
+    }
+    let tokens = tokenize(text)?;
+    let mut parser = Parser {
+        tokens,
+        chars: text.chars().collect(),
+        next: 0,
+        depth: 0,
+    };
+    let query = parser.query()?;
+    if parser.next < parser.tokens.len() {
+        return Err(parser.error_here());
+    }
+    Ok(query)
+}
+
+struct Parser {
+    tokens: Vec<Spanned>,
+    chars: Vec<char>,
+    next: usize,
+    depth: usize,
+}
+
+impl Parser {
+    fn peek(&self) -> Option<&Token> {
+        self.tokens.get(self.next).map(|spanned| &spanned.token)
+    }
+
+    fn peek_at(&self, ahead: usize) -> Option<&Token> {
+        self.tokens
+            .get(self.next + ahead)
+            .map(|spanned| &spanned.token)
+    }
+
+    fn error_here(&self) -> QueryError {
+        match self.tokens.get(self.next) {
+            Some(spanned) => {
+                let end = self
+                    .tokens
+                    .get(self.next + 1)
+                    .map_or(self.chars.len(), |following| following.position);
+                let near: String = self.chars[spanned.position..end]
+                    .iter()
+                    .collect::<String>()
+                    .trim()
+                    .chars()
+                    .take(40)
+                    .collect();
+                QueryError::Syntax {
+                    near,
+                    position: spanned.position,
+                }
+            }
+            None => {
+                let near = self.tokens.last().map_or(String::new(), |last| {
+                    self.chars[last.position..]
+                        .iter()
+                        .collect::<String>()
+                        .trim()
+                        .chars()
+                        .take(40)
+                        .collect()
+                });
+                QueryError::Syntax {
+                    near,
+                    position: self.chars.len(),
+                }
+            }
+        }
+    }
+
+    fn is_keyword(&self, keyword: &str) -> bool {
+        matches!(self.peek(), Some(Token::Keyword(found)) if *found == keyword)
+    }
+
+    fn is_symbol(&self, symbol: &str) -> bool {
+        matches!(self.peek(), Some(Token::Symbol(found)) if *found == symbol)
+    }
+
+    fn eat_keyword(&mut self, keyword: &str) -> bool {
+        let found = self.is_keyword(keyword);
+        if found {
+            self.next += 1;
+        }
+        found
+    }
+
+    fn eat_symbol(&mut self, symbol: &str) -> bool {
+        let found = self.is_symbol(symbol);
+        if found {
+            self.next += 1;
+        }
+        found
+    }
+
+    fn expect_keyword(&mut self, keyword: &str) -> Result<(), QueryError> {
+        if self.eat_keyword(keyword) {
+            Ok(())
+        } else {
+            Err(self.error_here())
+        }
+    }
+
+    fn expect_symbol(&mut self, symbol: &str) -> Result<(), QueryError> {
+        if self.eat_symbol(symbol) {
+            Ok(())
+        } else {
+            Err(self.error_here())
+        }
+    }
+
+    fn identifier(&mut self) -> Result<String, QueryError> {
+        match self.peek() {
+            Some(Token::Identifier(name)) => {
+                let name = name.clone();
+                self.next += 1;
+                Ok(name)
+            }
+            _ => Err(self.error_here()),
+        }
+    }
+
+    /// A property name after a dot: keywords are allowed there (`c.value`), spelled as written.
+    fn property_name(&mut self) -> Result<String, QueryError> {
+        match self.tokens.get(self.next) {
+            Some(Spanned {
+                token: Token::Identifier(name),
+                ..
+            }) => {
+                let name = name.clone();
+                self.next += 1;
+                Ok(name)
+            }
+            Some(Spanned {
+                token: Token::Keyword(keyword),
+                position,
+            }) => {
+                let name: String = self.chars[*position..*position + keyword.len()]
+                    .iter()
+                    .collect();
+                self.next += 1;
+                Ok(name)
+            }
+            _ => Err(self.error_here()),
+        }
+    }
+
+    fn enter(&mut self) -> Result<(), QueryError> {
+        self.depth += 1;
+        if self.depth > EXPRESSION_DEPTH_MAX {
+            return Err(QueryError::LimitExceeded(format!(
+                "the query nests deeper than {EXPRESSION_DEPTH_MAX} levels"
+            )));
+        }
+        Ok(())
+    }
+
+    fn leave(&mut self) {
+        self.depth -= 1;
+    }
+
+    /// Rejects a tree as soon as it grows too tall, before it is deep enough to overflow the
+    /// stack of whatever recurses over it later (including its own drop).
+    fn checked(&self, expr: Expr) -> Result<Expr, QueryError> {
+        if expression_height(&expr) > EXPRESSION_DEPTH_MAX {
+            return Err(QueryError::LimitExceeded(format!(
+                "an expression is nested deeper than {EXPRESSION_DEPTH_MAX} levels"
+            )));
+        }
+        Ok(expr)
+    }
+
+    fn query(&mut self) -> Result<Query, QueryError> {
+        self.enter()?;
+        let query = self.query_inner();
+        self.leave();
+        query
+    }
+
+    fn query_inner(&mut self) -> Result<Query, QueryError> {
+        self.expect_keyword("SELECT")?;
+        let distinct = self.eat_keyword("DISTINCT");
+        let top = if self.eat_keyword("TOP") {
+            Some(self.count()?)
+        } else {
+            None
+        };
+        let projection = if self.eat_symbol("*") {
+            Projection::Star
+        } else if self.eat_keyword("VALUE") {
+            Projection::Value(self.expr()?)
+        } else {
+            let mut items = Vec::new();
+            loop {
+                let expr = self.expr()?;
+                let alias = if self.eat_keyword("AS") {
+                    Some(self.identifier()?)
+                } else if matches!(self.peek(), Some(Token::Identifier(_))) {
+                    Some(self.identifier()?)
+                } else {
+                    None
+                };
+                items.push(SelectItem { expr, alias });
+                if !self.eat_symbol(",") {
+                    break;
+                }
+            }
+            Projection::Items(items)
+        };
+        let from = if self.eat_keyword("FROM") {
+            let source = self.source()?;
+            let mut joins = Vec::new();
+            while self.eat_keyword("JOIN") {
+                joins.push(self.source()?);
+            }
+            Some(From { source, joins })
+        } else {
+            None
+        };
+        let filter = if self.eat_keyword("WHERE") {
+            Some(self.expr()?)
+        } else {
+            None
+        };
+        let mut group_by = Vec::new();
+        if self.eat_keyword("GROUP") {
+            self.expect_keyword("BY")?;
+            loop {
+                group_by.push(self.expr()?);
+                if !self.eat_symbol(",") {
+                    break;
+                }
+            }
+        }
+        let mut order_by = Vec::new();
+        if self.eat_keyword("ORDER") {
+            self.expect_keyword("BY")?;
+            loop {
+                let expr = self.expr()?;
+                let descending = if self.eat_keyword("DESC") {
+                    true
+                } else {
+                    self.eat_keyword("ASC");
+                    false
+                };
+                order_by.push(SortKey { expr, descending });
+                if !self.eat_symbol(",") {
+                    break;
+                }
+            }
+        }
+        let offset_limit = if self.eat_keyword("OFFSET") {
+            let offset = self.count()?;
+            self.expect_keyword("LIMIT")?;
+            let limit = self.count()?;
+            Some(OffsetLimit { offset, limit })
+        } else {
+            None
+        };
+        Ok(Query {
+            select: Select {
+                distinct,
+                top,
+                projection,
+            },
+            from,
+            filter,
+            group_by,
+            order_by,
+            offset_limit,
+        })
+    }
+
+    /// `TOP`, `OFFSET` and `LIMIT` take a number literal or a parameter, nothing else.
+    fn count(&mut self) -> Result<Expr, QueryError> {
+        match self.peek() {
+            Some(Token::Number(number)) => {
+                let value = number_value(*number).unwrap_or(Value::Null);
+                self.next += 1;
+                Ok(Expr::Literal(value))
+            }
+            Some(Token::Parameter(name)) => {
+                let name = name.clone();
+                self.next += 1;
+                Ok(Expr::Parameter(name))
+            }
+            _ => Err(self.error_here()),
+        }
+    }
+
+    fn source(&mut self) -> Result<Source, QueryError> {
+        if matches!(self.peek(), Some(Token::Identifier(_)))
+            && matches!(self.peek_at(1), Some(Token::Keyword("IN")))
+        {
+            let alias = self.identifier()?;
+            self.expect_keyword("IN")?;
+            let collection = self.collection()?;
+            return Ok(Source::Iterate { alias, collection });
+        }
+        let collection = self.collection()?;
+        let alias = if self.eat_keyword("AS") {
+            Some(self.identifier()?)
+        } else if matches!(self.peek(), Some(Token::Identifier(_))) {
+            Some(self.identifier()?)
+        } else {
+            None
+        };
+        Ok(Source::Bind { collection, alias })
+    }
+
+    fn collection(&mut self) -> Result<Expr, QueryError> {
+        if self.is_symbol("(") && matches!(self.peek_at(1), Some(Token::Keyword("SELECT"))) {
+            self.next += 1;
+            let query = self.query()?;
+            self.expect_symbol(")")?;
+            return self.checked(Expr::Subquery(Box::new(query)));
+        }
+        let mut expr = Expr::Identifier(self.identifier()?);
+        loop {
+            if self.eat_symbol(".") {
+                expr = Expr::Property(Box::new(expr), self.property_name()?);
+            } else if self.eat_symbol("[") {
+                let index = self.nested_expr()?;
+                self.expect_symbol("]")?;
+                expr = Expr::Index(Box::new(expr), Box::new(index));
+            } else {
+                break;
+            }
+            expr = self.checked(expr)?;
+        }
+        Ok(expr)
+    }
+
+    /// An expression in a new nesting level: parentheses, brackets, arguments.
+    fn nested_expr(&mut self) -> Result<Expr, QueryError> {
+        self.enter()?;
+        let expr = self.expr();
+        self.leave();
+        expr
+    }
+
+    fn expr(&mut self) -> Result<Expr, QueryError> {
+        let condition = self.coalesce()?;
+        if self.eat_symbol("?") {
+            let if_true = self.nested_expr()?;
+            self.expect_symbol(":")?;
+            let if_false = self.nested_expr()?;
+            return self.checked(Expr::Conditional(
+                Box::new(condition),
+                Box::new(if_true),
+                Box::new(if_false),
+            ));
+        }
+        Ok(condition)
+    }
+
+    fn coalesce(&mut self) -> Result<Expr, QueryError> {
+        let left = self.binary(LOWEST_PRECEDENCE)?;
+        if self.eat_symbol("??") {
+            self.enter()?;
+            let right = self.coalesce();
+            self.leave();
+            return self.checked(Expr::Binary(
+                BinaryOp::Coalesce,
+                Box::new(left),
+                Box::new(right?),
+            ));
+        }
+        Ok(left)
+    }
+
+    /// The binary operator at the cursor and its precedence, if any.
+    fn binary_operator(&self) -> Option<(u8, BinaryOp)> {
+        let found = match self.peek()? {
+            Token::Keyword("OR") => (1, BinaryOp::Or),
+            Token::Keyword("AND") => (2, BinaryOp::And),
+            Token::Symbol(symbol) => match *symbol {
+                "||" => (4, BinaryOp::Concat),
+                "|" => (5, BinaryOp::BitOr),
+                "^" => (6, BinaryOp::BitXor),
+                "&" => (7, BinaryOp::BitAnd),
+                "=" => (8, BinaryOp::Equal),
+                "!=" | "<>" => (8, BinaryOp::NotEqual),
+                "<" => (9, BinaryOp::Less),
+                "<=" => (9, BinaryOp::LessOrEqual),
+                ">" => (9, BinaryOp::Greater),
+                ">=" => (9, BinaryOp::GreaterOrEqual),
+                "<<" => (10, BinaryOp::ShiftLeft),
+                ">>" => (10, BinaryOp::ShiftRight),
+                ">>>" => (10, BinaryOp::ShiftRightZeroFill),
+                "+" => (11, BinaryOp::Add),
+                "-" => (11, BinaryOp::Subtract),
+                "*" | "/" | "%" => (
+                    12,
+                    match *symbol {
+                        "*" => BinaryOp::Multiply,
+                        "/" => BinaryOp::Divide,
+                        _ => BinaryOp::Modulo,
+                    },
+                ),
+                _ => return None,
+            },
+            _ => return None,
+        };
+        Some(found)
+    }
+
+    /// Precedence climbing over every binary operator from OR up to `*`, with NOT and the
+    /// IN/BETWEEN/LIKE predicates at `PREDICATE_PRECEDENCE`. One function instead of one per
+    /// level keeps the stack shallow for each level of parentheses.
+    fn binary(&mut self, lowest: u8) -> Result<Expr, QueryError> {
+        let mut left = if self.is_keyword("NOT") {
+            self.next += 1;
+            self.enter()?;
+            let operand = self.binary(PREDICATE_PRECEDENCE);
+            self.leave();
+            self.checked(Expr::Unary(UnaryOp::Not, Box::new(operand?)))?
+        } else {
+            self.unary()?
+        };
+        loop {
+            let negated = self.is_keyword("NOT")
+                && matches!(
+                    self.peek_at(1),
+                    Some(Token::Keyword("IN" | "BETWEEN" | "LIKE"))
+                );
+            let is_predicate = negated
+                || self.is_keyword("IN")
+                || self.is_keyword("BETWEEN")
+                || self.is_keyword("LIKE");
+            if is_predicate {
+                if PREDICATE_PRECEDENCE < lowest {
+                    return Ok(left);
+                }
+                if negated {
+                    self.next += 1;
+                }
+                left = self.predicate(left, negated)?;
+                continue;
+            }
+            let Some((precedence, op)) = self.binary_operator() else {
+                return Ok(left);
+            };
+            if precedence < lowest {
+                return Ok(left);
+            }
+            self.next += 1;
+            let right = self.binary(precedence + 1)?;
+            left = self.checked(Expr::Binary(op, Box::new(left), Box::new(right)))?;
+        }
+    }
+
+    /// The rest of `expr [NOT] IN (...)`, `BETWEEN low AND high` or `LIKE pattern [ESCAPE e]`.
+    fn predicate(&mut self, expr: Expr, negated: bool) -> Result<Expr, QueryError> {
+        let operand_precedence = PREDICATE_PRECEDENCE + 1;
+        if self.eat_keyword("IN") {
+            self.expect_symbol("(")?;
+            let mut list = Vec::new();
+            loop {
+                list.push(self.nested_expr()?);
+                if !self.eat_symbol(",") {
+                    break;
+                }
+            }
+            self.expect_symbol(")")?;
+            return self.checked(Expr::In {
+                expr: Box::new(expr),
+                list,
+                negated,
+            });
+        }
+        if self.eat_keyword("BETWEEN") {
+            let low = self.binary(operand_precedence)?;
+            self.expect_keyword("AND")?;
+            let high = self.binary(operand_precedence)?;
+            return self.checked(Expr::Between {
+                expr: Box::new(expr),
+                low: Box::new(low),
+                high: Box::new(high),
+                negated,
+            });
+        }
+        self.expect_keyword("LIKE")?;
+        let pattern = self.binary(operand_precedence)?;
+        let escape = if self.eat_keyword("ESCAPE") {
+            Some(Box::new(self.binary(operand_precedence)?))
+        } else {
+            None
+        };
+        self.checked(Expr::Like {
+            expr: Box::new(expr),
+            pattern: Box::new(pattern),
+            escape,
+            negated,
+        })
+    }
+
+    fn unary(&mut self) -> Result<Expr, QueryError> {
+        let op = match self.peek() {
+            Some(Token::Symbol("-")) => UnaryOp::Negate,
+            Some(Token::Symbol("+")) => UnaryOp::Plus,
+            Some(Token::Symbol("~")) => UnaryOp::BitNot,
+            _ => return self.postfix(),
+        };
+        self.next += 1;
+        self.enter()?;
+        let operand = self.unary();
+        self.leave();
+        let operand = operand?;
+        // A minus in front of a number literal is part of the literal, so `-1` and the
+        // displayed `(-1)` parse to the same tree.
+        if op == UnaryOp::Negate {
+            if let Expr::Literal(Value::Number(number)) = &operand {
+                if let Some(negated) = number.as_f64().and_then(|n| number_value(-n)) {
+                    return Ok(Expr::Literal(negated));
+                }
+            }
+        }
+        self.checked(Expr::Unary(op, Box::new(operand)))
+    }
+
+    fn postfix(&mut self) -> Result<Expr, QueryError> {
+        let mut expr = self.primary()?;
+        loop {
+            if self.eat_symbol(".") {
+                expr = Expr::Property(Box::new(expr), self.property_name()?);
+            } else if self.eat_symbol("[") {
+                let index = self.nested_expr()?;
+                self.expect_symbol("]")?;
+                expr = Expr::Index(Box::new(expr), Box::new(index));
+            } else {
+                return Ok(expr);
+            }
+            expr = self.checked(expr)?;
+        }
+    }
+
+    fn subquery_in_parentheses(&mut self) -> Result<Query, QueryError> {
+        self.expect_symbol("(")?;
+        let query = self.query()?;
+        self.expect_symbol(")")?;
+        Ok(query)
+    }
+
+    fn expr_list(&mut self, close: &str) -> Result<Vec<Expr>, QueryError> {
+        let mut items = Vec::new();
+        if self.eat_symbol(close) {
+            return Ok(items);
+        }
+        loop {
+            items.push(self.nested_expr()?);
+            if self.eat_symbol(close) {
+                return Ok(items);
+            }
+            self.expect_symbol(",")?;
+        }
+    }
+
+    fn primary(&mut self) -> Result<Expr, QueryError> {
+        let Some(token) = self.peek().cloned() else {
+            return Err(self.error_here());
+        };
+        match token {
+            Token::Number(number) => {
+                self.next += 1;
+                number_value(number)
+                    .map(Expr::Literal)
+                    .ok_or_else(|| self.error_here())
+            }
+            Token::String(text) => {
+                self.next += 1;
+                Ok(Expr::Literal(Value::String(text)))
+            }
+            Token::Parameter(name) => {
+                self.next += 1;
+                Ok(Expr::Parameter(name))
+            }
+            Token::Keyword("TRUE") => {
+                self.next += 1;
+                Ok(Expr::Literal(Value::Bool(true)))
+            }
+            Token::Keyword("FALSE") => {
+                self.next += 1;
+                Ok(Expr::Literal(Value::Bool(false)))
+            }
+            Token::Keyword("NULL") => {
+                self.next += 1;
+                Ok(Expr::Literal(Value::Null))
+            }
+            Token::Keyword("UNDEFINED") => {
+                self.next += 1;
+                Ok(Expr::Undefined)
+            }
+            Token::Keyword("EXISTS") => {
+                self.next += 1;
+                let query = self.subquery_in_parentheses()?;
+                self.checked(Expr::Exists(Box::new(query)))
+            }
+            Token::Keyword("ARRAY") => {
+                self.next += 1;
+                let query = self.subquery_in_parentheses()?;
+                self.checked(Expr::ArrayQuery(Box::new(query)))
+            }
+            Token::Identifier(name) => {
+                self.next += 1;
+                if self.eat_symbol("(") {
+                    self.enter()?;
+                    let args = self.expr_list(")");
+                    self.leave();
+                    return self.checked(Expr::Call { name, args: args? });
+                }
+                // `udf.name(...)` calls a user-defined function, which this server cannot run.
+                if name.eq_ignore_ascii_case("udf")
+                    && self.is_symbol(".")
+                    && matches!(self.peek_at(1), Some(Token::Identifier(_)))
+                    && matches!(self.peek_at(2), Some(Token::Symbol("(")))
+                {
+                    return Err(QueryError::unsupported(
+                        "user-defined functions (udf.name(...)) are not supported",
+                    ));
+                }
+                Ok(Expr::Identifier(name))
+            }
+            Token::Symbol("(") => {
+                self.next += 1;
+                if self.is_keyword("SELECT") {
+                    let query = self.query()?;
+                    self.expect_symbol(")")?;
+                    return self.checked(Expr::Subquery(Box::new(query)));
+                }
+                let expr = self.nested_expr()?;
+                self.expect_symbol(")")?;
+                Ok(expr)
+            }
+            Token::Symbol("[") => {
+                self.next += 1;
+                self.enter()?;
+                let items = self.expr_list("]");
+                self.leave();
+                self.checked(Expr::Array(items?))
+            }
+            Token::Symbol("{") => {
+                self.next += 1;
+                self.enter()?;
+                let fields = self.object_fields();
+                self.leave();
+                self.checked(Expr::Object(fields?))
+            }
+            _ => Err(self.error_here()),
+        }
+    }
+
+    fn object_fields(&mut self) -> Result<Vec<(String, Expr)>, QueryError> {
+        let mut fields = Vec::new();
+        if self.eat_symbol("}") {
+            return Ok(fields);
+        }
+        loop {
+            let name = match self.peek() {
+                Some(Token::String(text)) => {
+                    let text = text.clone();
+                    self.next += 1;
+                    text
+                }
+                _ => self.property_name()?,
+            };
+            self.expect_symbol(":")?;
+            fields.push((name, self.nested_expr()?));
+            if self.eat_symbol("}") {
+                return Ok(fields);
+            }
+            self.expect_symbol(",")?;
+        }
+    }
+}
+
+/// The height of an expression tree, subqueries included, computed without recursion so that
+/// it is safe on any tree.
+pub fn expression_height(expr: &Expr) -> usize {
+    let mut highest = 0;
+    let mut pending: Vec<(&Expr, usize)> = vec![(expr, 1)];
+    while let Some((node, height)) = pending.pop() {
+        highest = highest.max(height);
+        let mut children = Vec::new();
+        for_each_child(node, &mut |child| children.push(child));
+        pending.extend(children.into_iter().map(|child| (child, height + 1)));
+    }
+    highest
+}
+
+/// Calls `visit` on each direct child of `node`, including the expressions of subqueries.
+pub fn for_each_child<'a>(node: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
+    match node {
+        Expr::Undefined | Expr::Literal(_) | Expr::Parameter(_) | Expr::Identifier(_) => {}
+        Expr::Property(base, _) => visit(base),
+        Expr::Index(base, index) => {
+            visit(base);
+            visit(index);
+        }
+        Expr::Array(items) | Expr::Call { args: items, .. } => items.iter().for_each(visit),
+        Expr::Object(fields) => fields.iter().for_each(|(_, value)| visit(value)),
+        Expr::Unary(_, operand) => visit(operand),
+        Expr::Binary(_, left, right) => {
+            visit(left);
+            visit(right);
+        }
+        Expr::Conditional(a, b, c)
+        | Expr::Between {
+            expr: a,
+            low: b,
+            high: c,
+            ..
+        } => {
+            visit(a);
+            visit(b);
+            visit(c);
+        }
+        Expr::In { expr, list, .. } => {
+            visit(expr);
+            list.iter().for_each(visit);
+        }
+        Expr::Like {
+            expr,
+            pattern,
+            escape,
+            ..
+        } => {
+            visit(expr);
+            visit(pattern);
+            if let Some(escape) = escape {
+                visit(escape);
+            }
+        }
+        Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
+            for_each_query_expr(query, visit)
+        }
+    }
+}
+
+/// Calls `visit` on every top-level expression of a query (select list, sources, filter...).
+pub fn for_each_query_expr<'a>(query: &'a Query, visit: &mut dyn FnMut(&'a Expr)) {
+    if let Some(top) = &query.select.top {
+        visit(top);
+    }
+    match &query.select.projection {
+        Projection::Star => {}
+        Projection::Value(expr) => visit(expr),
+        Projection::Items(items) => items.iter().for_each(|item| visit(&item.expr)),
+    }
+    if let Some(from) = &query.from {
+        for source in std::iter::once(&from.source).chain(&from.joins) {
+            match source {
+                Source::Iterate { collection, .. } | Source::Bind { collection, .. } => {
+                    visit(collection)
+                }
+            }
+        }
+    }
+    if let Some(filter) = &query.filter {
+        visit(filter);
+    }
+    query.group_by.iter().for_each(&mut *visit);
+    query.order_by.iter().for_each(|key| visit(&key.expr));
+    if let Some(offset_limit) = &query.offset_limit {
+        visit(&offset_limit.offset);
+        visit(&offset_limit.limit);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn round_trip(text: &str) {
+        let first = parse(text).unwrap_or_else(|error| panic!("{text}: {error}"));
+        let displayed = first.to_string();
+        let second = parse(&displayed).unwrap_or_else(|error| panic!("{displayed}: {error}"));
+        assert_eq!(first, second, "{text} displayed as {displayed}");
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for text in [
+            "SELECT * FROM c",
+            "SELECT DISTINCT TOP 5 VALUE c.name FROM root c WHERE c.age > 3 ORDER BY c.name DESC",
+            "SELECT c.a AS x, c['b c'] y, c.arr[0], -1, - -2, 1 - -3 FROM c",
+            "SELECT VALUE {a: 1, 'b': [1, 2, {c: null}], \"c\": undefined} FROM c",
+            "SELECT * FROM c JOIN t IN c.tags JOIN (SELECT VALUE x FROM x IN c.xs) y WHERE t = 'a'",
+            "SELECT * FROM t IN c.tags",
+            "SELECT * FROM c.children[0] AS child",
+            "SELECT c.a FROM c WHERE NOT c.a IN (1, 2) AND c.b NOT IN ('x') OR c.c BETWEEN 1 AND 1 + 2",
+            "SELECT c.a FROM c WHERE c.name LIKE '%a!_' ESCAPE '!' AND c.x NOT LIKE 'b%'",
+            "SELECT c.a ?? c.b ?? 3, c.ok ? 'y' : 'n', 'a' || 'b' || c.s FROM c",
+            "SELECT 1 | 2 ^ 3 & 4 << 1 >> 2 >>> 1, ~5, 7 % 3 * 2 / 1, 1 = 1 != 2 <> 3 < 4 <= 5 > 6 >= 7",
+            "SELECT EXISTS(SELECT VALUE t FROM t IN c.tags), ARRAY(SELECT VALUE t FROM t IN c.tags), (SELECT VALUE COUNT(1) FROM t IN c.tags) FROM c",
+            "SELECT c.g, COUNT(1) AS n FROM c GROUP BY c.g",
+            "SELECT * FROM c ORDER BY c.a, c.b DESC OFFSET @o LIMIT 10",
+            "SELECT TOP @n c.select, c.value FROM c WHERE c.x = @p",
+            "SELECT 1.5e300, 0.1, 'quote\"s', '\\u00e9\\n' FROM c",
+            "SELECT VALUE 1",
+            "SELECT NOT NOT true, -(1 + 2), +c.x FROM c",
+        ] {
+            round_trip(text);
+        }
+    }
+
+    #[test]
+    fn precedence_follows_the_grammar() {
+        let Ok(query) = parse("SELECT VALUE 1 + 2 * 3 = 7 AND true OR false") else {
+            panic!("parse failed");
+        };
+        assert_eq!(
+            query.to_string(),
+            "SELECT VALUE ((((1 + (2 * 3)) = 7) AND true) OR false)"
+        );
+    }
+
+    #[test]
+    fn syntax_errors_name_the_token_and_position() {
+        assert_eq!(
+            parse("SELECT * FORM c"),
+            Err(QueryError::Syntax {
+                near: "FORM".into(),
+                position: 9
+            })
+        );
+        assert_eq!(
+            parse("SELECT"),
+            Err(QueryError::Syntax {
+                near: "SELECT".into(),
+                position: 6
+            })
+        );
+        assert!(matches!(
+            parse("SELECT * FROM c WHERE"),
+            Err(QueryError::Syntax { .. })
+        ));
+        assert!(matches!(
+            parse("SELECT * FROM c ORDER c.a"),
+            Err(QueryError::Syntax { .. })
+        ));
+        assert!(matches!(
+            parse("SELECT TOP c.x * FROM c"),
+            Err(QueryError::Syntax { .. })
+        ));
+    }
+
+    #[test]
+    fn limits_are_enforced() {
+        let deep = format!("SELECT VALUE {}1{}", "(".repeat(200), ")".repeat(200));
+        assert!(matches!(parse(&deep), Err(QueryError::LimitExceeded(_))));
+        let long_chain = format!("SELECT VALUE 1{}", " + 1".repeat(5000));
+        assert!(matches!(
+            parse(&long_chain),
+            Err(QueryError::LimitExceeded(_))
+        ));
+        let path = format!("SELECT VALUE c{} FROM c", ".a".repeat(5000));
+        assert!(matches!(parse(&path), Err(QueryError::LimitExceeded(_))));
+        let nots = format!("SELECT VALUE {}true", "NOT ".repeat(5000));
+        assert!(matches!(parse(&nots), Err(QueryError::LimitExceeded(_))));
+        let huge = "x".repeat(QUERY_TEXT_CHARS_MAX + 1);
+        assert!(matches!(parse(&huge), Err(QueryError::LimitExceeded(_))));
+    }
+
+    #[test]
+    fn user_defined_functions_are_refused() {
+        assert!(matches!(
+            parse("SELECT udf.f(c) FROM c"),
+            Err(QueryError::Unsupported(_))
+        ));
+    }
+}
