@@ -27,11 +27,19 @@ pub enum Table {
     Expiry,
     /// Per-container counters (item count, bytes, sequence numbers).
     Counters,
+    /// Items by resource id, for clients that address items by `_self`.
+    ResourceIds,
 }
 
 impl Table {
     /// Every table, in a fixed order (backends index arrays by it).
-    pub const ALL: [Table; 4] = [Table::Catalog, Table::Items, Table::Expiry, Table::Counters];
+    pub const ALL: [Table; 5] = [
+        Table::Catalog,
+        Table::Items,
+        Table::Expiry,
+        Table::Counters,
+        Table::ResourceIds,
+    ];
 
     fn index(self) -> usize {
         self as usize

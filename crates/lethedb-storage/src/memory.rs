@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use std::sync::{Arc, RwLock};
 
-type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; 4];
+type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; Table::ALL.len()];
 
 /// A store that lives only as long as the process.
 #[derive(Default)]
@@ -99,7 +99,7 @@ impl ReadTxn for MemoryRead {
 }
 
 /// Pending changes of one table: `None` marks a deletion.
-type Overlay = [BTreeMap<Vec<u8>, Option<Vec<u8>>>; 4];
+type Overlay = [BTreeMap<Vec<u8>, Option<Vec<u8>>>; Table::ALL.len()];
 
 struct MemoryWrite<'a> {
     store: &'a MemoryStore,

@@ -10,11 +10,12 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 4] = [
+const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 5] = [
     TableDefinition::new("catalog"),
     TableDefinition::new("items"),
     TableDefinition::new("expiry"),
     TableDefinition::new("counters"),
+    TableDefinition::new("resource_ids"),
 ];
 
 fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {

@@ -1,0 +1,169 @@
+//! How the engine lays resources out as storage keys and values.
+//!
+//! Catalog keys: `d` + database id, `c` + length-prefixed database id + container id, `g` for the
+//! global sequence numbers. Item keys: container number (8 bytes, big-endian) + length-prefixed
+//! partition key bytes + item id, so one partition is one contiguous key range and a container is
+//! another. Expiry keys: container number + index class + 8-byte time + the item key's suffix.
+//! Counter keys: container number. Length prefixes keep every prefix scan exact (an id can hold
+//! any character a client sends).
+//!
+//! This module only encodes and decodes bytes; it decides nothing about visibility.
+
+/// The catalog key of a database.
+pub fn database_key(database_id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + database_id.len());
+    key.push(b'd');
+    key.extend_from_slice(database_id.as_bytes());
+    key
+}
+
+/// The prefix of every database key.
+pub const DATABASE_PREFIX: &[u8] = b"d";
+
+/// The prefix of every container key in one database.
+pub fn container_prefix(database_id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(5 + database_id.len());
+    key.push(b'c');
+    push_length_prefixed(&mut key, database_id.as_bytes());
+    key
+}
+
+/// The catalog key of a container.
+pub fn container_key(database_id: &str, container_id: &str) -> Vec<u8> {
+    let mut key = container_prefix(database_id);
+    key.extend_from_slice(container_id.as_bytes());
+    key
+}
+
+/// The catalog key that holds the global sequence numbers.
+pub const SEQUENCES_KEY: &[u8] = b"g";
+
+fn push_length_prefixed(key: &mut Vec<u8>, bytes: &[u8]) {
+    // Ids are capped far below 4 GiB, so the cast cannot truncate a real key.
+    key.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+    key.extend_from_slice(bytes);
+}
+
+/// The prefix of every item of one container.
+pub fn container_items_prefix(container_number: u64) -> Vec<u8> {
+    container_number.to_be_bytes().to_vec()
+}
+
+/// The suffix of an item key below its container: partition key bytes and id.
+pub fn item_suffix(partition_key: &[u8], id: &str) -> Vec<u8> {
+    let mut suffix = Vec::with_capacity(4 + partition_key.len() + id.len());
+    push_length_prefixed(&mut suffix, partition_key);
+    suffix.extend_from_slice(id.as_bytes());
+    suffix
+}
+
+/// The prefix of every item of one logical partition.
+pub fn partition_prefix(container_number: u64, partition_key: &[u8]) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    push_length_prefixed(&mut key, partition_key);
+    key
+}
+
+/// The storage key of one item.
+pub fn item_key(container_number: u64, partition_key: &[u8], id: &str) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    key.extend_from_slice(&item_suffix(partition_key, id));
+    key
+}
+
+/// Splits an item key (after its 8-byte container prefix) into partition key bytes and id.
+pub fn split_item_suffix(suffix: &[u8]) -> Option<(&[u8], &str)> {
+    let length = u32::from_be_bytes(suffix.get(..4)?.try_into().ok()?) as usize;
+    let partition_key = suffix.get(4..4 + length)?;
+    let id = std::str::from_utf8(suffix.get(4 + length..)?).ok()?;
+    Some((partition_key, id))
+}
+
+/// The two orders of the expiry index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExpiryClass {
+    /// Items with their own `ttl`, keyed by their absolute expiry instant.
+    Own = 0,
+    /// Items that follow the container default, keyed by their last-modified instant, so that
+    /// changing the default needs no reindexing.
+    Default = 1,
+}
+
+/// The prefix of one class of one container's expiry index.
+pub fn expiry_prefix(container_number: u64, class: ExpiryClass) -> Vec<u8> {
+    let mut key = container_number.to_be_bytes().to_vec();
+    key.push(class as u8);
+    key
+}
+
+/// Times are stored offset so that negative instants still sort before positive ones.
+fn sortable_time(time_ms: i64) -> [u8; 8] {
+    ((time_ms as u64) ^ (1 << 63)).to_be_bytes()
+}
+
+fn time_from_sortable(bytes: [u8; 8]) -> i64 {
+    (u64::from_be_bytes(bytes) ^ (1 << 63)) as i64
+}
+
+/// The expiry-index key of an item: everything before `bound_ms` in a class is expired.
+pub fn expiry_key(
+    container_number: u64,
+    class: ExpiryClass,
+    time_ms: i64,
+    item_suffix: &[u8],
+) -> Vec<u8> {
+    let mut key = expiry_prefix(container_number, class);
+    key.extend_from_slice(&sortable_time(time_ms));
+    key.extend_from_slice(item_suffix);
+    key
+}
+
+/// The first key of a class whose time is `time_ms` or later.
+pub fn expiry_bound(container_number: u64, class: ExpiryClass, time_ms: i64) -> Vec<u8> {
+    let mut key = expiry_prefix(container_number, class);
+    key.extend_from_slice(&sortable_time(time_ms));
+    key
+}
+
+/// Splits an expiry key into its time and the item suffix.
+pub fn split_expiry_key(key: &[u8]) -> Option<(i64, &[u8])> {
+    let time = key.get(9..17)?.try_into().ok()?;
+    Some((time_from_sortable(time), key.get(17..)?))
+}
+
+/// The resource-id index key of an item: container number + document number.
+pub fn resource_id_key(container_number: u64, document_number: u64) -> Vec<u8> {
+    let mut key = container_number.to_be_bytes().to_vec();
+    key.extend_from_slice(&document_number.to_be_bytes());
+    key
+}
+
+/// The counters key of a container.
+pub fn counters_key(container_number: u64) -> Vec<u8> {
+    container_number.to_be_bytes().to_vec()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn item_keys_round_trip_and_partitions_are_prefixes() {
+        let key = item_key(7, b"[\"a\"]", "id/with?odd#chars");
+        let (pk, id) = split_item_suffix(&key[8..]).expect("split");
+        assert_eq!(pk, b"[\"a\"]");
+        assert_eq!(id, "id/with?odd#chars");
+        assert!(key.starts_with(&partition_prefix(7, b"[\"a\"]")));
+        // A partition key that is a prefix of another does not share its key range.
+        assert!(!item_key(7, b"[\"ab\"]", "x").starts_with(&partition_prefix(7, b"[\"a")));
+    }
+
+    #[test]
+    fn expiry_keys_sort_by_time_including_negative() {
+        let early = expiry_key(1, ExpiryClass::Own, -5, b"z");
+        let late = expiry_key(1, ExpiryClass::Own, 5, b"a");
+        assert!(early < late);
+        assert!(late < expiry_bound(1, ExpiryClass::Own, 6));
+        assert_eq!(split_expiry_key(&late), Some((5, &b"a"[..])));
+    }
+}

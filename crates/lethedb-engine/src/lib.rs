@@ -1,0 +1,171 @@
+//! LetheDB's engine: databases, containers and items with exact time to live, on a storage
+//! backend, with one group-committing writer and a background TTL sweeper.
+//!
+//! The engine speaks in resources and JSON values. It knows nothing of HTTP, headers,
+//! authorization or status codes (the server crate maps [`EngineError`] to those), and nothing of
+//! how bytes reach the disk (the storage crate does). Query text is parsed and evaluated by the
+//! pure `lethedb-query` crate; the engine feeds it documents from storage.
+
+mod catalog;
+mod clock;
+mod error;
+mod items;
+mod keys;
+mod partition_key;
+mod query;
+mod records;
+pub mod request_units;
+pub mod sweeper;
+pub mod ttl;
+mod writer;
+
+pub use catalog::{Container, Usage};
+pub use clock::{Clock, ManualClock, SystemClock};
+pub use error::{EngineError, EngineResult};
+pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
+pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
+pub use query::{validate_query, QueryPage, QueryRequest};
+pub use records::etag;
+pub use sweeper::{SweepStats, SweeperConfig};
+
+use lethedb_storage::Storage;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// The longest id a database, container or item may have, in characters (the service's limit).
+pub const ID_CHARS_MAX: usize = 255;
+/// The largest item, in bytes of its JSON (the service's limit is 2 MiB).
+pub const ITEM_BYTES_MAX: usize = 2 * 1024 * 1024;
+/// The most items one page of a feed or query may hold.
+pub const PAGE_ITEMS_MAX: usize = 10_000;
+/// The page size when the client does not ask for one (the service's default).
+pub const PAGE_ITEMS_DEFAULT: usize = 100;
+
+/// Tunables fixed at start-up.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The most operations one durable commit may carry (1 disables group commit).
+    pub write_batch_max: usize,
+    pub sweeper: SweeperConfig,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig {
+            write_batch_max: 512,
+            sweeper: SweeperConfig::default(),
+        }
+    }
+}
+
+/// Container definitions cached for readers. The generation lets a reader that loaded a
+/// definition from an older snapshot avoid publishing it after the writer invalidated the cache.
+#[derive(Default)]
+pub(crate) struct ContainerCache {
+    generation: AtomicU64,
+    entries: RwLock<HashMap<(String, String), Arc<Container>>>,
+}
+
+impl ContainerCache {
+    fn invalidate(&self) {
+        let mut entries = match self.entries.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        entries.clear();
+    }
+
+    fn get(&self, database_id: &str, container_id: &str) -> Option<Arc<Container>> {
+        let entries = self.entries.read().ok()?;
+        entries
+            .get(&(database_id.to_string(), container_id.to_string()))
+            .cloned()
+    }
+
+    fn insert_if_current(&self, generation: u64, container: Arc<Container>) {
+        if let Ok(mut entries) = self.entries.write() {
+            if self.generation.load(Ordering::SeqCst) == generation {
+                entries.insert(
+                    (container.database_id.clone(), container.id.clone()),
+                    container,
+                );
+            }
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) store: Arc<dyn Storage>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) writer: writer::Writer,
+    pub(crate) containers: Arc<ContainerCache>,
+    pub(crate) sweep_stats: sweeper::SweepRegistry,
+}
+
+/// The engine. Cloning it is cheap and shares everything.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Engine {
+    /// Opens the engine on a store and starts its writer thread. The sweeper is started
+    /// separately with [`Engine::start_sweeper`], so tests can drive it by hand.
+    pub fn open(
+        store: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+    ) -> EngineResult<Engine> {
+        let containers = Arc::new(ContainerCache::default());
+        let invalidated = Arc::clone(&containers);
+        let (writer, _thread) = writer::Writer::start(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+            config.write_batch_max,
+            move || invalidated.invalidate(),
+        )?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                store,
+                clock,
+                writer,
+                containers,
+                sweep_stats: sweeper::SweepRegistry::default(),
+            }),
+        })
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// Operations applied and commits made by the writer so far, and operations waiting.
+    pub fn writer_stats(&self) -> (u64, u64, u64) {
+        let stats = &self.inner.writer.stats;
+        (
+            stats.operations.load(Ordering::Relaxed),
+            stats.commits.load(Ordering::Relaxed),
+            stats.queued.load(Ordering::Relaxed),
+        )
+    }
+}
+
+/// Checks an id against the service's rules.
+pub(crate) fn validate_id(id: &str) -> EngineResult<()> {
+    if id.is_empty() {
+        return Err(EngineError::BadRequest("The id must not be empty.".into()));
+    }
+    if id.chars().count() > ID_CHARS_MAX {
+        return Err(EngineError::BadRequest(format!(
+            "The id is longer than {ID_CHARS_MAX} characters."
+        )));
+    }
+    if id.contains(['/', '\\', '?', '#']) {
+        return Err(EngineError::BadRequest(
+            "The id contains one of the characters '/', '\\', '?' or '#', which are not allowed in resource ids.".into(),
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,336 @@
+//! Partition keys: the container's definition, values taken from documents and from the
+//! `x-ms-documentdb-partitionkey` header, and their canonical byte form in storage keys.
+//!
+//! Every value is one of undefined (the path is absent), null, a boolean, a number or a string;
+//! numbers compare as 64-bit floats, as the service hashes them, so `1` and `1.0` name the same
+//! partition. This module does not hash: LetheDB serves one partition key range.
+
+use crate::error::{EngineError, EngineResult};
+use serde_json::{json, Map, Value};
+
+/// The most paths a hierarchical partition key may have (the service allows three).
+pub const PARTITION_KEY_PATHS_MAX: usize = 3;
+/// The longest partition key value, in bytes of its canonical form (the service's limit is 2 KiB
+/// for hash v2).
+pub const PARTITION_KEY_BYTES_MAX: usize = 2048;
+/// The path the service gives containers created without a partition key.
+pub const SYSTEM_PARTITION_KEY_PATH: &str = "/_partitionKey";
+
+/// One component of a partition key value.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PartitionKeyPart {
+    Undefined,
+    Null,
+    Bool(bool),
+    Number(f64),
+    String(String),
+}
+
+impl PartitionKeyPart {
+    /// The part a JSON value stands for (`{}` means undefined, as in the header).
+    pub fn from_value(value: &Value) -> PartitionKeyPart {
+        match value {
+            Value::Object(map) if map.is_empty() => PartitionKeyPart::Undefined,
+            other => PartitionKeyPart::from_document_value(Some(other)),
+        }
+    }
+
+    fn from_document_value(value: Option<&Value>) -> PartitionKeyPart {
+        match value {
+            None => PartitionKeyPart::Undefined,
+            Some(Value::Null) => PartitionKeyPart::Null,
+            Some(Value::Bool(b)) => PartitionKeyPart::Bool(*b),
+            Some(Value::Number(n)) => PartitionKeyPart::Number(n.as_f64().unwrap_or(f64::NAN)),
+            Some(Value::String(s)) => PartitionKeyPart::String(s.clone()),
+            // The service treats a path that ends in an object or array as having no value.
+            Some(Value::Array(_)) | Some(Value::Object(_)) => PartitionKeyPart::Undefined,
+        }
+    }
+
+    fn from_header_value(value: &Value) -> EngineResult<PartitionKeyPart> {
+        match value {
+            Value::Object(map) if map.is_empty() => Ok(PartitionKeyPart::Undefined),
+            Value::Array(_) | Value::Object(_) => Err(EngineError::BadRequest(format!(
+                "Partition key component {value} is invalid: it must be a string, number, boolean, null or {{}} for undefined."
+            ))),
+            other => Ok(PartitionKeyPart::from_document_value(Some(other))),
+        }
+    }
+
+    /// The JSON form used in the canonical encoding and in query equality checks.
+    pub fn to_json(&self) -> Value {
+        match self {
+            PartitionKeyPart::Undefined => Value::Object(Map::new()),
+            PartitionKeyPart::Null => Value::Null,
+            PartitionKeyPart::Bool(b) => Value::Bool(*b),
+            PartitionKeyPart::Number(n) => json!(n),
+            PartitionKeyPart::String(s) => Value::String(s.clone()),
+        }
+    }
+}
+
+/// A full or prefix partition key value.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionKeyValue(pub Vec<PartitionKeyPart>);
+
+impl PartitionKeyValue {
+    /// The canonical bytes stored in item keys: the JSON array of the parts, numbers as floats.
+    pub fn encode(&self) -> Vec<u8> {
+        let parts: Vec<Value> = self.0.iter().map(PartitionKeyPart::to_json).collect();
+        // Serialising a Value built from plain parts cannot fail.
+        serde_json::to_vec(&Value::Array(parts)).unwrap_or_default()
+    }
+
+    /// Parses the `x-ms-documentdb-partitionkey` header: a JSON array of parts.
+    pub fn from_header(header: &str) -> EngineResult<PartitionKeyValue> {
+        let invalid = || {
+            EngineError::BadRequest(format!(
+                "Partition key {header} is invalid: it must be a JSON array of values."
+            ))
+        };
+        let parsed: Value = serde_json::from_str(header).map_err(|_| invalid())?;
+        let Value::Array(items) = parsed else {
+            return Err(invalid());
+        };
+        let parts = items
+            .iter()
+            .map(PartitionKeyPart::from_header_value)
+            .collect::<EngineResult<Vec<_>>>()?;
+        Ok(PartitionKeyValue(parts))
+    }
+}
+
+/// A container's partition key definition, as stored and returned.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PartitionKeyDefinition {
+    /// Each path split into property names: `/a/b` is `["a", "b"]`.
+    pub paths: Vec<Vec<String>>,
+    /// The definition as the client sees it (`paths`, `kind`, `version`, `systemKey`).
+    pub resource: Value,
+}
+
+impl PartitionKeyDefinition {
+    /// Validates the `partitionKey` property of a container body; absent means the system key.
+    pub fn from_container_body(value: Option<&Value>) -> EngineResult<PartitionKeyDefinition> {
+        let Some(value) = value.filter(|v| !v.is_null()) else {
+            return Ok(PartitionKeyDefinition {
+                paths: vec![vec!["_partitionKey".to_string()]],
+                resource: json!({"paths": [SYSTEM_PARTITION_KEY_PATH], "kind": "Hash", "systemKey": true}),
+            });
+        };
+        let bad = |why: &str| {
+            EngineError::BadRequest(format!("The partition key definition is invalid: {why}."))
+        };
+        let Value::Object(definition) = value else {
+            return Err(bad("it must be an object"));
+        };
+        let Some(Value::Array(raw_paths)) = definition.get("paths") else {
+            return Err(bad("'paths' must be an array of paths"));
+        };
+        let kind = match definition.get("kind") {
+            None | Some(Value::Null) => {
+                if raw_paths.len() > 1 {
+                    "MultiHash"
+                } else {
+                    "Hash"
+                }
+            }
+            Some(Value::String(kind)) if kind == "Hash" || kind == "MultiHash" => kind.as_str(),
+            Some(Value::String(kind)) if kind == "Range" => {
+                return Err(bad("partition key kind 'Range' is not supported"))
+            }
+            Some(_) => return Err(bad("'kind' must be 'Hash' or 'MultiHash'")),
+        };
+        let version = match definition.get("version") {
+            None | Some(Value::Null) => {
+                if kind == "MultiHash" {
+                    2
+                } else {
+                    1
+                }
+            }
+            Some(Value::Number(n)) if n.as_u64() == Some(1) || n.as_u64() == Some(2) => {
+                n.as_u64().unwrap_or(2)
+            }
+            Some(_) => return Err(bad("'version' must be 1 or 2")),
+        };
+        match (kind, raw_paths.len()) {
+            ("Hash", 1) => {}
+            ("Hash", _) => return Err(bad("a 'Hash' partition key has exactly one path")),
+            ("MultiHash", 1..=PARTITION_KEY_PATHS_MAX) => {}
+            _ => return Err(bad("a 'MultiHash' partition key has one to three paths")),
+        }
+        if kind == "MultiHash" && version != 2 {
+            return Err(bad("a 'MultiHash' partition key requires version 2"));
+        }
+        let mut paths = Vec::with_capacity(raw_paths.len());
+        let mut path_strings = Vec::with_capacity(raw_paths.len());
+        for raw in raw_paths {
+            let Value::String(text) = raw else {
+                return Err(bad("each path must be a string"));
+            };
+            paths.push(
+                parse_path(text).ok_or_else(|| bad(&format!("the path '{text}' is not valid")))?,
+            );
+            path_strings.push(Value::String(text.clone()));
+        }
+        let mut resource = Map::new();
+        resource.insert("paths".into(), Value::Array(path_strings));
+        resource.insert("kind".into(), Value::String(kind.into()));
+        resource.insert("version".into(), json!(version));
+        if let Some(system_key) = definition.get("systemKey") {
+            resource.insert("systemKey".into(), system_key.clone());
+        }
+        Ok(PartitionKeyDefinition {
+            paths,
+            resource: Value::Object(resource),
+        })
+    }
+
+    /// The partition key value of a document.
+    pub fn extract(&self, document: &Value) -> PartitionKeyValue {
+        PartitionKeyValue(
+            self.paths
+                .iter()
+                .map(|path| {
+                    let mut node = Some(document);
+                    for name in path {
+                        node = node.and_then(|n| n.get(name));
+                    }
+                    PartitionKeyPart::from_document_value(node)
+                })
+                .collect(),
+        )
+    }
+
+    /// True for containers created without a partition key.
+    pub fn is_system_key(&self) -> bool {
+        self.resource.get("systemKey").and_then(Value::as_bool) == Some(true)
+    }
+
+    /// Checks a header value names a whole key (every path), as point operations need. Containers
+    /// without a partition key accept `[]` for "no value".
+    pub fn require_full(&self, value: PartitionKeyValue) -> EngineResult<PartitionKeyValue> {
+        if value.0.len() == self.paths.len() {
+            return Ok(value);
+        }
+        if value.0.is_empty() && self.is_system_key() {
+            return Ok(PartitionKeyValue(vec![
+                PartitionKeyPart::Undefined;
+                self.paths.len()
+            ]));
+        }
+        Err(EngineError::BadRequest(format!(
+            "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document. It has {} components; the collection's definition has {}.",
+            value.0.len(),
+            self.paths.len()
+        )))
+    }
+
+    /// The value to use when a point operation sent no partition key header.
+    pub fn missing_header(&self) -> EngineResult<PartitionKeyValue> {
+        if self.is_system_key() {
+            Ok(PartitionKeyValue(vec![
+                PartitionKeyPart::Undefined;
+                self.paths.len()
+            ]))
+        } else {
+            Err(EngineError::BadRequest(
+                "PartitionKey value must be supplied for this operation.".into(),
+            ))
+        }
+    }
+}
+
+/// Splits `/a/b` or `/"a b"/c` into property names; `None` for malformed paths.
+fn parse_path(text: &str) -> Option<Vec<String>> {
+    let mut rest = text.strip_prefix('/')?;
+    let mut names = Vec::new();
+    loop {
+        if let Some(quoted) = rest.strip_prefix('"') {
+            let end = quoted.find('"')?;
+            names.push(quoted[..end].to_string());
+            rest = &quoted[end + 1..];
+        } else {
+            let end = rest.find('/').unwrap_or(rest.len());
+            let name = &rest[..end];
+            if name.is_empty() || name.contains(['*', '?', '[', ']']) {
+                return None;
+            }
+            names.push(name.to_string());
+            rest = &rest[end..];
+        }
+        if rest.is_empty() {
+            return Some(names);
+        }
+        rest = rest.strip_prefix('/')?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_of_equal_value_encode_alike() {
+        let a = PartitionKeyValue::from_header("[1]").expect("parse");
+        let b = PartitionKeyValue::from_header("[1.0]").expect("parse");
+        assert_eq!(a.encode(), b.encode());
+    }
+
+    #[test]
+    fn header_and_document_agree_for_every_kind_of_value() {
+        let definition = PartitionKeyDefinition::from_container_body(Some(
+            &json!({"paths": ["/a/b"], "kind": "Hash"}),
+        ))
+        .expect("definition");
+        for (document, header) in [
+            (json!({"a": {"b": "x"}}), r#"["x"]"#),
+            (json!({"a": {"b": 5}}), "[5]"),
+            (json!({"a": {"b": true}}), "[true]"),
+            (json!({"a": {"b": null}}), "[null]"),
+            (json!({"a": {}}), "[{}]"),
+            (json!({}), "[{}]"),
+        ] {
+            let header = PartitionKeyValue::from_header(header).expect("header");
+            assert_eq!(
+                definition.extract(&document).encode(),
+                header.encode(),
+                "{document}"
+            );
+        }
+    }
+
+    #[test]
+    fn definitions_are_validated() {
+        for bad in [
+            json!({"paths": []}),
+            json!({"paths": ["a"]}),
+            json!({"paths": ["/a", "/b"], "kind": "Hash"}),
+            json!({"paths": ["/a"], "kind": "Range"}),
+            json!("x"),
+        ] {
+            assert!(
+                PartitionKeyDefinition::from_container_body(Some(&bad)).is_err(),
+                "{bad}"
+            );
+        }
+        let multi = PartitionKeyDefinition::from_container_body(Some(
+            &json!({"paths": ["/t", "/\"u v\""], "kind": "MultiHash", "version": 2}),
+        ))
+        .expect("multi");
+        assert_eq!(
+            multi.paths,
+            vec![vec!["t".to_string()], vec!["u v".to_string()]]
+        );
+        let system = PartitionKeyDefinition::from_container_body(None).expect("system");
+        assert!(system.is_system_key());
+        assert_eq!(
+            system
+                .require_full(PartitionKeyValue(vec![]))
+                .expect("empty")
+                .0,
+            vec![PartitionKeyPart::Undefined]
+        );
+    }
+}

@@ -1,0 +1,200 @@
+//! Query execution: feeds documents from storage, one at a time, into the pure query crate.
+//!
+//! The engine decides which keys to read (one partition when the request or the query pins the
+//! partition key, otherwise the whole container), hides expired items, and stops reading as soon
+//! as the query crate says the page is full. What a query means (filters, projections, ordering,
+//! aggregates, paging state) is the query crate's business; this module does the I/O it must not.
+
+use crate::catalog::{read_counters, Container};
+use crate::error::{EngineError, EngineResult};
+use crate::items::{is_expired, StoredItem};
+use crate::keys;
+use crate::partition_key::{PartitionKeyPart, PartitionKeyValue};
+use crate::records::ItemRecord;
+use crate::{Engine, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
+use lethedb_storage::{KeyRange, Table};
+use serde_json::Value;
+use std::ops::{Bound, ControlFlow};
+use std::sync::Arc;
+
+/// A query as the wire layer received it.
+#[derive(Clone, Debug, Default)]
+pub struct QueryRequest {
+    pub text: String,
+    pub parameters: Vec<(String, Value)>,
+    /// The `x-ms-documentdb-partitionkey` header, if sent (a prefix for hierarchical keys).
+    pub partition_key: Option<PartitionKeyValue>,
+    /// `x-ms-max-item-count`; `None` or a negative count means the default page size.
+    pub page_items_max: Option<usize>,
+    pub continuation: Option<String>,
+    /// `x-ms-documentdb-query-enablecrosspartition`.
+    pub enable_cross_partition: bool,
+}
+
+/// One page of results.
+#[derive(Debug)]
+pub struct QueryPage {
+    pub items: Vec<Value>,
+    pub continuation: Option<String>,
+    pub documents_scanned: u64,
+    pub lsn: u64,
+}
+
+fn page_size(request: &QueryRequest) -> usize {
+    request
+        .page_items_max
+        .unwrap_or(PAGE_ITEMS_DEFAULT)
+        .clamp(1, PAGE_ITEMS_MAX)
+}
+
+fn parts_from_values(values: Vec<Value>) -> PartitionKeyValue {
+    PartitionKeyValue(
+        values
+            .into_iter()
+            .map(|value| PartitionKeyPart::from_value(&value))
+            .collect(),
+    )
+}
+
+/// Parses a query without running it, to report syntax errors early (query plans).
+pub fn validate_query(text: &str, parameters: &[(String, Value)], now_ms: i64) -> EngineResult<()> {
+    lethedb_query::prepare(text, parameters, now_ms)?;
+    Ok(())
+}
+
+impl Engine {
+    /// Runs one page of a query over a container's items.
+    pub fn query_items(
+        &self,
+        container: &Arc<Container>,
+        request: &QueryRequest,
+    ) -> EngineResult<QueryPage> {
+        let now_ms = self.now_ms();
+        let prepared = lethedb_query::prepare(&request.text, &request.parameters, now_ms)?;
+        let definition = &container.partition_key;
+        let scope = match &request.partition_key {
+            Some(sent) if sent.0.len() > definition.paths.len() => {
+                return Err(EngineError::BadRequest(
+                    "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document.".into(),
+                ))
+            }
+            Some(sent) => Some(sent.clone()),
+            None => prepared.partition_key_equality(&definition.paths).map(parts_from_values),
+        };
+        if scope.is_none() && !request.enable_cross_partition && !definition.is_system_key() {
+            return Err(EngineError::BadRequest(
+                "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.".into(),
+            ));
+        }
+        let number = container.key_number();
+        // A full key reads one contiguous range; a hierarchical prefix filters the container.
+        let (range_prefix, prefix_filter) = match &scope {
+            Some(value) if value.0.len() == definition.paths.len() => {
+                (keys::partition_prefix(number, &value.encode()), None)
+            }
+            Some(value) => (keys::container_items_prefix(number), Some(value.clone())),
+            None => (keys::container_items_prefix(number), None),
+        };
+        let mut run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
+        let mut range = KeyRange::prefix(&range_prefix);
+        if let Some(after) = run.resume_after() {
+            let mut start = keys::container_items_prefix(number);
+            start.extend_from_slice(after);
+            if start < range_prefix {
+                // A token from another scope cannot move the scan outside this one.
+                return Err(EngineError::BadRequest(
+                    "The continuation token is invalid.".into(),
+                ));
+            }
+            range.start = Bound::Excluded(start);
+        }
+        let reader = self.inner.store.read()?;
+        let mut failure: Option<EngineError> = None;
+        let mut page_full = false;
+        reader.scan(Table::Items, &range, &mut |key, value| {
+            let Some(record) = ItemRecord::decode(value) else {
+                failure = Some(EngineError::Unavailable(
+                    "a stored item could not be read".into(),
+                ));
+                return ControlFlow::Break(());
+            };
+            if is_expired(container, record.last_modified_ms, &record.body, now_ms) {
+                return ControlFlow::Continue(());
+            }
+            let item = StoredItem {
+                container: Arc::clone(container),
+                record,
+            };
+            let document = match item.to_value() {
+                Ok(document) => document,
+                Err(error) => {
+                    failure = Some(error);
+                    return ControlFlow::Break(());
+                }
+            };
+            if let Some(prefix) = &prefix_filter {
+                let full = definition.extract(&document);
+                if full.0[..prefix.0.len()] != prefix.0[..] {
+                    return ControlFlow::Continue(());
+                }
+            }
+            match run.push(&key[8..], &document) {
+                Ok(flow) => {
+                    page_full = flow.is_break();
+                    flow
+                }
+                Err(error) => {
+                    failure = Some(error.into());
+                    ControlFlow::Break(())
+                }
+            }
+        })?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        let page = run.finish(!page_full)?;
+        let lsn = read_counters(&*reader, number)?.lsn;
+        Ok(QueryPage {
+            items: page.items,
+            continuation: page.continuation,
+            documents_scanned: page.documents_scanned,
+            lsn,
+        })
+    }
+
+    /// Runs one page of a query over a list of resources (databases or containers).
+    pub fn query_resources(
+        &self,
+        resources: &[Value],
+        request: &QueryRequest,
+    ) -> EngineResult<QueryPage> {
+        let prepared = lethedb_query::prepare(&request.text, &request.parameters, self.now_ms())?;
+        let mut run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
+        let start = match run.resume_after() {
+            None => 0,
+            Some(after) => {
+                let bytes: [u8; 8] = after.try_into().map_err(|_| {
+                    EngineError::BadRequest("The continuation token is invalid.".into())
+                })?;
+                u64::from_be_bytes(bytes).saturating_add(1)
+            }
+        };
+        let mut page_full = false;
+        for (index, resource) in resources.iter().enumerate().skip(start as usize) {
+            if run
+                .push(&(index as u64).to_be_bytes(), resource)?
+                .is_break()
+            {
+                page_full = true;
+                break;
+            }
+        }
+        let page = run.finish(!page_full)?;
+        Ok(QueryPage {
+            items: page.items,
+            continuation: page.continuation,
+            documents_scanned: page.documents_scanned,
+            lsn: 0,
+        })
+    }
+}

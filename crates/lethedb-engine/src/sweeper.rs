@@ -1,0 +1,281 @@
+//! The TTL sweeper: physically deletes expired items, later, in the background.
+//!
+//! It never decides visibility (reads already hide expired items); it only reclaims space. It
+//! works from the ordered expiry index, whose smallest keys are the oldest expired entries, so
+//! the index itself is the resume cursor: each pass starts where the last one stopped because
+//! what it deleted is gone. It deletes in bounded batches, one batch per container per turn, and
+//! each batch is a writer job that re-checks every entry inside the write transaction: an item
+//! rewritten after the sweeper found it expired has a new LSN and a new index entry, so the stale
+//! candidate no longer matches and the live item is never deleted.
+
+use crate::catalog::{read_counters, writer_container, Container};
+use crate::error::EngineResult;
+use crate::items::{is_expired, remove_version};
+use crate::keys::{self, ExpiryClass};
+use crate::records::{ExpiryEntry, ItemRecord};
+use crate::Engine;
+use lethedb_storage::{KeyRange, ReadTxn, Table};
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// How the background sweeper paces itself.
+#[derive(Clone, Debug)]
+pub struct SweeperConfig {
+    /// The most items one writer job deletes; bounds the writer time a batch takes.
+    pub batch_items_max: usize,
+    /// How long the sweeper sleeps when a pass found nothing more to delete.
+    pub idle_interval: Duration,
+    /// How long it pauses between batches while a backlog remains, so requests queued behind a
+    /// mass expiry get the writer in between.
+    pub batch_pause: Duration,
+}
+
+impl Default for SweeperConfig {
+    fn default() -> SweeperConfig {
+        SweeperConfig {
+            batch_items_max: 2_000,
+            idle_interval: Duration::from_millis(100),
+            batch_pause: Duration::from_millis(1),
+        }
+    }
+}
+
+/// What the sweeper reports for one container.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SweepStats {
+    pub database_id: String,
+    pub container_id: String,
+    /// Expired items not yet deleted, as of the last pass.
+    pub backlog_items: u64,
+    /// How long ago the oldest not-yet-deleted item expired, in milliseconds (0 if none).
+    pub oldest_expired_age_ms: i64,
+    /// Items deleted by the sweeper since start-up.
+    pub deleted_total: u64,
+}
+
+/// Per-container sweep statistics, keyed by container number.
+#[derive(Default)]
+pub(crate) struct SweepRegistry {
+    stats: Mutex<HashMap<u32, SweepStats>>,
+}
+
+/// Visits the expired entries of a container's expiry index, oldest first within each class.
+pub(crate) fn visit_expired(
+    reader: &dyn ReadTxn,
+    container: &Container,
+    now_ms: i64,
+    visit: &mut dyn FnMut(&[u8], ExpiryEntry) -> ControlFlow<()>,
+) -> EngineResult<()> {
+    let number = container.key_number();
+    let bounds = [
+        (ExpiryClass::Own, container.ttl.own_expiry_bound_ms(now_ms)),
+        (
+            ExpiryClass::Default,
+            container.ttl.default_modified_bound_ms(now_ms),
+        ),
+    ];
+    let mut stopped = false;
+    for (class, bound_ms) in bounds {
+        if stopped || bound_ms == i64::MIN {
+            continue;
+        }
+        let range = KeyRange::between(
+            keys::expiry_prefix(number, class),
+            keys::expiry_bound(number, class, bound_ms),
+        );
+        reader.scan(Table::Expiry, &range, &mut |key, value| {
+            let flow = match ExpiryEntry::decode(value) {
+                Some(entry) => visit(key, entry),
+                None => ControlFlow::Continue(()),
+            };
+            stopped = flow.is_break();
+            flow
+        })?;
+    }
+    Ok(())
+}
+
+/// The instant the oldest entry of a class expired: own-ttl entries hold it; default entries hold
+/// the last modification, to which the current default adds.
+fn expired_at_ms(container: &Container, key: &[u8]) -> Option<i64> {
+    let (time_ms, _) = keys::split_expiry_key(key)?;
+    match key.get(8).copied() {
+        Some(class) if class == ExpiryClass::Own as u8 => Some(time_ms),
+        _ => match container.ttl.default_ttl_secs {
+            Some(secs) if secs > 0 => Some(time_ms.saturating_add(secs.saturating_mul(1000))),
+            // Expired under an earlier setting: at the latest when that setting ended.
+            _ => Some(container.ttl.default_modified_before_ms),
+        },
+    }
+}
+
+impl Engine {
+    /// Runs one turn: at most one batch per container. Returns how many items were deleted and
+    /// whether any container still has a backlog.
+    pub async fn sweep_once(&self, batch_items_max: usize) -> EngineResult<(u64, bool)> {
+        let containers = self.all_containers()?;
+        let mut deleted = 0;
+        let mut backlog_left = false;
+        for container in containers {
+            let (batch_deleted, more) = self.sweep_container(&container, batch_items_max).await?;
+            deleted += batch_deleted;
+            backlog_left |= more;
+        }
+        Ok((deleted, backlog_left))
+    }
+
+    fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
+        let mut found = Vec::new();
+        for database in self.list_databases()? {
+            let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {
+                continue;
+            };
+            for container in self.list_containers(database_id)? {
+                if let Some(container_id) = container.get("id").and_then(|v| v.as_str()) {
+                    found.push(self.read_container(database_id, container_id)?);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    async fn sweep_container(
+        &self,
+        container: &Arc<Container>,
+        batch_items_max: usize,
+    ) -> EngineResult<(u64, bool)> {
+        let now_ms = self.now_ms();
+        let mut candidates: Vec<(Vec<u8>, ExpiryEntry)> = Vec::new();
+        let mut backlog_items = 0u64;
+        let mut oldest_expired_ms: Option<i64> = None;
+        {
+            let reader = self.inner.store.read()?;
+            visit_expired(&*reader, container, now_ms, &mut |key, entry| {
+                backlog_items += 1;
+                if let Some(at) = expired_at_ms(container, key) {
+                    oldest_expired_ms = Some(oldest_expired_ms.map_or(at, |o| o.min(at)));
+                }
+                if candidates.len() < batch_items_max {
+                    candidates.push((key.to_vec(), entry));
+                }
+                ControlFlow::Continue(())
+            })?;
+        }
+        let found = candidates.len() as u64;
+        let deleted = if candidates.is_empty() {
+            0
+        } else {
+            let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
+            self.inner
+                .writer
+                .write(move |context| {
+                    // Re-read the container: its setting may have changed since the scan.
+                    let container = writer_container(context, &database_id, &container_id)?;
+                    let number = container.key_number();
+                    let mut counters = read_counters(context.reader(), number)?;
+                    let mut deleted = 0u64;
+                    for (expiry_key, entry) in candidates {
+                        let Some((_, suffix)) = keys::split_expiry_key(&expiry_key) else {
+                            continue;
+                        };
+                        let mut item_key = keys::container_items_prefix(number);
+                        item_key.extend_from_slice(suffix);
+                        let still_indexed = context
+                            .get(Table::Expiry, &expiry_key)?
+                            .and_then(|v| ExpiryEntry::decode(&v));
+                        if still_indexed != Some(entry) {
+                            continue;
+                        }
+                        let Some(record) = context
+                            .get(Table::Items, &item_key)?
+                            .and_then(|v| ItemRecord::decode(&v))
+                        else {
+                            continue;
+                        };
+                        if record.lsn != entry.lsn
+                            || !is_expired(
+                                &container,
+                                record.last_modified_ms,
+                                &record.body,
+                                context.now_ms,
+                            )
+                        {
+                            continue;
+                        }
+                        remove_version(context, number, &item_key, &record, &mut counters)?;
+                        deleted += 1;
+                    }
+                    if deleted > 0 {
+                        context.put(
+                            Table::Counters,
+                            &keys::counters_key(number),
+                            &counters.encode(),
+                        )?;
+                    }
+                    Ok(deleted)
+                })
+                .await?
+        };
+        let backlog_after = backlog_items.saturating_sub(deleted);
+        if let Ok(mut stats) = self.inner.sweep_stats.stats.lock() {
+            let entry = stats.entry(container.number).or_default();
+            entry.database_id = container.database_id.clone();
+            entry.container_id = container.id.clone();
+            entry.backlog_items = backlog_after;
+            entry.oldest_expired_age_ms = if backlog_after > 0 {
+                oldest_expired_ms.map_or(0, |at| (now_ms - at).max(0))
+            } else {
+                0
+            };
+            entry.deleted_total += deleted;
+        }
+        if deleted > 0 {
+            tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
+        }
+        Ok((deleted, backlog_after > 0 && found > 0))
+    }
+
+    /// The sweeper's statistics for every container it has visited.
+    pub fn sweep_stats(&self) -> Vec<SweepStats> {
+        match self.inner.sweep_stats.stats.lock() {
+            Ok(stats) => stats.values().cloned().collect(),
+            Err(_) => Vec::new(),
+        }
+    }
+
+    /// Runs the sweeper on the current tokio runtime until `stop` is set.
+    pub fn start_sweeper(
+        &self,
+        config: SweeperConfig,
+        stop: Arc<AtomicBool>,
+    ) -> tokio::task::JoinHandle<()> {
+        let engine = self.clone();
+        tokio::spawn(async move {
+            let mut last_report = std::time::Instant::now();
+            while !stop.load(Ordering::Relaxed) {
+                let pause = match engine.sweep_once(config.batch_items_max).await {
+                    Ok((_, true)) => config.batch_pause,
+                    Ok((_, false)) => config.idle_interval,
+                    Err(error) => {
+                        tracing::warn!(%error, "sweep pass failed; retrying later");
+                        config.idle_interval
+                    }
+                };
+                if last_report.elapsed() >= Duration::from_secs(60) {
+                    last_report = std::time::Instant::now();
+                    for stats in engine
+                        .sweep_stats()
+                        .into_iter()
+                        .filter(|s| s.backlog_items > 0 || s.deleted_total > 0)
+                    {
+                        tracing::info!(database = %stats.database_id, container = %stats.container_id, backlog = stats.backlog_items, oldest_expired_age_ms = stats.oldest_expired_age_ms, deleted_total = stats.deleted_total, "ttl sweeper");
+                    }
+                }
+                tokio::time::sleep(pause).await;
+            }
+        })
+    }
+}

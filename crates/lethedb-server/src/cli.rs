@@ -1,0 +1,60 @@
+//! The command line: `lethedb serve` and its flags, each with an environment variable.
+//!
+//! This module only declares and validates settings; `main.rs` acts on them.
+
+use clap::{Args, Parser, Subcommand};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+/// The well-known master key of the Cosmos DB emulator, so existing connection strings work.
+pub const EMULATOR_KEY: &str =
+    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "lethedb",
+    version,
+    about = "A Cosmos DB for NoSQL compatible server with exact time to live."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Serve the Cosmos DB REST API.
+    Serve(ServeArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ServeArgs {
+    /// Address to listen on (port 0 picks a free port; the log says which).
+    #[arg(long, env = "LETHEDB_BIND", default_value = "127.0.0.1:8081")]
+    pub bind: SocketAddr,
+    /// Directory of the durable store.
+    #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
+    pub data_dir: PathBuf,
+    /// Keep everything in memory (nothing survives a restart).
+    #[arg(long, env = "LETHEDB_IN_MEMORY")]
+    pub in_memory: bool,
+    /// The master key clients sign requests with (base64).
+    #[arg(long, env = "LETHEDB_KEY", default_value = EMULATOR_KEY, hide_default_value = true)]
+    pub key: String,
+    /// Serve HTTPS with a self-signed certificate for localhost/127.0.0.1, generated into the
+    /// data directory on first start (or given with --tls-cert and --tls-key).
+    #[arg(long, env = "LETHEDB_TLS")]
+    pub tls: bool,
+    /// PEM certificate chain for --tls.
+    #[arg(long, env = "LETHEDB_TLS_CERT", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key for --tls.
+    #[arg(long, env = "LETHEDB_TLS_KEY", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// The most writes one durable commit carries (1 turns group commit off).
+    #[arg(long, env = "LETHEDB_WRITE_BATCH_MAX", default_value_t = 512)]
+    pub write_batch_max: usize,
+    /// Log filter, in tracing's EnvFilter syntax.
+    #[arg(long, env = "LETHEDB_LOG", default_value = "info")]
+    pub log: String,
+}

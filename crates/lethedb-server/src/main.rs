@@ -1,0 +1,143 @@
+//! The `lethedb` binary: parses the command line, opens the store, starts the engine, the
+//! sweeper and the HTTP(S) listener, and shuts down cleanly on SIGINT or SIGTERM.
+
+use anyhow::Context as _;
+use clap::Parser as _;
+use lethedb_engine::{Engine, EngineConfig, SystemClock};
+use lethedb_server::auth::MasterKey;
+use lethedb_server::cli::{Cli, Command, ServeArgs};
+use lethedb_server::{app, tls, AppState};
+use lethedb_storage::{MemoryStore, RedbStore, Storage};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+/// The file of the durable store inside the data directory.
+const STORE_FILE: &str = "lethedb.redb";
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Serve(args) => {
+            tracing_subscriber::fmt()
+                .with_env_filter(
+                    tracing_subscriber::EnvFilter::try_new(&args.log)
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                )
+                .with_target(false)
+                .init();
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()?;
+            runtime.block_on(serve(args))
+        }
+    }
+}
+
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut terminate =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(signal) => signal,
+                Err(_) => {
+                    let _ = interrupt.await;
+                    return;
+                }
+            };
+        tokio::select! {
+            _ = interrupt => {}
+            _ = terminate.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let key =
+        MasterKey::from_base64(&args.key).context("--key must be a non-empty base64 string")?;
+    let store: Arc<dyn Storage> = if args.in_memory {
+        Arc::new(MemoryStore::new())
+    } else {
+        std::fs::create_dir_all(&args.data_dir).with_context(|| {
+            format!(
+                "cannot create the data directory {}",
+                args.data_dir.display()
+            )
+        })?;
+        Arc::new(RedbStore::open(&args.data_dir.join(STORE_FILE)).context("cannot open the store")?)
+    };
+    let config = EngineConfig {
+        write_batch_max: args.write_batch_max,
+        ..EngineConfig::default()
+    };
+    let sweeper_config = config.sweeper.clone();
+    let engine = Engine::open(store, Arc::new(SystemClock), config)?;
+    let stop_sweeper = Arc::new(AtomicBool::new(false));
+    let sweeper = engine.start_sweeper(sweeper_config, Arc::clone(&stop_sweeper));
+
+    let material = if args.tls {
+        let explicit = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
+        let data_dir = (!args.in_memory).then_some(args.data_dir.as_path());
+        Some(tls::load_or_generate(explicit, data_dir)?)
+    } else {
+        None
+    };
+    let state = AppState {
+        engine,
+        key,
+        certificate_pem: material
+            .as_ref()
+            .map(|m| Arc::new(m.certificate_pem.clone())),
+    };
+    let router = app(state);
+    let listener = std::net::TcpListener::bind(args.bind)
+        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    listener.set_nonblocking(true)?;
+    let address = listener.local_addr()?;
+    let scheme = if material.is_some() { "https" } else { "http" };
+    let store_name = if args.in_memory {
+        "in-memory".to_string()
+    } else {
+        args.data_dir.display().to_string()
+    };
+    tracing::info!(
+        "LetheDB listening on {scheme}://{address}/ store={store_name} key={}",
+        args.key
+    );
+
+    match material {
+        None => {
+            let listener = tokio::net::TcpListener::from_std(listener)?;
+            axum::serve(listener, router)
+                .with_graceful_shutdown(shutdown_signal())
+                .await?;
+        }
+        Some(material) => {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+            let config = axum_server::tls_rustls::RustlsConfig::from_pem(
+                material.certificate_pem.into_bytes(),
+                material.key_pem.into_bytes(),
+            )
+            .await
+            .context("cannot load the TLS certificate")?;
+            let handle = axum_server::Handle::new();
+            let shutdown_handle = handle.clone();
+            tokio::spawn(async move {
+                shutdown_signal().await;
+                shutdown_handle.graceful_shutdown(Some(std::time::Duration::from_secs(5)));
+            });
+            axum_server::from_tcp_rustls(listener, config)?
+                .handle(handle)
+                .serve(router.into_make_service())
+                .await?;
+        }
+    }
+    stop_sweeper.store(true, Ordering::Relaxed);
+    let _ = sweeper.await;
+    tracing::info!("LetheDB stopped");
+    Ok(())
+}

@@ -1,0 +1,114 @@
+//! Building responses: bodies, the headers every response carries, and the per-resource ones
+//! (ETag, session token, LSN, request charge) the SDKs read.
+
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+use axum::response::Response;
+
+/// The REST API version LetheDB answers as.
+const SCHEMA_VERSION: &str = "1.18";
+const SERVICE_VERSION: &str = "version=2.14.0.0";
+
+/// A response under construction.
+pub struct Reply {
+    status: StatusCode,
+    body: Vec<u8>,
+    headers: Vec<(HeaderName, String)>,
+}
+
+impl Reply {
+    pub fn json(status: StatusCode, body: Vec<u8>) -> Reply {
+        Reply {
+            status,
+            body,
+            headers: Vec::new(),
+        }
+    }
+
+    pub fn value(status: StatusCode, value: &serde_json::Value) -> Reply {
+        Reply::json(status, value.to_string().into_bytes())
+    }
+
+    pub fn empty(status: StatusCode) -> Reply {
+        Reply::json(status, Vec::new())
+    }
+
+    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
+        self.headers
+            .push((HeaderName::from_static(name), value.into()));
+        self
+    }
+
+    /// The request charge in request units.
+    pub fn charge(self, request_units: f64) -> Reply {
+        self.header("x-ms-request-charge", format!("{request_units:.2}"))
+    }
+
+    /// Session and LSN headers of a container-scoped response.
+    pub fn session(self, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
+        self.header("x-ms-session-token", format!("0:-1#{lsn}"))
+            .header("lsn", lsn.to_string())
+            .header("x-ms-global-committed-lsn", lsn.to_string())
+            .header("x-ms-content-path", container_rid.to_string())
+            .header("x-ms-alt-content-path", alt_path.to_string())
+    }
+
+    pub fn finish(self) -> Response {
+        let has_body = !self.body.is_empty();
+        let mut response = Response::new(axum::body::Body::from(self.body));
+        *response.status_mut() = self.status;
+        let headers = response.headers_mut();
+        if has_body {
+            headers.insert("content-type", HeaderValue::from_static("application/json"));
+        }
+        for (name, value) in self.headers {
+            // Values come from our own formatting or from validated ids; an unrepresentable one
+            // is dropped rather than failing the request.
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.append(name, value);
+            }
+        }
+        response
+    }
+}
+
+/// Headers on every response: activity id (the client's, if it sent one), versions.
+pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap) {
+    let headers = response.headers_mut();
+    if !headers.contains_key("x-ms-activity-id") {
+        let activity = request_headers
+            .get("x-ms-activity-id")
+            .cloned()
+            .or_else(|| HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()).ok());
+        if let Some(activity) = activity {
+            headers.insert("x-ms-activity-id", activity);
+        }
+    }
+    headers.insert(
+        "x-ms-schemaversion",
+        HeaderValue::from_static(SCHEMA_VERSION),
+    );
+    headers.insert(
+        "x-ms-serviceversion",
+        HeaderValue::from_static(SERVICE_VERSION),
+    );
+    headers.insert(
+        "x-ms-gatewayversion",
+        HeaderValue::from_static(SERVICE_VERSION),
+    );
+    if !headers.contains_key("x-ms-request-charge") {
+        headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
+    }
+}
+
+/// The endpoint clients reached us at, for the account's location list: the request's Host
+/// (or the URI's authority) with the scheme we serve.
+pub fn endpoint(headers: &HeaderMap, uri: &Uri, tls: bool) -> String {
+    let host = headers
+        .get("host")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+        .or_else(|| uri.authority().map(|a| a.to_string()))
+        .unwrap_or_else(|| "localhost".to_string());
+    let scheme = if tls { "https" } else { "http" };
+    format!("{scheme}://{host}/")
+}

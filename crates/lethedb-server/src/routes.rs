@@ -1,0 +1,162 @@
+//! Request paths: which resource a path names, and the link and type its signature covers.
+//!
+//! Cosmos paths alternate resource types and ids (`/dbs/{db}/colls/{coll}/docs/{id}`). A path
+//! with an odd number of segments names a feed of its last type under the link before it; an
+//! even number names one resource, whose link is the whole path. Doubled and trailing slashes
+//! are ignored, and each id is percent-decoded. This module does not look at methods or bodies.
+
+use crate::error::{ApiError, ApiResult};
+
+/// The most path segments a route may have (`dbs/x/colls/y/docs/z/attachments/w`).
+pub const PATH_SEGMENTS_MAX: usize = 8;
+
+/// What a request's path names.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourcePath {
+    /// Decoded segments, alternating type and id.
+    pub segments: Vec<String>,
+    /// The resource type the signature covers (`dbs`, `colls`, `docs`, ... or empty for `/`).
+    pub resource_type: String,
+    /// The resource link the signature covers, ids decoded.
+    pub link: String,
+    /// The same link with ids as they appeared on the wire (some clients sign that form).
+    pub raw_link: String,
+    /// The container part of the path as it appeared on the wire (`dbs/a%20b/colls/c`), which
+    /// clients key their session tokens by.
+    pub raw_container_path: String,
+}
+
+impl ResourcePath {
+    pub fn parse(path: &str) -> ApiResult<ResourcePath> {
+        let raw: Vec<&str> = path
+            .split('/')
+            .filter(|segment| !segment.is_empty())
+            .collect();
+        if raw.len() > PATH_SEGMENTS_MAX {
+            return Err(ApiError::NotFound(format!(
+                "The path '{path}' names no resource."
+            )));
+        }
+        let mut segments = Vec::with_capacity(raw.len());
+        for segment in &raw {
+            let decoded = percent_encoding::percent_decode_str(segment)
+                .decode_utf8()
+                .map_err(|_| {
+                    ApiError::BadRequest(
+                        "The request path is not valid UTF-8 after decoding.".into(),
+                    )
+                })?;
+            segments.push(decoded.into_owned());
+        }
+        let (resource_type, link_len) = match segments.len() {
+            0 => (String::new(), 0),
+            n if n % 2 == 1 => (segments[n - 1].clone(), n - 1),
+            n => (segments[n - 2].clone(), n),
+        };
+        Ok(ResourcePath {
+            raw_container_path: raw[..raw.len().min(4)].join("/"),
+            link: segments[..link_len].join("/"),
+            raw_link: raw[..link_len].join("/"),
+            resource_type,
+            segments,
+        })
+    }
+
+    /// The route shape: the types along the path, and whether it ends on an id.
+    pub fn shape(&self) -> (Vec<&str>, bool) {
+        let types = self
+            .segments
+            .iter()
+            .step_by(2)
+            .map(String::as_str)
+            .collect();
+        (
+            types,
+            self.segments.len() % 2 == 0 && !self.segments.is_empty(),
+        )
+    }
+
+    /// The id at position `index` along the path (0: database, 1: container, 2: item).
+    pub fn id(&self, index: usize) -> &str {
+        self.segments
+            .get(index * 2 + 1)
+            .map(String::as_str)
+            .unwrap_or_default()
+    }
+
+    /// Replaces the id at position `index` (used when a resource id is resolved to a name).
+    pub fn set_id(&mut self, index: usize, id: String) {
+        if let Some(slot) = self.segments.get_mut(index * 2 + 1) {
+            *slot = id;
+        }
+    }
+
+    /// The last id along the link, lower-cased: what clients sign for paths made of resource ids.
+    pub fn resource_id_link(&self) -> String {
+        self.link
+            .rsplit('/')
+            .next()
+            .unwrap_or_default()
+            .to_ascii_lowercase()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(path: &str, resource_type: &str, link: &str, raw_link: &str) {
+        let parsed = ResourcePath::parse(path).expect("parse");
+        assert_eq!(
+            (
+                parsed.resource_type.as_str(),
+                parsed.link.as_str(),
+                parsed.raw_link.as_str()
+            ),
+            (resource_type, link, raw_link),
+            "{path}"
+        );
+    }
+
+    #[test]
+    fn links_and_types() {
+        check("/", "", "", "");
+        check("/dbs", "dbs", "", "");
+        check("/dbs/db1", "dbs", "dbs/db1", "dbs/db1");
+        check("/dbs/db1/colls/", "colls", "dbs/db1", "dbs/db1");
+        check(
+            "//dbs//db1/colls/c1/",
+            "colls",
+            "dbs/db1/colls/c1",
+            "dbs/db1/colls/c1",
+        );
+        check(
+            "/dbs/db1/colls/c1/docs",
+            "docs",
+            "dbs/db1/colls/c1",
+            "dbs/db1/colls/c1",
+        );
+        check(
+            "/dbs/db%201/colls/c1/docs/%C3%A4",
+            "docs",
+            "dbs/db 1/colls/c1/docs/ä",
+            "dbs/db%201/colls/c1/docs/%C3%A4",
+        );
+        check(
+            "/dbs/db1/colls/c1/pkranges",
+            "pkranges",
+            "dbs/db1/colls/c1",
+            "dbs/db1/colls/c1",
+        );
+        check("/offers/abc", "offers", "offers/abc", "offers/abc");
+    }
+
+    #[test]
+    fn shapes_and_ids() {
+        let parsed = ResourcePath::parse("/dbs/a/colls/b/docs/c").expect("parse");
+        assert_eq!(parsed.shape(), (vec!["dbs", "colls", "docs"], true));
+        assert_eq!((parsed.id(0), parsed.id(1), parsed.id(2)), ("a", "b", "c"));
+        assert!(ResourcePath::parse(&"/x".repeat(20)).is_err());
+        assert!(ResourcePath::parse("/dbs/%FF").is_err());
+    }
+}

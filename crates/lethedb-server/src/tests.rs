@@ -1,0 +1,1 @@
+//! In-process HTTP tests (filled in below).
