@@ -97,6 +97,8 @@ impl ContainerCache {
 }
 
 pub(crate) struct Inner {
+    /// The writer thread, joined by [`Engine::close`].
+    writer_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) store: Arc<dyn Storage>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) writer: writer::Writer,
@@ -120,7 +122,7 @@ impl Engine {
     ) -> EngineResult<Engine> {
         let containers = Arc::new(ContainerCache::default());
         let invalidated = Arc::clone(&containers);
-        let (writer, _thread) = writer::Writer::start(
+        let (writer, thread) = writer::Writer::start(
             Arc::clone(&store),
             Arc::clone(&clock),
             config.write_batch_max,
@@ -128,6 +130,7 @@ impl Engine {
         )?;
         Ok(Engine {
             inner: Arc::new(Inner {
+                writer_thread: std::sync::Mutex::new(Some(thread)),
                 store,
                 clock,
                 writer,
@@ -135,6 +138,26 @@ impl Engine {
                 sweep_stats: sweeper::SweepRegistry::default(),
             }),
         })
+    }
+
+    /// Stops the writer after the writes already queued and waits for it, so the store is
+    /// released (a durable store can then be reopened in the same process). Returns `false` if
+    /// other handles to the engine are still alive, in which case nothing is stopped.
+    pub fn close(self) -> bool {
+        let Ok(inner) = Arc::try_unwrap(self.inner) else {
+            return false;
+        };
+        let Inner {
+            writer,
+            writer_thread,
+            ..
+        } = inner;
+        drop(writer);
+        let thread = writer_thread.into_inner().ok().flatten();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+        true
     }
 
     pub fn now_ms(&self) -> i64 {
