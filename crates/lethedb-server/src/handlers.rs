@@ -192,6 +192,31 @@ pub fn resolve_resource_ids(
     Ok(())
 }
 
+/// Internal statistics: the writer's counters and the TTL sweeper's per-container backlog, lag
+/// and deletions. Read-only and unauthenticated, like a metrics endpoint.
+pub fn stats(state: &AppState) -> ApiResult<Response> {
+    let (operations, commits, queued) = state.engine.writer_stats();
+    let containers: Vec<Value> = state
+        .engine
+        .sweep_stats()
+        .into_iter()
+        .map(|s| {
+            json!({
+                "database": s.database_id,
+                "container": s.container_id,
+                "ttlBacklogItems": s.backlog_items,
+                "oldestExpiredAgeMs": s.oldest_expired_age_ms,
+                "ttlDeletedTotal": s.deleted_total,
+            })
+        })
+        .collect();
+    let body = json!({
+        "writer": {"operations": operations, "commits": commits, "queued": queued},
+        "containers": containers,
+    });
+    Ok(Reply::value(StatusCode::OK, &body).finish())
+}
+
 pub fn certificate(state: &AppState) -> ApiResult<Response> {
     match &state.certificate_pem {
         Some(pem) => Ok(Reply::json(StatusCode::OK, pem.as_bytes().to_vec())

@@ -54,6 +54,9 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         if parts.uri.path() == "/_explorer/emulator.pem" && parts.method == Method::GET {
             return handlers::certificate(&state);
         }
+        if parts.uri.path() == "/_lethedb/stats" && parts.method == Method::GET {
+            return handlers::stats(&state);
+        }
         // Some clients leave `?` unescaped in item ids; Cosmos paths carry no query string, so
         // anything after `?` belongs to the last id.
         let full_path = match parts.uri.query() {
