@@ -2,16 +2,15 @@
 // query language itself is tested in Rust; these exercise the SDK's query pipeline (query plans,
 // cross-partition fan-out, continuation tokens) against the server.
 
-import { before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { createContainer, statusOf, uniqueId, useServer } from "./lib/fixtures.js";
 
-const context = useServer();
 const GROUPS = ["red", "green", "blue"];
 let container;
 
 // 30 items over 3 partitions: n = 0..29, colour cycles through GROUPS, pk = "p0".."p2".
-before(async () => {
+useServer({}, async (context) => {
   const { database } = await context.client.databases.create({ id: uniqueId("db") });
   container = await createContainer(database, "filled");
   for (let n = 0; n < 30; n += 1) {

@@ -3,12 +3,12 @@
 // The expiring items are written once, in `before`, and every test waits on the same clock, so
 // the file sleeps about six seconds in all instead of a few seconds per test.
 
-import { before, test } from "node:test";
+import { test } from "node:test";
 import assert from "node:assert/strict";
 import { setTimeout as sleep } from "node:timers/promises";
 import { createContainer, statusOf, uniqueId, useServer, withDatabase } from "./lib/fixtures.js";
 
-const context = useServer();
+const context = useServer({}, writeTheItems);
 const SHORT_TTL_SECS = 2;
 const RESET_TTL_SECS = 3;
 // How long after an item's expiry instant a test waits before it expects the item gone.
@@ -39,7 +39,7 @@ async function assertAbsent(name, id) {
   assert.equal(statusCode, 404, `${name}/${id} should be gone`);
 }
 
-before(async () => {
+async function writeTheItems() {
   ({ database } = await context.client.databases.create({ id: uniqueId("ttl") }));
   const definitions = {
     default: SHORT_TTL_SECS, // items expire after SHORT_TTL_SECS unless they say otherwise
@@ -70,7 +70,7 @@ before(async () => {
   }
   await write("switch", { id: "old", pk: "p" });
   await write("switch", { id: "keeper", pk: "p", ttl: -1 });
-});
+}
 
 // Runs first: everything is visible before its time is up.
 test("items are visible before they expire", async () => {

@@ -23,12 +23,14 @@ export function makeClient(server, { key = server.key, ...options } = {}) {
 }
 
 // Starts a server before the file's tests and stops it after them, failures included. The
-// returned object's `server` and `client` are set once the `before` hook has run.
-export function useServer(options = {}) {
+// returned object's `server` and `client` are set once the `before` hook has run. `setUp(context)`
+// runs in the same hook, after the start: top-level `before` hooks are not ordered in Node 20.
+export function useServer(options = {}, setUp = async () => {}) {
   const context = { server: undefined, client: undefined };
   before(async () => {
     context.server = await new Server(options).start();
     context.client = makeClient(context.server);
+    await setUp(context);
   });
   after(async () => {
     context.client?.dispose?.();
