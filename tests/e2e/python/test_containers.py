@@ -16,7 +16,7 @@ def test_create_then_read_reports_partition_key_and_indexing_policy(database):
     properties = container.read()
     assert properties["id"] == "orders"
     assert properties["partitionKey"]["paths"] == ["/pk"]
-    assert properties["partitionKey"].get("kind", "Hash") == "Hash"
+    assert properties["partitionKey"]["kind"] == "Hash"
     assert properties["indexingPolicy"]["indexingMode"].lower() == "consistent"
     for name in ("_rid", "_self", "_etag", "_ts"):
         assert properties.get(name), f"missing {name} in {properties}"
