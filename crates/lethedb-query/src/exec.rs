@@ -21,6 +21,10 @@ use crate::value::{canonical_key, number_value, total_order};
 /// The most rows, groups or distinct values one query (or subquery) may hold in memory.
 pub const ACCUMULATED_ROWS_MAX: usize = 100_000;
 
+/// The most rows the FROM clause may make of one document (or one subquery run): JOINs
+/// multiply array lengths, and this keeps a hostile query from running for ever.
+pub const DOCUMENT_ROWS_MAX: u64 = 1_000_000;
+
 /// What a row visitor returns: keep going, or stop the scan.
 pub type Flow = Result<ControlFlow<()>, QueryError>;
 
@@ -62,9 +66,16 @@ fn join_rows<'a>(
     evaluator: &Evaluator<'_>,
     sources: &[Source],
     scope: Option<&'a Scope<'a>>,
+    rows_count: &mut u64,
     visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow,
 ) -> Flow {
     let Some((first, rest)) = sources.split_first() else {
+        *rows_count += 1;
+        if *rows_count > DOCUMENT_ROWS_MAX {
+            return Err(QueryError::LimitExceeded(format!(
+                "the FROM clause makes more than {DOCUMENT_ROWS_MAX} rows of one document"
+            )));
+        }
         return visit(scope);
     };
     let alias = source_alias(first)?;
@@ -74,7 +85,7 @@ fn join_rows<'a>(
             value,
             parent: scope,
         };
-        if join_rows(evaluator, rest, Some(&bound), visit)?.is_break() {
+        if join_rows(evaluator, rest, Some(&bound), rows_count, visit)?.is_break() {
             return Ok(ControlFlow::Break(()));
         }
     }
@@ -99,13 +110,14 @@ pub fn document_rows(
         parent: None,
     };
     let alias = source_alias(&from.source)?;
+    let mut rows_count = 0;
     for value in expand(evaluator, &from.source, Some(&container))?.iter() {
         let bound = Scope {
             name: alias,
             value,
             parent: None,
         };
-        if join_rows(evaluator, &from.joins, Some(&bound), visit)?.is_break() {
+        if join_rows(evaluator, &from.joins, Some(&bound), &mut rows_count, visit)?.is_break() {
             return Ok(ControlFlow::Break(()));
         }
     }
@@ -453,7 +465,7 @@ pub fn run_subquery(
                     .chain(from.joins.iter().cloned())
                     .collect();
                 // Whether the visitor stopped early makes no difference here.
-                let _ = join_rows(&evaluator, &sources, outer, visit)?;
+                let _ = join_rows(&evaluator, &sources, outer, &mut 0, visit)?;
             }
             None => {
                 let _ = visit(outer)?;

@@ -63,6 +63,9 @@ pub const QUERY_TEXT_CHARS_MAX: usize = 256 * 1024;
 /// number bounds their stack use too.
 pub const EXPRESSION_DEPTH_MAX: usize = 64;
 
+/// The most JOINs one FROM clause may have: each multiplies the rows of a document.
+pub const JOINS_MAX: usize = 16;
+
 /// Precedence of OR, the loosest binary operator.
 const LOWEST_PRECEDENCE: u8 = 1;
 /// Precedence of NOT's operand and of IN, BETWEEN and LIKE: looser than comparisons and
@@ -287,6 +290,11 @@ impl Parser {
             let source = self.source()?;
             let mut joins = Vec::new();
             while self.eat_keyword("JOIN") {
+                if joins.len() == JOINS_MAX {
+                    return Err(QueryError::LimitExceeded(format!(
+                        "a FROM clause may have at most {JOINS_MAX} JOINs"
+                    )));
+                }
                 joins.push(self.source()?);
             }
             Some(From { source, joins })
