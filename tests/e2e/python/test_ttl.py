@@ -182,6 +182,16 @@ def test_queries_and_read_feed_skip_expired_items(world):
     assert sorted(item["id"] for item in query.read_all_items()) == ["q0", "q1"]
 
 
+def test_expired_items_leave_the_storage_usage(world):
+    query = world.containers["query"]
+    for n in range(2, 6):
+        world.sleep_until_expired("query", f"q{n}", SHORT_TTL_SECS)
+    query.read(populate_quota_info=True)
+    usage = query.client_connection.last_response_headers["x-ms-resource-usage"]
+    fields = dict(part.split("=", 1) for part in usage.split(";") if "=" in part)
+    assert fields["documentsCount"] == "2", usage
+
+
 def test_turning_ttl_off_does_not_bring_expired_items_back(world):
     switch = world.containers["switch"]
     world.sleep_until_expired("switch", "old", SHORT_TTL_SECS)
