@@ -207,6 +207,26 @@ pub(crate) fn remove_version(
     Ok(())
 }
 
+/// The visible version of an item inside the writer, or NotFound.
+pub(crate) fn current_version(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+    partition_key: &PartitionKeyValue,
+    id: &str,
+) -> EngineResult<ItemRecord> {
+    let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
+    let record = read_record(context.reader(), &key)?.ok_or_else(not_found)?;
+    if is_expired(
+        container,
+        record.last_modified_ms,
+        &record.body,
+        context.now_ms,
+    ) {
+        return Err(not_found());
+    }
+    Ok(record)
+}
+
 fn read_record(reader: &dyn ReadTxn, key: &[u8]) -> EngineResult<Option<ItemRecord>> {
     match reader.get(Table::Items, key)? {
         None => Ok(None),
@@ -218,7 +238,7 @@ fn read_record(reader: &dyn ReadTxn, key: &[u8]) -> EngineResult<Option<ItemReco
 
 /// Validates and normalises a body for storage: an object with a valid id, no system properties,
 /// within the size limit. Returns the id, the document and its compact bytes.
-fn prepare_body(body: Value) -> EngineResult<(String, Value, Vec<u8>)> {
+pub(crate) fn prepare_body(body: Value) -> EngineResult<(String, Value, Vec<u8>)> {
     let Value::Object(mut map) = body else {
         return Err(EngineError::BadRequest(
             "The request body must be a JSON object.".into(),
@@ -260,6 +280,118 @@ fn encode_continuation(key_suffix: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key_suffix)
 }
 
+/// Applies one create, upsert or replace inside the writer: validates against the current
+/// state (visibility, ETag, partition key, TTL), then writes the item, its index entries and
+/// the counters. Nothing is written when it returns an error.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn apply_write(
+    context: &mut WriteContext<'_>,
+    container: Arc<Container>,
+    mode: WriteMode,
+    partition_key: Option<PartitionKeyValue>,
+    id: String,
+    document: Value,
+    bytes: Vec<u8>,
+    if_match: Option<String>,
+) -> EngineResult<ItemOutcome> {
+    ttl::validate_item_ttl(&document, container.ttl.is_on())?;
+    let document_key = container.partition_key.extract(&document);
+    if let Some(sent) = partition_key {
+        let sent = container.partition_key.require_full(sent)?;
+        if sent.encode() != document_key.encode() {
+            return Err(EngineError::BadRequest(
+                    "PartitionKey extracted from document doesn't match the one specified in the header.".into(),
+                ));
+        }
+    }
+    let partition_bytes = document_key.encode();
+    if partition_bytes.len() > crate::partition_key::PARTITION_KEY_BYTES_MAX {
+        return Err(EngineError::BadRequest(
+            "The partition key value is too large.".into(),
+        ));
+    }
+    let number = container.key_number();
+    let key = keys::item_key(number, &partition_bytes, &id);
+    let existing = read_record(context.reader(), &key)?;
+    let visible = existing.as_ref().filter(|record| {
+        !is_expired(
+            &container,
+            record.last_modified_ms,
+            &record.body,
+            context.now_ms,
+        )
+    });
+    let current_etag = visible.map(|record| records::etag(number, record.lsn));
+    match (&mode, visible) {
+        (WriteMode::Create, Some(_)) => {
+            return Err(EngineError::Conflict(
+                "Entity with the specified id already exists in the system.".into(),
+            ))
+        }
+        (WriteMode::Replace(_), None) => return Err(not_found()),
+        _ => {}
+    }
+    if let Some(expected) = &if_match {
+        if mode != WriteMode::Create
+            && expected != "*"
+            && current_etag.as_deref() != Some(expected.as_str())
+        {
+            return Err(precondition_failed());
+        }
+        if mode != WriteMode::Create && expected == "*" && visible.is_none() {
+            return Err(precondition_failed());
+        }
+    }
+    // Validation is over: from here on the operation writes.
+    let mut counters = read_counters(context.reader(), number)?;
+    let document_number = match visible {
+        Some(record) => record.document_number,
+        None => {
+            counters.next_document_number += 1;
+            counters.next_document_number
+        }
+    };
+    let created = visible.is_none();
+    if let Some(old) = &existing {
+        remove_version(context, number, &key, old, &mut counters)?;
+    }
+    counters.lsn += 1;
+    let record = ItemRecord {
+        last_modified_ms: context.now_ms,
+        lsn: counters.lsn,
+        document_number,
+        body: bytes,
+    };
+    if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, &record.body) {
+        let entry = ExpiryEntry {
+            lsn: record.lsn,
+            body_bytes: record.body.len() as u64,
+        };
+        context.put(
+            Table::Expiry,
+            &keys::expiry_key(number, class, time_ms, &key[8..]),
+            &entry.encode(),
+        )?;
+    }
+    context.put(Table::Items, &key, &record.encode())?;
+    context.put(
+        Table::ResourceIds,
+        &keys::resource_id_key(number, record.document_number),
+        &key[8..],
+    )?;
+    counters.items += 1;
+    counters.bytes += record.body.len() as u64;
+    context.put(
+        Table::Counters,
+        &keys::counters_key(number),
+        &counters.encode(),
+    )?;
+    Ok(ItemOutcome {
+        item: StoredItem { container, record },
+        created,
+    })
+}
+
 impl Engine {
     /// Creates, upserts or replaces an item. `partition_key` is the request's header value, if
     /// sent; it must name the partition key the document holds.
@@ -285,74 +417,16 @@ impl Engine {
             .writer
             .write(move |context| {
                 let container = writer_container(context, &database_id, &container_id)?;
-                ttl::validate_item_ttl(&document, container.ttl.is_on())?;
-                let document_key = container.partition_key.extract(&document);
-                if let Some(sent) = partition_key {
-                    let sent = container.partition_key.require_full(sent)?;
-                    if sent.encode() != document_key.encode() {
-                        return Err(EngineError::BadRequest(
-                            "PartitionKey extracted from document doesn't match the one specified in the header.".into(),
-                        ));
-                    }
-                }
-                let partition_bytes = document_key.encode();
-                if partition_bytes.len() > crate::partition_key::PARTITION_KEY_BYTES_MAX {
-                    return Err(EngineError::BadRequest("The partition key value is too large.".into()));
-                }
-                let number = container.key_number();
-                let key = keys::item_key(number, &partition_bytes, &id);
-                let existing = read_record(context.reader(), &key)?;
-                let visible = existing
-                    .as_ref()
-                    .filter(|record| !is_expired(&container, record.last_modified_ms, &record.body, context.now_ms));
-                let current_etag = visible.map(|record| records::etag(number, record.lsn));
-                match (&mode, visible) {
-                    (WriteMode::Create, Some(_)) => {
-                        return Err(EngineError::Conflict(
-                            "Entity with the specified id already exists in the system.".into(),
-                        ))
-                    }
-                    (WriteMode::Replace(_), None) => return Err(not_found()),
-                    _ => {}
-                }
-                if let Some(expected) = &if_match {
-                    if mode != WriteMode::Create && expected != "*" && current_etag.as_deref() != Some(expected.as_str()) {
-                        return Err(precondition_failed());
-                    }
-                    if mode != WriteMode::Create && expected == "*" && visible.is_none() {
-                        return Err(precondition_failed());
-                    }
-                }
-                // Validation is over: from here on the operation writes.
-                let mut counters = read_counters(context.reader(), number)?;
-                let document_number = match visible {
-                    Some(record) => record.document_number,
-                    None => {
-                        counters.next_document_number += 1;
-                        counters.next_document_number
-                    }
-                };
-                let created = visible.is_none();
-                if let Some(old) = &existing {
-                    remove_version(context, number, &key, old, &mut counters)?;
-                }
-                counters.lsn += 1;
-                let record = ItemRecord {
-                    last_modified_ms: context.now_ms,
-                    lsn: counters.lsn,
-                    document_number,
-                    body: bytes,
-                };
-                if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, &record.body) {
-                    let entry = ExpiryEntry { lsn: record.lsn, body_bytes: record.body.len() as u64 };
-                    context.put(Table::Expiry, &keys::expiry_key(number, class, time_ms, &key[8..]), &entry.encode())?;
-                }
-                context.put(Table::Items, &key, &record.encode())?;
-                context.put(Table::ResourceIds, &keys::resource_id_key(number, record.document_number), &key[8..])?;
-                counters.items += 1;
-                counters.bytes += record.body.len() as u64;
-                context.put(Table::Counters, &keys::counters_key(number), &counters.encode())?;
-                Ok(ItemOutcome { item: StoredItem { container, record }, created })
+                apply_write(
+                    context,
+                    container,
+                    mode,
+                    partition_key,
+                    id,
+                    document,
+                    bytes,
+                    if_match,
+                )
             })
             .await
     }

@@ -12,6 +12,7 @@ mod error;
 mod items;
 mod keys;
 mod partition_key;
+pub mod patch;
 mod query;
 mod records;
 pub mod request_units;

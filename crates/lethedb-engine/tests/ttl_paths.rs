@@ -150,6 +150,20 @@ async fn check_writes(
         .delete_item("db", container, pk("p"), &format!("{id}-delete"), None)
         .await;
     assert_eq!(delete.is_ok(), visible, "delete {id}");
+    let patch = engine
+        .patch_item(
+            "db",
+            container,
+            pk("p"),
+            &format!("{id}-patch"),
+            json!({"operations": [{"op": "incr", "path": "/n", "value": 1}]}),
+            None,
+        )
+        .await;
+    match (visible, patch) {
+        (true, Ok(_)) | (false, Err(EngineError::NotFound(_))) => {}
+        (_, other) => panic!("patch {id} (visible: {visible}): {other:?}"),
+    }
     let create = engine
         .write_item(
             "db",
@@ -195,7 +209,7 @@ async fn check_writes(
     }
 }
 
-const COPIES: [&str; 5] = ["replace", "delete", "create", "upsert", "ifmatch"];
+const COPIES: [&str; 6] = ["replace", "delete", "create", "upsert", "ifmatch", "patch"];
 
 /// One matrix cell: the item (with `item_ttl`) in a container (with `default_ttl`) expires
 /// after `expires_after_secs`, or never.
@@ -237,7 +251,7 @@ async fn check_cell(
     clock.set_ms(START_MS + secs * 1000 - 1);
     assert_eq!(
         engine.container_usage(&found).expect("usage").items,
-        12,
+        14,
         "{name}: all counted before"
     );
     check_reads(&engine, name, "before", true);
@@ -246,7 +260,7 @@ async fn check_cell(
     clock.set_ms(START_MS + secs * 1000);
     check_reads(&engine, name, "at", false);
     // Items of "before" that were rewritten 1 ms ago restarted their countdown.
-    let rewritten_survivors = 3; // replace, upsert, ifmatch
+    let rewritten_survivors = 4; // replace, upsert, ifmatch, patch
     assert_eq!(
         engine.container_usage(&found).expect("usage").items,
         rewritten_survivors,

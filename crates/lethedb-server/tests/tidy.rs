@@ -4,13 +4,17 @@
 use std::path::{Path, PathBuf};
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
     for entry in entries.flatten() {
         let path = entry.path();
         let name = entry.file_name();
         let name = name.to_string_lossy();
         if path.is_dir() {
-            if !["target", "node_modules", ".venv", "peer", "results"].contains(&name.as_ref()) && !name.starts_with('.') {
+            if !["target", "node_modules", ".venv", "peer", "results"].contains(&name.as_ref())
+                && !name.starts_with('.')
+            {
                 rust_files(&path, out);
             }
         } else if name.ends_with(".rs") {
@@ -25,7 +29,10 @@ fn workspace_files() -> Vec<PathBuf> {
     for dir in ["crates", "bench", "fuzz"] {
         rust_files(&root.join(dir), &mut files);
     }
-    assert!(files.len() > 10, "the tidy check found too few files: {files:?}");
+    assert!(
+        files.len() > 10,
+        "the tidy check found too few files: {files:?}"
+    );
     files
 }
 
@@ -39,12 +46,21 @@ fn every_module_opens_with_a_doc_paragraph() {
         })
         .map(|path| path.display().to_string())
         .collect();
-    assert!(missing.is_empty(), "modules without a `//!` header: {missing:#?}");
+    assert!(
+        missing.is_empty(),
+        "modules without a `//!` header: {missing:#?}"
+    );
 }
 
 #[test]
 fn no_placeholders_or_skipped_tests() {
-    let banned = ["#[ignore", "#[should_panic", "todo!(", "unimplemented!(", "dbg!("];
+    let banned = [
+        "#[ignore",
+        "#[should_panic",
+        "todo!(",
+        "unimplemented!(",
+        "dbg!(",
+    ];
     let mut found = Vec::new();
     for path in workspace_files() {
         if path.ends_with("tidy.rs") {
@@ -57,5 +73,8 @@ fn no_placeholders_or_skipped_tests() {
             }
         }
     }
-    assert!(found.is_empty(), "placeholders or skipped tests: {found:#?}");
+    assert!(
+        found.is_empty(),
+        "placeholders or skipped tests: {found:#?}"
+    );
 }
