@@ -29,6 +29,9 @@ pub struct QueryRequest {
     pub continuation: Option<String>,
     /// `x-ms-documentdb-query-enablecrosspartition`.
     pub enable_cross_partition: bool,
+    /// `x-ms-start-epk` and `x-ms-end-epk`: a range of effective partition keys the query is
+    /// scoped to (clients send this for prefixes of hierarchical keys).
+    pub effective_range: Option<(String, String)>,
 }
 
 /// One page of results.
@@ -81,7 +84,24 @@ impl Engine {
             Some(sent) => Some(sent.clone()),
             None => prepared.partition_key_equality(&definition.paths).map(parts_from_values),
         };
-        if scope.is_none() && !request.enable_cross_partition && !definition.is_system_key() {
+        let effective_range = request
+            .effective_range
+            .as_ref()
+            .filter(|(start, end)| !(start.is_empty() && end == "FF"));
+        if effective_range.is_some()
+            && PartitionKeyValue(Vec::new())
+                .effective(definition)
+                .is_none()
+        {
+            return Err(EngineError::BadRequest(
+                "Effective partition key ranges are supported only for hash v2 and MultiHash partition keys.".into(),
+            ));
+        }
+        if scope.is_none()
+            && request.effective_range.is_none()
+            && !request.enable_cross_partition
+            && !definition.is_system_key()
+        {
             return Err(EngineError::BadRequest(
                 "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.".into(),
             ));
@@ -132,6 +152,15 @@ impl Engine {
                     return ControlFlow::Break(());
                 }
             };
+            if let Some((start, end)) = effective_range {
+                let effective = definition
+                    .extract(&document)
+                    .effective(definition)
+                    .unwrap_or_default();
+                if effective.as_str() < start.as_str() || effective.as_str() >= end.as_str() {
+                    return ControlFlow::Continue(());
+                }
+            }
             if let Some(prefix) = &prefix_filter {
                 let full = definition.extract(&document);
                 if full.0[..prefix.0.len()] != prefix.0[..] {

@@ -115,6 +115,9 @@ fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryRequest> {
             headers,
             "x-ms-documentdb-query-enablecrosspartition",
         ),
+        effective_range: header(headers, "x-ms-start-epk")
+            .zip(header(headers, "x-ms-end-epk"))
+            .map(|(start, end)| (start.to_ascii_uppercase(), end.to_ascii_uppercase())),
     })
 }
 
