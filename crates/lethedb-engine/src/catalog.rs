@@ -9,6 +9,7 @@ use crate::error::{EngineError, EngineResult};
 use crate::keys;
 use crate::partition_key::PartitionKeyDefinition;
 use crate::records::{self, Counters, ExpiryEntry};
+use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::{self, TtlState};
 use crate::writer::WriteContext;
 use crate::{validate_id, Engine};
@@ -20,9 +21,12 @@ use std::sync::Arc;
 
 /// The stored form of a database.
 #[derive(Serialize, Deserialize)]
-struct DatabaseRecord {
-    number: u32,
-    resource: Value,
+pub(crate) struct DatabaseRecord {
+    pub(crate) number: u32,
+    pub(crate) resource: Value,
+    /// Throughput shared by the database's containers that have none of their own.
+    #[serde(default)]
+    pub(crate) throughput: Option<Throughput>,
 }
 
 /// The stored form of a container.
@@ -33,6 +37,8 @@ struct ContainerRecord {
     number: u32,
     ttl: TtlState,
     resource: Value,
+    #[serde(default)]
+    throughput: Option<Throughput>,
 }
 
 /// The global sequence numbers for new databases and containers.
@@ -53,10 +59,17 @@ pub struct Container {
     pub ttl: TtlState,
     /// The container as clients see it, system properties included.
     pub resource: Value,
+    /// The container's own throughput, if provisioned.
+    pub throughput: Option<Throughput>,
+    /// The budget its requests draw on: its own, else its database's shared one.
+    pub budget: Option<(BudgetKey, f64)>,
 }
 
 impl Container {
-    fn from_record(record: ContainerRecord) -> EngineResult<Container> {
+    fn from_record(
+        record: ContainerRecord,
+        database_throughput: Option<Throughput>,
+    ) -> EngineResult<Container> {
         let id = record
             .resource
             .get("id")
@@ -73,6 +86,17 @@ impl Container {
             partition_key,
             ttl: record.ttl,
             resource: record.resource,
+            throughput: record.throughput,
+            budget: match (record.throughput, database_throughput) {
+                (Some(own), _) => {
+                    Some((BudgetKey::Container(record.number), own.budget_ru_per_sec()))
+                }
+                (None, Some(shared)) => Some((
+                    BudgetKey::Database(record.database_number),
+                    shared.budget_ru_per_sec(),
+                )),
+                (None, None) => None,
+            },
         })
     }
 
@@ -103,7 +127,7 @@ pub struct Usage {
     pub lsn: u64,
 }
 
-fn not_found() -> EngineError {
+pub(crate) fn not_found() -> EngineError {
     EngineError::NotFound(
         "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found".into(),
     )
@@ -113,7 +137,7 @@ fn conflict() -> EngineError {
     EngineError::Conflict("Resource with specified id or name already exists.".into())
 }
 
-fn corrupted(what: &str) -> EngineError {
+pub(crate) fn corrupted(what: &str) -> EngineError {
     EngineError::Unavailable(format!("a stored {what} could not be read"))
 }
 
@@ -291,7 +315,10 @@ fn add_container_system_properties(
     }
 }
 
-fn load_database(reader: &dyn ReadTxn, database_id: &str) -> EngineResult<Option<DatabaseRecord>> {
+pub(crate) fn load_database(
+    reader: &dyn ReadTxn,
+    database_id: &str,
+) -> EngineResult<Option<DatabaseRecord>> {
     match reader.get(Table::Catalog, &keys::database_key(database_id))? {
         None => Ok(None),
         Some(bytes) => serde_json::from_slice(&bytes)
@@ -300,7 +327,7 @@ fn load_database(reader: &dyn ReadTxn, database_id: &str) -> EngineResult<Option
     }
 }
 
-fn load_container(
+pub(crate) fn load_container(
     reader: &dyn ReadTxn,
     database_id: &str,
     container_id: &str,
@@ -313,18 +340,24 @@ fn load_container(
         Some(bytes) => {
             let record: ContainerRecord =
                 serde_json::from_slice(&bytes).map_err(|_| corrupted("container"))?;
-            Container::from_record(record).map(Some)
+            let shared =
+                load_database(reader, database_id)?.and_then(|database| database.throughput);
+            Container::from_record(record, shared).map(Some)
         }
     }
 }
 
-fn store_container(context: &mut WriteContext<'_>, container: &Container) -> EngineResult<()> {
+pub(crate) fn store_container(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+) -> EngineResult<()> {
     let record = ContainerRecord {
         database_id: container.database_id.clone(),
         database_number: container.database_number,
         number: container.number,
         ttl: container.ttl,
         resource: container.resource.clone(),
+        throughput: container.throughput,
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
     context.put(
@@ -397,7 +430,11 @@ pub(crate) fn read_counters(reader: &dyn ReadTxn, container_number: u64) -> Engi
 impl Engine {
     // ----- databases -----
 
-    pub async fn create_database(&self, body: Value) -> EngineResult<Value> {
+    pub async fn create_database(
+        &self,
+        body: Value,
+        throughput: Option<Throughput>,
+    ) -> EngineResult<Value> {
         let body = body_object(body)?;
         let id = body_id(&body)?;
         self.inner
@@ -423,6 +460,7 @@ impl Engine {
                 let record = DatabaseRecord {
                     number,
                     resource: resource.clone(),
+                    throughput,
                 };
                 let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("database"))?;
                 store_sequences(context, &sequences)?;
@@ -542,6 +580,7 @@ impl Engine {
         &self,
         database_id: &str,
         body: Value,
+        throughput: Option<Throughput>,
     ) -> EngineResult<Arc<Container>> {
         let body = body_object(body)?;
         let id = body_id(&body)?;
@@ -578,6 +617,17 @@ impl Engine {
                     partition_key,
                     ttl: TtlState::new(default_ttl),
                     resource,
+                    throughput,
+                    budget: match (throughput, database.throughput) {
+                        (Some(own), _) => {
+                            Some((BudgetKey::Container(number), own.budget_ru_per_sec()))
+                        }
+                        (None, Some(shared)) => Some((
+                            BudgetKey::Database(database.number),
+                            shared.budget_ru_per_sec(),
+                        )),
+                        (None, None) => None,
+                    },
                 };
                 store_sequences(context, &sequences)?;
                 store_container(context, &container)?;

@@ -11,12 +11,14 @@ mod clock;
 mod error;
 mod items;
 mod keys;
+mod offers;
 mod partition_key;
 pub mod patch;
 mod query;
 mod records;
 pub mod request_units;
 pub mod sweeper;
+pub mod throughput;
 pub mod ttl;
 mod writer;
 
@@ -49,6 +51,10 @@ pub struct EngineConfig {
     /// The most operations one durable commit may carry (1 disables group commit).
     pub write_batch_max: usize,
     pub sweeper: SweeperConfig,
+    /// RU/s for containers with no throughput of their own or shared; `None`: unlimited.
+    pub default_throughput_ru: Option<u32>,
+    /// Whether spent budgets refuse requests (429); charges are reported either way.
+    pub rate_limit: bool,
 }
 
 impl Default for EngineConfig {
@@ -56,6 +62,8 @@ impl Default for EngineConfig {
         EngineConfig {
             write_batch_max: 512,
             sweeper: SweeperConfig::default(),
+            default_throughput_ru: None,
+            rate_limit: true,
         }
     }
 }
@@ -105,6 +113,9 @@ pub(crate) struct Inner {
     pub(crate) writer: writer::Writer,
     pub(crate) containers: Arc<ContainerCache>,
     pub(crate) sweep_stats: sweeper::SweepRegistry,
+    pub(crate) budgets: throughput::Budgets,
+    pub(crate) default_throughput_ru: Option<u32>,
+    pub(crate) rate_limit: bool,
 }
 
 /// The engine. Cloning it is cheap and shares everything.
@@ -137,6 +148,9 @@ impl Engine {
                 writer,
                 containers,
                 sweep_stats: sweeper::SweepRegistry::default(),
+                budgets: throughput::Budgets::default(),
+                default_throughput_ru: config.default_throughput_ru,
+                rate_limit: config.rate_limit,
             }),
         })
     }
@@ -159,6 +173,43 @@ impl Engine {
             let _ = thread.join();
         }
         true
+    }
+
+    /// The budget a container's requests draw on, if any.
+    pub fn budget_of(&self, container: &Container) -> Option<(throughput::BudgetKey, f64)> {
+        container.budget.or_else(|| {
+            self.inner.default_throughput_ru.map(|ru| {
+                (
+                    throughput::BudgetKey::Container(container.number),
+                    f64::from(ru),
+                )
+            })
+        })
+    }
+
+    /// Admits a user request on a container, or says how many milliseconds to wait.
+    pub fn admit(&self, container: &Container) -> Result<(), i64> {
+        match self.budget_of(container) {
+            Some((key, budget)) if self.inner.rate_limit => {
+                self.inner.budgets.admit(key, budget, self.now_ms())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Charges a completed user request to its container's budget.
+    pub fn charge(&self, container: &Container, request_units: f64) {
+        if let Some((key, budget)) = self.budget_of(container) {
+            self.inner
+                .budgets
+                .charge_user(key, budget, request_units, self.now_ms());
+        }
+    }
+
+    /// RUs charged to users and to the sweeper, and requests throttled, on a container's budget.
+    pub fn budget_totals(&self, container: &Container) -> Option<throughput::BudgetTotals> {
+        self.budget_of(container)
+            .map(|(key, _)| self.inner.budgets.totals(key))
     }
 
     pub fn now_ms(&self) -> i64 {

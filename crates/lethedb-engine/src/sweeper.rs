@@ -7,12 +7,18 @@
 //! each batch is a writer job that re-checks every entry inside the write transaction: an item
 //! rewritten after the sweeper found it expired has a new LSN and a new index entry, so the stale
 //! candidate no longer matches and the live item is never deleted.
+//!
+//! On a container with provisioned throughput (its own or its database's) each deletion costs
+//! what a user delete of that item would, and a turn spends at most what users left unspent in
+//! the previous second; deletions are never charged to users and never throttle them. Containers
+//! without throughput are paced by the batch size and the pause between batches.
 
 use crate::catalog::{read_counters, writer_container, Container};
 use crate::error::EngineResult;
 use crate::items::{is_expired, remove_version};
 use crate::keys::{self, ExpiryClass};
 use crate::records::{ExpiryEntry, ItemRecord};
+use crate::request_units;
 use crate::Engine;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use std::collections::HashMap;
@@ -148,6 +154,12 @@ impl Engine {
         batch_items_max: usize,
     ) -> EngineResult<(u64, bool)> {
         let now_ms = self.now_ms();
+        // With provisioned throughput, the sweeper spends only what users left over last second.
+        let budget = self.budget_of(container);
+        let mut allowance_ru = match budget {
+            Some((key, budget_ru)) => self.inner.budgets.sweeper_allowance(key, budget_ru, now_ms),
+            None => f64::INFINITY,
+        };
         let mut candidates: Vec<(Vec<u8>, ExpiryEntry)> = Vec::new();
         let mut backlog_items = 0u64;
         let mut oldest_expired_ms: Option<i64> = None;
@@ -158,15 +170,20 @@ impl Engine {
                 if let Some(at) = expired_at_ms(container, key) {
                     oldest_expired_ms = Some(oldest_expired_ms.map_or(at, |o| o.min(at)));
                 }
-                if candidates.len() < batch_items_max {
+                let cost_ru = request_units::write(entry.body_bytes as usize);
+                if candidates.len() < batch_items_max && cost_ru <= allowance_ru {
+                    allowance_ru -= cost_ru;
                     candidates.push((key.to_vec(), entry));
+                } else {
+                    // Later entries are not cheaper in general: stop reserving for this turn.
+                    allowance_ru = 0.0;
                 }
                 ControlFlow::Continue(())
             })?;
         }
         let found = candidates.len() as u64;
-        let deleted = if candidates.is_empty() {
-            0
+        let (deleted, spent_ru) = if candidates.is_empty() {
+            (0, 0.0)
         } else {
             let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
             self.inner
@@ -177,6 +194,7 @@ impl Engine {
                     let number = container.key_number();
                     let mut counters = read_counters(context.reader(), number)?;
                     let mut deleted = 0u64;
+                    let mut spent_ru = 0.0;
                     for (expiry_key, entry) in candidates {
                         let Some((_, suffix)) = keys::split_expiry_key(&expiry_key) else {
                             continue;
@@ -207,6 +225,7 @@ impl Engine {
                         }
                         remove_version(context, number, &item_key, &record, &mut counters)?;
                         deleted += 1;
+                        spent_ru += request_units::write(record.body.len());
                     }
                     if deleted > 0 {
                         context.put(
@@ -215,10 +234,17 @@ impl Engine {
                             &counters.encode(),
                         )?;
                     }
-                    Ok(deleted)
+                    Ok((deleted, spent_ru))
                 })
                 .await?
         };
+        if let Some((key, budget_ru)) = budget {
+            if spent_ru > 0.0 {
+                self.inner
+                    .budgets
+                    .charge_sweeper(key, budget_ru, spent_ru, self.now_ms());
+            }
+        }
         let backlog_after = backlog_items.saturating_sub(deleted);
         if let Ok(mut stats) = self.inner.sweep_stats.stats.lock() {
             let entry = stats.entry(container.number).or_default();
@@ -235,7 +261,7 @@ impl Engine {
         if deleted > 0 {
             tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
         }
-        Ok((deleted, backlog_after > 0 && found > 0))
+        Ok((deleted, backlog_after > 0 && found > 0 && deleted > 0))
     }
 
     /// The sweeper's statistics for every container it has visited.

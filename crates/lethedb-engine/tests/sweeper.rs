@@ -27,13 +27,14 @@ fn count(store: &dyn Storage, table: Table) -> usize {
 
 async fn setup(engine: &Engine, default_ttl: i64) {
     engine
-        .create_database(json!({"id": "db"}))
+        .create_database(json!({"id": "db"}), None)
         .await
         .expect("db");
     engine
         .create_container(
             "db",
             json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": default_ttl}),
+            None,
         )
         .await
         .expect("container");
@@ -264,4 +265,86 @@ async fn expired_items_stay_invisible_after_a_restart_and_the_sweeper_resumes() 
     assert_eq!(sweep_until_idle(&engine).await, 70);
     assert_eq!(count(&*store, Table::Items), 0);
     assert_eq!(count(&*store, Table::Expiry), 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweeper_spends_only_the_throughput_users_left_over() {
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let store = Arc::new(MemoryStore::new());
+    let engine =
+        Engine::open(store.clone(), clock.clone(), EngineConfig::default()).expect("engine");
+    engine
+        .create_database(json!({"id": "db"}), None)
+        .await
+        .expect("db");
+    let throughput = lethedb_engine::throughput::Throughput::manual(400).expect("throughput");
+    engine
+        .create_container(
+            "db",
+            json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 1}),
+            Some(throughput),
+        )
+        .await
+        .expect("container");
+    let container = engine.read_container("db", "c").expect("container");
+    for i in 0..200 {
+        engine
+            .write_item(
+                "db",
+                "c",
+                WriteMode::Create,
+                pk("p"),
+                json!({"id": format!("i{i}"), "pk": "p"}),
+                None,
+            )
+            .await
+            .expect("create");
+    }
+    clock.advance_ms(5_000);
+    // Users saturate every second's 400 RU: the sweeper deletes nothing, items stay invisible.
+    for _ in 0..5 {
+        assert_eq!(engine.admit(&container), Ok(()));
+        engine.charge(&container, 400.0);
+        assert!(
+            engine.admit(&container).is_err(),
+            "the budget of this second is spent"
+        );
+        clock.advance_ms(1_000);
+        let (deleted, _) = engine.sweep_once(10_000).await.expect("sweep");
+        assert_eq!(deleted, 0, "no leftover, no deletion");
+        assert!(engine.read_item(&container, pk("p"), "i0").is_err());
+        // Users were never refused because of the sweeper.
+        assert_eq!(
+            engine.budget_totals(&container).expect("totals").sweeper_ru,
+            0.0
+        );
+    }
+    assert_eq!(count(&*store, Table::Items), 200);
+    // Traffic stops: each second the sweeper spends at most the 400 RU left over.
+    let per_delete = lethedb_engine::request_units::write(40);
+    let per_second = (400.0 / per_delete).floor() as usize;
+    clock.advance_ms(1_000);
+    let (deleted, _) = engine.sweep_once(10_000).await.expect("sweep");
+    assert_eq!(
+        engine.admit(&container),
+        Ok(()),
+        "sweeping never spends the users' budget"
+    );
+    assert_eq!(deleted as usize, per_second);
+    let (again, _) = engine.sweep_once(10_000).await.expect("sweep");
+    assert_eq!(again, 0, "this second's allowance is spent");
+    let mut seconds = 1;
+    while count(&*store, Table::Items) > 0 {
+        clock.advance_ms(1_000);
+        engine.sweep_once(10_000).await.expect("sweep");
+        seconds += 1;
+        assert!(seconds < 100, "the backlog drains");
+    }
+    assert_eq!(seconds, 200_usize.div_ceil(per_second));
+    let totals = engine.budget_totals(&container).expect("totals");
+    assert!(totals.sweeper_ru <= 400.0 * seconds as f64);
+    assert_eq!(
+        totals.throttled, 5,
+        "only the deliberate over-budget requests"
+    );
 }

@@ -27,14 +27,14 @@ fn pk(value: &str) -> Option<PartitionKeyValue> {
 }
 
 async fn container(engine: &Engine, name: &str, default_ttl: Option<i64>) {
-    let _ = engine.create_database(json!({"id": "db"})).await;
+    let _ = engine.create_database(json!({"id": "db"}), None).await;
     let mut body =
         json!({"id": name, "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
     if let Some(ttl) = default_ttl {
         body["defaultTtl"] = json!(ttl);
     }
     engine
-        .create_container("db", body)
+        .create_container("db", body, None)
         .await
         .expect("container");
 }
@@ -465,12 +465,12 @@ async fn invalid_item_ttl_is_rejected_only_while_ttl_is_on() {
 async fn indexing_mode_none_and_default_ttl_exclude_each_other() {
     let (engine, _clock) = engine();
     engine
-        .create_database(json!({"id": "db"}))
+        .create_database(json!({"id": "db"}), None)
         .await
         .expect("db");
     let none_with_ttl = json!({"id": "a", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 5, "indexingPolicy": {"indexingMode": "none", "automatic": false}});
     assert!(matches!(
-        engine.create_container("db", none_with_ttl).await,
+        engine.create_container("db", none_with_ttl, None).await,
         Err(EngineError::BadRequest(_))
     ));
     container(&engine, "b", Some(5)).await;

@@ -54,6 +54,12 @@ pub struct ServeArgs {
     /// The most writes one durable commit carries (1 turns group commit off).
     #[arg(long, env = "LETHEDB_WRITE_BATCH_MAX", default_value_t = 512)]
     pub write_batch_max: usize,
+    /// Never answer 429: charges are still computed and reported (like the emulator's switch).
+    #[arg(long, env = "LETHEDB_NO_RATE_LIMIT")]
+    pub no_rate_limit: bool,
+    /// RU/s for containers with no throughput of their own or shared (default: unlimited).
+    #[arg(long, env = "LETHEDB_DEFAULT_THROUGHPUT")]
+    pub default_throughput: Option<u32>,
     /// Log filter, in tracing's EnvFilter syntax.
     #[arg(long, env = "LETHEDB_LOG", default_value = "info")]
     pub log: String,

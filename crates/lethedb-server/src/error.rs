@@ -19,6 +19,10 @@ pub enum ApiError {
     Conflict(String),
     PreconditionFailed(String),
     TooLarge(String),
+    /// The container's throughput budget for this second is spent.
+    TooManyRequests {
+        retry_after_ms: i64,
+    },
     Unavailable(String),
     Internal(String),
 }
@@ -44,6 +48,12 @@ fn describe(error: &ApiError) -> (StatusCode, &'static str, &str, bool) {
             StatusCode::PAYLOAD_TOO_LARGE,
             "RequestEntityTooLarge",
             m,
+            true,
+        ),
+        ApiError::TooManyRequests { .. } => (
+            StatusCode::TOO_MANY_REQUESTS,
+            "TooManyRequests",
+            "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later.",
             true,
         ),
         ApiError::Unavailable(m) => (
@@ -84,9 +94,10 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, message, shown) = describe(&self);
+        let message = message.to_string();
         let activity_id = uuid::Uuid::new_v4().to_string();
         let message = if shown {
-            message.to_string()
+            message
         } else {
             tracing::error!(%activity_id, code, detail = message, "request failed");
             format!("The request could not be completed. ActivityId: {activity_id}")
@@ -99,6 +110,13 @@ impl IntoResponse for ApiError {
             headers.insert("x-ms-activity-id", value);
         }
         headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
+        if let ApiError::TooManyRequests { retry_after_ms } = &self {
+            // The SDKs retry 429s after this many milliseconds; substatus 3200 is "RU budget spent".
+            if let Ok(value) = HeaderValue::from_str(&retry_after_ms.max(&1).to_string()) {
+                headers.insert("x-ms-retry-after-ms", value);
+            }
+            headers.insert("x-ms-substatus", HeaderValue::from_static("3200"));
+        }
         if status == StatusCode::SERVICE_UNAVAILABLE {
             // Tells the SDKs' retry policies this is transient.
             headers.insert("x-ms-substatus", HeaderValue::from_static("0"));

@@ -11,6 +11,7 @@ use crate::AppState;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
+use lethedb_engine::throughput::Throughput;
 use lethedb_engine::{
     request_units, Container, PartitionKeyValue, QueryPage, QueryRequest, WriteMode,
 };
@@ -29,6 +30,22 @@ fn partition_key(headers: &HeaderMap) -> ApiResult<Option<PartitionKeyValue>> {
         None => Ok(None),
         Some(text) => Ok(Some(PartitionKeyValue::from_header(text)?)),
     }
+}
+
+/// Provisioned throughput asked for on a create.
+fn throughput(headers: &HeaderMap) -> ApiResult<Option<Throughput>> {
+    Ok(Throughput::from_headers(
+        header(headers, "x-ms-offer-throughput"),
+        header(headers, "x-ms-cosmos-offer-autopilot-settings"),
+    )?)
+}
+
+/// Admits a request against the container's throughput budget (429 when spent).
+fn admit(state: &AppState, container: &Container) -> ApiResult<()> {
+    state
+        .engine
+        .admit(container)
+        .map_err(|retry_after_ms| ApiError::TooManyRequests { retry_after_ms })
 }
 
 fn if_match(headers: &HeaderMap) -> Option<String> {
@@ -246,15 +263,24 @@ pub async fn route(
         (["dbs"], true) => database(state, method, path).await?,
         (["dbs", "colls"], false) => containers(state, method, headers, path, &body).await?,
         (["dbs", "colls"], true) => container(state, method, headers, path, &body).await?,
-        (["dbs", "colls", "docs"], false) => items(state, method, headers, path, &body).await?,
-        (["dbs", "colls", "docs"], true) => item(state, method, headers, path, &body).await?,
+        (["dbs", "colls", "docs"], _) => {
+            // Every item request draws on the container's throughput budget: admitted while this
+            // second's budget lasts, charged what it cost afterwards.
+            let found = state.engine.read_container(path.id(0), path.id(1))?;
+            admit(state, &found)?;
+            let reply = if names_one {
+                item(state, method, headers, path, &body).await?
+            } else {
+                items(state, method, headers, path, &body).await?
+            };
+            state.engine.charge(&found, reply.request_charge());
+            reply
+        }
         (["dbs", "colls", "pkranges"], false) if method == Method::GET => {
             partition_key_ranges(state, headers, path)?
         }
-        (["offers"], false) if method == Method::GET || method == Method::POST => {
-            // No container has provisioned throughput yet, so there are no offers to list.
-            feed_reply("", "Offers", Vec::new(), None, 1.0)
-        }
+        (["offers"], false) => offers(state, method, headers, path, &body)?,
+        (["offers"], true) => offer(state, method, path, &body).await?,
         (["dbs", "users"], false)
         | (["dbs", "colls", "sprocs" | "udfs" | "triggers" | "conflicts"], false)
             if method == Method::GET =>
@@ -312,6 +338,48 @@ fn account(endpoint: &str) -> Reply {
     Reply::value(StatusCode::OK, &body)
 }
 
+// ----- offers -----
+
+fn offers(
+    state: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+    path: &ResourcePath,
+    body: &Bytes,
+) -> ApiResult<Reply> {
+    let request = match *method {
+        Method::POST => query_request(headers, body)?,
+        Method::GET => feed_request(headers)?,
+        _ => return Err(method_not_allowed(method, path)),
+    };
+    let page = state
+        .engine
+        .query_resources(&state.engine.list_offers()?, &request)?;
+    Ok(feed_reply("", "Offers", page.items, page.continuation, 1.0))
+}
+
+async fn offer(
+    state: &AppState,
+    method: &Method,
+    path: &ResourcePath,
+    body: &Bytes,
+) -> ApiResult<Reply> {
+    match *method {
+        Method::GET => Ok(
+            Reply::value(StatusCode::OK, &state.engine.read_offer(path.id(0))?)
+                .charge(request_units::CATALOG_READ),
+        ),
+        Method::PUT => {
+            let replaced = state
+                .engine
+                .replace_offer(path.id(0), parse_json(body)?)
+                .await?;
+            Ok(Reply::value(StatusCode::OK, &replaced).charge(request_units::CATALOG_WRITE))
+        }
+        _ => Err(method_not_allowed(method, path)),
+    }
+}
+
 // ----- databases -----
 
 async fn databases(
@@ -335,7 +403,9 @@ async fn databases(
             ))
         }
         Method::POST => {
-            let resource = engine.create_database(parse_json(body)?).await?;
+            let resource = engine
+                .create_database(parse_json(body)?, throughput(headers)?)
+                .await?;
             Ok(Reply::value(StatusCode::CREATED, &resource).charge(request_units::CATALOG_WRITE))
         }
         Method::GET => {
@@ -410,7 +480,7 @@ async fn containers(
         }
         Method::POST => {
             let created = engine
-                .create_container(path.id(0), parse_json(body)?)
+                .create_container(path.id(0), parse_json(body)?, throughput(headers)?)
                 .await?;
             Ok(container_reply(state, path, StatusCode::CREATED, &created)?
                 .charge(request_units::CATALOG_WRITE))

@@ -43,6 +43,16 @@ impl Reply {
         self.header("x-ms-request-charge", format!("{request_units:.2}"))
     }
 
+    /// The request charge set on this reply, if any.
+    pub fn request_charge(&self) -> f64 {
+        self.headers
+            .iter()
+            .rev()
+            .find(|(name, _)| name == "x-ms-request-charge")
+            .and_then(|(_, value)| value.parse().ok())
+            .unwrap_or(0.0)
+    }
+
     /// Session and LSN headers of a container-scoped response.
     pub fn session(self, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
         self.header("x-ms-session-token", format!("0:-1#{lsn}"))
