@@ -36,7 +36,9 @@ pub use ast::{
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
 pub use paging::{Page, PageRun};
-pub use parser::{parse, EXPRESSION_DEPTH_MAX, QUERY_TEXT_CHARS_MAX};
+pub use parser::{
+    parse, EXPRESSION_DEPTH_MAX, JOINS_MAX, PARSER_RECURSION_MAX, QUERY_TEXT_CHARS_MAX,
+};
 pub use token::CONTINUATION_CHARS_MAX;
 
 use eval::Context;

@@ -1,9 +1,10 @@
 //! A hand-written recursive-descent parser from tokens to `ast::Query`.
 //!
 //! It checks only the shape of the text: names of functions, identifiers in scope and
-//! parameters are resolved later by `plan.rs`. Two named limits keep hostile input from
-//! exhausting memory or the stack: `QUERY_TEXT_CHARS_MAX` and `EXPRESSION_DEPTH_MAX` (the
-//! height of any expression tree, subqueries included, and the nesting of recursive calls).
+//! parameters are resolved later by `plan.rs`. Named limits keep hostile input from
+//! exhausting memory or the stack: `QUERY_TEXT_CHARS_MAX`, `EXPRESSION_DEPTH_MAX` (the height
+//! of any expression tree, subqueries included), `PARSER_RECURSION_MAX` (the nesting of the
+//! parser's own calls) and `JOINS_MAX`.
 //!
 //! Grammar (keywords are case-insensitive; lowest precedence first). The binary levels from
 //! `or` to `multiplicative` are parsed by one precedence-climbing loop (`Parser::binary`).
@@ -58,10 +59,19 @@ use crate::value::number_value;
 /// anything longer is almost certainly not a hand-written query.
 pub const QUERY_TEXT_CHARS_MAX: usize = 256 * 1024;
 
-/// The deepest expression tree accepted (counting subqueries) and the deepest recursion of the
-/// parser. Evaluation, `Display`, equality and drop all recurse over the tree, so this single
-/// number bounds their stack use too.
-pub const EXPRESSION_DEPTH_MAX: usize = 64;
+/// The deepest expression tree accepted (counting subqueries). Evaluation, `Display`, equality
+/// and drop all recurse over the tree, so this number bounds their stack use; it is sized so
+/// that even unoptimised builds parse and evaluate the deepest tree on a 2 MiB thread stack.
+/// Chains of AND and OR are built balanced, so they hardly count against it.
+pub const EXPRESSION_DEPTH_MAX: usize = 32;
+
+/// The most operands one chain of AND or OR may have.
+pub const LOGICAL_CHAIN_OPERANDS_MAX: usize = 10_000;
+
+/// The deepest nesting of the parser's recursive calls (parentheses, brackets, arguments,
+/// prefix operators, subqueries). `Display` writes at most two such levels per tree level, so
+/// this leaves room for every displayed tree to parse back.
+pub const PARSER_RECURSION_MAX: usize = 2 * EXPRESSION_DEPTH_MAX + 4;
 
 /// The most JOINs one FROM clause may have: each multiplies the rows of a document.
 pub const JOINS_MAX: usize = 16;
@@ -226,9 +236,9 @@ impl Parser {
 
     fn enter(&mut self) -> Result<(), QueryError> {
         self.depth += 1;
-        if self.depth > EXPRESSION_DEPTH_MAX {
+        if self.depth > PARSER_RECURSION_MAX {
             return Err(QueryError::LimitExceeded(format!(
-                "the query nests deeper than {EXPRESSION_DEPTH_MAX} levels"
+                "the query nests deeper than {PARSER_RECURSION_MAX} levels"
             )));
         }
         Ok(())
@@ -529,6 +539,24 @@ impl Parser {
                 return Ok(left);
             }
             self.next += 1;
+            if matches!(op, BinaryOp::And | BinaryOp::Or) {
+                // A chain of ANDs (or ORs) becomes a balanced tree: both are associative in
+                // three-valued logic and still evaluate left to right, and a balanced tree
+                // keeps long generated filters far below the height limit.
+                let mut operands = vec![left, self.binary(precedence + 1)?];
+                while self.binary_operator().is_some_and(|(_, next)| next == op) {
+                    self.next += 1;
+                    if operands.len() >= LOGICAL_CHAIN_OPERANDS_MAX {
+                        return Err(QueryError::LimitExceeded(format!(
+                            "a chain of {} has more than {LOGICAL_CHAIN_OPERANDS_MAX} operands",
+                            op.symbol()
+                        )));
+                    }
+                    operands.push(self.binary(precedence + 1)?);
+                }
+                left = self.checked(balanced(op, operands))?;
+                continue;
+            }
             let right = self.binary(precedence + 1)?;
             left = self.checked(Expr::Binary(op, Box::new(left), Box::new(right)))?;
         }
@@ -758,6 +786,19 @@ impl Parser {
     }
 }
 
+/// Joins operands with `op` into a balanced tree, keeping their order.
+fn balanced(op: BinaryOp, mut operands: Vec<Expr>) -> Expr {
+    if operands.len() <= 1 {
+        return operands.pop().unwrap_or(Expr::Undefined);
+    }
+    let right = operands.split_off(operands.len() / 2);
+    Expr::Binary(
+        op,
+        Box::new(balanced(op, operands)),
+        Box::new(balanced(op, right)),
+    )
+}
+
 /// The height of an expression tree, subqueries included, computed without recursion so that
 /// it is safe on any tree.
 pub fn expression_height(expr: &Expr) -> usize {
@@ -897,6 +938,20 @@ mod tests {
             query.to_string(),
             "SELECT VALUE ((((1 + (2 * 3)) = 7) AND true) OR false)"
         );
+        let Ok(chain) = parse("SELECT VALUE a OR b OR c OR d OR e AND f AND g") else {
+            panic!("parse failed");
+        };
+        assert_eq!(
+            chain.to_string(),
+            "SELECT VALUE ((a OR b) OR (c OR (d OR (e AND (f AND g)))))"
+        );
+        let long = format!(
+            "SELECT * FROM c WHERE c.x = 0{}",
+            (1..5000)
+                .map(|n| format!(" OR c.x = {n}"))
+                .collect::<String>()
+        );
+        round_trip(&long);
     }
 
     #[test]
@@ -944,6 +999,32 @@ mod tests {
         assert!(matches!(parse(&nots), Err(QueryError::LimitExceeded(_))));
         let huge = "x".repeat(QUERY_TEXT_CHARS_MAX + 1);
         assert!(matches!(parse(&huge), Err(QueryError::LimitExceeded(_))));
+    }
+
+    #[test]
+    fn displayed_trees_at_the_height_limit_parse_back() {
+        // Found by the fuzzer: prefix operators displayed in parentheses nest twice as deep.
+        let chain = format!("SELECT VALUE {}1", "+".repeat(EXPRESSION_DEPTH_MAX - 1));
+        round_trip(&chain);
+        let calls = format!(
+            "SELECT VALUE {}1{}",
+            "ABS(".repeat(EXPRESSION_DEPTH_MAX - 1),
+            ")".repeat(EXPRESSION_DEPTH_MAX - 1)
+        );
+        round_trip(&calls);
+        let negatives = format!(
+            "SELECT VALUE {}-1{}",
+            "[".repeat(EXPRESSION_DEPTH_MAX - 1),
+            "]".repeat(EXPRESSION_DEPTH_MAX - 1)
+        );
+        round_trip(&negatives);
+        // The deepest parenthesised nesting the parser accepts must not overflow the stack.
+        let parentheses = format!(
+            "SELECT VALUE {}1{}",
+            "(".repeat(PARSER_RECURSION_MAX - 2),
+            ")".repeat(PARSER_RECURSION_MAX - 2)
+        );
+        assert!(parse(&parentheses).is_ok());
     }
 
     #[test]

@@ -236,3 +236,36 @@ fn deep_and_long_inputs_are_refused_not_crashed() {
         assert!(prepare(&input, &[], 0).is_err(), "{}", &input[..40]);
     }
 }
+
+#[test]
+fn the_deepest_accepted_queries_evaluate_on_a_test_thread() {
+    let depth = lethedb_query::EXPRESSION_DEPTH_MAX;
+    let mut accepted = 0;
+    for levels in (1..depth).rev() {
+        let nested_calls = format!(
+            "SELECT VALUE {}c.a{} FROM c",
+            "ABS(".repeat(levels),
+            ")".repeat(levels)
+        );
+        let nested_subqueries = format!(
+            "SELECT VALUE {}c.a{} FROM c",
+            "ARRAY(SELECT VALUE ".repeat(levels / 3),
+            ")".repeat(levels / 3)
+        );
+        for text in [nested_calls, nested_subqueries] {
+            let Ok(prepared) = prepare(&text, &[], 0) else {
+                continue;
+            };
+            accepted += 1;
+            let Ok(mut run) = prepared.start_page(None, 10) else {
+                continue;
+            };
+            let _ = run.push(&[1], &json!({"a": -1}));
+            assert!(run.finish(true).is_ok(), "{text}");
+        }
+    }
+    assert!(
+        accepted > depth,
+        "only {accepted} deep queries were accepted"
+    );
+}
