@@ -20,7 +20,7 @@ pub mod request_units;
 pub mod sweeper;
 pub mod throughput;
 pub mod ttl;
-mod writer;
+pub mod writer;
 
 pub use catalog::{Container, Usage};
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -214,6 +214,21 @@ impl Engine {
 
     pub fn now_ms(&self) -> i64 {
         self.inner.clock.now_ms()
+    }
+
+    /// The writer's commit latencies: per-bucket counts (bounds in
+    /// [`writer::COMMIT_LATENCY_BOUNDS_SECS`], then the overflow) and the total in seconds.
+    pub fn commit_latency(&self) -> (Vec<u64>, f64) {
+        let stats = &self.inner.writer.stats;
+        let buckets = stats
+            .commit_latency_buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        (
+            buckets,
+            stats.commit_latency_micros_total.load(Ordering::Relaxed) as f64 / 1e6,
+        )
     }
 
     /// Operations applied and commits made by the writer so far, and operations waiting.

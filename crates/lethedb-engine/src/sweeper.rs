@@ -133,7 +133,8 @@ impl Engine {
         Ok((deleted, backlog_left))
     }
 
-    fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
+    /// Every container of every database.
+    pub fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
         let mut found = Vec::new();
         for database in self.list_databases()? {
             let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {

@@ -60,6 +60,12 @@ pub struct ServeArgs {
     /// RU/s for containers with no throughput of their own or shared (default: unlimited).
     #[arg(long, env = "LETHEDB_DEFAULT_THROUGHPUT")]
     pub default_throughput: Option<u32>,
+    /// Do not collect or serve Prometheus metrics.
+    #[arg(long, env = "LETHEDB_NO_METRICS")]
+    pub no_metrics: bool,
+    /// Serve `GET /metrics` on this address instead of the main one.
+    #[arg(long, env = "LETHEDB_METRICS_BIND")]
+    pub metrics_bind: Option<SocketAddr>,
     /// Log filter, in tracing's EnvFilter syntax.
     #[arg(long, env = "LETHEDB_LOG", default_value = "info")]
     pub log: String,

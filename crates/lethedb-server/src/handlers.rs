@@ -237,6 +237,21 @@ pub fn stats(state: &AppState) -> ApiResult<Response> {
     Ok(Reply::value(StatusCode::OK, &body).finish())
 }
 
+/// The Prometheus text exposition.
+pub fn metrics(state: &AppState) -> ApiResult<Response> {
+    let Some(metrics) = &state.metrics else {
+        return Err(ApiError::NotFound(
+            "Metrics are turned off on this server.".into(),
+        ));
+    };
+    let text = metrics
+        .render()
+        .map_err(|_| ApiError::Internal("the metrics could not be encoded".into()))?;
+    Ok(Reply::json(StatusCode::OK, text.into_bytes())
+        .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+        .finish())
+}
+
 pub fn certificate(state: &AppState) -> ApiResult<Response> {
     match &state.certificate_pem {
         Some(pem) => Ok(Reply::json(StatusCode::OK, pem.as_bytes().to_vec())

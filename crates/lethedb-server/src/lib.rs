@@ -9,6 +9,7 @@ pub mod auth;
 pub mod cli;
 mod error;
 mod handlers;
+pub mod metrics;
 mod respond;
 pub mod routes;
 pub mod tls;
@@ -38,6 +39,15 @@ pub struct AppState {
     pub key: MasterKey,
     /// The PEM of the TLS certificate, served at `/_explorer/emulator.pem` in TLS mode.
     pub certificate_pem: Option<Arc<String>>,
+    /// Request metrics; `None` when turned off.
+    pub metrics: Option<Arc<metrics::Metrics>>,
+    /// Whether `GET /metrics` is served on this router (it may have its own port instead).
+    pub metrics_route: bool,
+}
+
+/// The Prometheus exposition, for a metrics listener of its own.
+pub fn handlers_metrics(state: &AppState) -> ApiResult<axum::response::Response> {
+    handlers::metrics(state)
 }
 
 /// The whole HTTP surface as a router, so tests can drive it without a socket.
@@ -47,7 +57,9 @@ pub fn app(state: AppState) -> Router {
 
 /// The one entry point: authorization first, then routing.
 pub async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
+    let started = std::time::Instant::now();
     let (parts, body) = request.into_parts();
+    let mut observed: Option<(&'static str, ResourcePath)> = None;
     let scheme_host =
         respond::endpoint(&parts.headers, &parts.uri, state.certificate_pem.is_some());
     let result = async {
@@ -56,6 +68,9 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         }
         if parts.uri.path() == "/_lethedb/stats" && parts.method == Method::GET {
             return handlers::stats(&state);
+        }
+        if parts.uri.path() == "/metrics" && parts.method == Method::GET && state.metrics_route {
+            return handlers::metrics(&state);
         }
         // Some clients leave `?` unescaped in item ids; Cosmos paths carry no query string, so
         // anything after `?` belongs to the last id.
@@ -66,6 +81,10 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let mut path = ResourcePath::parse(&full_path)?;
         authorize(&state, &parts.method, &parts.headers, &path)?;
         handlers::resolve_resource_ids(&state.engine, &mut path)?;
+        observed = Some((
+            metrics::operation_name(&parts.method, &path, &parts.headers),
+            path.clone(),
+        ));
         let body = read_body(body).await?;
         handlers::route(
             &state,
@@ -83,6 +102,21 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         Err(error) => error.into_response(),
     };
     respond::add_common_headers(&mut response, &parts.headers);
+    if let (Some(metrics), Some((operation, path))) = (&state.metrics, observed) {
+        let charge = response
+            .headers()
+            .get("x-ms-request-charge")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0.0);
+        metrics.observe(
+            operation,
+            &path,
+            response.status(),
+            started.elapsed().as_secs_f64(),
+            charge,
+        );
+    }
     response
 }
 

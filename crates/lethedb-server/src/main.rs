@@ -6,6 +6,7 @@ use clap::Parser as _;
 use lethedb_engine::{Engine, EngineConfig, SystemClock};
 use lethedb_server::auth::MasterKey;
 use lethedb_server::cli::{Cli, Command, ServeArgs};
+use lethedb_server::metrics::Metrics;
 use lethedb_server::{app, tls, AppState};
 use lethedb_storage::{MemoryStore, RedbStore, Storage};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -86,13 +87,42 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         None
     };
+    let metrics = (!args.no_metrics).then(|| Arc::new(Metrics::new(engine.clone())));
     let state = AppState {
         engine,
         key,
         certificate_pem: material
             .as_ref()
             .map(|m| Arc::new(m.certificate_pem.clone())),
+        metrics: metrics.clone(),
+        metrics_route: args.metrics_bind.is_none(),
     };
+    if let (Some(address), Some(_)) = (args.metrics_bind, &metrics) {
+        // Metrics on a port of their own: the same handler, nothing else routed there.
+        let metrics_state = AppState {
+            metrics_route: true,
+            ..state.clone()
+        };
+        let metrics_router = axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(move || {
+                let state = metrics_state.clone();
+                async move {
+                    match lethedb_server::handlers_metrics(&state) {
+                        Ok(response) => response,
+                        Err(error) => axum::response::IntoResponse::into_response(error),
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind(address)
+            .await
+            .with_context(|| format!("cannot listen on {address} for metrics"))?;
+        tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, metrics_router).await;
+        });
+    }
     let router = app(state);
     let listener = std::net::TcpListener::bind(args.bind)
         .with_context(|| format!("cannot listen on {}", args.bind))?;

@@ -63,7 +63,8 @@ impl Reply {
     }
 
     pub fn finish(self) -> Response {
-        let has_body = !self.body.is_empty();
+        let has_body =
+            !self.body.is_empty() && !self.headers.iter().any(|(name, _)| name == "content-type");
         let mut response = Response::new(axum::body::Body::from(self.body));
         *response.status_mut() = self.status;
         let headers = response.headers_mut();

@@ -1,0 +1,306 @@
+//! `GET /metrics` in the Prometheus text format: request counts and latencies by operation,
+//! request units and 429s per container (counted as requests pass), and, read from the engine at
+//! scrape time, items and bytes per container (expired excluded), the TTL backlog, the age of
+//! the oldest expired item, sweeper deletions, the writer's queue and commit latency.
+//!
+//! This module observes; it changes nothing and decides nothing.
+
+use axum::http::{HeaderMap, Method, StatusCode};
+use lethedb_engine::writer::COMMIT_LATENCY_BOUNDS_SECS;
+use lethedb_engine::Engine;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::counter::{ConstCounter, Counter};
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::MetricType;
+use prometheus_client::registry::Registry;
+use std::collections::HashMap;
+use std::sync::atomic::AtomicU64;
+
+use crate::routes::ResourcePath;
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct RequestLabels {
+    operation: &'static str,
+    status: u16,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct OperationLabels {
+    operation: &'static str,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct ContainerLabels {
+    database: String,
+    container: String,
+}
+
+/// The server's metrics registry.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<RequestLabels, Counter>,
+    latency: Family<OperationLabels, Histogram>,
+    request_units: Family<ContainerLabels, Counter<f64, AtomicU64>>,
+    throttled: Family<ContainerLabels, Counter>,
+}
+
+/// What each request is, for labels: the service's operation names.
+pub fn operation_name(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> &'static str {
+    let (types, one) = path.shape();
+    let header_true = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    };
+    let query = header_true("x-ms-documentdb-isquery")
+        || headers
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("application/query+json"));
+    match (types.as_slice(), one, method.as_str()) {
+        ([], _, "GET") => "ReadAccount",
+        (["dbs"], false, "GET") => "ReadDatabaseFeed",
+        (["dbs"], false, "POST") if query => "QueryDatabases",
+        (["dbs"], false, "POST") => "CreateDatabase",
+        (["dbs"], true, "GET") => "ReadDatabase",
+        (["dbs"], true, "DELETE") => "DeleteDatabase",
+        (["dbs", "colls"], false, "GET") => "ReadContainerFeed",
+        (["dbs", "colls"], false, "POST") if query => "QueryContainers",
+        (["dbs", "colls"], false, "POST") => "CreateContainer",
+        (["dbs", "colls"], true, "GET") => "ReadContainer",
+        (["dbs", "colls"], true, "PUT") => "ReplaceContainer",
+        (["dbs", "colls"], true, "DELETE") => "DeleteContainer",
+        (["dbs", "colls", "docs"], false, "GET") => "ReadFeed",
+        (["dbs", "colls", "docs"], false, "POST")
+            if header_true("x-ms-cosmos-is-query-plan-request") =>
+        {
+            "QueryPlan"
+        }
+        (["dbs", "colls", "docs"], false, "POST") if query => "Query",
+        (["dbs", "colls", "docs"], false, "POST") if header_true("x-ms-documentdb-is-upsert") => {
+            "Upsert"
+        }
+        (["dbs", "colls", "docs"], false, "POST") => "Create",
+        (["dbs", "colls", "docs"], true, "GET") => "Read",
+        (["dbs", "colls", "docs"], true, "PUT") => "Replace",
+        (["dbs", "colls", "docs"], true, "PATCH") => "Patch",
+        (["dbs", "colls", "docs"], true, "DELETE") => "Delete",
+        (["dbs", "colls", "pkranges"], _, _) => "ReadPartitionKeyRanges",
+        (["offers"], _, _) => "Offers",
+        _ => "Other",
+    }
+}
+
+impl Metrics {
+    pub fn new(engine: Engine) -> Metrics {
+        let mut registry = Registry::with_prefix("lethedb");
+        let requests = Family::<RequestLabels, Counter>::default();
+        registry.register(
+            "requests",
+            "Requests by operation and status code",
+            requests.clone(),
+        );
+        let latency = Family::<OperationLabels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.000_05, 2.0, 16))
+        });
+        registry.register(
+            "request_duration_seconds",
+            "Request latency by operation",
+            latency.clone(),
+        );
+        let request_units = Family::<ContainerLabels, Counter<f64, AtomicU64>>::default();
+        registry.register(
+            "request_units",
+            "Request units charged to user requests per container",
+            request_units.clone(),
+        );
+        let throttled = Family::<ContainerLabels, Counter>::default();
+        registry.register(
+            "throttled_requests",
+            "Requests refused with 429 per container",
+            throttled.clone(),
+        );
+        registry.register_collector(Box::new(EngineCollector { engine }));
+        Metrics {
+            registry,
+            requests,
+            latency,
+            request_units,
+            throttled,
+        }
+    }
+
+    /// Records one finished request.
+    pub fn observe(
+        &self,
+        operation: &'static str,
+        path: &ResourcePath,
+        status: StatusCode,
+        seconds: f64,
+        request_units: f64,
+    ) {
+        self.requests
+            .get_or_create(&RequestLabels {
+                operation,
+                status: status.as_u16(),
+            })
+            .inc();
+        self.latency
+            .get_or_create(&OperationLabels { operation })
+            .observe(seconds);
+        if path.segments.len() >= 4 && path.segments[0] == "dbs" {
+            let labels = ContainerLabels {
+                database: path.id(0).to_string(),
+                container: path.id(1).to_string(),
+            };
+            if request_units > 0.0 {
+                self.request_units
+                    .get_or_create(&labels)
+                    .inc_by(request_units);
+            }
+            if status == StatusCode::TOO_MANY_REQUESTS {
+                self.throttled.get_or_create(&labels).inc();
+            }
+        }
+    }
+
+    /// The text exposition.
+    pub fn render(&self) -> Result<String, std::fmt::Error> {
+        let mut out = String::new();
+        prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
+        Ok(out)
+    }
+}
+
+/// Reads the engine's state at scrape time.
+struct EngineCollector {
+    engine: Engine,
+}
+
+impl std::fmt::Debug for EngineCollector {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("EngineCollector")
+    }
+}
+
+fn gauge_family(
+    encoder: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    rows: &[(ContainerLabels, f64)],
+) -> Result<(), std::fmt::Error> {
+    let mut metric = encoder.encode_descriptor(name, help, None, MetricType::Gauge)?;
+    for (labels, value) in rows {
+        ConstGauge::new(*value).encode(metric.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+impl Collector for EngineCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let containers = self.engine.all_containers().unwrap_or_default();
+        let sweep: HashMap<(String, String), lethedb_engine::SweepStats> = self
+            .engine
+            .sweep_stats()
+            .into_iter()
+            .map(|s| ((s.database_id.clone(), s.container_id.clone()), s))
+            .collect();
+        let mut items = Vec::new();
+        let mut bytes = Vec::new();
+        let mut backlog = Vec::new();
+        let mut oldest = Vec::new();
+        let mut deleted = Vec::new();
+        for container in &containers {
+            let labels = ContainerLabels {
+                database: container.database_id.clone(),
+                container: container.id.clone(),
+            };
+            if let Ok(usage) = self.engine.container_usage(container) {
+                items.push((labels.clone(), usage.items as f64));
+                bytes.push((labels.clone(), usage.bytes as f64));
+            }
+            let stats = sweep
+                .get(&(container.database_id.clone(), container.id.clone()))
+                .cloned()
+                .unwrap_or_default();
+            backlog.push((labels.clone(), stats.backlog_items as f64));
+            oldest.push((labels.clone(), stats.oldest_expired_age_ms as f64 / 1000.0));
+            deleted.push((labels, stats.deleted_total));
+        }
+        gauge_family(
+            &mut encoder,
+            "items",
+            "Items per container, expired ones excluded",
+            &items,
+        )?;
+        gauge_family(
+            &mut encoder,
+            "item_bytes",
+            "Document bytes per container, expired ones excluded",
+            &bytes,
+        )?;
+        gauge_family(
+            &mut encoder,
+            "ttl_backlog_items",
+            "Expired items not yet deleted by the sweeper",
+            &backlog,
+        )?;
+        gauge_family(
+            &mut encoder,
+            "ttl_oldest_expired_age_seconds",
+            "How long ago the oldest not-yet-deleted item expired",
+            &oldest,
+        )?;
+        let mut metric = encoder.encode_descriptor(
+            "ttl_deletions",
+            "Items deleted by the TTL sweeper",
+            None,
+            MetricType::Counter,
+        )?;
+        for (labels, value) in &deleted {
+            ConstCounter::new(*value).encode(metric.encode_family(labels)?)?;
+        }
+        let (operations, commits, queued) = self.engine.writer_stats();
+        ConstGauge::new(queued as i64).encode(encoder.encode_descriptor(
+            "writer_queue_depth",
+            "Writes waiting for the writer",
+            None,
+            MetricType::Gauge,
+        )?)?;
+        ConstCounter::new(operations).encode(encoder.encode_descriptor(
+            "writer_operations",
+            "Writes applied by the writer",
+            None,
+            MetricType::Counter,
+        )?)?;
+        ConstCounter::new(commits).encode(encoder.encode_descriptor(
+            "writer_commits",
+            "Durable commits (each carries one or more writes)",
+            None,
+            MetricType::Counter,
+        )?)?;
+        let (counts, sum_secs) = self.engine.commit_latency();
+        let total: u64 = counts.iter().sum();
+        let buckets: Vec<(f64, u64)> = COMMIT_LATENCY_BOUNDS_SECS
+            .iter()
+            .copied()
+            .chain(std::iter::once(f64::MAX))
+            .zip(counts.iter().copied())
+            .collect();
+        let mut metric = encoder.encode_descriptor(
+            "commit_duration_seconds",
+            "Durable commit latency",
+            None,
+            MetricType::Histogram,
+        )?;
+        metric.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
+            sum_secs, total, &buckets, None,
+        )?;
+        Ok(())
+    }
+}
