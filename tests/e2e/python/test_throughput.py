@@ -1,0 +1,86 @@
+"""Request units, provisioned throughput, 429s and /metrics through the official Python SDK."""
+
+from __future__ import annotations
+
+import threading
+import urllib.request
+
+from azure.cosmos import PartitionKey, ThroughputProperties
+
+from conftest import unique_id
+
+
+def test_every_response_carries_a_request_charge(container):
+    container.create_item({"id": "a", "pk": "p", "payload": "x" * 900})
+    charge = float(container.client_connection.last_response_headers["x-ms-request-charge"])
+    assert 5.0 <= charge <= 6.5, "about 5-6 RU for a 1 KiB write"
+    container.read_item("a", partition_key="p")
+    charge = float(container.client_connection.last_response_headers["x-ms-request-charge"])
+    assert charge == 1.0, "1 RU for a 1 KiB point read"
+
+
+def test_a_400_ru_container_under_a_write_burst_throttles_and_the_sdk_retries_to_success(database):
+    container = database.create_container(unique_id("burst"), PartitionKey(path="/pk"), offer_throughput=400)
+    assert container.get_throughput().offer_throughput == 400
+    errors = []
+    created = []
+
+    def writer(worker: int) -> None:
+        try:
+            for i in range(60):
+                container.create_item({"id": f"w{worker}-{i}", "pk": f"p{worker}"})
+                created.append(1)
+        except Exception as error:  # noqa: BLE001 - any failure fails the test below
+            errors.append(error)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(created) == 240, "every write succeeded after the SDK's own retries"
+    count = list(container.query_items("SELECT VALUE COUNT(1) FROM c", enable_cross_partition_query=True))
+    assert count == [240]
+    # 240 writes of ~5.7 RU cannot fit one second of 400 RU: the server must have said 429.
+    metrics = urllib.request.urlopen(container.client_connection.url_connection + "metrics", timeout=10).read().decode()
+    throttled = [line for line in metrics.splitlines()
+                 if line.startswith("lethedb_throttled_requests_total") and f'container="{container.id}"' in line]
+    assert throttled and float(throttled[0].split()[-1]) > 0
+
+
+def test_replace_throughput_changes_the_budget(database):
+    container = database.create_container(unique_id("repl"), PartitionKey(path="/pk"), offer_throughput=400)
+    container.replace_throughput(1000)
+    assert container.get_throughput().offer_throughput == 1000
+
+
+def test_autoscale_settings_round_trip(database):
+    container = database.create_container(
+        unique_id("auto"), PartitionKey(path="/pk"), offer_throughput=ThroughputProperties(auto_scale_max_throughput=4000))
+    properties = container.get_throughput()
+    assert properties.auto_scale_max_throughput == 4000
+
+
+def test_invalid_throughput_is_a_400(database):
+    from azure.cosmos.exceptions import CosmosHttpResponseError
+    try:
+        database.create_container(unique_id("bad"), PartitionKey(path="/pk"), offer_throughput=450)
+    except CosmosHttpResponseError as error:
+        assert error.status_code == 400
+    else:
+        raise AssertionError("450 RU/s is not a multiple of 100")
+
+
+def test_metrics_are_scraped_and_parse(server, database, container):
+    container.upsert_item({"id": "m", "pk": "p"})
+    text = urllib.request.urlopen(server.endpoint + "metrics", timeout=10).read().decode()
+    samples = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_and_labels, value = line.rsplit(" ", 1)
+        samples[name_and_labels] = float(value)
+    assert any(name.startswith('lethedb_requests_total{operation="Upsert"') for name in samples)
+    assert samples[f'lethedb_items{{database="{database.id}",container="{container.id}"}}'] == 1
+    assert any(name.startswith("lethedb_commit_duration_seconds_count") for name in samples)
