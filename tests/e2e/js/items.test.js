@@ -133,3 +133,48 @@ test("readAll pages through 25 items 7 at a time, each item once", () =>
     }
     assert.deepEqual(pagesViaAsyncIterator, [7, 7, 7, 4]);
   }));
+
+test("patch applies operations and changes the etag", () =>
+  withContainer(async (container) => {
+    const created = await container.items.create({ id: "pa", pk: "p", n: 1, tags: ["a"], gone: true });
+    const patched = await container.item("pa", "p").patch([
+      { op: "set", path: "/name", value: "x" },
+      { op: "incr", path: "/n", value: 5 },
+      { op: "add", path: "/tags/-", value: "b" },
+      { op: "remove", path: "/gone" },
+    ]);
+    assert.equal(patched.statusCode, 200);
+    assert.deepEqual(userFields(patched.resource), { id: "pa", pk: "p", n: 6, tags: ["a", "b"], name: "x" });
+    assert.notEqual(patched.etag, created.etag);
+    assert.deepEqual(userFields((await container.item("pa", "p").read()).resource), userFields(patched.resource));
+    assert.equal(await statusOf(() => container.item("missing", "p").patch([{ op: "set", path: "/n", value: 1 }])), 404);
+  }));
+
+test("concurrent replaces with one etag have exactly one winner", () =>
+  withContainer(async (container) => {
+    const { etag } = await container.items.create({ id: "race", pk: "p", winner: null });
+    const ifMatch = { accessCondition: { type: "IfMatch", condition: etag } };
+    const outcomes = await Promise.all(
+      Array.from({ length: 16 }, (_, contender) =>
+        container
+          .item("race", "p")
+          .replace({ id: "race", pk: "p", winner: contender }, ifMatch)
+          .then(() => contender)
+          .catch((error) => {
+            if (error.code !== 412) throw error;
+            return null;
+          }),
+      ),
+    );
+    const winners = outcomes.filter((outcome) => outcome !== null);
+    assert.equal(winners.length, 1, JSON.stringify(outcomes));
+    assert.equal((await container.item("race", "p").read()).resource.winner, winners[0]);
+  }));
+
+test("an item over 2 MiB is 413", () =>
+  withContainer(async (container) => {
+    const blob = "x".repeat(2 * 1024 * 1024 + 1);
+    assert.equal(await statusOf(() => container.items.create({ id: "big", pk: "p", blob })), 413);
+    assert.equal((await container.item("big", "p").read()).statusCode, 404);
+    assert.equal((await container.items.create({ id: "large", pk: "p", blob: "x".repeat(1024 * 1024) })).statusCode, 201);
+  }));

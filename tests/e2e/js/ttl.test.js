@@ -65,6 +65,7 @@ async function writeTheItems() {
   await write("off", { id: "text", pk: "p", ttl: "5" });
   await write("reset", { id: "touched", pk: "p", v: 1 });
   await write("reset", { id: "untouched", pk: "p", v: 1 });
+  await write("reset", { id: "patched", pk: "p", v: 1 });
   for (let n = 0; n < 6; n += 1) {
     await write("query", { id: `q${n}`, pk: `p${n % 2}`, n, ...(n < 2 ? { ttl: -1 } : {}) });
   }
@@ -83,13 +84,18 @@ test("items are visible before they expire", async () => {
 test("a write restarts the countdown", async () => {
   await sleepUntilExpired("reset", "touched", RESET_TTL_SECS - 1.5 - MARGIN_MS / 1000);
   await write("reset", { id: "touched", pk: "p", v: 2 }, { upsert: true });
+  await containers.reset.item("patched", "p").patch([{ op: "set", path: "/v", value: 2 }]);
+  acked.set("reset/patched", performance.now());
 
   await sleepUntilExpired("reset", "untouched", RESET_TTL_SECS);
   await assertAbsent("reset", "untouched");
   assert.equal((await read("reset", "touched")).resource.v, 2);
+  assert.equal((await read("reset", "patched")).resource.v, 2);
 
   await sleepUntilExpired("reset", "touched", RESET_TTL_SECS);
+  await sleepUntilExpired("reset", "patched", RESET_TTL_SECS);
   await assertAbsent("reset", "touched");
+  await assertAbsent("reset", "patched");
 });
 
 test("the container default expires items", async () => {
@@ -113,11 +119,12 @@ test("an item's ttl is ignored while the container's TTL is off", async () => {
   assert.equal((await containers.off.read()).resource.defaultTtl, undefined);
 });
 
-test("an expired item is 404 for replace, delete and If-Match", async () => {
+test("an expired item is 404 for replace, delete, patch and If-Match", async () => {
   await sleepUntilExpired("default", "replace-me", SHORT_TTL_SECS);
   const item = (id) => containers.default.item(id, "p");
   assert.equal(await statusOf(() => item("replace-me").replace({ id: "replace-me", pk: "p", generation: 2 })), 404);
   assert.equal(await statusOf(() => item("delete-me").delete()), 404);
+  assert.equal(await statusOf(() => item("replace-me").patch([{ op: "set", path: "/generation", value: 2 }])), 404);
   const ifMatch = { accessCondition: { type: "IfMatch", condition: '"whatever"' } };
   assert.equal(await statusOf(() => item("plain").replace({ id: "plain", pk: "p" }, ifMatch)), 404);
   await assertAbsent("default", "replace-me");

@@ -1,11 +1,13 @@
 """Item CRUD, optimistic concurrency, system properties and the paged read feed."""
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from azure.core import MatchConditions
 from azure.cosmos.exceptions import (
     CosmosAccessConditionFailedError,
+    CosmosHttpResponseError,
     CosmosResourceExistsError,
     CosmosResourceNotFoundError,
 )
@@ -134,3 +136,47 @@ def test_read_feed_pages_through_every_item_once(container):
 
 def test_read_feed_of_an_empty_container(container):
     assert list(container.read_all_items()) == []
+
+
+def test_concurrent_replaces_with_one_etag_have_exactly_one_winner(container):
+    etag = container.create_item({"id": "race", "pk": "p", "winner": None})["_etag"]
+
+    def replace(contender: int):
+        try:
+            container.replace_item("race", {"id": "race", "pk": "p", "winner": contender},
+                                   etag=etag, match_condition=MatchConditions.IfNotModified)
+            return contender
+        except CosmosAccessConditionFailedError:
+            return None
+
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        outcomes = list(pool.map(replace, range(16)))
+    winners = [outcome for outcome in outcomes if outcome is not None]
+    assert len(winners) == 1, outcomes
+    assert container.read_item("race", partition_key="p")["winner"] == winners[0]
+
+
+def test_item_over_2_mib_is_413(container):
+    body = {"id": "big", "pk": "p", "blob": "x" * (2 * 1024 * 1024 + 1)}
+    with pytest.raises(CosmosHttpResponseError) as error:
+        container.create_item(body)
+    assert error.value.status_code == 413
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.read_item("big", partition_key="p")
+    # Just under the limit is fine.
+    container.create_item({"id": "large", "pk": "p", "blob": "x" * (1024 * 1024)})
+
+
+def test_patch_applies_operations_and_changes_the_etag(container):
+    created = container.create_item({"id": "pa", "pk": "p", "n": 1, "tags": ["a"], "gone": True})
+    patched = container.patch_item("pa", partition_key="p", patch_operations=[
+        {"op": "set", "path": "/name", "value": "x"},
+        {"op": "incr", "path": "/n", "value": 5},
+        {"op": "add", "path": "/tags/-", "value": "b"},
+        {"op": "remove", "path": "/gone"},
+    ])
+    assert user_fields(patched) == {"id": "pa", "pk": "p", "n": 6, "tags": ["a", "b"], "name": "x"}
+    assert patched["_etag"] != created["_etag"]
+    assert user_fields(container.read_item("pa", partition_key="p")) == user_fields(patched)
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.patch_item("missing", partition_key="p", patch_operations=[{"op": "set", "path": "/n", "value": 1}])

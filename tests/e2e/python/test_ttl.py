@@ -82,6 +82,7 @@ def world(client):
     world.write("off", {"id": "text", "pk": "p", "ttl": "5"})
     world.write("reset", {"id": "touched", "pk": "p", "v": 1})
     world.write("reset", {"id": "untouched", "pk": "p", "v": 1})
+    world.write("reset", {"id": "patched", "pk": "p", "v": 1})
     for n in range(6):
         body = {"id": f"q{n}", "pk": f"p{n % 2}", "n": n}
         if n < 2:
@@ -108,13 +109,18 @@ def test_a_write_restarts_the_countdown(world):
     # Rewrite "touched" a little before it would expire.
     world.sleep_until_expired("reset", "touched", RESET_TTL_SECS - 1.5 - MARGIN_SECS)
     world.write("reset", {"id": "touched", "pk": "p", "v": 2}, upsert=True)
+    reset.patch_item("patched", partition_key="p", patch_operations=[{"op": "set", "path": "/v", "value": 2}])
+    world.acked[("reset", "patched")] = time.monotonic()
 
     world.sleep_until_expired("reset", "untouched", RESET_TTL_SECS)
     assert_absent(reset, "untouched")
     assert read(reset, "touched")["v"] == 2
+    assert read(reset, "patched")["v"] == 2
 
     world.sleep_until_expired("reset", "touched", RESET_TTL_SECS)
+    world.sleep_until_expired("reset", "patched", RESET_TTL_SECS)
     assert_absent(reset, "touched")
+    assert_absent(reset, "patched")
 
 
 def test_container_default_ttl_expires_items(world):
@@ -147,6 +153,9 @@ def test_expired_item_is_absent_for_every_operation(world):
         default.replace_item("replace-me", {"id": "replace-me", "pk": "p", "generation": 2})
     with pytest.raises(CosmosResourceNotFoundError):
         default.delete_item("delete-me", partition_key="p")
+    with pytest.raises(CosmosResourceNotFoundError):
+        default.patch_item("replace-me", partition_key="p",
+                           patch_operations=[{"op": "set", "path": "/generation", "value": 2}])
     assert_absent(default, "replace-me")
 
 
