@@ -392,6 +392,45 @@ pub(crate) fn apply_write(
     })
 }
 
+/// Deletes one visible item inside the writer; returns the container LSN of the deletion.
+pub(crate) fn apply_delete(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+    partition_key: Option<PartitionKeyValue>,
+    id: &str,
+    if_match: Option<String>,
+) -> EngineResult<u64> {
+    let partition_key = match partition_key {
+        Some(sent) => container.partition_key.require_full(sent)?,
+        None => container.partition_key.missing_header()?,
+    };
+    let number = container.key_number();
+    let key = keys::item_key(number, &partition_key.encode(), id);
+    let existing = read_record(context.reader(), &key)?.ok_or_else(not_found)?;
+    if is_expired(
+        container,
+        existing.last_modified_ms,
+        &existing.body,
+        context.now_ms,
+    ) {
+        return Err(not_found());
+    }
+    if let Some(expected) = &if_match {
+        if expected != "*" && *expected != records::etag(number, existing.lsn) {
+            return Err(precondition_failed());
+        }
+    }
+    let mut counters = read_counters(context.reader(), number)?;
+    remove_version(context, number, &key, &existing, &mut counters)?;
+    counters.lsn += 1;
+    context.put(
+        Table::Counters,
+        &keys::counters_key(number),
+        &counters.encode(),
+    )?;
+    Ok(counters.lsn)
+}
+
 impl Engine {
     /// Creates, upserts or replaces an item. `partition_key` is the request's header value, if
     /// sent; it must name the partition key the document holds.
@@ -477,35 +516,7 @@ impl Engine {
             .writer
             .write(move |context| {
                 let container = writer_container(context, &database_id, &container_id)?;
-                let partition_key = match partition_key {
-                    Some(sent) => container.partition_key.require_full(sent)?,
-                    None => container.partition_key.missing_header()?,
-                };
-                let number = container.key_number();
-                let key = keys::item_key(number, &partition_key.encode(), &id);
-                let existing = read_record(context.reader(), &key)?.ok_or_else(not_found)?;
-                if is_expired(
-                    &container,
-                    existing.last_modified_ms,
-                    &existing.body,
-                    context.now_ms,
-                ) {
-                    return Err(not_found());
-                }
-                if let Some(expected) = &if_match {
-                    if expected != "*" && *expected != records::etag(number, existing.lsn) {
-                        return Err(precondition_failed());
-                    }
-                }
-                let mut counters = read_counters(context.reader(), number)?;
-                remove_version(context, number, &key, &existing, &mut counters)?;
-                counters.lsn += 1;
-                context.put(
-                    Table::Counters,
-                    &keys::counters_key(number),
-                    &counters.encode(),
-                )?;
-                Ok(counters.lsn)
+                apply_delete(context, &container, partition_key, &id, if_match)
             })
             .await
     }
@@ -573,6 +584,61 @@ impl Engine {
             continuation,
             lsn,
         })
+    }
+
+    /// Deletes every item of one logical partition (expired ones too) in one transaction;
+    /// returns how many visible items went.
+    pub async fn delete_partition(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        partition_key: PartitionKeyValue,
+    ) -> EngineResult<u64> {
+        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                let partition_key = container.partition_key.require_full(partition_key)?;
+                let number = container.key_number();
+                let mut doomed = Vec::new();
+                let mut broken = false;
+                context.scan(
+                    Table::Items,
+                    &KeyRange::prefix(&keys::partition_prefix(number, &partition_key.encode())),
+                    &mut |key, value| {
+                        match ItemRecord::decode(value) {
+                            Some(record) => doomed.push((key.to_vec(), record)),
+                            None => broken = true,
+                        }
+                        ControlFlow::Continue(())
+                    },
+                )?;
+                if broken {
+                    return Err(corrupted_item());
+                }
+                let mut counters = read_counters(context.reader(), number)?;
+                let mut visible = 0;
+                for (key, record) in &doomed {
+                    if !is_expired(
+                        &container,
+                        record.last_modified_ms,
+                        &record.body,
+                        context.now_ms,
+                    ) {
+                        visible += 1;
+                    }
+                    remove_version(context, number, key, record, &mut counters)?;
+                }
+                counters.lsn += 1;
+                context.put(
+                    Table::Counters,
+                    &keys::counters_key(number),
+                    &counters.encode(),
+                )?;
+                Ok(visible)
+            })
+            .await
     }
 
     /// The id of the item whose `_rid` is `rid`, for clients that address items by `_self`.

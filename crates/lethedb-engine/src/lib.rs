@@ -6,6 +6,7 @@
 //! how bytes reach the disk (the storage crate does). Query text is parsed and evaluated by the
 //! pure `lethedb-query` crate; the engine feeds it documents from storage.
 
+pub mod batch;
 mod catalog;
 mod clock;
 mod error;

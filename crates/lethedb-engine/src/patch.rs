@@ -10,6 +10,7 @@ use crate::error::{EngineError, EngineResult};
 use crate::items::{apply_write, current_version, ItemOutcome, WriteMode};
 use crate::partition_key::PartitionKeyValue;
 use crate::records::{self, SYSTEM_PROPERTIES};
+use crate::writer::WriteContext;
 use crate::Engine;
 use serde_json::Value;
 
@@ -291,6 +292,58 @@ fn condition_holds(condition: &str, document: &Value, now_ms: i64) -> EngineResu
     Ok(!run.finish(true)?.items.is_empty())
 }
 
+/// Patches one visible item inside the writer.
+pub(crate) fn apply_patch_item(
+    context: &mut WriteContext<'_>,
+    container: std::sync::Arc<crate::Container>,
+    partition_key: Option<PartitionKeyValue>,
+    id: &str,
+    operations: &[PatchOperation],
+    condition: Option<&str>,
+    if_match: Option<String>,
+) -> EngineResult<ItemOutcome> {
+    let partition_key = match partition_key {
+        Some(sent) => container.partition_key.require_full(sent)?,
+        None => container.partition_key.missing_header()?,
+    };
+    let current = current_version(context, &container, &partition_key, id)?;
+    let current_etag = records::etag(container.key_number(), current.lsn);
+    if let Some(expected) = &if_match {
+        if expected != "*" && *expected != current_etag {
+            return Err(EngineError::PreconditionFailed(
+                    "Operation cannot be performed because one of the specified precondition is not met.".into(),
+                ));
+        }
+    }
+    let document = current
+        .document()
+        .ok_or_else(|| EngineError::Unavailable("a stored item could not be read".into()))?;
+    if let Some(condition) = condition {
+        if !condition_holds(condition, &document, context.now_ms)? {
+            return Err(EngineError::PreconditionFailed(
+                "The patch condition is not met by the current document.".into(),
+            ));
+        }
+    }
+    let patched = apply_patch(&document, operations)?;
+    if container.partition_key.extract(&patched).encode() != partition_key.encode() {
+        return Err(bad("A patch cannot change the partition key of an item."));
+    }
+    let (patched_id, patched, bytes) = crate::items::prepare_body(patched)?;
+    let mut outcome = apply_write(
+        context,
+        container,
+        WriteMode::Replace(patched_id.clone()),
+        Some(partition_key),
+        patched_id,
+        patched,
+        bytes,
+        Some(current_etag),
+    )?;
+    outcome.created = false;
+    Ok(outcome)
+}
+
 impl Engine {
     /// Patches one visible item; returns the new version.
     pub async fn patch_item(
@@ -312,42 +365,15 @@ impl Engine {
             .writer
             .write(move |context| {
                 let container = writer_container(context, &database_id, &container_id)?;
-                let partition_key = match partition_key {
-                    Some(sent) => container.partition_key.require_full(sent)?,
-                    None => container.partition_key.missing_header()?,
-                };
-                let current = current_version(context, &container, &partition_key, &id)?;
-                let current_etag = records::etag(container.key_number(), current.lsn);
-                if let Some(expected) = &if_match {
-                    if expected != "*" && *expected != current_etag {
-                        return Err(EngineError::PreconditionFailed(
-                            "Operation cannot be performed because one of the specified precondition is not met.".into(),
-                        ));
-                    }
-                }
-                let document = current.document().ok_or_else(|| EngineError::Unavailable("a stored item could not be read".into()))?;
-                if let Some(condition) = &condition {
-                    if !condition_holds(condition, &document, context.now_ms)? {
-                        return Err(EngineError::PreconditionFailed("The patch condition is not met by the current document.".into()));
-                    }
-                }
-                let patched = apply_patch(&document, &operations)?;
-                if container.partition_key.extract(&patched).encode() != partition_key.encode() {
-                    return Err(bad("A patch cannot change the partition key of an item."));
-                }
-                let (patched_id, patched, bytes) = crate::items::prepare_body(patched)?;
-                let mut outcome = apply_write(
+                apply_patch_item(
                     context,
                     container,
-                    WriteMode::Replace(patched_id.clone()),
-                    Some(partition_key),
-                    patched_id,
-                    patched,
-                    bytes,
-                    Some(current_etag),
-                )?;
-                outcome.created = false;
-                Ok(outcome)
+                    partition_key,
+                    &id,
+                    &operations,
+                    condition.as_deref(),
+                    if_match,
+                )
             })
             .await
     }

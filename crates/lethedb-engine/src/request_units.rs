@@ -27,6 +27,11 @@ pub fn query(scanned: u64, returned: u64) -> f64 {
     round(2.31 + 0.05 * scanned as f64 + 0.01 * returned as f64)
 }
 
+/// A sum of charges, rounded as every charge is.
+pub fn round_total(units: f64) -> f64 {
+    round(units)
+}
+
 fn round(units: f64) -> f64 {
     (units * 100.0).round() / 100.0
 }

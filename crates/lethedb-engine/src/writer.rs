@@ -32,6 +32,9 @@ pub struct WriteContext<'a> {
     pub(crate) containers: HashMap<(String, String), Arc<Container>>,
     catalog_changed: bool,
     failure: Option<StorageError>,
+    /// While recording, the previous value of every key written, so a transactional batch can
+    /// undo its earlier operations when a later one fails.
+    undo: Option<Vec<(Table, Vec<u8>, Option<Vec<u8>>)>>,
 }
 
 impl WriteContext<'_> {
@@ -54,13 +57,50 @@ impl WriteContext<'_> {
     }
 
     pub fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> EngineResult<()> {
+        self.remember(table, key)?;
         let result = self.txn.put(table, key, value);
         self.note(result)
     }
 
     pub fn delete(&mut self, table: Table, key: &[u8]) -> EngineResult<()> {
+        self.remember(table, key)?;
         let result = self.txn.delete(table, key);
         self.note(result)
+    }
+
+    fn remember(&mut self, table: Table, key: &[u8]) -> EngineResult<()> {
+        if self.undo.is_some() {
+            let previous = self.get(table, key)?;
+            if let Some(undo) = &mut self.undo {
+                undo.push((table, key.to_vec(), previous));
+            }
+        }
+        Ok(())
+    }
+
+    /// Starts recording an undo log (for transactional batches).
+    pub fn begin_undo(&mut self) {
+        self.undo = Some(Vec::new());
+    }
+
+    /// Stops recording and keeps every change made since [`WriteContext::begin_undo`].
+    pub fn keep_changes(&mut self) {
+        self.undo = None;
+    }
+
+    /// Stops recording and restores every key written since [`WriteContext::begin_undo`].
+    pub fn undo_changes(&mut self) -> EngineResult<()> {
+        let Some(undo) = self.undo.take() else {
+            return Ok(());
+        };
+        for (table, key, previous) in undo.into_iter().rev() {
+            let result = match previous {
+                Some(value) => self.txn.put(table, &key, &value),
+                None => self.txn.delete(table, &key),
+            };
+            self.note(result)?;
+        }
+        Ok(())
     }
 
     /// The transaction for read-only helpers shared with snapshot readers.
@@ -199,6 +239,7 @@ fn run(
             containers: std::mem::take(&mut containers),
             catalog_changed: false,
             failure: None,
+            undo: None,
         };
         let finishes: Vec<Finish> = batch.drain(..).map(|job| job(&mut context)).collect();
         let WriteContext {

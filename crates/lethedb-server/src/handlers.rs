@@ -294,6 +294,21 @@ pub async fn route(
         (["dbs", "colls", "pkranges"], false) if method == Method::GET => {
             partition_key_ranges(state, headers, path)?
         }
+        (["dbs", "colls", "operations"], true)
+            if method == Method::POST && path.id(2) == "partitionkeydelete" =>
+        {
+            let key = partition_key(headers)?.ok_or_else(|| {
+                ApiError::BadRequest(
+                    "Deleting a partition needs the x-ms-documentdb-partitionkey header.".into(),
+                )
+            })?;
+            let deleted = state
+                .engine
+                .delete_partition(path.id(0), path.id(1), key)
+                .await?;
+            let charge = request_units::round_total(deleted as f64 * request_units::write(0));
+            Reply::value(StatusCode::OK, &json!({})).charge(charge)
+        }
         (["offers"], false) => offers(state, method, headers, path, &body)?,
         (["offers"], true) => offer(state, method, path, &body).await?,
         (["dbs", "users"], false)
@@ -657,9 +672,55 @@ async fn items(
     let engine = &state.engine;
     let (database_id, container_id) = (path.id(0), path.id(1));
     match *method {
-        Method::POST if header_is_true(headers, "x-ms-cosmos-is-batch-request") => Err(
-            ApiError::BadRequest("Transactional batch is not supported by LetheDB yet.".into()),
-        ),
+        Method::POST if header_is_true(headers, "x-ms-cosmos-is-batch-request") => {
+            let operations = lethedb_engine::batch::parse_batch(&parse_json(body)?)?;
+            // Transactional unless the client asks for bulk (non-atomic) explicitly.
+            let atomic = header(headers, "x-ms-cosmos-batch-atomic")
+                .is_none_or(|v| v.eq_ignore_ascii_case("true"));
+            let (results, succeeded) = engine
+                .execute_batch(
+                    database_id,
+                    container_id,
+                    partition_key(headers)?,
+                    operations,
+                    atomic,
+                )
+                .await?;
+            let minimal = header(headers, "prefer").is_some_and(|v| v.contains("return=minimal"));
+            let charge: f64 = results.iter().map(|r| r.request_units).sum();
+            let lsn = results
+                .iter()
+                .filter_map(|r| r.item.as_ref().map(|i| i.record.lsn))
+                .max()
+                .unwrap_or(0);
+            let entries: Vec<Value> = results
+                .iter()
+                .map(|result| {
+                    let mut entry =
+                        json!({"statusCode": result.status, "requestCharge": result.request_units});
+                    if let Some(item) = &result.item {
+                        entry["eTag"] = json!(item.etag());
+                        if !minimal {
+                            entry["resourceBody"] = serde_json::from_slice(&item.to_json_bytes())
+                                .unwrap_or(Value::Null);
+                        }
+                    }
+                    if result.status >= 400 {
+                        entry["subStatusCode"] = json!(0);
+                    }
+                    entry
+                })
+                .collect();
+            let found = engine.read_container(database_id, container_id)?;
+            let status = if succeeded {
+                StatusCode::OK
+            } else {
+                StatusCode::MULTI_STATUS
+            };
+            Ok(Reply::value(status, &Value::Array(entries))
+                .charge(request_units::round_total(charge))
+                .session(lsn, found.rid(), &alt_path(&found, path)))
+        }
         Method::POST if header_is_true(headers, "x-ms-cosmos-is-query-plan-request") => {
             let request = query_request(headers, body)?;
             // Parsing now reports syntax errors at plan time, as the service does.
@@ -801,6 +862,26 @@ async fn item(
                     container_id,
                     WriteMode::Replace(id.to_string()),
                     partition_key(headers)?,
+                    parse_json(body)?,
+                    if_match(headers),
+                )
+                .await?;
+            let charge = request_units::write(outcome.item.record.body.len());
+            Ok(item_reply(
+                path,
+                StatusCode::OK,
+                &outcome.item,
+                headers,
+                charge,
+            ))
+        }
+        Method::PATCH => {
+            let outcome = engine
+                .patch_item(
+                    database_id,
+                    container_id,
+                    partition_key(headers)?,
+                    id,
                     parse_json(body)?,
                     if_match(headers),
                 )

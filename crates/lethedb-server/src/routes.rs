@@ -50,6 +50,9 @@ impl ResourcePath {
         }
         let (resource_type, link_len) = match segments.len() {
             0 => (String::new(), 0),
+            // Container operations (`.../colls/{c}/operations/partitionkeydelete`) are signed as
+            // the container itself.
+            6 if segments[2] == "colls" && segments[4] == "operations" => ("colls".to_string(), 4),
             n if n % 2 == 1 => (segments[n - 1].clone(), n - 1),
             n => (segments[n - 2].clone(), n),
         };
@@ -149,6 +152,12 @@ mod tests {
             "dbs/db1/colls/c1",
         );
         check("/offers/abc", "offers", "offers/abc", "offers/abc");
+        check(
+            "/dbs/d/colls/c/operations/partitionkeydelete",
+            "colls",
+            "dbs/d/colls/c",
+            "dbs/d/colls/c",
+        );
     }
 
     #[test]

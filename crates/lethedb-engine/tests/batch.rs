@@ -1,0 +1,187 @@
+//! Transactional batches: all or nothing, each operation with its single-item rules; bulk:
+//! each operation on its own; partition deletes.
+
+use lethedb_engine::batch::parse_batch;
+use lethedb_engine::{Engine, EngineConfig, ManualClock, PartitionKeyValue, WriteMode};
+use lethedb_storage::MemoryStore;
+use serde_json::json;
+use std::sync::Arc;
+
+fn pk(value: &str) -> Option<PartitionKeyValue> {
+    Some(PartitionKeyValue::from_header(&json!([value]).to_string()).expect("pk"))
+}
+
+async fn engine() -> Engine {
+    let engine = Engine::open(
+        Arc::new(MemoryStore::new()),
+        Arc::new(ManualClock::new(1_800_000_000_000)),
+        EngineConfig::default(),
+    )
+    .expect("engine");
+    engine
+        .create_database(json!({"id": "db"}), None)
+        .await
+        .expect("db");
+    engine
+        .create_container(
+            "db",
+            json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
+            None,
+        )
+        .await
+        .expect("container");
+    engine
+        .write_item(
+            "db",
+            "c",
+            WriteMode::Create,
+            pk("p"),
+            json!({"id": "existing", "pk": "p", "n": 1}),
+            None,
+        )
+        .await
+        .expect("seed");
+    engine
+}
+
+fn ids(engine: &Engine) -> Vec<String> {
+    let container = engine.read_container("db", "c").expect("container");
+    let mut ids: Vec<String> = engine
+        .read_feed(&container, None, 1000, None)
+        .expect("feed")
+        .items
+        .iter()
+        .map(|item| {
+            item.to_value().expect("value")["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    ids.sort();
+    ids
+}
+
+#[tokio::test]
+async fn a_successful_batch_applies_every_operation_in_order() {
+    let engine = engine().await;
+    let operations = parse_batch(&json!([
+        {"operationType": "Create", "resourceBody": {"id": "a", "pk": "p"}},
+        {"operationType": "Upsert", "resourceBody": {"id": "b", "pk": "p", "n": 1}},
+        {"operationType": "Read", "id": "a"},
+        {"operationType": "Patch", "id": "b", "resourceBody": {"operations": [{"op": "incr", "path": "/n", "value": 4}]}},
+        {"operationType": "Replace", "id": "existing", "resourceBody": {"id": "existing", "pk": "p", "n": 2}},
+        {"operationType": "Delete", "id": "a"}
+    ]))
+    .expect("parse");
+    let (results, succeeded) = engine
+        .execute_batch("db", "c", pk("p"), operations, true)
+        .await
+        .expect("batch");
+    assert!(succeeded);
+    let statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![201, 201, 200, 200, 200, 204]);
+    assert_eq!(
+        results[3]
+            .item
+            .as_ref()
+            .expect("patched")
+            .to_value()
+            .expect("value")["n"],
+        json!(5)
+    );
+    assert_eq!(ids(&engine), vec!["b", "existing"]);
+}
+
+#[tokio::test]
+async fn a_failing_operation_undoes_the_whole_batch() {
+    let engine = engine().await;
+    let operations = parse_batch(&json!([
+        {"operationType": "Create", "resourceBody": {"id": "a", "pk": "p"}},
+        {"operationType": "Replace", "id": "existing", "resourceBody": {"id": "existing", "pk": "p", "n": 99}},
+        {"operationType": "Delete", "id": "existing"},
+        {"operationType": "Create", "resourceBody": {"id": "a", "pk": "p"}}
+    ]))
+    .expect("parse");
+    let (results, succeeded) = engine
+        .execute_batch("db", "c", pk("p"), operations, true)
+        .await
+        .expect("batch");
+    assert!(!succeeded);
+    let statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![424, 424, 424, 409]);
+    assert_eq!(
+        ids(&engine),
+        vec!["existing"],
+        "nothing of the batch remains"
+    );
+    let container = engine.read_container("db", "c").expect("container");
+    let existing = engine
+        .read_item(&container, pk("p"), "existing")
+        .expect("still there");
+    assert_eq!(
+        existing.to_value().expect("value")["n"],
+        json!(1),
+        "the replace was undone"
+    );
+    assert_eq!(
+        engine.container_usage(&container).expect("usage").items,
+        1,
+        "counters were restored"
+    );
+}
+
+#[tokio::test]
+async fn bulk_operations_succeed_or_fail_one_by_one_with_their_own_keys() {
+    let engine = engine().await;
+    let operations = parse_batch(&json!([
+        {"operationType": "Create", "partitionKey": "[\"x\"]", "resourceBody": {"id": "a", "pk": "x"}},
+        {"operationType": "Create", "partitionKey": "[\"p\"]", "resourceBody": {"id": "existing", "pk": "p"}},
+        {"operationType": "Create", "partitionKey": "[\"y\"]", "resourceBody": {"id": "b", "pk": "y"}}
+    ]))
+    .expect("parse");
+    let (results, _) = engine
+        .execute_batch("db", "c", None, operations, false)
+        .await
+        .expect("bulk");
+    let statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
+    assert_eq!(statuses, vec![201, 409, 201]);
+    assert_eq!(ids(&engine), vec!["a", "b", "existing"]);
+}
+
+#[tokio::test]
+async fn deleting_a_partition_removes_only_its_items() {
+    let engine = engine().await;
+    engine
+        .write_item(
+            "db",
+            "c",
+            WriteMode::Create,
+            pk("q"),
+            json!({"id": "other", "pk": "q"}),
+            None,
+        )
+        .await
+        .expect("other");
+    engine
+        .write_item(
+            "db",
+            "c",
+            WriteMode::Create,
+            pk("p"),
+            json!({"id": "second", "pk": "p"}),
+            None,
+        )
+        .await
+        .expect("second");
+    let deleted = engine
+        .delete_partition(
+            "db",
+            "c",
+            PartitionKeyValue::from_header("[\"p\"]").expect("pk"),
+        )
+        .await
+        .expect("delete");
+    assert_eq!(deleted, 2);
+    assert_eq!(ids(&engine), vec!["other"]);
+}
