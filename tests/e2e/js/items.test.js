@@ -178,3 +178,30 @@ test("an item over 2 MiB is 413", () =>
     assert.equal((await container.item("big", "p").read()).statusCode, 404);
     assert.equal((await container.items.create({ id: "large", pk: "p", blob: "x".repeat(1024 * 1024) })).statusCode, 201);
   }));
+
+// Ids the service accepts although they need escaping in a URL path ('/', '\\', '?' and '#' it refuses).
+const AWKWARD_IDS = ["with space", "ünïcødé-日本", "plus+sign", "percent%20", "quote'd\"double", "colon:semi;comma,",
+  "amp&eq=", "tilde~star*", "@at$dollar", "(paren)[bracket]{brace}", "emoji🐎", "..."];
+
+test("ids that need escaping round-trip through create, read, replace, query and delete", () =>
+  withContainer(async (container) => {
+    for (const id of AWKWARD_IDS) {
+      assert.equal((await container.items.create({ id, pk: "p", v: 1 })).statusCode, 201, id);
+      assert.equal((await container.item(id, "p").read()).resource?.id, id, id);
+      assert.equal((await container.item(id, "p").replace({ id, pk: "p", v: 2 })).resource.v, 2, id);
+      const { resources } = await container.items
+        .query({ query: "SELECT VALUE c.id FROM c WHERE c.id = @id", parameters: [{ name: "@id", value: id }] }, { partitionKey: "p" })
+        .fetchAll();
+      assert.deepEqual(resources, [id]);
+      assert.equal((await container.item(id, "p").delete()).statusCode, 204, id);
+      assert.equal((await container.item(id, "p").read()).statusCode, 404, id);
+    }
+  }));
+
+test("the id length limit is 255", () =>
+  withContainer(async (container) => {
+    const longest = "i".repeat(255);
+    assert.equal((await container.items.create({ id: longest, pk: "p" })).statusCode, 201);
+    assert.equal((await container.item(longest, "p").read()).resource.id, longest);
+    assert.equal(await statusOf(() => container.items.create({ id: "i".repeat(256), pk: "p" })), 400);
+  }));

@@ -180,3 +180,30 @@ def test_patch_applies_operations_and_changes_the_etag(container):
     assert user_fields(container.read_item("pa", partition_key="p")) == user_fields(patched)
     with pytest.raises(CosmosResourceNotFoundError):
         container.patch_item("missing", partition_key="p", patch_operations=[{"op": "set", "path": "/n", "value": 1}])
+
+
+# Ids the service accepts although they need escaping in a URL path ('/', '\\', '?' and '#' it refuses).
+AWKWARD_IDS = ["with space", "ünïcødé-日本", "plus+sign", "percent%20", "quote'd\"double", "colon:semi;comma,",
+               "amp&eq=", "tilde~star*", "@at$dollar", "(paren)[bracket]{brace}", "emoji🐎", "." * 3]
+
+
+@pytest.mark.parametrize("item_id", AWKWARD_IDS)
+def test_ids_that_need_escaping_round_trip(container, item_id):
+    container.create_item({"id": item_id, "pk": "p", "v": 1})
+    assert container.read_item(item_id, partition_key="p")["id"] == item_id
+    assert container.replace_item(item_id, {"id": item_id, "pk": "p", "v": 2})["v"] == 2
+    rows = list(container.query_items("SELECT VALUE c.id FROM c WHERE c.id = @id",
+                                      parameters=[{"name": "@id", "value": item_id}], partition_key="p"))
+    assert rows == [item_id]
+    container.delete_item(item_id, partition_key="p")
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.read_item(item_id, partition_key="p")
+
+
+def test_id_length_limit_is_255(container):
+    longest = "i" * 255
+    container.create_item({"id": longest, "pk": "p"})
+    assert container.read_item(longest, partition_key="p")["id"] == longest
+    with pytest.raises(CosmosHttpResponseError) as error:
+        container.create_item({"id": "i" * 256, "pk": "p"})
+    assert error.value.status_code == 400
