@@ -74,7 +74,8 @@ impl Default for EngineConfig {
 #[derive(Default)]
 pub(crate) struct ContainerCache {
     generation: AtomicU64,
-    entries: RwLock<HashMap<(String, String), Arc<Container>>>,
+    /// Database id → container id → definition (nested so lookups need no allocation).
+    entries: RwLock<HashMap<String, HashMap<String, Arc<Container>>>>,
 }
 
 impl ContainerCache {
@@ -89,18 +90,16 @@ impl ContainerCache {
 
     fn get(&self, database_id: &str, container_id: &str) -> Option<Arc<Container>> {
         let entries = self.entries.read().ok()?;
-        entries
-            .get(&(database_id.to_string(), container_id.to_string()))
-            .cloned()
+        entries.get(database_id)?.get(container_id).cloned()
     }
 
     fn insert_if_current(&self, generation: u64, container: Arc<Container>) {
         if let Ok(mut entries) = self.entries.write() {
             if self.generation.load(Ordering::SeqCst) == generation {
-                entries.insert(
-                    (container.database_id.clone(), container.id.clone()),
-                    container,
-                );
+                entries
+                    .entry(container.database_id.clone())
+                    .or_default()
+                    .insert(container.id.clone(), container);
             }
         }
     }

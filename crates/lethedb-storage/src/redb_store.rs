@@ -57,11 +57,7 @@ impl RedbStore {
 impl Storage for RedbStore {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
         let transaction = self.database.begin_read().map_err(io)?;
-        let mut tables = Vec::with_capacity(Table::ALL.len());
-        for table in Table::ALL {
-            tables.push(transaction.open_table(definition(table)).map_err(io)?);
-        }
-        Ok(Box::new(RedbRead { tables }))
+        Ok(Box::new(RedbRead { transaction }))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
@@ -76,8 +72,18 @@ impl Storage for RedbStore {
     }
 }
 
+/// A snapshot; tables are opened on first use, since most requests touch one or two of them.
 struct RedbRead {
-    tables: Vec<redb::ReadOnlyTable<&'static [u8], &'static [u8]>>,
+    transaction: redb::ReadTransaction,
+}
+
+impl RedbRead {
+    fn table(
+        &self,
+        table: Table,
+    ) -> Result<redb::ReadOnlyTable<&'static [u8], &'static [u8]>, StorageError> {
+        self.transaction.open_table(definition(table)).map_err(io)
+    }
 }
 
 fn bounds(range: &KeyRange) -> (Bound<&[u8]>, Bound<&[u8]>) {
@@ -115,7 +121,7 @@ where
 
 impl ReadTxn for RedbRead {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        let found = self.tables[table.index()].get(key).map_err(io)?;
+        let found = self.table(table)?.get(key).map_err(io)?;
         Ok(found.map(|value| value.value().to_vec()))
     }
 
@@ -123,7 +129,8 @@ impl ReadTxn for RedbRead {
         if range.is_empty() {
             return Ok(());
         }
-        let entries = self.tables[table.index()]
+        let entries = self
+            .table(table)?
             .range::<&[u8]>(bounds(range))
             .map_err(io)?;
         visit_all(entries, visit)
@@ -138,7 +145,8 @@ impl ReadTxn for RedbRead {
         if range.is_empty() {
             return Ok(());
         }
-        let entries = self.tables[table.index()]
+        let entries = self
+            .table(table)?
             .range::<&[u8]>(bounds(range))
             .map_err(io)?;
         visit_all(entries.rev(), visit)
