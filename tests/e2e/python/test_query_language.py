@@ -1,0 +1,88 @@
+"""The query language through the official Python SDK: the clauses apps generate, answered by
+the server as the service answers them, across partitions and across pages."""
+
+from __future__ import annotations
+
+import pytest
+
+PEOPLE = [
+    {"id": "1", "pk": "a", "name": "Ada", "city": "London", "age": 36, "tags": ["math", "code"]},
+    {"id": "2", "pk": "a", "name": "Alan", "city": "London", "age": 41, "tags": ["code"]},
+    {"id": "3", "pk": "b", "name": "Grace", "city": "New York", "age": 85, "tags": ["navy", "code"]},
+    {"id": "4", "pk": "b", "name": "Edsger", "city": "Austin", "age": 72, "tags": []},
+    {"id": "5", "pk": "c", "name": "Barbara", "city": "New York", "age": 60, "tags": ["code"]},
+    {"id": "6", "pk": "c", "name": "Donald", "city": "Stanford", "age": 84},
+]
+
+
+@pytest.fixture
+def people(container):
+    for person in PEOPLE:
+        container.create_item(person)
+    return container
+
+
+def query(container, text, **kwargs):
+    kwargs.setdefault("enable_cross_partition_query", True)
+    return list(container.query_items(text, **kwargs))
+
+
+def test_order_by_several_fields(people):
+    rows = query(people, "SELECT c.name FROM c ORDER BY c.city ASC, c.age DESC")
+    assert [r["name"] for r in rows] == ["Edsger", "Alan", "Ada", "Grace", "Barbara", "Donald"]
+
+
+def test_offset_limit(people):
+    rows = query(people, "SELECT VALUE c.name FROM c ORDER BY c.age OFFSET 1 LIMIT 3")
+    assert rows == ["Alan", "Barbara", "Edsger"]
+
+
+def test_top(people):
+    assert query(people, "SELECT TOP 2 VALUE c.age FROM c ORDER BY c.age DESC") == [85, 84]
+
+
+def test_distinct(people):
+    assert sorted(query(people, "SELECT DISTINCT VALUE c.city FROM c")) == ["Austin", "London", "New York", "Stanford"]
+
+
+def test_group_by_with_aggregates(people):
+    rows = query(people, "SELECT c.city, COUNT(1) AS people, MAX(c.age) AS oldest FROM c GROUP BY c.city")
+    assert sorted((r["city"], r["people"], r["oldest"]) for r in rows) == [
+        ("Austin", 1, 72), ("London", 2, 41), ("New York", 2, 85), ("Stanford", 1, 84)]
+
+
+def test_aggregates_with_and_without_value(people):
+    assert query(people, "SELECT VALUE COUNT(1) FROM c") == [6]
+    assert query(people, "SELECT VALUE SUM(c.age) FROM c") == [378]
+    assert query(people, "SELECT VALUE AVG(c.age) FROM c WHERE c.city = 'London'") == [38.5]
+    assert query(people, "SELECT MIN(c.age) AS youngest, MAX(c.age) AS oldest FROM c") == [{"youngest": 36, "oldest": 85}]
+    assert query(people, "SELECT VALUE COUNT(1) FROM c", partition_key="b") == [2]
+
+
+def test_join_and_functions(people):
+    rows = query(people, "SELECT c.name, t AS tag FROM c JOIN t IN c.tags WHERE t = @tag", parameters=[{"name": "@tag", "value": "code"}])
+    assert sorted(r["name"] for r in rows) == ["Ada", "Alan", "Barbara", "Grace"]
+    rows = query(people, "SELECT VALUE UPPER(c.name) FROM c WHERE STARTSWITH(c.name, 'a', true) AND ARRAY_CONTAINS(c.tags, 'math')")
+    assert rows == ["ADA"]
+    assert query(people, "SELECT VALUE c.id FROM c WHERE NOT IS_DEFINED(c.tags)") == ["6"]
+
+
+def test_paging_an_order_by_across_partitions(people):
+    pages = people.query_items("SELECT c.id, c.age FROM c ORDER BY c.age", enable_cross_partition_query=True,
+                               max_item_count=4).by_page()
+    first = list(next(pages))
+    assert len(first) == 4
+    token = pages.continuation_token
+    assert token
+    rest = people.query_items("SELECT c.id, c.age FROM c ORDER BY c.age", enable_cross_partition_query=True,
+                              max_item_count=4).by_page(token)
+    remaining = [row for page in rest for row in page]
+    assert [r["age"] for r in first + remaining] == sorted(p["age"] for p in PEOPLE)
+
+
+def test_unsupported_and_invalid_queries_are_400(people):
+    from azure.cosmos.exceptions import CosmosHttpResponseError
+    for text in ["SELECT * FROM c WHERE", "SELECT * FROM c WHERE udf.f(c.a)", "SELECT NOSUCHFUNCTION(c.a) FROM c"]:
+        with pytest.raises(CosmosHttpResponseError) as failed:
+            query(people, text)
+        assert failed.value.status_code == 400, text
