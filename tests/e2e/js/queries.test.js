@@ -91,6 +91,25 @@ test("paging across partitions visits every item once", async () => {
   assert.deepEqual(sorted([...first.resources.map((row) => row.n), ...rest]), range(5, 30));
 });
 
+test("ORDER BY across partitions pages in order and resumes from a continuation token", async () => {
+  const query = "SELECT c.id, c.n FROM c WHERE c.n >= 3 ORDER BY c.n DESC";
+  const iterator = container.items.query(query, { maxItemCount: 5 });
+  const seen = [];
+  while (iterator.hasMoreResults()) {
+    const page = await iterator.fetchNext();
+    assert.ok(page.resources.length <= 5, `page of ${page.resources.length}`);
+    seen.push(...page.resources.map((row) => row.n));
+  }
+  assert.deepEqual(seen, range(3, 30).reverse());
+
+  const first = await container.items.query(query, { maxItemCount: 5 }).fetchNext();
+  assert.ok(first.continuationToken, "a continuation token after the first page");
+  const resumed = container.items.query(query, { maxItemCount: 5, continuationToken: first.continuationToken });
+  const rest = [];
+  while (resumed.hasMoreResults()) rest.push(...(await resumed.fetchNext()).resources.map((row) => row.n));
+  assert.deepEqual([...first.resources.map((row) => row.n), ...rest], range(3, 30).reverse());
+});
+
 test("a syntax error is 400", async () => {
   assert.equal(await statusOf(() => container.items.query("SELEKT * FROM c").fetchAll()), 400);
 });

@@ -87,6 +87,22 @@ def test_paging_across_partitions_visits_every_item_once(filled):
     assert sorted(first + rest) == list(range(5, 30))
 
 
+def test_order_by_across_partitions_pages_in_order_and_resumes(filled):
+    query = "SELECT c.id, c.n FROM c WHERE c.n >= 3 ORDER BY c.n DESC"
+    pages = [[row["n"] for row in page] for page in filled.query_items(
+        query, enable_cross_partition_query=True, max_item_count=5).by_page()]
+    assert all(len(page) <= 5 for page in pages)
+    assert [n for page in pages for n in page] == list(range(29, 2, -1))
+
+    pager = filled.query_items(query, enable_cross_partition_query=True, max_item_count=5).by_page()
+    first = [row["n"] for row in next(pager)]
+    token = pager.continuation_token
+    assert token
+    rest = [row["n"] for page in filled.query_items(
+        query, enable_cross_partition_query=True, max_item_count=5).by_page(token) for row in page]
+    assert first + rest == list(range(29, 2, -1))
+
+
 def test_syntax_error_is_400(container):
     with pytest.raises(CosmosHttpResponseError) as error:
         list(container.query_items("SELEKT * FROM c", enable_cross_partition_query=True))
