@@ -167,3 +167,13 @@ class Server:
 def _kill_leftovers() -> None:
     for server in list(_LIVE):
         server.kill()
+
+
+def _interrupt_on_sigterm(_signal_number, _frame) -> None:
+    raise KeyboardInterrupt
+
+
+# A SIGTERM (say, from `timeout` in scripts/test) normally ends Python without running fixture
+# teardowns or atexit handlers; as a KeyboardInterrupt pytest stops the session and runs both.
+if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)

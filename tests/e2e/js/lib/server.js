@@ -30,6 +30,8 @@ const live = new Set();
 process.on("exit", () => {
   for (const server of live) server.process.kill("SIGKILL");
 });
+// Without a listener a SIGTERM (say, from `timeout` in scripts/test) ends Node without "exit".
+for (const signal of ["SIGTERM", "SIGINT"]) process.once(signal, () => process.exit(130));
 
 export function binaryPath() {
   const binary = process.env.LETHEDB_BIN || path.join(repoRoot, "target", "debug", "lethedb");
