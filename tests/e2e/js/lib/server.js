@@ -73,7 +73,9 @@ class ServerExited extends Error {}
 
 export class Server {
   constructor({ dataDir, tls = false, key = EMULATOR_KEY } = {}) {
-    this.dataDir = dataDir ?? path.join(mkdtempSync(path.join(os.tmpdir(), "lethedb-e2e-")), "data");
+    // A temporary directory this object made, and so may remove; never a caller's directory.
+    this.ownedDir = dataDir ? undefined : mkdtempSync(path.join(os.tmpdir(), "lethedb-e2e-"));
+    this.dataDir = dataDir ?? path.join(this.ownedDir, "data");
     this.tls = tls;
     this.key = key;
     this.port = undefined;
@@ -163,8 +165,8 @@ export class Server {
     }
   }
 
-  // Removes the data directory; only for servers whose data no test needs any more.
+  // Removes the temporary directory made for this server, if it made one.
   removeData() {
-    rmSync(path.dirname(this.dataDir), { recursive: true, force: true });
+    if (this.ownedDir) rmSync(this.ownedDir, { recursive: true, force: true });
   }
 }
