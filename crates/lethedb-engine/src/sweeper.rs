@@ -37,6 +37,9 @@ pub struct SweeperConfig {
     /// How long it pauses between batches while a backlog remains, so requests queued behind a
     /// mass expiry get the writer in between.
     pub batch_pause: Duration,
+    /// The most deletions per second on containers without provisioned throughput (`None`: as
+    /// fast as the batch size and pause allow).
+    pub unlimited_deletions_per_sec_max: Option<u64>,
 }
 
 impl Default for SweeperConfig {
@@ -45,6 +48,7 @@ impl Default for SweeperConfig {
             batch_items_max: 2_000,
             idle_interval: Duration::from_millis(100),
             batch_pause: Duration::from_millis(1),
+            unlimited_deletions_per_sec_max: None,
         }
     }
 }
@@ -282,10 +286,36 @@ impl Engine {
         let engine = self.clone();
         tokio::spawn(async move {
             let mut last_report = std::time::Instant::now();
+            // The rate cap is measured on the monotonic timer: it paces work, it is not wall time.
+            let mut window_started = std::time::Instant::now();
+            let mut deleted_in_window = 0u64;
             while !stop.load(Ordering::Relaxed) {
-                let pause = match engine.sweep_once(config.batch_items_max).await {
-                    Ok((_, true)) => config.batch_pause,
-                    Ok((_, false)) => config.idle_interval,
+                if window_started.elapsed() >= Duration::from_secs(1) {
+                    window_started = std::time::Instant::now();
+                    deleted_in_window = 0;
+                }
+                let batch_items_max = match config.unlimited_deletions_per_sec_max {
+                    Some(max) => {
+                        (max.saturating_sub(deleted_in_window) as usize).min(config.batch_items_max)
+                    }
+                    None => config.batch_items_max,
+                };
+                if batch_items_max == 0 {
+                    tokio::time::sleep(
+                        Duration::from_secs(1).saturating_sub(window_started.elapsed()),
+                    )
+                    .await;
+                    continue;
+                }
+                let pause = match engine.sweep_once(batch_items_max).await {
+                    Ok((deleted, more)) if more => {
+                        deleted_in_window += deleted;
+                        config.batch_pause
+                    }
+                    Ok((deleted, _)) => {
+                        deleted_in_window += deleted;
+                        config.idle_interval
+                    }
                     Err(error) => {
                         tracing::warn!(%error, "sweep pass failed; retrying later");
                         config.idle_interval

@@ -60,6 +60,10 @@ pub struct ServeArgs {
     /// RU/s for containers with no throughput of their own or shared (default: unlimited).
     #[arg(long, env = "LETHEDB_DEFAULT_THROUGHPUT")]
     pub default_throughput: Option<u32>,
+    /// The most TTL deletions per second on containers without provisioned throughput
+    /// (default: as fast as bounded batches allow).
+    #[arg(long, env = "LETHEDB_SWEEP_MAX_PER_SEC")]
+    pub sweep_max_per_sec: Option<u64>,
     /// Do not collect or serve Prometheus metrics.
     #[arg(long, env = "LETHEDB_NO_METRICS")]
     pub no_metrics: bool,

@@ -73,7 +73,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let config = EngineConfig {
         write_batch_max: args.write_batch_max,
-        ..EngineConfig::default()
+        default_throughput_ru: args.default_throughput,
+        rate_limit: !args.no_rate_limit,
+        sweeper: lethedb_engine::SweeperConfig {
+            unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
+            ..lethedb_engine::SweeperConfig::default()
+        },
     };
     let sweeper_config = config.sweeper.clone();
     let engine = Engine::open(store, Arc::new(SystemClock), config)?;

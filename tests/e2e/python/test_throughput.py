@@ -84,3 +84,35 @@ def test_metrics_are_scraped_and_parse(server, database, container):
     assert any(name.startswith('lethedb_requests_total{operation="Upsert"') for name in samples)
     assert samples[f'lethedb_items{{database="{database.id}",container="{container.id}"}}'] == 1
     assert any(name.startswith("lethedb_commit_duration_seconds_count") for name in samples)
+
+
+def _throttled(endpoint: str, container_id: str) -> float:
+    text = urllib.request.urlopen(endpoint + "metrics", timeout=10).read().decode()
+    values = [float(line.split()[-1]) for line in text.splitlines()
+              if line.startswith("lethedb_throttled_requests_total") and f'container="{container_id}"' in line]
+    return sum(values)
+
+
+def _burst(container, writes: int = 150) -> None:
+    for i in range(writes):
+        container.create_item({"id": f"b{i}", "pk": "p"})
+
+
+def test_no_rate_limit_reports_charges_but_never_throttles(start_server):
+    from conftest import make_client
+    server = start_server(extra_args=["--no-rate-limit"])
+    database = make_client(server).create_database(unique_id("db"))
+    container = database.create_container(unique_id("c"), PartitionKey(path="/pk"), offer_throughput=400)
+    _burst(container)
+    assert float(container.client_connection.last_response_headers["x-ms-request-charge"]) > 1
+    assert _throttled(server.endpoint, container.id) == 0
+
+
+def test_a_server_wide_default_throughput_limits_containers_without_their_own(start_server):
+    from conftest import make_client
+    server = start_server(extra_args=["--default-throughput", "400"])
+    database = make_client(server).create_database(unique_id("db"))
+    container = database.create_container(unique_id("c"), PartitionKey(path="/pk"))
+    _burst(container)
+    assert _throttled(server.endpoint, container.id) > 0
+    assert list(container.query_items("SELECT VALUE COUNT(1) FROM c", partition_key="p")) == [150]
