@@ -1,1 +1,264 @@
-fn main() {}
+//! `lethedb-bench`: LetheDB's load generator and side-by-side benchmark driver.
+//!
+//! - `compare` starts LetheDB, the Node.js peer `@vercel/cosmosdb-server` and a hello-world
+//!   server on free loopback ports, runs every workload against each in turn, and writes the
+//!   table to `bench/results/` (`bench/run` builds everything first and calls this).
+//! - `run` drives one workload against a server that is already running (for profiling).
+//! - `hello` is the hello-world HTTP server used as the ceiling for point reads.
+//!
+//! This file only parses the command line; the work is in the modules below.
+
+mod compare;
+mod cosmos;
+mod servers;
+mod stats;
+mod ttl;
+mod workload;
+
+use anyhow::Context as _;
+use clap::{Args, Parser, Subcommand};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "lethedb-bench",
+    about = "LetheDB's benchmarks against @vercel/cosmosdb-server."
+)]
+struct Cli {
+    /// Worker threads of the load generator's runtime.
+    #[arg(long, global = true, default_value_t = 2)]
+    threads: usize,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run every workload against LetheDB and the peer and write the table.
+    Compare(CompareArgs),
+    /// Run one workload against a running server.
+    Run(RunArgs),
+    /// Serve hello world (the HTTP ceiling).
+    Hello {
+        #[arg(long, default_value = "127.0.0.1:0")]
+        bind: std::net::SocketAddr,
+    },
+}
+
+#[derive(Args)]
+struct Shape {
+    /// Seconds each workload is measured.
+    #[arg(long)]
+    duration: Option<f64>,
+    /// Seconds of warm-up before measuring.
+    #[arg(long)]
+    warmup: Option<f64>,
+    /// Concurrent clients (connections) of the point workloads.
+    #[arg(long, default_value_t = 32)]
+    clients: usize,
+    /// Concurrent clients of the cross-partition query.
+    #[arg(long, default_value_t = 64)]
+    query_clients: usize,
+    /// Preloaded items.
+    #[arg(long)]
+    items: Option<usize>,
+    /// Bytes per item body.
+    #[arg(long, default_value_t = 1024)]
+    item_bytes: usize,
+    /// Distinct partition key values.
+    #[arg(long, default_value_t = 16)]
+    partitions: usize,
+    /// `x-ms-max-item-count` of query pages.
+    #[arg(long, default_value_t = 1000)]
+    page_items: usize,
+    #[arg(long, default_value_t = 42)]
+    seed: u64,
+    /// Use HTTPS (certificates are not verified).
+    #[arg(long)]
+    tls: bool,
+    /// The master key (default: the emulator's).
+    #[arg(long, default_value = lethedb_server::cli::EMULATOR_KEY, hide_default_value = true)]
+    key: String,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    #[command(flatten)]
+    shape: Shape,
+    /// A run of seconds for CI: every workload, tiny sizes; fails only on errors.
+    #[arg(long)]
+    smoke: bool,
+    /// Items of each TTL mass expiry, comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    sweep_items: Option<Vec<usize>>,
+    /// Items of the deletion-lag workload.
+    #[arg(long)]
+    lag_items: Option<usize>,
+    /// Items polled by the TTL accuracy workload.
+    #[arg(long)]
+    accuracy_items: Option<usize>,
+    /// Items loaded before LetheDB's RSS is read.
+    #[arg(long)]
+    rss_items: Option<usize>,
+    /// Extra start-stop cycles for the cold-start median.
+    #[arg(long)]
+    cold_starts: Option<usize>,
+    /// Run only these parts (point-read, create, upsert, replace, mixed, query-partition,
+    /// query-cross, rss, ttl-sweep, ttl-lag, ttl-accuracy), comma-separated.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
+    /// Skip the peer.
+    #[arg(long)]
+    no_peer: bool,
+    /// Start the peer with its own CLI (connection: close) instead of with keep-alive.
+    #[arg(long)]
+    peer_cli: bool,
+    /// The `lethedb` binary (default: next to this one).
+    #[arg(long)]
+    lethedb: Option<PathBuf>,
+    /// Where the results go.
+    #[arg(long)]
+    results_dir: Option<PathBuf>,
+    /// Where data directories and server logs go.
+    #[arg(long)]
+    scratch_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
+struct RunArgs {
+    #[command(flatten)]
+    shape: Shape,
+    /// `127.0.0.1:PORT` of a running server.
+    #[arg(long)]
+    endpoint: String,
+    #[arg(long, value_enum)]
+    workload: workload::Workload,
+    /// Do not create or preload anything (the data is already there, or the server is hello).
+    #[arg(long)]
+    skip_setup: bool,
+}
+
+/// The `bench/` folder of the source tree this binary was built from.
+fn bench_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Hello { bind } => servers::hello(bind),
+        command => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(cli.threads.max(1))
+                .enable_all()
+                .build()?;
+            runtime.block_on(async move {
+                match command {
+                    Command::Compare(args) => compare_command(args).await,
+                    Command::Run(args) => run_command(args).await,
+                    Command::Hello { .. } => Ok(()),
+                }
+            })
+        }
+    }
+}
+
+async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
+    let smoke = args.smoke;
+    let shape = &args.shape;
+    let pick = |value: Option<f64>, full: f64, smoke_value: f64| {
+        Duration::from_secs_f64(value.unwrap_or(if smoke { smoke_value } else { full }))
+    };
+    let config = compare::CompareConfig {
+        smoke,
+        duration: pick(shape.duration, 5.0, 0.5),
+        warmup: pick(shape.warmup, 1.0, 0.2),
+        clients: shape.clients,
+        query_clients: shape.query_clients,
+        load_clients: 32,
+        items: shape.items.unwrap_or(if smoke { 1000 } else { 20_000 }),
+        item_bytes: shape.item_bytes,
+        partitions: shape.partitions,
+        page_items: shape.page_items,
+        seed: shape.seed,
+        sweep_items: args.sweep_items.unwrap_or(if smoke {
+            vec![2000]
+        } else {
+            vec![100_000, 1_000_000]
+        }),
+        lag_items: args.lag_items.unwrap_or(if smoke { 1000 } else { 20_000 }),
+        accuracy_items: args.accuracy_items.unwrap_or(if smoke { 20 } else { 100 }),
+        rss_items: args
+            .rss_items
+            .unwrap_or(if smoke { 5000 } else { 1_000_000 }),
+        cold_starts: args.cold_starts.unwrap_or(if smoke { 1 } else { 5 }),
+        read_clients_during_expiry: 4,
+        only: args.only,
+        peer: !args.no_peer,
+        results_dir: args
+            .results_dir
+            .unwrap_or_else(|| bench_dir().join("results")),
+    };
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let launch = servers::Launch {
+        lethedb_binary: args.lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
+        bench_binary: exe.clone(),
+        peer_dir: bench_dir().join("peer"),
+        peer_cli: args.peer_cli,
+        tls: shape.tls,
+        key: shape.key.clone(),
+        scratch_dir: args.scratch_dir.unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("lethedb-bench-{}", std::process::id()))
+        }),
+    };
+    if !launch.lethedb_binary.exists() {
+        anyhow::bail!(
+            "{} not found: build it with `cargo build --release -p lethedb-server`",
+            launch.lethedb_binary.display()
+        );
+    }
+    let outcome = compare::compare(&launch, &config).await;
+    let _ = std::fs::remove_dir_all(&launch.scratch_dir);
+    let (markdown, clean) = outcome?;
+    println!("{markdown}");
+    if !clean {
+        anyhow::bail!("some workloads saw errors (listed above)");
+    }
+    Ok(())
+}
+
+async fn run_command(args: RunArgs) -> anyhow::Result<()> {
+    let shape = &args.shape;
+    let endpoint = cosmos::Endpoint::new(args.endpoint.clone(), shape.tls, &shape.key)?;
+    let config = workload::RunConfig {
+        clients: shape.clients,
+        warmup: Duration::from_secs_f64(shape.warmup.unwrap_or(1.0)),
+        duration: Duration::from_secs_f64(shape.duration.unwrap_or(5.0)),
+        page_items: shape.page_items,
+        data: workload::DataSet {
+            items: shape.items.unwrap_or(20_000),
+            partitions: shape.partitions,
+            item_bytes: shape.item_bytes,
+            seed: shape.seed,
+        },
+    };
+    let paths = if args.skip_setup {
+        cosmos::ContainerPaths::new(workload::DATABASE_ID, "items")
+    } else {
+        workload::prepare(&endpoint, "items", &config, 32).await?
+    };
+    let summary = workload::run(&endpoint, &paths, args.workload, &config).await?;
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&serde_json::json!({
+            "workload": args.workload.name(),
+            "summary": summary.to_json(),
+        }))?
+    );
+    if summary.error_count > 0 {
+        anyhow::bail!("{} requests failed", summary.error_count);
+    }
+    Ok(())
+}

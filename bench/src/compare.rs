@@ -1,0 +1,783 @@
+//! The side-by-side comparison: every workload against LetheDB and the peer in turn, in one
+//! run on one machine, and the table of figures, ratios and goals it writes.
+//!
+//! Each workload gets a freshly started server with an empty store, so peak RSS (`VmHWM`)
+//! belongs to that workload alone and no workload inherits another's data. Absolute figures
+//! depend on the machine and on whatever else it runs; the ratios, taken minutes apart on the
+//! same machine, are the figures to compare. The run fails (non-zero exit) only on errors: a
+//! LetheDB workload that saw an unexpected status, or a TTL accuracy violation. It never fails
+//! on a time.
+
+use crate::servers::{Kind, Launch, Server};
+use crate::stats::{round, Summary};
+use crate::ttl;
+use crate::workload::{self, DataSet, RunConfig, Workload};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The figures the comparison is shaped by; `--smoke` shrinks them to a run of seconds.
+#[derive(Clone, Debug)]
+pub struct CompareConfig {
+    pub smoke: bool,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub clients: usize,
+    pub query_clients: usize,
+    pub load_clients: usize,
+    pub items: usize,
+    pub item_bytes: usize,
+    pub partitions: usize,
+    pub page_items: usize,
+    pub seed: u64,
+    pub sweep_items: Vec<usize>,
+    pub lag_items: usize,
+    pub accuracy_items: usize,
+    pub rss_items: usize,
+    pub cold_starts: usize,
+    pub read_clients_during_expiry: usize,
+    pub only: Vec<String>,
+    pub peer: bool,
+    pub results_dir: PathBuf,
+}
+
+/// One server's figures for one workload.
+#[derive(Clone, Debug)]
+struct Measured {
+    summary: Summary,
+    peak_rss_bytes: u64,
+}
+
+struct Row {
+    workload: String,
+    lethedb: Option<Measured>,
+    peer: Option<Measured>,
+    note: String,
+}
+
+/// A goal of issues 2, 3 and 6, with what was measured.
+struct Goal {
+    name: &'static str,
+    target: String,
+    measured: String,
+    met: Option<bool>,
+}
+
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+    cold_starts_ms: Vec<(Kind, f64)>,
+    extra: serde_json::Map<String, Value>,
+    goals: Vec<Goal>,
+    failures: Vec<String>,
+}
+
+impl CompareConfig {
+    fn wants(&self, name: &str) -> bool {
+        self.only.is_empty() || self.only.iter().any(|o| o == name)
+    }
+
+    fn run_config(&self, workload: Workload) -> RunConfig {
+        RunConfig {
+            clients: if workload == Workload::QueryCross {
+                self.query_clients
+            } else {
+                self.clients
+            },
+            warmup: self.warmup,
+            duration: self.duration,
+            page_items: self.page_items,
+            data: DataSet {
+                items: self.items,
+                partitions: self.partitions,
+                item_bytes: self.item_bytes,
+                seed: self.seed,
+            },
+        }
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / (1024.0 * 1024.0)
+}
+
+impl Report {
+    fn started(&mut self, server: &Server) {
+        self.cold_starts_ms
+            .push((server.kind, server.cold_start.as_secs_f64() * 1000.0));
+    }
+
+    fn cold_start_median_ms(&self, kind: Kind) -> Option<f64> {
+        let mut starts: Vec<f64> = self
+            .cold_starts_ms
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .map(|(_, ms)| *ms)
+            .collect();
+        starts.sort_by(f64::total_cmp);
+        starts.get(starts.len() / 2).copied()
+    }
+
+    fn row(&self, name: &str) -> Option<&Row> {
+        self.rows.iter().find(|row| row.workload == name)
+    }
+}
+
+/// Runs one workload against one freshly started server.
+async fn measure(
+    launch: &Launch,
+    report: &mut Report,
+    kind: Kind,
+    workload: Workload,
+    config: &RunConfig,
+    load_clients: usize,
+    extra_args: &[&str],
+) -> anyhow::Result<Measured> {
+    let name = format!("{}-{}", kind.label().to_lowercase(), workload.name());
+    let server = launch.start(kind, &name, extra_args).await?;
+    report.started(&server);
+    let outcome = async {
+        let paths = if kind == Kind::Hello {
+            crate::cosmos::ContainerPaths::new(workload::DATABASE_ID, "items")
+        } else {
+            workload::prepare(&server.endpoint, "items", config, load_clients).await?
+        };
+        workload::run(&server.endpoint, &paths, workload, config).await
+    }
+    .await;
+    let memory = server.memory();
+    server.stop()?;
+    Ok(Measured {
+        summary: outcome?,
+        peak_rss_bytes: memory.peak_rss_bytes,
+    })
+}
+
+/// Runs the whole comparison and writes `results_dir/{latest|smoke}.{md,json}`. Returns the
+/// Markdown and whether every LetheDB workload ran without errors.
+pub async fn compare(launch: &Launch, config: &CompareConfig) -> anyhow::Result<(String, bool)> {
+    let mut report = Report::default();
+    let peer = config.peer && launch.peer_available();
+    if config.peer && !peer {
+        eprintln!(
+            "peer not installed in {} (npm ci there); running LetheDB alone",
+            launch.peer_dir.display()
+        );
+    }
+
+    // Cold starts beyond those of the workloads below, so the median has a few samples even
+    // when only one workload runs.
+    for _ in 0..config.cold_starts {
+        let server = launch.start(Kind::LetheDb, "cold-start", &[]).await?;
+        report.started(&server);
+        server.stop()?;
+        if peer {
+            let server = launch.start(Kind::Peer, "cold-start", &[]).await?;
+            report.started(&server);
+            server.stop()?;
+        }
+    }
+
+    let workloads = [
+        Workload::PointRead,
+        Workload::Create,
+        Workload::Upsert,
+        Workload::Replace,
+        Workload::Mixed,
+        Workload::QueryPartition,
+        Workload::QueryCross,
+    ];
+    for workload in workloads {
+        if !config.wants(workload.name()) {
+            continue;
+        }
+        eprintln!("== {}", workload.name());
+        let run_config = config.run_config(workload);
+        let lethedb = measure(
+            launch,
+            &mut report,
+            Kind::LetheDb,
+            workload,
+            &run_config,
+            config.load_clients,
+            &[],
+        )
+        .await?;
+        let peer_measured = if peer {
+            match measure(
+                launch,
+                &mut report,
+                Kind::Peer,
+                workload,
+                &run_config,
+                config.load_clients,
+                &[],
+            )
+            .await
+            {
+                Ok(measured) => Some(measured),
+                Err(error) => {
+                    eprintln!("peer failed {}: {error:#}", workload.name());
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let clients = run_config.clients;
+        let mut note = format!("{clients} clients");
+        if matches!(workload, Workload::QueryPartition | Workload::QueryCross) {
+            let _ = write!(
+                note,
+                ", {} items, {} partitions, pages of {}; ops = whole queries",
+                config.items, config.partitions, config.page_items
+            );
+        }
+        if workload == Workload::Create {
+            note.push_str(", LetheDB durable (group commit)");
+        }
+        report.rows.push(Row {
+            workload: workload.name().to_string(),
+            lethedb: Some(lethedb),
+            peer: peer_measured,
+            note,
+        });
+        if workload == Workload::PointRead {
+            let hello = measure(
+                launch,
+                &mut report,
+                Kind::Hello,
+                Workload::PointRead,
+                &run_config,
+                config.load_clients,
+                &[],
+            )
+            .await?;
+            report.rows.push(Row {
+                workload: "hello-world ceiling".into(),
+                lethedb: None,
+                peer: None,
+                note: format!(
+                    "axum hello world, same load generator: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, peak RSS {:.1} MB",
+                    hello.summary.ops_per_sec,
+                    hello.summary.p50_ms,
+                    hello.summary.p99_ms,
+                    mb(hello.peak_rss_bytes)
+                ),
+            });
+            report.extra.insert(
+                "hello".into(),
+                json!({"summary": hello.summary.to_json(), "peak_rss_mb": round(mb(hello.peak_rss_bytes), 1)}),
+            );
+        }
+        if workload == Workload::Create {
+            let single = measure(
+                launch,
+                &mut report,
+                Kind::LetheDb,
+                Workload::Create,
+                &run_config,
+                config.load_clients,
+                &["--write-batch-max", "1"],
+            )
+            .await?;
+            report.rows.push(Row {
+                workload: "create, one commit per write".into(),
+                lethedb: Some(single),
+                peer: None,
+                note: "LetheDB only: `--write-batch-max 1` (group commit off)".into(),
+            });
+        }
+    }
+
+    if config.wants("rss") {
+        eprintln!("== rss after loading {} items", config.rss_items);
+        let server = launch.start(Kind::LetheDb, "rss", &[]).await?;
+        report.started(&server);
+        let data = DataSet {
+            items: config.rss_items,
+            partitions: config.partitions,
+            item_bytes: config.item_bytes,
+            seed: config.seed,
+        };
+        let outcome = async {
+            let mut client = crate::cosmos::Client::new(server.endpoint.clone());
+            workload::ensure_database(&mut client).await?;
+            let paths = workload::create_container(&mut client, "items", None).await?;
+            workload::load_items(
+                &server.endpoint,
+                &paths,
+                &data,
+                config.load_clients,
+                std::sync::Arc::new(|_| String::new()),
+            )
+            .await
+        }
+        .await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let memory = server.memory();
+        let store_bytes = crate::servers::dir_bytes(&launch.scratch_dir.join("rss-data"));
+        server.stop()?;
+        let load = outcome?;
+        report.extra.insert(
+            "rss_after_load".into(),
+            json!({
+                "items": config.rss_items,
+                "item_bytes": config.item_bytes,
+                "load_secs": round(load.elapsed.as_secs_f64(), 2),
+                "load_items_per_sec": round(config.rss_items as f64 / load.elapsed.as_secs_f64().max(1e-9), 0),
+                "rss_mb": round(mb(memory.rss_bytes), 1),
+                "peak_rss_mb": round(mb(memory.peak_rss_bytes), 1),
+                "store_file_mb": round(mb(store_bytes), 1),
+            }),
+        );
+    }
+
+    let mut mass = Vec::new();
+    if config.wants("ttl-sweep") {
+        for &items in &config.sweep_items {
+            eprintln!("== ttl mass expiry of {items} items");
+            let name = format!("ttl-sweep-{items}");
+            let server = launch
+                .start(Kind::LetheDb, &name, &["--log", ttl::SWEEP_LOG_FILTER])
+                .await?;
+            report.started(&server);
+            let outcome = ttl::mass_expiry(
+                &server.endpoint,
+                &server.log_path,
+                &ttl::MassExpiryConfig {
+                    items,
+                    item_bytes: config.item_bytes,
+                    partitions: config.partitions,
+                    seed: config.seed,
+                    load_clients: config.load_clients,
+                    read_clients: config.read_clients_during_expiry,
+                    baseline: config.duration.max(Duration::from_millis(500)),
+                },
+            )
+            .await;
+            server.stop()?;
+            let result = outcome?;
+            if result.read_during.error_count + result.read_baseline.error_count > 0 {
+                report
+                    .failures
+                    .push(format!("ttl mass expiry {items}: point reads saw errors"));
+            }
+            report
+                .extra
+                .insert(format!("ttl_mass_expiry_{items}"), result.json.clone());
+            mass.push((items, result));
+        }
+    }
+    if config.wants("ttl-lag") {
+        eprintln!("== ttl deletion lag with spare capacity");
+        let server = launch
+            .start(Kind::LetheDb, "ttl-lag", &["--log", ttl::SWEEP_LOG_FILTER])
+            .await?;
+        report.started(&server);
+        let outcome = ttl::deletion_lag(
+            &server.endpoint,
+            &server.log_path,
+            &ttl::LagConfig {
+                items: config.lag_items,
+                item_bytes: config.item_bytes,
+                partitions: config.partitions,
+                seed: config.seed,
+                clients: 4,
+                ttl_secs: 2,
+            },
+        )
+        .await;
+        server.stop()?;
+        report.extra.insert("ttl_deletion_lag".into(), outcome?);
+    }
+    let mut accuracy = None;
+    if config.wants("ttl-accuracy") {
+        eprintln!("== ttl accuracy");
+        let server = launch.start(Kind::LetheDb, "ttl-accuracy", &[]).await?;
+        report.started(&server);
+        let outcome = ttl::accuracy(
+            &server.endpoint,
+            &ttl::AccuracyConfig {
+                items: config.accuracy_items,
+                seed: config.seed,
+                window: Duration::from_millis(250),
+                poll_interval: Duration::from_millis(2),
+            },
+        )
+        .await;
+        server.stop()?;
+        let (counts, value) = outcome?;
+        if counts.found_after_expiry + counts.missing_before_expiry + counts.other_errors > 0 {
+            report.failures.push(format!(
+                "ttl accuracy: {} reads found an item at or after its expiry, {} missed it before, {} other errors",
+                counts.found_after_expiry, counts.missing_before_expiry, counts.other_errors
+            ));
+        }
+        report.extra.insert("ttl_accuracy".into(), value);
+        accuracy = Some(counts);
+    }
+
+    for row in &report.rows {
+        if let Some(measured) = &row.lethedb {
+            if measured.summary.error_count > 0 {
+                report.failures.push(format!(
+                    "{}: LetheDB answered {} requests wrongly: {:?} {:?}",
+                    row.workload,
+                    measured.summary.error_count,
+                    measured.summary.errors,
+                    measured.summary.error_samples
+                ));
+            }
+        }
+    }
+    evaluate_goals(&mut report, config, &mass, accuracy.as_ref());
+    let markdown = markdown(&report, config, peer, launch);
+    let json = to_json(&report, config, peer, launch);
+    std::fs::create_dir_all(&config.results_dir)?;
+    let stem = if config.smoke { "smoke" } else { "latest" };
+    std::fs::write(config.results_dir.join(format!("{stem}.md")), &markdown)?;
+    std::fs::write(
+        config.results_dir.join(format!("{stem}.json")),
+        serde_json::to_string_pretty(&json)?,
+    )?;
+    Ok((markdown, report.failures.is_empty()))
+}
+
+fn ops(report: &Report, name: &str, peer: bool) -> Option<f64> {
+    let row = report.row(name)?;
+    let measured = if peer { &row.peer } else { &row.lethedb };
+    measured.as_ref().map(|m| m.summary.ops_per_sec)
+}
+
+fn evaluate_goals(
+    report: &mut Report,
+    config: &CompareConfig,
+    mass: &[(usize, ttl::MassExpiry)],
+    accuracy: Option<&ttl::AccuracyCounts>,
+) {
+    let mut goals = Vec::new();
+    let ratio_goal = |name, lethedb: Option<f64>, other: Option<f64>, factor: f64, what| {
+        let (measured, met) = match (lethedb, other) {
+            (Some(l), Some(o)) if o > 0.0 => (
+                format!("{:.2}× ({l:.0} vs {o:.0} per s)", l / o),
+                Some(l / o >= factor),
+            ),
+            _ => ("not measured".to_string(), None),
+        };
+        Goal {
+            name,
+            target: format!("≥ {factor}× {what}"),
+            measured,
+            met,
+        }
+    };
+    goals.push(ratio_goal(
+        "point reads vs peer",
+        ops(report, "point-read", false),
+        ops(report, "point-read", true),
+        5.0,
+        "peer",
+    ));
+    let hello = report
+        .extra
+        .get("hello")
+        .and_then(|h| h["summary"]["ops_per_sec"].as_f64());
+    goals.push(ratio_goal(
+        "point reads vs hello world",
+        ops(report, "point-read", false),
+        hello,
+        0.5,
+        "hello-world axum",
+    ));
+    goals.push(ratio_goal(
+        "durable creates vs peer",
+        ops(report, "create", false),
+        ops(report, "create", true),
+        3.0,
+        "peer",
+    ));
+    goals.push(ratio_goal(
+        "durable upserts vs peer",
+        ops(report, "upsert", false),
+        ops(report, "upsert", true),
+        3.0,
+        "peer",
+    ));
+    let query = ops(report, "query-cross", false);
+    goals.push(Goal {
+        name: "full-scan query",
+        target: "≥ 50 queries/s".into(),
+        measured: query.map_or("not measured".into(), |q| format!("{q:.1} queries/s")),
+        met: query.map(|q| q >= 50.0),
+    });
+    let cold = report.cold_start_median_ms(Kind::LetheDb);
+    goals.push(Goal {
+        name: "cold start (median)",
+        target: "≤ 50 ms".into(),
+        measured: cold.map_or("not measured".into(), |c| format!("{c:.1} ms")),
+        met: cold.map(|c| c <= 50.0),
+    });
+    if let Some(rss) = report.extra.get("rss_after_load") {
+        let rss_mb = rss["rss_mb"].as_f64().unwrap_or(0.0);
+        let items = rss["items"].as_u64().unwrap_or(0);
+        goals.push(Goal {
+            name: "RSS with 1M × 1 KiB items",
+            target: "≤ 200 MB".into(),
+            measured: format!("{rss_mb:.1} MB after {items} items"),
+            met: (items >= 1_000_000).then_some(rss_mb <= 200.0),
+        });
+    }
+    if let Some(counts) = accuracy {
+        goals.push(Goal {
+            name: "TTL accuracy",
+            target: "0 found after expiry, 0 missing before".into(),
+            measured: format!(
+                "{} and {} ({} reads, {} undecided)",
+                counts.found_after_expiry,
+                counts.missing_before_expiry,
+                counts.reads,
+                counts.undecided
+            ),
+            met: Some(counts.found_after_expiry == 0 && counts.missing_before_expiry == 0),
+        });
+    }
+    for (items, result) in mass {
+        goals.push(Goal {
+            name: "sweep rate, idle",
+            target: "≥ 50,000 deletions/s".into(),
+            measured: format!(
+                "{:.0} deletions/s ({items} items)",
+                result.sweep_rate_per_sec
+            ),
+            met: (!config.smoke || *items >= 100_000)
+                .then_some(result.sweep_rate_per_sec >= 50_000.0),
+        });
+        let (base, during) = (result.read_baseline.p99_ms, result.read_during.p99_ms);
+        goals.push(Goal {
+            name: "read p99 during mass expiry",
+            target: "≤ 1.1× baseline".into(),
+            measured: format!(
+                "{:.2}× ({during:.2} vs {base:.2} ms, {items} items)",
+                during / base.max(1e-9)
+            ),
+            met: Some(during <= base * 1.1),
+        });
+    }
+    if let Some(lag) = report.extra.get("ttl_deletion_lag") {
+        let p99 = lag["deletion_lag"]["p99_ms"].as_f64().unwrap_or(f64::MAX);
+        goals.push(Goal {
+            name: "deletion lag p99, spare capacity",
+            target: "≤ 1 s".into(),
+            measured: format!(
+                "{p99:.0} ms ({} items expiring at {} /s)",
+                lag["items"], lag["expiry_rate_per_sec"]
+            ),
+            met: Some(p99 <= 1000.0),
+        });
+    }
+    report.goals = goals;
+}
+
+fn cell(measured: &Option<Measured>) -> [String; 4] {
+    match measured {
+        Some(m) => [
+            format!("{:.0}", m.summary.ops_per_sec),
+            format!("{:.2}", m.summary.p50_ms),
+            format!("{:.2}", m.summary.p99_ms),
+            format!("{:.0}", mb(m.peak_rss_bytes)),
+        ],
+        None => ["–".into(), "–".into(), "–".into(), "–".into()],
+    }
+}
+
+fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "### LetheDB vs @vercel/cosmosdb-server{}\n",
+        if config.smoke {
+            " (smoke: figures are not meaningful)"
+        } else {
+            ""
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{} s per workload after {} s warm-up, {} × {} B items in {} partitions, seed {}, {}; peer {}.\n",
+        config.duration.as_secs_f64(),
+        config.warmup.as_secs_f64(),
+        config.items,
+        config.item_bytes,
+        config.partitions,
+        config.seed,
+        if launch.tls { "HTTPS" } else { "HTTP/1.1 keep-alive" },
+        if !peer {
+            "not run"
+        } else if launch.peer_cli {
+            "started by its CLI (connection: close)"
+        } else {
+            "with keep-alive (bench/peer/serve.js)"
+        }
+    );
+    out.push_str("| workload | LetheDB ops/s | p50 ms | p99 ms | peak RSS MB | peer ops/s | p50 ms | p99 ms | peak RSS MB | LetheDB/peer | notes |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
+    for row in &report.rows {
+        let l = cell(&row.lethedb);
+        let p = cell(&row.peer);
+        let ratio = match (&row.lethedb, &row.peer) {
+            (Some(l), Some(p)) if p.summary.ops_per_sec > 0.0 => {
+                format!("{:.2}×", l.summary.ops_per_sec / p.summary.ops_per_sec)
+            }
+            _ => "–".into(),
+        };
+        let mut note = row.note.clone();
+        for (who, measured) in [("LetheDB", &row.lethedb), ("peer", &row.peer)] {
+            if let Some(m) = measured {
+                if m.summary.error_count > 0 {
+                    let _ = write!(note, "; {who} errors: {:?}", m.summary.errors);
+                }
+            }
+        }
+        if row.peer.is_none() && row.lethedb.is_some() && peer && !note.contains("LetheDB only") {
+            note.push_str("; peer failed");
+        }
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.workload, l[0], l[1], l[2], l[3], p[0], p[1], p[2], p[3], ratio, note
+        );
+    }
+    let cold = |kind| {
+        report
+            .cold_start_median_ms(kind)
+            .map_or("–".into(), |ms| format!("{ms:.1} ms"))
+    };
+    let starts = |kind| {
+        report
+            .cold_starts_ms
+            .iter()
+            .filter(|(k, _)| *k == kind)
+            .count()
+    };
+    let _ = writeln!(
+        out,
+        "\nCold start to first successful request (median): LetheDB {} over {} starts; peer {} over {} starts; ratio {}.",
+        cold(Kind::LetheDb),
+        starts(Kind::LetheDb),
+        cold(Kind::Peer),
+        starts(Kind::Peer),
+        match (report.cold_start_median_ms(Kind::LetheDb), report.cold_start_median_ms(Kind::Peer)) {
+            (Some(l), Some(p)) if l > 0.0 => format!("peer takes {:.1}× as long", p / l),
+            _ => "–".into(),
+        }
+    );
+    if let Some(rss) = report.extra.get("rss_after_load") {
+        let _ = writeln!(
+            out,
+            "\nLetheDB after loading {} × {} B items ({:.0} items/s): RSS {} MB, peak {} MB, store file {} MB.",
+            rss["items"], rss["item_bytes"], rss["load_items_per_sec"].as_f64().unwrap_or(0.0), rss["rss_mb"], rss["peak_rss_mb"], rss["store_file_mb"]
+        );
+    }
+    let ttl_keys: Vec<&String> = report
+        .extra
+        .keys()
+        .filter(|k| k.starts_with("ttl_mass_expiry_"))
+        .collect();
+    if !ttl_keys.is_empty() || report.extra.contains_key("ttl_deletion_lag") {
+        out.push_str(
+            "\n**Time to live (LetheDB only: the peer ignores `ttl` and `defaultTtl`)**\n\n",
+        );
+        out.push_str("| TTL workload | items | deletions/s | lag p50 ms | lag p99 ms | lag max ms | read p99 before ms | read p99 during ms |\n");
+        out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|\n");
+        for key in ttl_keys {
+            let t = &report.extra[key];
+            let lag = &t["deletion_lag_from_expiry"];
+            let _ = writeln!(
+                out,
+                "| mass expiry (backlog drained from one instant) | {} | {} | {} | {} | {} | {} | {} |",
+                t["items"], t["sweep_rate_per_sec"], lag["p50_ms"], lag["p99_ms"], lag["max_ms"],
+                t["read_baseline"]["p99_ms"], t["read_during_expiry"]["p99_ms"]
+            );
+        }
+        if let Some(t) = report.extra.get("ttl_deletion_lag") {
+            let lag = &t["deletion_lag"];
+            let _ = writeln!(
+                out,
+                "| steady expiry, spare capacity (ttl {} s, {} expiring/s) | {} | – | {} | {} | {} | – | – |",
+                t["ttl_secs"], t["expiry_rate_per_sec"], t["items"], lag["p50_ms"], lag["p99_ms"], lag["max_ms"]
+            );
+        }
+    }
+    if let Some(a) = report.extra.get("ttl_accuracy") {
+        let _ = writeln!(
+            out,
+            "\nTTL accuracy (LetheDB only): {} items with ttl 1–3 s, {} polls around their expiry: {} reads found an item at or after its expiry, {} got 404 before it, {} fell inside the uncertainty of the write instant.",
+            a["items"], a["reads"], a["found_at_or_after_expiry"], a["missing_before_expiry"], a["undecided"]
+        );
+    }
+    out.push_str("\n**Goals**\n\n| goal | target | measured | met |\n|---|---|---|---|\n");
+    for goal in &report.goals {
+        let met = match goal.met {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "n/a",
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            goal.name, goal.target, goal.measured, met
+        );
+    }
+    if !report.failures.is_empty() {
+        out.push_str("\n**Errors**\n\n");
+        for failure in &report.failures {
+            let _ = writeln!(out, "- {failure}");
+        }
+    }
+    out
+}
+
+fn to_json(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> Value {
+    let measured = |m: &Option<Measured>| {
+        m.as_ref().map(|m| {
+            json!({"summary": m.summary.to_json(), "peak_rss_mb": round(mb(m.peak_rss_bytes), 1)})
+        })
+    };
+    json!({
+        "config": {
+            "smoke": config.smoke,
+            "duration_secs": config.duration.as_secs_f64(),
+            "warmup_secs": config.warmup.as_secs_f64(),
+            "clients": config.clients,
+            "query_clients": config.query_clients,
+            "items": config.items,
+            "item_bytes": config.item_bytes,
+            "partitions": config.partitions,
+            "page_items": config.page_items,
+            "seed": config.seed,
+            "tls": launch.tls,
+            "peer": peer,
+            "peer_cli": launch.peer_cli,
+        },
+        "workloads": report.rows.iter().map(|row| json!({
+            "workload": row.workload,
+            "lethedb": measured(&row.lethedb),
+            "peer": measured(&row.peer),
+            "ratio": match (&row.lethedb, &row.peer) {
+                (Some(l), Some(p)) if p.summary.ops_per_sec > 0.0 => Some(round(l.summary.ops_per_sec / p.summary.ops_per_sec, 3)),
+                _ => None,
+            },
+            "note": row.note,
+        })).collect::<Vec<_>>(),
+        "cold_start_ms": {
+            "lethedb_median": report.cold_start_median_ms(Kind::LetheDb).map(|v| round(v, 2)),
+            "peer_median": report.cold_start_median_ms(Kind::Peer).map(|v| round(v, 2)),
+            "all": report.cold_starts_ms.iter().map(|(k, ms)| json!([k.label(), round(*ms, 2)])).collect::<Vec<_>>(),
+        },
+        "extra": report.extra,
+        "goals": report.goals.iter().map(|g| json!({"goal": g.name, "target": g.target, "measured": g.measured, "met": g.met})).collect::<Vec<_>>(),
+        "errors": report.failures,
+    })
+}
