@@ -641,6 +641,17 @@ fn partition_key_ranges(
 
 // ----- items -----
 
+/// The reply to a create, upsert, replace or patch, charged by the written document's size.
+fn written_reply(
+    path: &ResourcePath,
+    status: StatusCode,
+    outcome: &lethedb_engine::ItemOutcome,
+    headers: &HeaderMap,
+) -> Reply {
+    let charge = request_units::write(outcome.item.record.body.len());
+    item_reply(path, status, &outcome.item, headers, charge)
+}
+
 fn item_reply(
     path: &ResourcePath,
     status: StatusCode,
@@ -769,8 +780,7 @@ async fn items(
             } else {
                 StatusCode::OK
             };
-            let charge = request_units::write(outcome.item.record.body.len());
-            Ok(item_reply(path, status, &outcome.item, headers, charge))
+            Ok(written_reply(path, status, &outcome, headers))
         }
         Method::GET => {
             let found = engine.read_container(database_id, container_id)?;
@@ -866,14 +876,7 @@ async fn item(
                     if_match(headers),
                 )
                 .await?;
-            let charge = request_units::write(outcome.item.record.body.len());
-            Ok(item_reply(
-                path,
-                StatusCode::OK,
-                &outcome.item,
-                headers,
-                charge,
-            ))
+            Ok(written_reply(path, StatusCode::OK, &outcome, headers))
         }
         Method::PATCH => {
             let outcome = engine
@@ -886,14 +889,7 @@ async fn item(
                     if_match(headers),
                 )
                 .await?;
-            let charge = request_units::write(outcome.item.record.body.len());
-            Ok(item_reply(
-                path,
-                StatusCode::OK,
-                &outcome.item,
-                headers,
-                charge,
-            ))
+            Ok(written_reply(path, StatusCode::OK, &outcome, headers))
         }
         Method::DELETE => {
             let found = engine.read_container(database_id, container_id)?;
