@@ -1,15 +1,15 @@
 //! Transactional batches: all or nothing, each operation with its single-item rules; bulk:
 //! each operation on its own; partition deletes.
 
+mod common;
+
+use common::pk;
+
 use lethedb_engine::batch::parse_batch;
 use lethedb_engine::{Engine, EngineConfig, ManualClock, PartitionKeyValue, WriteMode};
 use lethedb_storage::MemoryStore;
 use serde_json::json;
 use std::sync::Arc;
-
-fn pk(value: &str) -> Option<PartitionKeyValue> {
-    Some(PartitionKeyValue::from_header(&json!([value]).to_string()).expect("pk"))
-}
 
 async fn engine() -> Engine {
     let engine = Engine::open(

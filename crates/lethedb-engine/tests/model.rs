@@ -2,29 +2,15 @@
 //! (with and without ETag conditions) on the engine and on a `BTreeMap`, after which every point
 //! read, the read feed and a count query agree with the model.
 
-use lethedb_engine::{
-    Engine, EngineConfig, EngineError, ManualClock, PartitionKeyValue, QueryRequest, WriteMode,
-};
+mod common;
+
+use common::*;
+
+use lethedb_engine::{Engine, EngineConfig, EngineError, ManualClock, QueryRequest, WriteMode};
 use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-
-/// A tiny deterministic generator, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
-}
-
-fn pk(value: &str) -> Option<PartitionKeyValue> {
-    Some(PartitionKeyValue::from_header(&json!([value]).to_string()).expect("pk"))
-}
 
 #[tokio::test]
 async fn the_engine_agrees_with_a_btreemap() {

@@ -1,17 +1,17 @@
 //! The TTL sweeper: it physically deletes every expired item, never a live one, survives a
 //! restart, and reports its backlog.
 
-use lethedb_engine::{Engine, EngineConfig, ManualClock, PartitionKeyValue, WriteMode};
+mod common;
+
+use common::*;
+
+use lethedb_engine::{Engine, EngineConfig, ManualClock, WriteMode};
 use lethedb_storage::{KeyRange, MemoryStore, RedbStore, Storage, Table};
 use serde_json::json;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
 const START_MS: i64 = 1_800_000_000_000;
-
-fn pk(value: &str) -> Option<PartitionKeyValue> {
-    Some(PartitionKeyValue::from_header(&json!([value]).to_string()).expect("pk"))
-}
 
 fn count(store: &dyn Storage, table: Table) -> usize {
     let reader = store.read().expect("read");
@@ -119,18 +119,6 @@ async fn a_hundred_thousand_expired_items_are_all_deleted() {
         (stats[0].backlog_items, stats[0].deleted_total),
         (0, total as u64)
     );
-}
-
-/// A tiny deterministic generator, so a failure replays.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0 % n
-    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -2,9 +2,11 @@
 //! matrix, an item is visible on every path 1 ms before its expiry instant and absent on every
 //! path at it, whether or not the sweeper has run.
 
-use lethedb_engine::{
-    Engine, EngineConfig, EngineError, ManualClock, PartitionKeyValue, QueryRequest, WriteMode,
-};
+mod common;
+
+use common::pk;
+
+use lethedb_engine::{Engine, EngineConfig, EngineError, ManualClock, QueryRequest, WriteMode};
 use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -20,10 +22,6 @@ fn engine() -> (Engine, Arc<ManualClock>) {
     )
     .expect("engine");
     (engine, clock)
-}
-
-fn pk(value: &str) -> Option<PartitionKeyValue> {
-    Some(PartitionKeyValue::from_header(&json!([value]).to_string()).expect("pk"))
 }
 
 async fn container(engine: &Engine, name: &str, default_ttl: Option<i64>) {
