@@ -265,15 +265,17 @@ pub fn certificate(state: &AppState) -> ApiResult<Response> {
 
 pub async fn route(
     state: &AppState,
-    method: &Method,
-    headers: &HeaderMap,
+    parts: &axum::http::request::Parts,
     path: &ResourcePath,
     body: Bytes,
-    endpoint: &str,
 ) -> ApiResult<Response> {
+    let (method, headers) = (&parts.method, &parts.headers);
     let (types, names_one) = path.shape();
     let reply = match (types.as_slice(), names_one) {
-        ([], _) if method == Method::GET => account(endpoint),
+        ([], _) if method == Method::GET => {
+            let tls = state.certificate_pem.is_some();
+            account(&crate::respond::endpoint(headers, &parts.uri, tls))
+        }
         (["dbs"], false) => databases(state, method, headers, path, &body).await?,
         (["dbs"], true) => database(state, method, path).await?,
         (["dbs", "colls"], false) => containers(state, method, headers, path, &body).await?,
@@ -781,6 +783,16 @@ async fn items(
                 StatusCode::OK
             };
             Ok(written_reply(path, status, &outcome, headers))
+        }
+        Method::GET
+            if header(headers, "a-im")
+                .is_some_and(|v| v.eq_ignore_ascii_case("incremental feed")) =>
+        {
+            // A change-feed read; answering it as a plain read feed would make clients re-read
+            // every item forever, so it is refused until the change feed exists.
+            Err(ApiError::BadRequest(
+                "The change feed is not supported by LetheDB yet.".into(),
+            ))
         }
         Method::GET => {
             let found = engine.read_container(database_id, container_id)?;

@@ -60,8 +60,6 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
     let started = std::time::Instant::now();
     let (parts, body) = request.into_parts();
     let mut observed: Option<(&'static str, ResourcePath)> = None;
-    let scheme_host =
-        respond::endpoint(&parts.headers, &parts.uri, state.certificate_pem.is_some());
     let result = async {
         if parts.uri.path() == "/_explorer/emulator.pem" && parts.method == Method::GET {
             return handlers::certificate(&state);
@@ -86,15 +84,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
             path.clone(),
         ));
         let body = read_body(body).await?;
-        handlers::route(
-            &state,
-            &parts.method,
-            &parts.headers,
-            &path,
-            body,
-            &scheme_host,
-        )
-        .await
+        handlers::route(&state, &parts, &path, body).await
     }
     .await;
     let mut response = match result {
