@@ -152,3 +152,46 @@ def test_every_acknowledged_write_survives_a_stop_mid_stream(start_server, signa
     assert expected_ids - in_flight <= found_ids <= expected_ids | in_flight
     # The store still takes writes after recovery.
     after.create_item({"id": "after-restart", "pk": "p0"})
+
+
+def test_expiry_is_final_across_a_restart(start_server):
+    """An item that expired stays gone after TTL is turned off and the server restarts, whether
+    or not the sweeper got to it; an item still counting down keeps its clock across the restart."""
+    server = start_server()
+    database = make_client(server).create_database("ttl")
+    container = database.create_container("items", partition_key=PartitionKey(path="/pk"), default_ttl=2)
+    container.create_item({"id": "expires", "pk": "p"})
+    container.create_item({"id": "forever", "pk": "p", "ttl": -1})
+    written = time.monotonic()
+    time.sleep(max(0.0, written + 2.6 - time.monotonic()))
+    database.replace_container(container, partition_key=PartitionKey(path="/pk"))  # TTL off
+
+    server.kill()
+    restarted = start_server(data_dir=server.data_dir)
+    after = make_client(restarted).get_database_client("ttl").get_container_client("items")
+    assert "defaultTtl" not in after.read()
+    with pytest.raises(CosmosResourceNotFoundError):
+        after.read_item("expires", partition_key="p")
+    assert sorted(item["id"] for item in after.read_all_items()) == ["forever"]
+    assert list(after.query_items("SELECT VALUE COUNT(1) FROM c", partition_key="p")) == [1]
+
+
+def test_a_countdown_continues_across_a_restart(start_server):
+    server = start_server()
+    container = (make_client(server).create_database("ttl")
+                 .create_container("items", partition_key=PartitionKey(path="/pk"), default_ttl=3))
+    container.create_item({"id": "counting", "pk": "p"})
+    written = time.monotonic()
+    # Restart a second later, so that a server restarting the clock at start-up (expiry at about
+    # written + 4 s) is told apart from one that keeps it (expiry at written + 3 s).
+    time.sleep(1.0)
+    server.stop()
+
+    restarted = start_server(data_dir=server.data_dir)
+    after = make_client(restarted).get_database_client("ttl").get_container_client("items")
+    # The restart took well under 3 s, so the item is still there, and expires on its old clock.
+    assert time.monotonic() - written < 2.5, "the restart was too slow for this test's timing"
+    assert after.read_item("counting", partition_key="p")["id"] == "counting"
+    time.sleep(max(0.0, written + 3.6 - time.monotonic()))
+    with pytest.raises(CosmosResourceNotFoundError):
+        after.read_item("counting", partition_key="p")
