@@ -47,6 +47,8 @@ pub struct CompareConfig {
 struct Measured {
     summary: Summary,
     peak_rss_bytes: u64,
+    /// Writes per durable commit over the server's life, from LetheDB's `/_lethedb/stats`.
+    writes_per_commit: Option<f64>,
 }
 
 struct Row {
@@ -140,6 +142,17 @@ async fn measure(
     let outcome = async {
         let paths = if kind == Kind::Hello {
             crate::cosmos::ContainerPaths::new(workload::DATABASE_ID, "items")
+        } else if workload == Workload::Create {
+            // Creates touch no preloaded item, and preloading one commit at a time would take
+            // longer than the run itself.
+            let empty = RunConfig {
+                data: DataSet {
+                    items: 0,
+                    ..config.data.clone()
+                },
+                ..config.clone()
+            };
+            workload::prepare(&server.endpoint, "items", &empty, load_clients).await?
         } else {
             workload::prepare(&server.endpoint, "items", config, load_clients).await?
         };
@@ -147,11 +160,40 @@ async fn measure(
     }
     .await;
     let memory = server.memory();
+    let writes_per_commit = if kind == Kind::LetheDb {
+        writes_per_commit(&server.endpoint).await
+    } else {
+        None
+    };
     server.stop()?;
     Ok(Measured {
         summary: outcome?,
         peak_rss_bytes: memory.peak_rss_bytes,
+        writes_per_commit,
     })
+}
+
+/// LetheDB's average group-commit size, if its stats route answers.
+async fn writes_per_commit(endpoint: &std::sync::Arc<crate::cosmos::Endpoint>) -> Option<f64> {
+    let mut client = crate::cosmos::Client::new(std::sync::Arc::clone(endpoint));
+    let reply = client
+        .send(&crate::cosmos::Request {
+            method: hyper::Method::GET,
+            path: "/_lethedb/stats",
+            resource_type: "",
+            resource_link: "",
+            headers: &[],
+            body: bytes::Bytes::new(),
+        })
+        .await
+        .ok()?;
+    if reply.status != 200 {
+        return None;
+    }
+    let stats: Value = serde_json::from_slice(&reply.body).ok()?;
+    let operations = stats["writer"]["operations"].as_f64()?;
+    let commits = stats["writer"]["commits"].as_f64()?;
+    (commits > 0.0).then(|| operations / commits)
 }
 
 /// Runs the whole comparison and writes `results_dir/{latest|smoke}.{md,json}`. Returns the
@@ -583,7 +625,11 @@ fn evaluate_goals(
 fn cell(measured: &Option<Measured>) -> [String; 4] {
     match measured {
         Some(m) => [
-            format!("{:.0}", m.summary.ops_per_sec),
+            if m.summary.ops_per_sec < 100.0 {
+                format!("{:.1}", m.summary.ops_per_sec)
+            } else {
+                format!("{:.0}", m.summary.ops_per_sec)
+            },
             format!("{:.2}", m.summary.p50_ms),
             format!("{:.2}", m.summary.p99_ms),
             format!("{:.0}", mb(m.peak_rss_bytes)),
@@ -633,6 +679,11 @@ fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch
             _ => "–".into(),
         };
         let mut note = row.note.clone();
+        if let Some(per_commit) = row.lethedb.as_ref().and_then(|m| m.writes_per_commit) {
+            if row.workload != "point-read" {
+                let _ = write!(note, "; LetheDB {per_commit:.1} writes per commit");
+            }
+        }
         for (who, measured) in [("LetheDB", &row.lethedb), ("peer", &row.peer)] {
             if let Some(m) = measured {
                 if m.summary.error_count > 0 {
@@ -742,7 +793,7 @@ fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch
 fn to_json(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> Value {
     let measured = |m: &Option<Measured>| {
         m.as_ref().map(|m| {
-            json!({"summary": m.summary.to_json(), "peak_rss_mb": round(mb(m.peak_rss_bytes), 1)})
+            json!({"summary": m.summary.to_json(), "peak_rss_mb": round(mb(m.peak_rss_bytes), 1), "writes_per_commit": m.writes_per_commit.map(|w| round(w, 2))})
         })
     };
     json!({

@@ -366,7 +366,8 @@ pub async fn prepare(
     Ok(paths)
 }
 
-/// Runs one workload with `config.clients` closed-loop clients.
+/// Runs one workload with `config.clients` closed-loop clients; throughput is the operations
+/// that completed within the measured window, divided by the window.
 pub async fn run(
     endpoint: &Arc<Endpoint>,
     paths: &ContainerPaths,
@@ -403,7 +404,10 @@ pub async fn run(
                 if now >= deadline {
                     break;
                 }
-                let outcome = one_operation(
+                // An operation still running at the deadline is abandoned and not counted, so
+                // a server too slow to finish one operation in the window scores zero rather
+                // than stretching the run.
+                let operation = one_operation(
                     &mut client,
                     &paths,
                     workload,
@@ -412,10 +416,17 @@ pub async fn run(
                     worker,
                     &mut counter,
                     &expected,
-                )
-                .await;
+                );
+                let Ok(outcome) =
+                    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), operation)
+                        .await
+                else {
+                    break;
+                };
                 let latency = now.elapsed();
-                if now < measure_from {
+                // Count what completed inside the window, even if it started in the warm-up:
+                // for operations that take seconds (full scans) that is the fair count.
+                if Instant::now() < measure_from {
                     continue;
                 }
                 match outcome {
