@@ -51,6 +51,10 @@ pub struct ServeArgs {
     /// PEM private key for --tls.
     #[arg(long, env = "LETHEDB_TLS_KEY", requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
+    /// The storage page cache, in MiB (most of the server's memory; reads beyond it go to the
+    /// operating system's page cache).
+    #[arg(long, env = "LETHEDB_CACHE_MB", default_value_t = 64)]
+    pub cache_mb: usize,
     /// The most writes one durable commit carries (1 turns group commit off).
     #[arg(long, env = "LETHEDB_WRITE_BATCH_MAX", default_value_t = 512)]
     pub write_batch_max: usize,

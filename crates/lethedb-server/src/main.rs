@@ -69,7 +69,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 args.data_dir.display()
             )
         })?;
-        Arc::new(RedbStore::open(&args.data_dir.join(STORE_FILE)).context("cannot open the store")?)
+        Arc::new(
+            RedbStore::open_with_cache(
+                &args.data_dir.join(STORE_FILE),
+                args.cache_mb.saturating_mul(1024 * 1024),
+            )
+            .context("cannot open the store")?,
+        )
     };
     let config = EngineConfig {
         write_batch_max: args.write_batch_max,
@@ -102,6 +108,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         metrics: metrics.clone(),
         metrics_route: args.metrics_bind.is_none(),
     };
+    let mut metrics_task = None;
     if let (Some(address), Some(_)) = (args.metrics_bind, &metrics) {
         // Metrics on a port of their own: the same handler, nothing else routed there.
         let metrics_state = AppState {
@@ -124,10 +131,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .await
             .with_context(|| format!("cannot listen on {address} for metrics"))?;
         tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
-        tokio::spawn(async move {
+        metrics_task = Some(tokio::spawn(async move {
             let _ = axum::serve(listener, metrics_router).await;
-        });
+        }));
     }
+    // Kept to close the store once every other handle is gone.
+    let engine = state.engine.clone();
+    drop(metrics);
     let router = app(state);
     let listener = std::net::TcpListener::bind(args.bind)
         .with_context(|| format!("cannot listen on {}", args.bind))?;
@@ -173,6 +183,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     stop_sweeper.store(true, Ordering::Relaxed);
     let _ = sweeper.await;
+    if let Some(task) = metrics_task {
+        task.abort();
+        let _ = task.await;
+    }
+    // Closing the engine joins the writer and drops the store, so redb records a clean shutdown
+    // and the next start need not verify the whole file.
+    if !engine.close() {
+        tracing::warn!("the store was still in use at shutdown; the next start will check it");
+    }
     tracing::info!("LetheDB stopped");
     Ok(())
 }

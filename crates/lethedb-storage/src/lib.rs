@@ -12,7 +12,7 @@ mod memory;
 mod redb_store;
 
 pub use memory::MemoryStore;
-pub use redb_store::RedbStore;
+pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 
 use std::ops::{Bound, ControlFlow};
 

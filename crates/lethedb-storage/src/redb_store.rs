@@ -26,6 +26,10 @@ fn io(error: impl std::fmt::Display) -> StorageError {
     StorageError::Io(error.to_string())
 }
 
+/// The page cache redb may use unless told otherwise. redb's own default is 1 GiB, which is
+/// what a 1M-item store then occupies; reads past the cache come from the OS page cache.
+pub const CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;
+
 /// A redb file opened for reading and writing.
 pub struct RedbStore {
     database: redb::Database,
@@ -34,14 +38,23 @@ pub struct RedbStore {
 }
 
 impl RedbStore {
-    /// Opens (or creates) the database file at `path` and makes sure every table exists.
+    /// Opens (or creates) the database file at `path` with the default page cache.
     pub fn open(path: &Path) -> Result<RedbStore, StorageError> {
-        let database = redb::Database::create(path).map_err(|error| match error {
-            redb::DatabaseError::Storage(redb::StorageError::Corrupted(message)) => {
-                StorageError::Corrupted(message)
-            }
-            other => io(other),
-        })?;
+        RedbStore::open_with_cache(path, CACHE_BYTES_DEFAULT)
+    }
+
+    /// Opens (or creates) the database file at `path` and makes sure every table exists.
+    /// `cache_bytes` bounds redb's page cache, which is most of the process's memory.
+    pub fn open_with_cache(path: &Path, cache_bytes: usize) -> Result<RedbStore, StorageError> {
+        let database = redb::Database::builder()
+            .set_cache_size(cache_bytes)
+            .create(path)
+            .map_err(|error| match error {
+                redb::DatabaseError::Storage(redb::StorageError::Corrupted(message)) => {
+                    StorageError::Corrupted(message)
+                }
+                other => io(other),
+            })?;
         let transaction = database.begin_write().map_err(io)?;
         for table in Table::ALL {
             transaction.open_table(definition(table)).map_err(io)?;
