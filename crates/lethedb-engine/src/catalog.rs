@@ -63,9 +63,24 @@ pub struct Container {
     pub throughput: Option<Throughput>,
     /// The budget its requests draw on: its own, else its database's shared one.
     pub budget: Option<(BudgetKey, f64)>,
+    /// `dbs/{database rid}/colls/{container rid}/docs/`, the start of every item's `_self`.
+    pub(crate) documents_self_prefix: String,
+}
+
+fn documents_self_prefix(database_number: u32, container_number: u32) -> String {
+    format!(
+        "dbs/{}/colls/{}/docs/",
+        records::database_rid(database_number),
+        records::container_rid(database_number, container_number)
+    )
 }
 
 impl Container {
+    /// The `_rid` of this container's item with the given document number.
+    pub(crate) fn document_rid(&self, document_number: u64) -> String {
+        records::document_rid(self.database_number, self.number, document_number)
+    }
+
     fn from_record(
         record: ContainerRecord,
         database_throughput: Option<Throughput>,
@@ -97,6 +112,7 @@ impl Container {
                 )),
                 (None, None) => None,
             },
+            documents_self_prefix: documents_self_prefix(record.database_number, record.number),
         })
     }
 
@@ -628,6 +644,7 @@ impl Engine {
                         )),
                         (None, None) => None,
                     },
+                    documents_self_prefix: documents_self_prefix(database.number, number),
                 };
                 store_sequences(context, &sequences)?;
                 store_container(context, &container)?;

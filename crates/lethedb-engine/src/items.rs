@@ -44,49 +44,39 @@ impl StoredItem {
         records::etag(self.container.key_number(), self.record.lsn)
     }
 
-    fn system_properties(&self) -> [(&'static str, Value); 5] {
-        let container = &self.container;
-        let rid = records::document_rid(
-            container.database_number,
-            container.number,
-            self.record.document_number,
-        );
-        let database_rid = records::database_rid(container.database_number);
-        [
-            ("_rid", Value::String(rid.clone())),
-            (
-                "_self",
-                Value::String(format!(
-                    "dbs/{database_rid}/colls/{}/docs/{rid}/",
-                    container.rid()
-                )),
-            ),
-            ("_etag", Value::String(self.etag())),
-            ("_attachments", Value::String("attachments/".into())),
-            (
-                "_ts",
-                Value::from(self.record.last_modified_ms.div_euclid(1000)),
-            ),
-        ]
+    /// The item's `_rid`.
+    fn rid(&self) -> String {
+        self.container.document_rid(self.record.document_number)
     }
 
-    /// The item as clients see it, as JSON bytes, without re-parsing the stored document.
+    /// The item as clients see it, as JSON bytes: the stored document with the system
+    /// properties spliced in, written directly (their values need no escaping but the ETag's
+    /// quotes).
     pub fn to_json_bytes(&self) -> Vec<u8> {
         let body = &self.record.body;
-        let mut out = Vec::with_capacity(body.len() + 200);
+        let rid = self.rid();
+        let etag = self.etag();
+        let mut out = Vec::with_capacity(body.len() + 160);
         // Stored bodies are compact JSON objects written by this module: `{` ... `}`.
         out.extend_from_slice(&body[..body.len().saturating_sub(1)]);
-        let mut first = body.len() <= 2;
-        for (name, value) in self.system_properties() {
-            if !first {
-                out.push(b',');
-            }
-            first = false;
-            out.push(b'"');
-            out.extend_from_slice(name.as_bytes());
-            out.extend_from_slice(b"\":");
-            out.extend_from_slice(value.to_string().as_bytes());
+        if body.len() > 2 {
+            out.push(b',');
         }
+        out.extend_from_slice(b"\"_rid\":\"");
+        out.extend_from_slice(rid.as_bytes());
+        out.extend_from_slice(b"\",\"_self\":\"");
+        out.extend_from_slice(self.container.documents_self_prefix.as_bytes());
+        out.extend_from_slice(rid.as_bytes());
+        out.extend_from_slice(b"/\",\"_etag\":\"\\\"");
+        out.extend_from_slice(etag.trim_matches('"').as_bytes());
+        out.extend_from_slice(b"\\\"\",\"_attachments\":\"attachments/\",\"_ts\":");
+        out.extend_from_slice(
+            self.record
+                .last_modified_ms
+                .div_euclid(1000)
+                .to_string()
+                .as_bytes(),
+        );
         out.push(b'}');
         out
     }
@@ -98,9 +88,16 @@ impl StoredItem {
             .document()
             .ok_or_else(|| EngineError::Unavailable("a stored item could not be read".into()))?;
         if let Value::Object(map) = &mut document {
-            for (name, value) in self.system_properties() {
-                map.insert(name.into(), value);
-            }
+            let rid = self.rid();
+            let self_link = format!("{}{rid}/", self.container.documents_self_prefix);
+            map.insert("_rid".into(), Value::String(rid));
+            map.insert("_self".into(), Value::String(self_link));
+            map.insert("_etag".into(), Value::String(self.etag()));
+            map.insert("_attachments".into(), Value::String("attachments/".into()));
+            map.insert(
+                "_ts".into(),
+                Value::from(self.record.last_modified_ms.div_euclid(1000)),
+            );
         }
         Ok(document)
     }

@@ -82,6 +82,19 @@ impl Reply {
     }
 }
 
+/// A fresh activity id in the UUID format the SDKs log: a random per-process prefix and a
+/// counter, so making one costs no system call (a v4 UUID per request would ask the OS for
+/// randomness every time).
+pub fn activity_id() -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use std::sync::OnceLock;
+    static PREFIX: OnceLock<u128> = OnceLock::new();
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let prefix = *PREFIX.get_or_init(|| uuid::Uuid::new_v4().as_u128());
+    let id = prefix ^ u128::from(COUNTER.fetch_add(1, Ordering::Relaxed));
+    uuid::Uuid::from_u128(id).hyphenated().to_string()
+}
+
 /// Headers on every response: activity id (the client's, if it sent one), versions.
 pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap) {
     let headers = response.headers_mut();
@@ -89,7 +102,7 @@ pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap) 
         let activity = request_headers
             .get("x-ms-activity-id")
             .cloned()
-            .or_else(|| HeaderValue::from_str(&uuid::Uuid::new_v4().to_string()).ok());
+            .or_else(|| HeaderValue::from_str(&activity_id()).ok());
         if let Some(activity) = activity {
             headers.insert("x-ms-activity-id", activity);
         }
