@@ -17,7 +17,7 @@ use crate::writer::WriteContext;
 use crate::{validate_id, Engine, ITEM_BYTES_MAX, PAGE_ITEMS_MAX};
 use base64::Engine as _;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
@@ -119,43 +119,19 @@ pub struct Feed {
     pub lsn: u64,
 }
 
-/// The `ttl` field of a stored body, read without building the whole document.
-pub(crate) fn stored_item_ttl(body: &[u8]) -> ItemTtl {
-    #[derive(serde::Deserialize)]
-    struct TtlOnly {
-        ttl: Option<Value>,
-    }
-    match serde_json::from_slice::<TtlOnly>(body) {
-        Ok(TtlOnly { ttl: Some(value) }) => {
-            let mut probe = Map::new();
-            probe.insert("ttl".into(), value);
-            ttl::item_ttl(&Value::Object(probe))
-        }
-        _ => ItemTtl::Inherit,
-    }
-}
-
 /// Whether a stored version is expired at `now_ms` under the container's current setting.
 pub(crate) fn is_expired(
     container: &Container,
-    record_last_modified_ms: i64,
-    body: &[u8],
+    last_modified_ms: i64,
+    ttl: ItemTtl,
     now_ms: i64,
 ) -> bool {
-    let state = &container.ttl;
-    if !state.is_on()
-        && state.own_expired_before_ms == i64::MIN
-        && state.default_modified_before_ms == i64::MIN
-    {
-        // TTL has never been on for this container: nothing can have expired.
-        return false;
-    }
-    state.is_expired(record_last_modified_ms, stored_item_ttl(body), now_ms)
+    container.ttl.is_expired(last_modified_ms, ttl, now_ms)
 }
 
 /// Where a version sits in the expiry index, if anywhere.
-pub(crate) fn expiry_placement(last_modified_ms: i64, body: &[u8]) -> Option<(ExpiryClass, i64)> {
-    match stored_item_ttl(body) {
+pub(crate) fn expiry_placement(last_modified_ms: i64, ttl: ItemTtl) -> Option<(ExpiryClass, i64)> {
+    match ttl {
         ItemTtl::Never => None,
         ItemTtl::Secs(secs) => Some((
             ExpiryClass::Own,
@@ -188,7 +164,7 @@ pub(crate) fn remove_version(
     record: &ItemRecord,
     counters: &mut records::Counters,
 ) -> EngineResult<()> {
-    if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, &record.body) {
+    if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
         context.delete(
             Table::Expiry,
             &keys::expiry_key(container_number, class, time_ms, &item_key[8..]),
@@ -216,7 +192,7 @@ pub(crate) fn current_version(
     if is_expired(
         container,
         record.last_modified_ms,
-        &record.body,
+        record.ttl,
         context.now_ms,
     ) {
         return Err(not_found());
@@ -314,7 +290,7 @@ pub(crate) fn apply_write(
         !is_expired(
             &container,
             record.last_modified_ms,
-            &record.body,
+            record.ttl,
             context.now_ms,
         )
     });
@@ -357,9 +333,10 @@ pub(crate) fn apply_write(
         last_modified_ms: context.now_ms,
         lsn: counters.lsn,
         document_number,
+        ttl: ttl::item_ttl(&document),
         body: bytes,
     };
-    if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, &record.body) {
+    if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
         let entry = ExpiryEntry {
             lsn: record.lsn,
             body_bytes: record.body.len() as u64,
@@ -407,7 +384,7 @@ pub(crate) fn apply_delete(
     if is_expired(
         container,
         existing.last_modified_ms,
-        &existing.body,
+        existing.ttl,
         context.now_ms,
     ) {
         return Err(not_found());
@@ -484,7 +461,7 @@ impl Engine {
         if is_expired(
             container,
             record.last_modified_ms,
-            &record.body,
+            record.ttl,
             self.now_ms(),
         ) {
             return Err(not_found());
@@ -555,7 +532,7 @@ impl Engine {
                 broken = true;
                 return ControlFlow::Break(());
             };
-            if is_expired(container, record.last_modified_ms, &record.body, now_ms) {
+            if is_expired(container, record.last_modified_ms, record.ttl, now_ms) {
                 return ControlFlow::Continue(());
             }
             if items.len() == page_items_max {
@@ -620,7 +597,7 @@ impl Engine {
                     if !is_expired(
                         &container,
                         record.last_modified_ms,
-                        &record.body,
+                        record.ttl,
                         context.now_ms,
                     ) {
                         visible += 1;

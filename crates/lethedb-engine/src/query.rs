@@ -138,7 +138,7 @@ impl Engine {
                 ));
                 return ControlFlow::Break(());
             };
-            if is_expired(container, record.last_modified_ms, &record.body, now_ms) {
+            if is_expired(container, record.last_modified_ms, record.ttl, now_ms) {
                 return ControlFlow::Continue(());
             }
             let item = StoredItem {

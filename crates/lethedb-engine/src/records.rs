@@ -4,11 +4,13 @@
 //! number) followed by the document's JSON without system properties; the system properties are
 //! derived on every read, so a client can never override them. Nothing here decides visibility.
 
+use crate::ttl::ItemTtl;
 use base64::Engine as _;
 use serde_json::Value;
 
-const ITEM_RECORD_VERSION: u8 = 1;
-const ITEM_HEADER_BYTES: usize = 25;
+/// Version 2 added the item's own `ttl` to the header, so expiry checks never parse bodies.
+const ITEM_RECORD_VERSION: u8 = 2;
+const ITEM_HEADER_BYTES: usize = 33;
 
 /// The system properties the server owns; any a client sends are dropped before storing.
 pub const SYSTEM_PROPERTIES: [&str; 5] = ["_rid", "_self", "_etag", "_attachments", "_ts"];
@@ -21,6 +23,8 @@ pub struct ItemRecord {
     pub lsn: u64,
     /// Assigned at creation, kept by replaces: the item's `_rid` suffix.
     pub document_number: u64,
+    /// The document's own `ttl`, as it affects expiry (read from the body when written).
+    pub ttl: ItemTtl,
     /// The document as the client sent it, minus system properties, as compact JSON.
     pub body: Vec<u8>,
 }
@@ -32,37 +36,54 @@ impl ItemRecord {
         out.extend_from_slice(&self.last_modified_ms.to_be_bytes());
         out.extend_from_slice(&self.lsn.to_be_bytes());
         out.extend_from_slice(&self.document_number.to_be_bytes());
+        out.extend_from_slice(&ttl_code(self.ttl).to_be_bytes());
         out.extend_from_slice(&self.body);
         out
     }
 
     /// Decodes a stored record; `None` means the bytes are not a record (corruption).
     pub fn decode(bytes: &[u8]) -> Option<ItemRecord> {
-        if bytes.len() < ITEM_HEADER_BYTES || bytes[0] != ITEM_RECORD_VERSION {
-            return None;
-        }
-        let field = |at: usize| -> Option<[u8; 8]> { bytes.get(at..at + 8)?.try_into().ok() };
+        let (last_modified_ms, lsn, ttl) = ItemRecord::decode_header(bytes)?;
         Some(ItemRecord {
-            last_modified_ms: i64::from_be_bytes(field(1)?),
-            lsn: u64::from_be_bytes(field(9)?),
-            document_number: u64::from_be_bytes(field(17)?),
+            last_modified_ms,
+            lsn,
+            document_number: u64::from_be_bytes(bytes.get(17..25)?.try_into().ok()?),
+            ttl,
             body: bytes[ITEM_HEADER_BYTES..].to_vec(),
         })
     }
 
-    /// The header fields alone, without copying the body.
-    pub fn decode_header(bytes: &[u8]) -> Option<(i64, u64)> {
+    /// The header fields expiry needs, without copying the body.
+    pub fn decode_header(bytes: &[u8]) -> Option<(i64, u64, ItemTtl)> {
         if bytes.len() < ITEM_HEADER_BYTES || bytes[0] != ITEM_RECORD_VERSION {
             return None;
         }
+        let field = |at: usize| -> Option<[u8; 8]> { bytes.get(at..at + 8)?.try_into().ok() };
         Some((
-            i64::from_be_bytes(bytes.get(1..9)?.try_into().ok()?),
-            u64::from_be_bytes(bytes.get(9..17)?.try_into().ok()?),
+            i64::from_be_bytes(field(1)?),
+            u64::from_be_bytes(field(9)?),
+            ttl_from_code(i64::from_be_bytes(field(25)?)),
         ))
     }
 
     pub fn document(&self) -> Option<Value> {
         serde_json::from_slice(&self.body).ok()
+    }
+}
+
+fn ttl_code(ttl: ItemTtl) -> i64 {
+    match ttl {
+        ItemTtl::Inherit => 0,
+        ItemTtl::Never => -1,
+        ItemTtl::Secs(secs) => secs,
+    }
+}
+
+fn ttl_from_code(code: i64) -> ItemTtl {
+    match code {
+        0 => ItemTtl::Inherit,
+        -1 => ItemTtl::Never,
+        secs => ItemTtl::Secs(secs),
     }
 }
 
@@ -181,10 +202,14 @@ mod tests {
             last_modified_ms: -3,
             lsn: 9,
             document_number: 4,
+            ttl: ItemTtl::Secs(7),
             body: b"{\"id\":\"a\"}".to_vec(),
         };
         assert_eq!(ItemRecord::decode(&record.encode()), Some(record.clone()));
-        assert_eq!(ItemRecord::decode_header(&record.encode()), Some((-3, 9)));
+        assert_eq!(
+            ItemRecord::decode_header(&record.encode()),
+            Some((-3, 9, ItemTtl::Secs(7)))
+        );
         assert_eq!(ItemRecord::decode(b"short"), None);
         let counters = Counters {
             items: 1,

@@ -222,7 +222,7 @@ impl Engine {
                             || !is_expired(
                                 &container,
                                 record.last_modified_ms,
-                                &record.body,
+                                record.ttl,
                                 context.now_ms,
                             )
                         {
