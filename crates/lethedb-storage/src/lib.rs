@@ -9,6 +9,7 @@
 //! This crate knows nothing of HTTP, Cosmos DB, JSON or time to live: keys and values are opaque.
 
 mod memory;
+mod overlay;
 mod redb_store;
 
 pub use memory::MemoryStore;

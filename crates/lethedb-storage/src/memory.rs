@@ -4,6 +4,7 @@
 //! in an overlay and publishes them on commit (copying the maps only if a snapshot still holds the
 //! old ones). Nothing here survives the process.
 
+use crate::overlay::{BaseEntry, Overlay};
 use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use std::collections::BTreeMap;
 
@@ -98,9 +99,6 @@ impl ReadTxn for MemoryRead {
     }
 }
 
-/// Pending changes of one table: `None` marks a deletion.
-type Overlay = [BTreeMap<Vec<u8>, Option<Vec<u8>>>; Table::ALL.len()];
-
 struct MemoryWrite<'a> {
     store: &'a MemoryStore,
     base: Arc<Tables>,
@@ -108,8 +106,6 @@ struct MemoryWrite<'a> {
 }
 
 impl MemoryWrite<'_> {
-    /// Merges the committed map and the overlay lazily, in either direction, so a scan that
-    /// stops early costs only what it visited.
     fn merged_scan(
         &self,
         table: Table,
@@ -120,54 +116,20 @@ impl MemoryWrite<'_> {
         if range.is_empty() {
             return Ok(());
         }
-        let bounds = (range.start.clone(), range.end.clone());
-        let base = self.base[table.index()].range(bounds.clone());
-        let overlay = self.overlay[table.index()].range(bounds);
-        type Entries<'i, V> = Box<dyn Iterator<Item = (&'i Vec<u8>, V)> + 'i>;
-        let (mut base, mut overlay): (Entries<&Vec<u8>>, Entries<&Option<Vec<u8>>>) = if reverse {
-            (Box::new(base.rev()), Box::new(overlay.rev()))
+        let entries = self.base[table.index()].range((range.start.clone(), range.end.clone()));
+        let base: Box<dyn Iterator<Item = BaseEntry<&Vec<u8>, &Vec<u8>>>> = if reverse {
+            Box::new(entries.rev().map(Ok))
         } else {
-            (Box::new(base), Box::new(overlay))
+            Box::new(entries.map(Ok))
         };
-        let mut next_base = base.next();
-        let mut next_overlay = overlay.next();
-        // `first` is true when key `a` comes before key `b` in the scan direction.
-        let first = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
-        loop {
-            let (key, value): (&[u8], &[u8]) = match (next_base, next_overlay) {
-                (None, None) => return Ok(()),
-                (Some((key, value)), None) => {
-                    next_base = base.next();
-                    (key, value)
-                }
-                (Some((base_key, value)), Some((overlay_key, _)))
-                    if first(base_key, overlay_key) =>
-                {
-                    next_base = base.next();
-                    (base_key, value)
-                }
-                (base_entry, Some((overlay_key, change))) => {
-                    if base_entry.is_some_and(|(base_key, _)| base_key == overlay_key) {
-                        next_base = base.next();
-                    }
-                    next_overlay = overlay.next();
-                    match change {
-                        Some(value) => (overlay_key, value),
-                        None => continue,
-                    }
-                }
-            };
-            if visit(key, value).is_break() {
-                return Ok(());
-            }
-        }
+        self.overlay.merged_scan(table, range, reverse, base, visit)
     }
 }
 
 impl ReadTxn for MemoryWrite<'_> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        match self.overlay[table.index()].get(key) {
-            Some(change) => Ok(change.clone()),
+        match self.overlay.get(table, key) {
+            Some(change) => Ok(change),
             None => Ok(self.base[table.index()].get(key).cloned()),
         }
     }
@@ -188,12 +150,12 @@ impl ReadTxn for MemoryWrite<'_> {
 
 impl WriteTxn for MemoryWrite<'_> {
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
-        self.overlay[table.index()].insert(key.to_vec(), Some(value.to_vec()));
+        self.overlay.put(table, key, value);
         Ok(())
     }
 
     fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError> {
-        self.overlay[table.index()].insert(key.to_vec(), None);
+        self.overlay.delete(table, key);
         Ok(())
     }
 
@@ -210,11 +172,11 @@ impl WriteTxn for MemoryWrite<'_> {
             Err(poisoned) => poisoned.into_inner(),
         };
         let tables = Arc::make_mut(&mut guard);
-        for (index, changes) in overlay.into_iter().enumerate() {
+        for (table, changes) in overlay.into_tables() {
             for (key, change) in changes {
                 match change {
-                    Some(value) => tables[index].insert(key, value),
-                    None => tables[index].remove(&key),
+                    Some(value) => tables[table.index()].insert(key, value),
+                    None => tables[table.index()].remove(&key),
                 };
             }
         }

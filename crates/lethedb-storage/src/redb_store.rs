@@ -4,6 +4,7 @@
 //! that are durable when `commit` returns. This module only maps the trait onto redb; it does not
 //! batch, retry or interpret anything.
 
+use crate::overlay::{BaseEntry, Overlay};
 use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
@@ -80,6 +81,7 @@ impl Storage for RedbStore {
         let transaction = self.database.begin_write().map_err(io)?;
         Ok(Box::new(RedbWrite {
             transaction,
+            overlay: Overlay::default(),
             poisoned: &self.poisoned,
         }))
     }
@@ -166,25 +168,72 @@ impl ReadTxn for RedbRead {
     }
 }
 
+/// The write transaction. Writes wait in an overlay until commit, where each table is opened
+/// once and each changed key written once (redb opens a table by name on every call, and a
+/// group commit rewrites a container's counters many times).
 struct RedbWrite<'a> {
     transaction: redb::WriteTransaction,
+    overlay: Overlay,
     poisoned: &'a AtomicBool,
+}
+
+/// A redb value or key, readable as bytes while its guard lives.
+struct Guarded<'a>(redb::AccessGuard<'a, &'static [u8]>);
+
+impl AsRef<[u8]> for Guarded<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self.0.value()
+    }
+}
+
+type RedbEntry<'a> = Result<
+    (
+        redb::AccessGuard<'a, &'static [u8]>,
+        redb::AccessGuard<'a, &'static [u8]>,
+    ),
+    redb::StorageError,
+>;
+
+fn guarded(entry: RedbEntry<'_>) -> BaseEntry<Guarded<'_>, Guarded<'_>> {
+    entry
+        .map(|(key, value)| (Guarded(key), Guarded(value)))
+        .map_err(io)
+}
+
+impl RedbWrite<'_> {
+    fn merged_scan(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        reverse: bool,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError> {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        let entries = opened.range::<&[u8]>(bounds(range)).map_err(io)?;
+        let base: Box<dyn Iterator<Item = BaseEntry<Guarded<'_>, Guarded<'_>>>> = if reverse {
+            Box::new(entries.rev().map(guarded))
+        } else {
+            Box::new(entries.map(guarded))
+        };
+        self.overlay.merged_scan(table, range, reverse, base, visit)
+    }
 }
 
 impl ReadTxn for RedbWrite<'_> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        if let Some(change) = self.overlay.get(table, key) {
+            return Ok(change);
+        }
         let opened = self.transaction.open_table(definition(table)).map_err(io)?;
         let found = opened.get(key).map_err(io)?;
         Ok(found.map(|value| value.value().to_vec()))
     }
 
     fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
-        if range.is_empty() {
-            return Ok(());
-        }
-        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
-        let entries = opened.range::<&[u8]>(bounds(range)).map_err(io)?;
-        visit_all(entries, visit)
+        self.merged_scan(table, range, false, visit)
     }
 
     fn scan_rev(
@@ -193,31 +242,42 @@ impl ReadTxn for RedbWrite<'_> {
         range: &KeyRange,
         visit: Visit<'_>,
     ) -> Result<(), StorageError> {
-        if range.is_empty() {
-            return Ok(());
-        }
-        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
-        let entries = opened.range::<&[u8]>(bounds(range)).map_err(io)?;
-        visit_all(entries.rev(), visit)
+        self.merged_scan(table, range, true, visit)
     }
 }
 
 impl WriteTxn for RedbWrite<'_> {
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
-        let mut opened = self.transaction.open_table(definition(table)).map_err(io)?;
-        opened.insert(key, value).map_err(io)?;
+        self.overlay.put(table, key, value);
         Ok(())
     }
 
     fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError> {
-        let mut opened = self.transaction.open_table(definition(table)).map_err(io)?;
-        opened.remove(key).map_err(io)?;
+        self.overlay.delete(table, key);
         Ok(())
     }
 
     fn commit(self: Box<Self>) -> Result<(), StorageError> {
-        let poisoned = self.poisoned;
-        self.transaction.commit().map_err(|error| {
+        let RedbWrite {
+            transaction,
+            overlay,
+            poisoned,
+        } = *self;
+        for (table, changes) in overlay.into_tables() {
+            if changes.is_empty() {
+                continue;
+            }
+            let mut opened = transaction.open_table(definition(table)).map_err(io)?;
+            // Keys arrive sorted, which keeps redb's copy-on-write pages hot.
+            for (key, change) in changes {
+                match change {
+                    Some(value) => opened.insert(key.as_slice(), value.as_slice()).map(drop),
+                    None => opened.remove(key.as_slice()).map(drop),
+                }
+                .map_err(io)?;
+            }
+        }
+        transaction.commit().map_err(|error| {
             poisoned.store(true, Ordering::Release);
             tracing::error!(%error, "commit failed; refusing further writes until restart");
             io(error)

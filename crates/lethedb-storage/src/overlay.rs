@@ -1,0 +1,105 @@
+//! Pending changes of a write transaction, kept in memory until commit, and the merge that lets
+//! reads through the transaction see them.
+//!
+//! Both backends buffer writes here: the in-memory one publishes them on commit; the redb one
+//! applies them table by table just before its commit, opening each table once and writing a
+//! key that changed several times (a container's counters, say) only once. This module knows
+//! nothing of either backend's storage.
+
+use crate::{KeyRange, StorageError, Table, Visit};
+use std::collections::BTreeMap;
+
+/// One table's pending changes: `None` marks a deletion.
+pub(crate) type Changes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+
+/// Every table's pending changes.
+#[derive(Default)]
+pub(crate) struct Overlay {
+    tables: [Changes; Table::ALL.len()],
+}
+
+/// A committed entry a backend feeds into a merged scan.
+pub(crate) type BaseEntry<K, V> = Result<(K, V), StorageError>;
+
+impl Overlay {
+    /// `Some(Some(v))`: written; `Some(None)`: deleted; `None`: unchanged here.
+    pub(crate) fn get(&self, table: Table, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        self.tables[table.index()].get(key).cloned()
+    }
+
+    pub(crate) fn put(&mut self, table: Table, key: &[u8], value: &[u8]) {
+        self.tables[table.index()].insert(key.to_vec(), Some(value.to_vec()));
+    }
+
+    pub(crate) fn delete(&mut self, table: Table, key: &[u8]) {
+        self.tables[table.index()].insert(key.to_vec(), None);
+    }
+
+    pub(crate) fn into_tables(self) -> impl Iterator<Item = (Table, Changes)> {
+        Table::ALL.into_iter().zip(self.tables)
+    }
+
+    /// Visits the committed entries (`base`, already limited to `range` and in scan order)
+    /// merged with the pending changes, lazily, so a scan that stops early costs only what it
+    /// visited.
+    pub(crate) fn merged_scan<K, V>(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        reverse: bool,
+        base: Box<dyn Iterator<Item = BaseEntry<K, V>> + '_>,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError>
+    where
+        K: AsRef<[u8]>,
+        V: AsRef<[u8]>,
+    {
+        if range.is_empty() {
+            return Ok(());
+        }
+        let changes = self.tables[table.index()].range((range.start.clone(), range.end.clone()));
+        let mut changes: Box<dyn Iterator<Item = (&Vec<u8>, &Option<Vec<u8>>)>> = if reverse {
+            Box::new(changes.rev())
+        } else {
+            Box::new(changes)
+        };
+        let mut base = base;
+        let mut next_base = base.next().transpose()?;
+        let mut next_change = changes.next();
+        // `first` is true when key `a` comes before key `b` in the scan direction.
+        let first = |a: &[u8], b: &[u8]| if reverse { a > b } else { a < b };
+        loop {
+            let flow = match (&next_base, next_change) {
+                (None, None) => return Ok(()),
+                (Some((key, value)), None) => {
+                    let flow = visit(key.as_ref(), value.as_ref());
+                    next_base = base.next().transpose()?;
+                    flow
+                }
+                (Some((base_key, value)), Some((change_key, _)))
+                    if first(base_key.as_ref(), change_key) =>
+                {
+                    let flow = visit(base_key.as_ref(), value.as_ref());
+                    next_base = base.next().transpose()?;
+                    flow
+                }
+                (base_entry, Some((change_key, change))) => {
+                    if base_entry
+                        .as_ref()
+                        .is_some_and(|(base_key, _)| base_key.as_ref() == change_key.as_slice())
+                    {
+                        next_base = base.next().transpose()?;
+                    }
+                    next_change = changes.next();
+                    match change {
+                        Some(value) => visit(change_key, value),
+                        None => continue,
+                    }
+                }
+            };
+            if flow.is_break() {
+                return Ok(());
+            }
+        }
+    }
+}
