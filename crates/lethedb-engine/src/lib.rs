@@ -9,6 +9,7 @@
 pub mod batch;
 mod catalog;
 mod clock;
+pub mod document_cache;
 mod error;
 mod items;
 mod keys;
@@ -56,6 +57,8 @@ pub struct EngineConfig {
     pub default_throughput_ru: Option<u32>,
     /// Whether spent budgets refuse requests (429); charges are reported either way.
     pub rate_limit: bool,
+    /// The memory parsed documents may take to speed up scans (0 turns the cache off).
+    pub document_cache_bytes: usize,
 }
 
 impl Default for EngineConfig {
@@ -65,6 +68,7 @@ impl Default for EngineConfig {
             sweeper: SweeperConfig::default(),
             default_throughput_ru: None,
             rate_limit: true,
+            document_cache_bytes: document_cache::DOCUMENT_CACHE_BYTES_DEFAULT,
         }
     }
 }
@@ -114,6 +118,7 @@ pub(crate) struct Inner {
     pub(crate) containers: Arc<ContainerCache>,
     pub(crate) sweep_stats: sweeper::SweepRegistry,
     pub(crate) budgets: throughput::Budgets,
+    pub(crate) documents: document_cache::DocumentCache,
     pub(crate) default_throughput_ru: Option<u32>,
     pub(crate) rate_limit: bool,
 }
@@ -149,6 +154,7 @@ impl Engine {
                 containers,
                 sweep_stats: sweeper::SweepRegistry::default(),
                 budgets: throughput::Budgets::default(),
+                documents: document_cache::DocumentCache::new(config.document_cache_bytes),
                 default_throughput_ru: config.default_throughput_ru,
                 rate_limit: config.rate_limit,
             }),

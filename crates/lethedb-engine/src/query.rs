@@ -131,25 +131,41 @@ impl Engine {
         let reader = self.inner.store.read()?;
         let mut failure: Option<EngineError> = None;
         let mut page_full = false;
+        let cache = &self.inner.documents;
         reader.scan(Table::Items, &range, &mut |key, value| {
-            let Some(record) = ItemRecord::decode(value) else {
+            // The header decides visibility without copying or parsing the body.
+            let Some((last_modified_ms, lsn, ttl)) = ItemRecord::decode_header(value) else {
                 failure = Some(EngineError::Unavailable(
                     "a stored item could not be read".into(),
                 ));
                 return ControlFlow::Break(());
             };
-            if is_expired(container, record.last_modified_ms, record.ttl, now_ms) {
+            if is_expired(container, last_modified_ms, ttl, now_ms) {
                 return ControlFlow::Continue(());
             }
-            let item = StoredItem {
-                container: Arc::clone(container),
-                record,
-            };
-            let document = match item.to_value() {
-                Ok(document) => document,
-                Err(error) => {
-                    failure = Some(error);
-                    return ControlFlow::Break(());
+            let document = match cache.get(key, lsn) {
+                Some(document) => document,
+                None => {
+                    let parsed = ItemRecord::decode(value)
+                        .map(|record| StoredItem {
+                            container: Arc::clone(container),
+                            record,
+                        })
+                        .ok_or_else(|| {
+                            EngineError::Unavailable("a stored item could not be read".into())
+                        })
+                        .and_then(|item| item.to_value());
+                    match parsed {
+                        Ok(document) => {
+                            let document = Arc::new(document);
+                            cache.insert(key, lsn, Arc::clone(&document), value.len());
+                            document
+                        }
+                        Err(error) => {
+                            failure = Some(error);
+                            return ControlFlow::Break(());
+                        }
+                    }
                 }
             };
             if let Some((start, end)) = effective_range {

@@ -55,6 +55,9 @@ pub struct ServeArgs {
     /// operating system's page cache).
     #[arg(long, env = "LETHEDB_CACHE_MB", default_value_t = 64)]
     pub cache_mb: usize,
+    /// Memory for parsed documents that speeds up queries, in MiB (0 turns it off).
+    #[arg(long, env = "LETHEDB_DOCUMENT_CACHE_MB", default_value_t = 64)]
+    pub document_cache_mb: usize,
     /// The most writes one durable commit carries (1 turns group commit off).
     #[arg(long, env = "LETHEDB_WRITE_BATCH_MAX", default_value_t = 512)]
     pub write_batch_max: usize,

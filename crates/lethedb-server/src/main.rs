@@ -81,6 +81,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         write_batch_max: args.write_batch_max,
         default_throughput_ru: args.default_throughput,
         rate_limit: !args.no_rate_limit,
+        document_cache_bytes: args.document_cache_mb.saturating_mul(1024 * 1024),
         sweeper: lethedb_engine::SweeperConfig {
             unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
             ..lethedb_engine::SweeperConfig::default()

@@ -1,0 +1,101 @@
+//! A bounded cache of parsed documents for scans, so a query over a container does not parse
+//! every item's JSON again on every page and every query.
+//!
+//! Entries are keyed by item key and tagged with the LSN of the version they were parsed from;
+//! a lookup with any other LSN misses, so writes need no invalidation. Memory is bounded by a
+//! byte budget split over shards; a shard that outgrows its share is emptied (a cheap, blunt
+//! eviction: the cache only ever saves work, it never decides an answer). This module knows
+//! nothing of visibility: callers look up only versions they already decided are visible.
+
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+/// The default budget for parsed documents.
+pub const DOCUMENT_CACHE_BYTES_DEFAULT: usize = 64 * 1024 * 1024;
+const SHARDS: usize = 16;
+
+#[derive(Default)]
+struct Shard {
+    entries: HashMap<Vec<u8>, (u64, Arc<Value>, usize)>,
+    bytes: usize,
+}
+
+/// Parsed documents by item key and LSN.
+pub struct DocumentCache {
+    shards: Vec<Mutex<Shard>>,
+    shard_bytes_max: usize,
+}
+
+impl DocumentCache {
+    pub fn new(bytes_max: usize) -> DocumentCache {
+        DocumentCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_bytes_max: bytes_max / SHARDS,
+        }
+    }
+
+    fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
+        // The last bytes of an item key (the id) spread best.
+        let spread = key.iter().rev().take(8).fold(0usize, |hash, &b| {
+            hash.wrapping_mul(31).wrapping_add(usize::from(b))
+        });
+        &self.shards[spread % SHARDS]
+    }
+
+    /// The parsed version `lsn` of the item at `key`, if cached.
+    pub fn get(&self, key: &[u8], lsn: u64) -> Option<Arc<Value>> {
+        let shard = self.shard(key).lock().ok()?;
+        match shard.entries.get(key) {
+            Some((cached_lsn, document, _)) if *cached_lsn == lsn => Some(Arc::clone(document)),
+            _ => None,
+        }
+    }
+
+    /// Remembers a parsed version; `source_bytes` is the size of the JSON it came from.
+    pub fn insert(&self, key: &[u8], lsn: u64, document: Arc<Value>, source_bytes: usize) {
+        if self.shard_bytes_max == 0 {
+            return;
+        }
+        // A parsed document takes roughly twice its text plus the map's own overhead.
+        let cost = source_bytes * 2 + 256;
+        let Ok(mut shard) = self.shard(key).lock() else {
+            return;
+        };
+        if shard.bytes + cost > self.shard_bytes_max {
+            shard.entries.clear();
+            shard.bytes = 0;
+        }
+        if let Some((_, _, old_cost)) = shard.entries.insert(key.to_vec(), (lsn, document, cost)) {
+            shard.bytes -= old_cost;
+        }
+        shard.bytes += cost;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn hits_only_the_same_version_and_stays_within_budget() {
+        let cache = DocumentCache::new(16 * 4096);
+        cache.insert(b"k1", 3, Arc::new(json!({"a": 1})), 10);
+        assert_eq!(cache.get(b"k1", 3).as_deref(), Some(&json!({"a": 1})));
+        assert!(cache.get(b"k1", 4).is_none(), "another version misses");
+        assert!(cache.get(b"k2", 3).is_none());
+        for i in 0..10_000u32 {
+            cache.insert(&i.to_be_bytes(), 1, Arc::new(json!(i)), 100);
+        }
+        let total: usize = cache
+            .shards
+            .iter()
+            .map(|s| s.lock().map(|s| s.bytes).unwrap_or(0))
+            .sum();
+        assert!(total <= 16 * 4096, "{total}");
+        let disabled = DocumentCache::new(0);
+        disabled.insert(b"k", 1, Arc::new(json!(1)), 1);
+        assert!(disabled.get(b"k", 1).is_none());
+    }
+}
