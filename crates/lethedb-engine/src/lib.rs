@@ -119,6 +119,10 @@ pub(crate) struct Inner {
     pub(crate) sweep_stats: sweeper::SweepRegistry,
     pub(crate) budgets: throughput::Budgets,
     pub(crate) documents: document_cache::DocumentCache,
+    /// When the engine started, for the monotonic activity clock below.
+    started: std::time::Instant,
+    /// Milliseconds after `started` of the latest user request on an item (0: none yet).
+    last_user_request_ms: AtomicU64,
     pub(crate) default_throughput_ru: Option<u32>,
     pub(crate) rate_limit: bool,
 }
@@ -155,6 +159,8 @@ impl Engine {
                 sweep_stats: sweeper::SweepRegistry::default(),
                 budgets: throughput::Budgets::default(),
                 documents: document_cache::DocumentCache::new(config.document_cache_bytes),
+                started: std::time::Instant::now(),
+                last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,
                 rate_limit: config.rate_limit,
             }),
@@ -193,8 +199,20 @@ impl Engine {
         })
     }
 
+    /// Whether a user request arrived within `window` (the sweeper yields to active users).
+    pub fn users_active_within(&self, window: std::time::Duration) -> bool {
+        let last = self.inner.last_user_request_ms.load(Ordering::Relaxed);
+        let now = self.inner.started.elapsed().as_millis() as u64;
+        last != 0 && now.saturating_sub(last) <= window.as_millis() as u64
+    }
+
     /// Admits a user request on a container, or says how many milliseconds to wait.
     pub fn admit(&self, container: &Container) -> Result<(), i64> {
+        // This is measured on the monotonic timer: it paces the sweeper, it is not wall time.
+        let since_start_ms = (self.inner.started.elapsed().as_millis() as u64).max(1);
+        self.inner
+            .last_user_request_ms
+            .store(since_start_ms, Ordering::Relaxed);
         match self.budget_of(container) {
             Some((key, budget)) if self.inner.rate_limit => {
                 self.inner.budgets.admit(key, budget, self.now_ms())

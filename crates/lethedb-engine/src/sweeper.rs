@@ -40,6 +40,12 @@ pub struct SweeperConfig {
     /// The most deletions per second on containers without provisioned throughput (`None`: as
     /// fast as the batch size and pause allow).
     pub unlimited_deletions_per_sec_max: Option<u64>,
+    /// Users count as active if a request arrived within this window.
+    pub busy_window: Duration,
+    /// The batch size while users are active.
+    pub busy_batch_items_max: usize,
+    /// While users are active the sweeper works one part in this many of the time.
+    pub busy_duty_divisor: u32,
 }
 
 impl Default for SweeperConfig {
@@ -49,6 +55,9 @@ impl Default for SweeperConfig {
             idle_interval: Duration::from_millis(100),
             batch_pause: Duration::from_millis(1),
             unlimited_deletions_per_sec_max: None,
+            busy_window: Duration::from_millis(250),
+            busy_batch_items_max: 200,
+            busy_duty_divisor: 10,
         }
     }
 }
@@ -66,10 +75,64 @@ pub struct SweepStats {
     pub deleted_total: u64,
 }
 
+/// How often the sweeper counts a container's whole backlog for its statistics.
+const BACKLOG_COUNT_INTERVAL_MS: i64 = 5_000;
+
 /// Per-container sweep statistics, keyed by container number.
 #[derive(Default)]
 pub(crate) struct SweepRegistry {
     stats: Mutex<HashMap<u32, SweepStats>>,
+    counted_at_ms: Mutex<HashMap<u32, i64>>,
+}
+
+impl SweepRegistry {
+    /// Whether the whole backlog should be counted on this turn (and notes that it will be).
+    fn full_count_due(&self, container_number: u32, now_ms: i64) -> bool {
+        let Ok(mut counted) = self.counted_at_ms.lock() else {
+            return false;
+        };
+        let last = counted.entry(container_number).or_insert(i64::MIN);
+        if now_ms.saturating_sub(*last) >= BACKLOG_COUNT_INTERVAL_MS {
+            *last = now_ms;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+/// When the oldest not-yet-deleted expired item of a container expired: the first entry of
+/// each class of the index is that class's oldest.
+fn oldest_expired(
+    reader: &dyn ReadTxn,
+    container: &Container,
+    now_ms: i64,
+) -> EngineResult<Option<i64>> {
+    let number = container.key_number();
+    let mut oldest: Option<i64> = None;
+    let bounds = [
+        (ExpiryClass::Own, container.ttl.own_expiry_bound_ms(now_ms)),
+        (
+            ExpiryClass::Default,
+            container.ttl.default_modified_bound_ms(now_ms),
+        ),
+    ];
+    for (class, bound_ms) in bounds {
+        if bound_ms == i64::MIN {
+            continue;
+        }
+        let range = KeyRange::between(
+            keys::expiry_prefix(number, class),
+            keys::expiry_bound(number, class, bound_ms),
+        );
+        reader.scan(Table::Expiry, &range, &mut |key, _| {
+            if let Some(at) = expired_at_ms(container, key) {
+                oldest = Some(oldest.map_or(at, |o| o.min(at)));
+            }
+            ControlFlow::Break(())
+        })?;
+    }
+    Ok(oldest)
 }
 
 /// Visits the expired entries of a container's expiry index, oldest first within each class.
@@ -166,15 +229,20 @@ impl Engine {
             None => f64::INFINITY,
         };
         let mut candidates: Vec<(Vec<u8>, ExpiryEntry)> = Vec::new();
-        let mut backlog_items = 0u64;
-        let mut oldest_expired_ms: Option<i64> = None;
+        let mut visited = 0u64;
+        let mut walked_everything = true;
+        // Counting the whole backlog costs a walk over it, so it is done only now and then;
+        // otherwise the walk stops as soon as the batch is chosen.
+        let count_everything = self
+            .inner
+            .sweep_stats
+            .full_count_due(container.number, now_ms);
+        let oldest_expired_ms;
         {
             let reader = self.inner.store.read()?;
+            oldest_expired_ms = oldest_expired(&*reader, container, now_ms)?;
             visit_expired(&*reader, container, now_ms, &mut |key, entry| {
-                backlog_items += 1;
-                if let Some(at) = expired_at_ms(container, key) {
-                    oldest_expired_ms = Some(oldest_expired_ms.map_or(at, |o| o.min(at)));
-                }
+                visited += 1;
                 let cost_ru = request_units::write(entry.body_bytes as usize);
                 if candidates.len() < batch_items_max && cost_ru <= allowance_ru {
                     allowance_ru -= cost_ru;
@@ -182,6 +250,10 @@ impl Engine {
                 } else {
                     // Later entries are not cheaper in general: stop reserving for this turn.
                     allowance_ru = 0.0;
+                    if !count_everything {
+                        walked_everything = false;
+                        return ControlFlow::Break(());
+                    }
                 }
                 ControlFlow::Continue(())
             })?;
@@ -206,12 +278,8 @@ impl Engine {
                         };
                         let mut item_key = keys::container_items_prefix(number);
                         item_key.extend_from_slice(suffix);
-                        let still_indexed = context
-                            .get(Table::Expiry, &expiry_key)?
-                            .and_then(|v| ExpiryEntry::decode(&v));
-                        if still_indexed != Some(entry) {
-                            continue;
-                        }
+                        // Every write replaces the item's index entry, so an item still at the
+                        // entry's LSN is the very version the sweeper found expired.
                         let Some(record) = context
                             .get(Table::Items, &item_key)?
                             .and_then(|v| ItemRecord::decode(&v))
@@ -250,9 +318,17 @@ impl Engine {
                     .charge_sweeper(key, budget_ru, spent_ru, self.now_ms());
             }
         }
-        let backlog_after = backlog_items.saturating_sub(deleted);
         if let Ok(mut stats) = self.inner.sweep_stats.stats.lock() {
             let entry = stats.entry(container.number).or_default();
+            let backlog_after = if walked_everything {
+                visited.saturating_sub(deleted)
+            } else {
+                // A partial walk: what it saw bounds the backlog from below.
+                entry
+                    .backlog_items
+                    .saturating_sub(deleted)
+                    .max(visited.saturating_sub(deleted))
+            };
             entry.database_id = container.database_id.clone();
             entry.container_id = container.id.clone();
             entry.backlog_items = backlog_after;
@@ -262,11 +338,15 @@ impl Engine {
                 0
             };
             entry.deleted_total += deleted;
+            if deleted > 0 {
+                tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
+            }
         }
-        if deleted > 0 {
-            tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
-        }
-        Ok((deleted, backlog_after > 0 && found > 0 && deleted > 0))
+        // More may be waiting when this turn took everything it was allowed.
+        Ok((
+            deleted,
+            found > 0 && deleted > 0 && (found as usize == batch_items_max || visited > found),
+        ))
     }
 
     /// The sweeper's statistics for every container it has visited.
@@ -294,11 +374,17 @@ impl Engine {
                     window_started = std::time::Instant::now();
                     deleted_in_window = 0;
                 }
+                // While users are active the sweeper takes small batches and a small share of
+                // the writer and the CPU; when they are idle it runs at full speed.
+                let busy = engine.users_active_within(config.busy_window);
+                let full_batch = if busy {
+                    config.busy_batch_items_max
+                } else {
+                    config.batch_items_max
+                };
                 let batch_items_max = match config.unlimited_deletions_per_sec_max {
-                    Some(max) => {
-                        (max.saturating_sub(deleted_in_window) as usize).min(config.batch_items_max)
-                    }
-                    None => config.batch_items_max,
+                    Some(max) => (max.saturating_sub(deleted_in_window) as usize).min(full_batch),
+                    None => full_batch,
                 };
                 if batch_items_max == 0 {
                     tokio::time::sleep(
@@ -307,10 +393,17 @@ impl Engine {
                     .await;
                     continue;
                 }
+                let batch_started = std::time::Instant::now();
                 let pause = match engine.sweep_once(batch_items_max).await {
                     Ok((deleted, more)) if more => {
                         deleted_in_window += deleted;
-                        config.batch_pause
+                        if busy {
+                            // Work one part in `busy_duty_divisor`: rest that many times as long.
+                            (batch_started.elapsed() * config.busy_duty_divisor.saturating_sub(1))
+                                .max(config.batch_pause)
+                        } else {
+                            config.batch_pause
+                        }
                     }
                     Ok((deleted, _)) => {
                         deleted_in_window += deleted;
