@@ -614,12 +614,20 @@ fn evaluate_goals(
             target: "≤ 1 s".into(),
             measured: format!(
                 "{p99:.0} ms ({} items expiring at {} /s)",
-                lag["items"], lag["expiry_rate_per_sec"]
+                lag["items"],
+                whole(&lag["expiry_rate_per_sec"])
             ),
             met: Some(p99 <= 1000.0),
         });
     }
     report.goals = goals;
+}
+
+/// A JSON number printed without a fraction.
+fn whole(value: &Value) -> String {
+    value
+        .as_f64()
+        .map_or_else(|| value.to_string(), |v| format!("{v:.0}"))
 }
 
 fn cell(measured: &Option<Measured>) -> [String; 4] {
@@ -748,7 +756,7 @@ fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch
             let _ = writeln!(
                 out,
                 "| mass expiry (backlog drained from one instant) | {} | {} | {} | {} | {} | {} | {} |",
-                t["items"], t["sweep_rate_per_sec"], lag["p50_ms"], lag["p99_ms"], lag["max_ms"],
+                t["items"], whole(&t["sweep_rate_per_sec"]), lag["p50_ms"], lag["p99_ms"], lag["max_ms"],
                 t["read_baseline"]["p99_ms"], t["read_during_expiry"]["p99_ms"]
             );
         }
@@ -757,7 +765,7 @@ fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch
             let _ = writeln!(
                 out,
                 "| steady expiry, spare capacity (ttl {} s, {} expiring/s) | {} | – | {} | {} | {} | – | – |",
-                t["ttl_secs"], t["expiry_rate_per_sec"], t["items"], lag["p50_ms"], lag["p99_ms"], lag["max_ms"]
+                t["ttl_secs"], whole(&t["expiry_rate_per_sec"]), t["items"], lag["p50_ms"], lag["p99_ms"], lag["max_ms"]
             );
         }
     }
