@@ -301,7 +301,8 @@ pub async fn compare(launch: &Launch, config: &CompareConfig) -> anyhow::Result<
                 lethedb: None,
                 peer: None,
                 note: format!(
-                    "axum hello world, same load generator: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, peak RSS {:.1} MB",
+                    "axum hello world{}, same load generator: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, peak RSS {:.1} MB",
+                    if launch.tls { " (plain HTTP even with --tls)" } else { "" },
                     hello.summary.ops_per_sec,
                     hello.summary.p50_ms,
                     hello.summary.p99_ms,
