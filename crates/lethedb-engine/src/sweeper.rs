@@ -56,8 +56,8 @@ impl Default for SweeperConfig {
             batch_pause: Duration::from_millis(1),
             unlimited_deletions_per_sec_max: None,
             busy_window: Duration::from_millis(250),
-            busy_batch_items_max: 200,
-            busy_duty_divisor: 10,
+            busy_batch_items_max: 500,
+            busy_duty_divisor: 4,
         }
     }
 }
@@ -99,6 +99,52 @@ impl SweepRegistry {
             false
         }
     }
+}
+
+/// What one walk of the expiry index chose for a batch.
+struct Candidates {
+    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+    visited: u64,
+    walked_everything: bool,
+    oldest_expired_ms: Option<i64>,
+}
+
+/// Walks a container's expired entries and picks a batch within the item and RU allowances.
+fn choose_candidates(
+    store: &dyn lethedb_storage::Storage,
+    container: &Container,
+    now_ms: i64,
+    batch_items_max: usize,
+    mut allowance_ru: f64,
+    count_everything: bool,
+) -> EngineResult<Candidates> {
+    let reader = store.read()?;
+    let oldest_expired_ms = oldest_expired(&*reader, container, now_ms)?;
+    let mut candidates = Vec::new();
+    let mut visited = 0u64;
+    let mut walked_everything = true;
+    visit_expired(&*reader, container, now_ms, &mut |key, entry| {
+        visited += 1;
+        let cost_ru = request_units::write(entry.body_bytes as usize);
+        if candidates.len() < batch_items_max && cost_ru <= allowance_ru {
+            allowance_ru -= cost_ru;
+            candidates.push((key.to_vec(), entry));
+        } else {
+            // Later entries are not cheaper in general: stop reserving for this turn.
+            allowance_ru = 0.0;
+            if !count_everything {
+                walked_everything = false;
+                return ControlFlow::Break(());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(Candidates {
+        candidates,
+        visited,
+        walked_everything,
+        oldest_expired_ms,
+    })
 }
 
 /// When the oldest not-yet-deleted expired item of a container expired: the first entry of
@@ -224,40 +270,41 @@ impl Engine {
         let now_ms = self.now_ms();
         // With provisioned throughput, the sweeper spends only what users left over last second.
         let budget = self.budget_of(container);
-        let mut allowance_ru = match budget {
+        let allowance_ru = match budget {
             Some((key, budget_ru)) => self.inner.budgets.sweeper_allowance(key, budget_ru, now_ms),
             None => f64::INFINITY,
         };
-        let mut candidates: Vec<(Vec<u8>, ExpiryEntry)> = Vec::new();
-        let mut visited = 0u64;
-        let mut walked_everything = true;
         // Counting the whole backlog costs a walk over it, so it is done only now and then;
         // otherwise the walk stops as soon as the batch is chosen.
         let count_everything = self
             .inner
             .sweep_stats
             .full_count_due(container.number, now_ms);
-        let oldest_expired_ms;
-        {
-            let reader = self.inner.store.read()?;
-            oldest_expired_ms = oldest_expired(&*reader, container, now_ms)?;
-            visit_expired(&*reader, container, now_ms, &mut |key, entry| {
-                visited += 1;
-                let cost_ru = request_units::write(entry.body_bytes as usize);
-                if candidates.len() < batch_items_max && cost_ru <= allowance_ru {
-                    allowance_ru -= cost_ru;
-                    candidates.push((key.to_vec(), entry));
-                } else {
-                    // Later entries are not cheaper in general: stop reserving for this turn.
-                    allowance_ru = 0.0;
-                    if !count_everything {
-                        walked_everything = false;
-                        return ControlFlow::Break(());
-                    }
-                }
-                ControlFlow::Continue(())
-            })?;
-        }
+        // The walk reads storage synchronously, so it runs on the blocking pool, not on the
+        // workers that serve requests.
+        let scan = {
+            let (inner, container) = (Arc::clone(&self.inner), Arc::clone(container));
+            tokio::task::spawn_blocking(move || {
+                choose_candidates(
+                    &*inner.store,
+                    &container,
+                    now_ms,
+                    batch_items_max,
+                    allowance_ru,
+                    count_everything,
+                )
+            })
+            .await
+            .map_err(|_| {
+                crate::error::EngineError::Unavailable("the sweep scan stopped".into())
+            })??
+        };
+        let Candidates {
+            candidates,
+            visited,
+            walked_everything,
+            oldest_expired_ms,
+        } = scan;
         let found = candidates.len() as u64;
         let (deleted, spent_ru) = if candidates.is_empty() {
             (0, 0.0)
