@@ -11,6 +11,7 @@
 use crate::servers::{Kind, Launch, Server};
 use crate::stats::{round, Summary};
 use crate::ttl;
+use crate::ttl_throughput::{self, TtlThroughput};
 use crate::workload::{self, DataSet, RunConfig, Workload};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -37,6 +38,15 @@ pub struct CompareConfig {
     pub rss_items: usize,
     pub cold_starts: usize,
     pub read_clients_during_expiry: usize,
+    /// Manual RU/s of the containers of the mass expiry under provisioned throughput.
+    pub throughput_ru: u32,
+    /// Items that expire at one instant in that workload.
+    pub throughput_items: usize,
+    /// Items its users read (in each of its two containers).
+    pub throughput_reader_items: usize,
+    /// Its warm-up and measured seconds, per phase.
+    pub throughput_warmup: Duration,
+    pub throughput_duration: Duration,
     pub only: Vec<String>,
     pub peer: bool,
     pub results_dir: PathBuf,
@@ -435,6 +445,57 @@ pub async fn compare(launch: &Launch, config: &CompareConfig) -> anyhow::Result<
         server.stop()?;
         report.extra.insert("ttl_deletion_lag".into(), outcome?);
     }
+    let mut throughput = None;
+    if config.wants("ttl-throughput") {
+        eprintln!(
+            "== ttl mass expiry of {} items under {} RU/s at 80% user load",
+            config.throughput_items, config.throughput_ru
+        );
+        let server = launch
+            .start(
+                Kind::LetheDb,
+                "ttl-throughput",
+                &["--log", ttl::SWEEP_LOG_FILTER],
+            )
+            .await?;
+        report.started(&server);
+        let outcome = ttl_throughput::ttl_under_throughput(
+            &server.endpoint,
+            &ttl_throughput::ThroughputConfig {
+                throughput_ru: config.throughput_ru,
+                user_load: ttl_throughput::USER_LOAD,
+                expiring_items: config.throughput_items,
+                reader_items: config.throughput_reader_items,
+                item_bytes: config.item_bytes,
+                partitions: config.partitions,
+                seed: config.seed,
+                load_clients: config.load_clients,
+                connections: config.clients,
+                warmup: config.throughput_warmup,
+                duration: config.throughput_duration,
+                server_pid: Some(server.child.id()),
+                server_log: Some(server.log_path.clone()),
+            },
+        )
+        .await;
+        server.stop()?;
+        let result = outcome?;
+        for (phase, summary) in [
+            ("baseline", &result.baseline),
+            ("during expiry", &result.during),
+        ] {
+            if summary.reads.error_count > 0 {
+                report.failures.push(format!(
+                    "ttl under throughput, {phase}: {} reads failed: {:?} {:?}",
+                    summary.reads.error_count, summary.reads.errors, summary.reads.error_samples
+                ));
+            }
+        }
+        report
+            .extra
+            .insert("ttl_throughput".into(), result.json.clone());
+        throughput = Some(result);
+    }
     let mut accuracy = None;
     if config.wants("ttl-accuracy") {
         eprintln!("== ttl accuracy");
@@ -475,17 +536,36 @@ pub async fn compare(launch: &Launch, config: &CompareConfig) -> anyhow::Result<
             }
         }
     }
-    evaluate_goals(&mut report, config, &mass, accuracy.as_ref());
+    evaluate_goals(
+        &mut report,
+        config,
+        &mass,
+        accuracy.as_ref(),
+        throughput.as_ref(),
+    );
     let markdown = markdown(&report, config, peer, launch);
     let json = to_json(&report, config, peer, launch);
     std::fs::create_dir_all(&config.results_dir)?;
-    let stem = if config.smoke { "smoke" } else { "latest" };
+    let stem = results_stem(config);
     std::fs::write(config.results_dir.join(format!("{stem}.md")), &markdown)?;
     std::fs::write(
         config.results_dir.join(format!("{stem}.json")),
         serde_json::to_string_pretty(&json)?,
     )?;
     Ok((markdown, report.failures.is_empty()))
+}
+
+/// The file name (without extension) a run's results go to: `smoke` for `--smoke`, the parts
+/// joined by `+` for a full-size run of some parts (`--only`), so that it never overwrites the
+/// whole comparison in `latest`.
+fn results_stem(config: &CompareConfig) -> String {
+    if config.smoke {
+        "smoke".into()
+    } else if config.only.is_empty() {
+        "latest".into()
+    } else {
+        config.only.join("+")
+    }
 }
 
 fn ops(report: &Report, name: &str, peer: bool) -> Option<f64> {
@@ -499,6 +579,7 @@ fn evaluate_goals(
     config: &CompareConfig,
     mass: &[(usize, ttl::MassExpiry)],
     accuracy: Option<&ttl::AccuracyCounts>,
+    throughput: Option<&TtlThroughput>,
 ) {
     let mut goals = Vec::new();
     let ratio_goal = |name, lethedb: Option<f64>, other: Option<f64>, factor: f64, what| {
@@ -619,6 +700,54 @@ fn evaluate_goals(
                 whole(&lag["expiry_rate_per_sec"])
             ),
             met: Some(p99 <= 1000.0),
+        });
+    }
+    if let Some(result) = throughput {
+        let (base, during) = (&result.baseline, &result.during);
+        let items = config.throughput_items;
+        let ru = config.throughput_ru;
+        let ratio = during.reads.p99_ms / base.reads.p99_ms.max(1e-9);
+        goals.push(Goal {
+            name: "read p99 at 80% of RU/s during mass expiry",
+            target: format!("≤ {}× baseline", ttl_throughput::P99_RATIO_MAX),
+            measured: format!(
+                "{ratio:.2}× ({:.2} vs {:.2} ms, {items} items, {ru} RU/s)",
+                during.reads.p99_ms, base.reads.p99_ms
+            ),
+            met: Some(ratio <= ttl_throughput::P99_RATIO_MAX),
+        });
+        let (base_429, during_429) = (base.throttled_fraction(), during.throttled_fraction());
+        goals.push(Goal {
+            name: "429s at 80% of RU/s during mass expiry",
+            target: format!(
+                "≤ baseline + {} points",
+                ttl_throughput::THROTTLED_INCREASE_MAX * 100.0
+            ),
+            measured: format!(
+                "{:.3}% vs {:.3}% ({} vs {} of {} and {} requests)",
+                during_429 * 100.0,
+                base_429 * 100.0,
+                during.throttled,
+                base.throttled,
+                during.sent,
+                base.sent
+            ),
+            met: Some(during_429 <= base_429 + ttl_throughput::THROTTLED_INCREASE_MAX),
+        });
+        let share = result.deletions_per_sec / result.expected_deletions_per_sec.max(1e-9);
+        let tolerance = ttl_throughput::DELETION_RATE_TOLERANCE;
+        goals.push(Goal {
+            name: "deletion rate at 80% of RU/s",
+            target: format!(
+                "{:.1}–{:.1}× what the leftover RU/s pay for",
+                1.0 - tolerance,
+                1.0 + tolerance
+            ),
+            measured: format!(
+                "{share:.2}× ({:.0} vs {:.0} deletions/s)",
+                result.deletions_per_sec, result.expected_deletions_per_sec
+            ),
+            met: Some((share - 1.0).abs() <= tolerance),
         });
     }
     report.goals = goals;
@@ -770,6 +899,9 @@ fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch
             );
         }
     }
+    if let Some(t) = report.extra.get("ttl_throughput") {
+        throughput_markdown(&mut out, t);
+    }
     if let Some(a) = report.extra.get("ttl_accuracy") {
         let _ = writeln!(
             out,
@@ -797,6 +929,113 @@ fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch
         }
     }
     out
+}
+
+/// The table of the mass expiry under provisioned throughput, from its JSON.
+fn throughput_markdown(out: &mut String, t: &Value) {
+    let (a, b, d) = (&t["baseline"], &t["during_expiry"], &t["deletions"]);
+    let _ = writeln!(
+        out,
+        "\n**Mass expiry under provisioned throughput (LetheDB only)**: {} RU/s per container, users at {}% of it: {} point reads/s of {} RU, open loop over {} connections, 429s counted and not retried; {} s per phase after {} s warm-up. Phase B's {} items ({} B, loaded at {} items/s) expire at one instant as it starts; a delete costs {} RU.\n",
+        t["throughput_ru"],
+        whole(&json!(t["user_load"].as_f64().unwrap_or(0.0) * 100.0)),
+        whole(&t["rate_per_sec"]),
+        t["read_charge_ru"],
+        t["connections"],
+        t["duration_secs"],
+        t["warmup_secs"],
+        t["expiring_items"],
+        t["item_bytes"],
+        whole(&t["load_items_per_sec"]),
+        t["delete_charge_ru"],
+    );
+    out.push_str("| phase | expiring items | reads/s | user RU/s | p50 ms | p99 ms | 429s | deletions/s | expected deletions/s |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    let percent = |phase: &Value| {
+        format!(
+            "{:.3}%",
+            phase["throttled_fraction"].as_f64().unwrap_or(0.0) * 100.0
+        )
+    };
+    let _ = writeln!(
+        out,
+        "| A: own container, no backlog | 0 | {} | {} | {} | {} | {} | – | – |",
+        whole(&a["reads"]["ops_per_sec"]),
+        whole(&a["charge_ru_per_sec"]),
+        a["reads"]["p50_ms"],
+        a["reads"]["p99_ms"],
+        percent(a)
+    );
+    let _ = writeln!(
+        out,
+        "| B: backlog draining | {} | {} | {} | {} | {} | {} | {} | {} |",
+        t["expiring_items"],
+        whole(&b["reads"]["ops_per_sec"]),
+        whole(&b["charge_ru_per_sec"]),
+        b["reads"]["p50_ms"],
+        b["reads"]["p99_ms"],
+        percent(b),
+        whole(&d["per_sec"]),
+        whole(&d["expected_per_sec"])
+    );
+    let points = (b["throttled_fraction"].as_f64().unwrap_or(0.0)
+        - a["throttled_fraction"].as_f64().unwrap_or(0.0))
+        * 100.0;
+    let _ = writeln!(
+        out,
+        "| B / A | – | – | – | {}× | {}× | {points:+.3} points | {}× expected | – |",
+        t["p50_ratio"], t["p99_ratio"], d["ratio_to_expected"]
+    );
+    let cpu = |phase: &Value| {
+        let by_thread = phase["server"]["cpu_per_sec_by_thread"].as_object();
+        let total: f64 = by_thread.map_or(0.0, |m| m.values().filter_map(Value::as_f64).sum());
+        let writer = by_thread
+            .and_then(|m| m.get("lethedb-writer"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        format!("{total:.2} (writer thread {writer:.2})")
+    };
+    let thirds = |phase: &Value| {
+        phase["p99_ms_by_sub_window"]
+            .as_array()
+            .map(|parts| {
+                parts
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join(" / ")
+            })
+            .unwrap_or_default()
+    };
+    let batches = &d["sweeper_batches"];
+    let _ = writeln!(
+        out,
+        "\np99 in consecutive thirds of each phase (its spread is the noise within one phase): A {} ms, B {} ms. In B's window the sweeper committed {} batches (median {} items, largest {}); the longest stretch without one was {} ms.",
+        thirds(a),
+        thirds(b),
+        batches["count"],
+        batches["items_median"],
+        batches["items_max"],
+        whole(&batches["longest_gap_ms"]),
+    );
+    let _ = writeln!(
+        out,
+        "\nServer side, A then B: Read latency p99 at most {} and {} ms (`/metrics` histogram bucket); 429s it counted {} and {}; server CPU s/s {} and {}; load generator CPU s/s {} and {}, sends more than 2 ms behind schedule {} and {}; deletions per second over whole seconds of B: min {}, median {}, max {}; backlog left {}.",
+        a["server"]["read_p99_ms_at_most"],
+        b["server"]["read_p99_ms_at_most"],
+        a["server"]["throttled"],
+        b["server"]["throttled"],
+        cpu(a),
+        cpu(b),
+        a["server"]["load_generator_cpu_per_sec"],
+        b["server"]["load_generator_cpu_per_sec"],
+        a["slipped_sends"],
+        b["slipped_sends"],
+        whole(&d["per_second_min"]),
+        whole(&d["per_second_median"]),
+        whole(&d["per_second_max"]),
+        d["backlog_at_end"],
+    );
 }
 
 fn to_json(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> Value {

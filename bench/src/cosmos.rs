@@ -54,6 +54,8 @@ pub struct Reply {
     pub status: u16,
     pub body: Bytes,
     pub continuation: Option<String>,
+    /// `x-ms-request-charge` (0 when the server sent none).
+    pub request_charge: f64,
 }
 
 /// One signed request: the path on the wire and what its signature covers.
@@ -181,6 +183,11 @@ impl Client {
                 .get("x-ms-continuation")
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string);
+            let request_charge = headers
+                .get("x-ms-request-charge")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0.0);
             let body = response.into_body().collect().await?.to_bytes();
             if !close {
                 self.sender = Some(sender);
@@ -189,6 +196,7 @@ impl Client {
                 status,
                 body,
                 continuation,
+                request_charge,
             });
         }
     }

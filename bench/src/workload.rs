@@ -144,15 +144,31 @@ pub async fn create_container(
     container_id: &str,
     default_ttl_secs: Option<i64>,
 ) -> anyhow::Result<ContainerPaths> {
+    create_container_with_throughput(client, container_id, default_ttl_secs, None).await
+}
+
+/// Creates a container partitioned by `/pk`, with an optional `defaultTtl` and optional manual
+/// throughput (`x-ms-offer-throughput`, RU/s).
+pub async fn create_container_with_throughput(
+    client: &mut Client,
+    container_id: &str,
+    default_ttl_secs: Option<i64>,
+    throughput_ru: Option<u32>,
+) -> anyhow::Result<ContainerPaths> {
     let link = format!("dbs/{DATABASE_ID}");
     let path = format!("/{link}/colls");
+    let throughput = throughput_ru.map(|ru| ru.to_string());
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(ru) = &throughput {
+        headers.push(("x-ms-offer-throughput", ru));
+    }
     let reply = client
         .send(&Request {
             method: Method::POST,
             path: &path,
             resource_type: "colls",
             resource_link: &link,
-            headers: &[("content-type", "application/json")],
+            headers: &headers,
             body: container_body(container_id, default_ttl_secs),
         })
         .await?;
@@ -192,6 +208,89 @@ pub async fn replace_default_ttl(
     Ok(())
 }
 
+/// Replaces a container's manual throughput through its offer, as the SDKs'
+/// `replace_throughput` does: read the container's `_rid`, find the offer whose
+/// `offerResourceId` it is, and put the offer back with new `content`.
+pub async fn replace_throughput(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    throughput_ru: u32,
+) -> anyhow::Result<()> {
+    let container_path = format!("/{}", paths.link);
+    let reply = client
+        .send(&Request {
+            method: Method::GET,
+            path: &container_path,
+            resource_type: "colls",
+            resource_link: &paths.link,
+            headers: &[],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!(
+            "reading container {}: {} {}",
+            paths.container_id,
+            reply.status,
+            detail(&reply.body)
+        );
+    }
+    let container: serde_json::Value = serde_json::from_slice(&reply.body)?;
+    let rid = container["_rid"]
+        .as_str()
+        .ok_or_else(|| anyhow!("container {} has no _rid", paths.container_id))?
+        .to_string();
+    let reply = client
+        .send(&Request {
+            method: Method::GET,
+            path: "/offers",
+            resource_type: "offers",
+            resource_link: "",
+            headers: &[],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!("reading offers: {} {}", reply.status, detail(&reply.body));
+    }
+    let offers: serde_json::Value = serde_json::from_slice(&reply.body)?;
+    let mut offer = offers["Offers"]
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|o| o["offerResourceId"].as_str() == Some(rid.as_str()))
+        })
+        .cloned()
+        .ok_or_else(|| anyhow!("no offer for container {}", paths.container_id))?;
+    let offer_id = offer["id"]
+        .as_str()
+        .ok_or_else(|| anyhow!("an offer without id"))?
+        .to_string();
+    offer["content"] = serde_json::json!({"offerThroughput": throughput_ru});
+    let path = format!("/offers/{offer_id}");
+    // Offers are addressed by resource id, which clients sign lower-cased.
+    let link = offer_id.to_ascii_lowercase();
+    let reply = client
+        .send(&Request {
+            method: Method::PUT,
+            path: &path,
+            resource_type: "offers",
+            resource_link: &link,
+            headers: &[("content-type", "application/json")],
+            body: Bytes::from(serde_json::to_vec(&offer)?),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!(
+            "replacing the offer of {}: {} {}",
+            paths.container_id,
+            reply.status,
+            detail(&reply.body)
+        );
+    }
+    Ok(())
+}
+
 /// When each loaded item was sent and acknowledged (Unix ms), by index.
 pub struct LoadTimes {
     pub sent_ms: Vec<f64>,
@@ -210,23 +309,39 @@ pub async fn load_items(
     clients: usize,
     extra: Arc<dyn Fn(usize) -> String + Send + Sync>,
 ) -> anyhow::Result<LoadTimes> {
-    let next = Arc::new(AtomicUsize::new(0));
+    load_item_range(endpoint, paths, data, 0..data.items, clients, extra).await
+}
+
+/// Creates the items of `indices` as [`load_items`] does; the times are indexed from
+/// `indices.start`.
+pub async fn load_item_range(
+    endpoint: &Arc<Endpoint>,
+    paths: &ContainerPaths,
+    data: &DataSet,
+    indices: std::ops::Range<usize>,
+    clients: usize,
+    extra: Arc<dyn Fn(usize) -> String + Send + Sync>,
+) -> anyhow::Result<LoadTimes> {
+    let first = indices.start;
+    let count = indices.len();
+    let next = Arc::new(AtomicUsize::new(first));
     let started = Instant::now();
     let mut tasks = Vec::new();
     for _ in 0..clients.max(1) {
-        let (endpoint, paths, data, next, extra) = (
+        let (endpoint, paths, data, next, extra, indices) = (
             Arc::clone(endpoint),
             paths.clone(),
             data.clone(),
             Arc::clone(&next),
             Arc::clone(&extra),
+            indices.clone(),
         );
         tasks.push(tokio::spawn(async move {
             let mut client = Client::new(endpoint);
             let mut times = Vec::new();
             loop {
                 let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= data.items {
+                if index >= indices.end {
                     return Ok::<_, anyhow::Error>(times);
                 }
                 let (id, pk) = (data.id(index), data.pk(index));
@@ -259,16 +374,16 @@ pub async fn load_items(
         }));
     }
     let mut result = LoadTimes {
-        sent_ms: vec![0.0; data.items],
-        acked_ms: vec![0.0; data.items],
-        ts_secs: vec![0; data.items],
+        sent_ms: vec![0.0; count],
+        acked_ms: vec![0.0; count],
+        ts_secs: vec![0; count],
         elapsed: Duration::ZERO,
     };
     for task in tasks {
         for (index, sent, acked, ts) in task.await?? {
-            result.sent_ms[index] = sent;
-            result.acked_ms[index] = acked;
-            result.ts_secs[index] = ts;
+            result.sent_ms[index - first] = sent;
+            result.acked_ms[index - first] = acked;
+            result.ts_secs[index - first] = ts;
         }
     }
     result.elapsed = started.elapsed();

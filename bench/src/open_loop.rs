@@ -1,0 +1,216 @@
+//! Open-loop (fixed-rate) point reads: requests leave on a schedule whatever the server
+//! answers, so a slow or refusing server cannot slow the load down, as it does closed-loop
+//! clients, and a stall shows in the latencies instead of hiding in a lower rate.
+//!
+//! Request `k` is due at `start + k / rate`. Connection `c` of `n` sends requests `c`, `c + n`,
+//! ... one at a time. When a request is due while its connection still waits for the previous
+//! answer, it leaves as soon as that answer arrives and its latency counts from the instant it
+//! was due (no coordinated omission); when the connection was idle, it sleeps until the due
+//! instant and its latency counts from when it actually left, so the timer's millisecond
+//! granularity is not counted as server time. A 429 is counted, never retried: the share of
+//! refusals is one of the figures. Any other status but 200, or a transport failure, is an
+//! error. This module knows nothing of TTL or of the servers under test.
+
+use crate::cosmos::{partition_key_header, Client, ContainerPaths, Endpoint, Request};
+use crate::stats::{Recorder, Summary};
+use crate::workload::{DataSet, Rng};
+use bytes::Bytes;
+use hyper::Method;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How late a send may leave after its due instant, on an idle connection, before it counts
+/// as a slip of the schedule (the load generator itself fell behind).
+const SLIP_TOLERANCE: Duration = Duration::from_millis(2);
+/// The measured window is also cut into this many equal parts, each with its own p99: their
+/// spread shows how much p99 moves within one unchanged phase (the noise a comparison of two
+/// phases has to beat).
+pub const SUB_WINDOWS: usize = 3;
+
+/// The shape of one open-loop run.
+#[derive(Clone, Debug)]
+pub struct OpenLoopConfig {
+    /// Requests per second.
+    pub rate_per_sec: f64,
+    /// Connections the schedule is spread over; enough that each one is idle most of the time.
+    pub connections: usize,
+    /// Requests due in the warm-up are sent but not counted.
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// The items read: uniformly among `first_item..first_item + data.items`.
+    pub first_item: usize,
+    pub data: DataSet,
+}
+
+/// What one open-loop run measured, over the requests due inside the measured window.
+#[derive(Clone, Debug, Default)]
+pub struct OpenLoopSummary {
+    /// Latencies of the 200s and the errors; `ops_per_sec` is 200s per second.
+    pub reads: Summary,
+    /// The p99 of the 200s due in each of [`SUB_WINDOWS`] consecutive parts of the window.
+    pub p99_ms_by_sub_window: Vec<f64>,
+    /// Requests due in the window (200s, 429s and errors).
+    pub sent: u64,
+    pub throttled: u64,
+    /// Request units charged to the answered requests (`x-ms-request-charge`).
+    pub charge_ru: f64,
+    /// Sends that left more than [`SLIP_TOLERANCE`] after their due instant on an idle
+    /// connection: the load generator could not keep its own schedule.
+    pub slipped: u64,
+    pub duration: Duration,
+}
+
+impl OpenLoopSummary {
+    pub fn throttled_fraction(&self) -> f64 {
+        self.throttled as f64 / (self.sent.max(1)) as f64
+    }
+
+    pub fn charge_ru_per_sec(&self) -> f64 {
+        self.charge_ru / self.duration.as_secs_f64().max(1e-9)
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "reads": self.reads.to_json(),
+            "p99_ms_by_sub_window": self.p99_ms_by_sub_window.iter().map(|p| crate::stats::round(*p, 3)).collect::<Vec<_>>(),
+            "sent": self.sent,
+            "throttled": self.throttled,
+            "throttled_fraction": crate::stats::round(self.throttled_fraction(), 6),
+            "charge_ru_per_sec": crate::stats::round(self.charge_ru_per_sec(), 1),
+            "slipped_sends": self.slipped,
+        })
+    }
+}
+
+#[derive(Default)]
+struct ConnectionTally {
+    recorder: Recorder,
+    sub_windows: Vec<Recorder>,
+    sent: u64,
+    throttled: u64,
+    charge_ru: f64,
+    slipped: u64,
+}
+
+/// Runs point reads at `config.rate_per_sec` for the warm-up and the measured window, then
+/// waits for every answer.
+pub async fn point_reads(
+    endpoint: &Arc<Endpoint>,
+    paths: &ContainerPaths,
+    config: &OpenLoopConfig,
+) -> anyhow::Result<OpenLoopSummary> {
+    let connections = config.connections.max(1);
+    let interval = Duration::from_secs_f64(1.0 / config.rate_per_sec.max(1e-3));
+    // A moment for every connection task to start before the first request is due.
+    let start = Instant::now() + Duration::from_millis(20);
+    let measure_from = start + config.warmup;
+    let deadline = measure_from + config.duration;
+    let sub_window = config.duration / SUB_WINDOWS as u32;
+    let mut tasks = Vec::new();
+    for connection in 0..connections {
+        let (endpoint, paths, data) = (Arc::clone(endpoint), paths.clone(), config.data.clone());
+        let first_item = config.first_item;
+        tasks.push(tokio::spawn(async move {
+            let mut client = Client::new(endpoint);
+            let mut rng = Rng::new(data.seed ^ (0x0be2_1005 + connection as u64));
+            let mut tally = ConnectionTally::default();
+            tally
+                .sub_windows
+                .resize_with(SUB_WINDOWS, Recorder::default);
+            let mut index = connection as u32;
+            loop {
+                let due = start + interval * index;
+                if due >= deadline {
+                    break;
+                }
+                index += connections as u32;
+                let left = if Instant::now() < due {
+                    tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+                    let left = Instant::now();
+                    if left > due + SLIP_TOLERANCE && due >= measure_from {
+                        tally.slipped += 1;
+                    }
+                    left
+                } else {
+                    due
+                };
+                let item = first_item + rng.below(data.items as u64) as usize;
+                let (path, link) = paths.item(&data.id(item));
+                let pk_header = partition_key_header(&data.pk(item));
+                let outcome = client
+                    .send(&Request {
+                        method: Method::GET,
+                        path: &path,
+                        resource_type: "docs",
+                        resource_link: &link,
+                        headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
+                        body: Bytes::new(),
+                    })
+                    .await;
+                let latency = left.elapsed();
+                if due < measure_from {
+                    continue;
+                }
+                tally.sent += 1;
+                match outcome {
+                    Ok(reply) => {
+                        tally.charge_ru += reply.request_charge;
+                        match reply.status {
+                            200 => {
+                                tally.recorder.record(latency);
+                                let part = ((due - measure_from).as_secs_f64()
+                                    / sub_window.as_secs_f64().max(1e-9))
+                                    as usize;
+                                if let Some(recorder) = tally.sub_windows.get_mut(part) {
+                                    recorder.record(latency);
+                                }
+                            }
+                            429 => tally.throttled += 1,
+                            status => tally.recorder.error(
+                                format!("status {status}"),
+                                String::from_utf8_lossy(&reply.body)
+                                    .chars()
+                                    .take(300)
+                                    .collect(),
+                            ),
+                        }
+                    }
+                    Err(error) => tally
+                        .recorder
+                        .error("transport".into(), format!("{error:#}")),
+                }
+            }
+            tally
+        }));
+    }
+    let mut total = ConnectionTally::default();
+    total
+        .sub_windows
+        .resize_with(SUB_WINDOWS, Recorder::default);
+    for task in tasks {
+        let tally = task.await?;
+        total.recorder.merge(tally.recorder);
+        for (sum, part) in total.sub_windows.iter_mut().zip(tally.sub_windows) {
+            sum.merge(part);
+        }
+        total.sent += tally.sent;
+        total.throttled += tally.throttled;
+        total.charge_ru += tally.charge_ru;
+        total.slipped += tally.slipped;
+    }
+    let p99_ms_by_sub_window = total
+        .sub_windows
+        .into_iter()
+        .map(|part| part.summary(sub_window).p99_ms)
+        .collect();
+    Ok(OpenLoopSummary {
+        reads: total.recorder.summary(config.duration),
+        p99_ms_by_sub_window,
+        sent: total.sent,
+        throttled: total.throttled,
+        charge_ru: total.charge_ru,
+        slipped: total.slipped,
+        duration: config.duration,
+    })
+}

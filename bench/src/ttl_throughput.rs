@@ -1,0 +1,718 @@
+//! Mass expiry under provisioned throughput (issue 5), LetheDB only: do users of a container
+//! running at 80% of its RU/s notice that a million of its items expire at once, and does the
+//! sweeper delete at the rate the leftover 20% pays for?
+//!
+//! Two containers get the same manual throughput `R`. Both are loaded under a large temporary
+//! throughput (loading at `R` would take as long as `R` allows) and then set to `R` through
+//! their offers. One holds only the items the users read; the other holds the same readable
+//! items (`"ttl": -1`) plus the expiring ones. Phase A reads the first container at a fixed rate
+//! worth `load × R` RU/s; then the second container's `defaultTtl` becomes 1 s, so every
+//! expiring item expires at that instant, and phase B reads it at the same rate while the
+//! sweeper drains the backlog. Each phase reports open-loop latency (429s counted, not retried)
+//! and phase B the deletion rate, from `ttlDeletedTotal` in `/_lethedb/stats`, against the rate
+//! the leftover budget pays for: `(R − user RU/s) / cost of one delete`, the delete's cost being
+//! measured, as the server charges it, on a probe item of the same size.
+//!
+//! `/metrics` (429s and RUs per container, the server-side read latency histogram) and the
+//! server's CPU time per thread (`/proc`) are read around each phase, to say what limits a phase
+//! rather than guess. This module starts no server.
+
+use crate::cosmos::{partition_key_header, Client, ContainerPaths, Endpoint, Request};
+use crate::open_loop::{self, OpenLoopConfig, OpenLoopSummary};
+use crate::stats::round;
+use crate::workload::{
+    create_container_with_throughput, ensure_database, item_body, load_item_range,
+    replace_default_ttl, replace_throughput, unix_ms, DataSet,
+};
+use anyhow::bail;
+use bytes::Bytes;
+use hyper::Method;
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// The throughput both containers are loaded under before being set to the measured one: the
+/// largest the server allows, so loading is never throttled.
+const LOADING_THROUGHPUT_RU: u32 = 1_000_000;
+/// How often `/_lethedb/stats` is read during phase B.
+const STATS_POLL_INTERVAL: Duration = Duration::from_millis(250);
+/// The container whose items are read in phase A.
+const BASELINE_CONTAINER: &str = "throughput-baseline";
+/// The container whose items expire in phase B.
+const EXPIRING_CONTAINER: &str = "throughput-expiring";
+/// Item indices, and so ids (`i{index}`), of the items users read and of the expiring ones.
+/// Every id has seven digits, so ids sort as their numbers do and the readable items sit
+/// together, before the expiring ones, in each partition of both containers: the two phases
+/// read the same layout.
+const READER_FIRST_INDEX: usize = 1_000_000;
+const EXPIRING_FIRST_INDEX: usize = 2_000_000;
+const INDEX_END: usize = 10_000_000;
+/// The users' share of the provisioned throughput.
+pub const USER_LOAD: f64 = 0.8;
+/// The p99 ratio (phase B over phase A) the goal allows.
+pub const P99_RATIO_MAX: f64 = 1.1;
+/// How much the share of 429s may grow from phase A to B (absolute, as a fraction of requests).
+pub const THROTTLED_INCREASE_MAX: f64 = 0.001;
+/// How far the deletion rate may be from the rate the leftover budget pays for.
+pub const DELETION_RATE_TOLERANCE: f64 = 0.1;
+
+/// The shape of the workload.
+#[derive(Clone, Debug)]
+pub struct ThroughputConfig {
+    /// Manual RU/s of both containers.
+    pub throughput_ru: u32,
+    /// The users' share of it (0.8).
+    pub user_load: f64,
+    pub expiring_items: usize,
+    /// Items the users read, in each container.
+    pub reader_items: usize,
+    pub item_bytes: usize,
+    pub partitions: usize,
+    pub seed: u64,
+    pub load_clients: usize,
+    /// Connections of the open-loop readers.
+    pub connections: usize,
+    pub warmup: Duration,
+    /// Seconds each phase is measured.
+    pub duration: Duration,
+    /// The server's process id, for its CPU time.
+    pub server_pid: Option<u32>,
+    /// The server's log, written with [`crate::ttl::SWEEP_LOG_FILTER`]: the sweeper's batches.
+    pub server_log: Option<std::path::PathBuf>,
+}
+
+/// What the workload measured.
+pub struct TtlThroughput {
+    pub json: Value,
+    pub baseline: OpenLoopSummary,
+    pub during: OpenLoopSummary,
+    pub deletions_per_sec: f64,
+    pub expected_deletions_per_sec: f64,
+}
+
+/// Runs both phases against a running LetheDB.
+pub async fn ttl_under_throughput(
+    endpoint: &Arc<Endpoint>,
+    config: &ThroughputConfig,
+) -> anyhow::Result<TtlThroughput> {
+    if config.reader_items == 0
+        || READER_FIRST_INDEX + config.reader_items > EXPIRING_FIRST_INDEX
+        || EXPIRING_FIRST_INDEX + config.expiring_items > INDEX_END
+    {
+        bail!(
+            "ttl under throughput takes 1 to {} readable and at most {} expiring items",
+            EXPIRING_FIRST_INDEX - READER_FIRST_INDEX,
+            INDEX_END - EXPIRING_FIRST_INDEX
+        );
+    }
+    let mut client = Client::new(Arc::clone(endpoint));
+    ensure_database(&mut client).await?;
+    let baseline = create_container_with_throughput(
+        &mut client,
+        BASELINE_CONTAINER,
+        Some(-1),
+        Some(LOADING_THROUGHPUT_RU),
+    )
+    .await?;
+    let expiring = create_container_with_throughput(
+        &mut client,
+        EXPIRING_CONTAINER,
+        Some(-1),
+        Some(LOADING_THROUGHPUT_RU),
+    )
+    .await?;
+    let readers = DataSet {
+        items: config.reader_items,
+        partitions: config.partitions,
+        item_bytes: config.item_bytes,
+        seed: config.seed,
+    };
+    let reader_indices = READER_FIRST_INDEX..READER_FIRST_INDEX + config.reader_items;
+    let never_expire: Arc<dyn Fn(usize) -> String + Send + Sync> =
+        Arc::new(|_| "\"ttl\":-1,".to_string());
+    for paths in [&baseline, &expiring] {
+        load_item_range(
+            endpoint,
+            paths,
+            &readers,
+            reader_indices.clone(),
+            config.load_clients,
+            Arc::clone(&never_expire),
+        )
+        .await?;
+    }
+    // These take the container's default once it is set.
+    let load = load_item_range(
+        endpoint,
+        &expiring,
+        &readers,
+        EXPIRING_FIRST_INDEX..EXPIRING_FIRST_INDEX + config.expiring_items,
+        config.load_clients,
+        Arc::new(|_| String::new()),
+    )
+    .await?;
+    let load_secs = load.elapsed.as_secs_f64();
+    let read_charge_ru = probe_read(
+        &mut client,
+        &baseline,
+        &readers.id(READER_FIRST_INDEX),
+        &readers.pk(READER_FIRST_INDEX),
+    )
+    .await?;
+    let delete_charge_ru = probe_delete(&mut client, &baseline, config.item_bytes).await?;
+    replace_throughput(&mut client, &baseline, config.throughput_ru).await?;
+    replace_throughput(&mut client, &expiring, config.throughput_ru).await?;
+    // Let the budgets start from a second without loading in it.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+
+    let rate_per_sec =
+        config.user_load * f64::from(config.throughput_ru) / read_charge_ru.max(1e-9);
+    let open_loop = OpenLoopConfig {
+        rate_per_sec,
+        connections: config.connections,
+        warmup: config.warmup,
+        duration: config.duration,
+        first_item: READER_FIRST_INDEX,
+        data: readers.clone(),
+    };
+
+    let before_a = Snapshot::take(&mut client, config.server_pid).await?;
+    let phase_a = open_loop::point_reads(endpoint, &baseline, &open_loop).await?;
+    let after_a = Snapshot::take(&mut client, config.server_pid).await?;
+
+    // Every expiring item must be at least 1 s old when the default becomes 1 s, so that all of
+    // them expire at that instant.
+    let last_write_ms = load.acked_ms.iter().copied().fold(0.0, f64::max);
+    let wait_ms = (last_write_ms + 1100.0 - unix_ms()).max(0.0);
+    tokio::time::sleep(Duration::from_secs_f64(wait_ms / 1000.0)).await;
+    // Taken before the expiry: a scrape reads each container's item count, which walks the
+    // expired backlog.
+    let before_b = Snapshot::take(&mut client, config.server_pid).await?;
+    replace_default_ttl(&mut client, &expiring, 1).await?;
+    let expired_at = Instant::now();
+
+    let stop_polling = Arc::new(AtomicBool::new(false));
+    let poller = {
+        let (endpoint, stop) = (Arc::clone(endpoint), Arc::clone(&stop_polling));
+        tokio::spawn(async move { poll_deletions(endpoint, EXPIRING_CONTAINER, stop).await })
+    };
+    let phase_b_started = Instant::now();
+    let phase_b_started_ms = unix_ms();
+    let phase_b = open_loop::point_reads(endpoint, &expiring, &open_loop).await;
+    let after_b = Snapshot::take(&mut client, config.server_pid).await;
+    stop_polling.store(true, Ordering::Relaxed);
+    let samples = poller.await??;
+    let (phase_b, after_b) = (phase_b?, after_b?);
+
+    // The measured window of phase B, as the open-loop run laid it out (it starts 20 ms after
+    // it is called).
+    let window_from = phase_b_started + Duration::from_millis(20) + config.warmup;
+    let window_to = window_from + config.duration;
+    let in_window: Vec<&DeletionSample> = samples
+        .iter()
+        .filter(|s| s.at >= window_from && s.at <= window_to + STATS_POLL_INTERVAL)
+        .collect();
+    let (deletions_per_sec, deleted_in_window) = match (in_window.first(), in_window.last()) {
+        (Some(first), Some(last)) if last.at > first.at => {
+            let deleted = last.deleted_total.saturating_sub(first.deleted_total);
+            (deleted as f64 / (last.at - first.at).as_secs_f64(), deleted)
+        }
+        _ => (0.0, 0),
+    };
+    let per_second = per_second_rates(&in_window);
+    let user_ru_per_sec = phase_b.charge_ru_per_sec();
+    let expected_deletions_per_sec =
+        (f64::from(config.throughput_ru) - user_ru_per_sec).max(0.0) / delete_charge_ru.max(1e-9);
+    let first_deletion_after_ms = samples
+        .iter()
+        .find(|s| s.deleted_total > 0)
+        .map(|s| s.at.saturating_duration_since(expired_at).as_secs_f64() * 1000.0);
+    let backlog_end = samples.last().map_or(0, |s| s.backlog_items);
+    let window_from_ms = phase_b_started_ms + 20.0 + config.warmup.as_secs_f64() * 1000.0;
+    let batches = config.server_log.as_deref().map(|log| {
+        sweeper_batches(
+            log,
+            window_from_ms,
+            window_from_ms + config.duration.as_secs_f64() * 1000.0,
+        )
+    });
+
+    let phase_json = |summary: &OpenLoopSummary, before: &Snapshot, after: &Snapshot, container| {
+        let mut value = summary.to_json();
+        value["server"] = after.delta_json(before, container);
+        value
+    };
+    let json = json!({
+        "throughput_ru": config.throughput_ru,
+        "user_load": config.user_load,
+        "expiring_items": config.expiring_items,
+        "reader_items": config.reader_items,
+        "item_bytes": config.item_bytes,
+        "load_secs": round(load_secs, 2),
+        "load_items_per_sec": round(config.expiring_items as f64 / load_secs.max(1e-9), 0),
+        "read_charge_ru": read_charge_ru,
+        "delete_charge_ru": delete_charge_ru,
+        "rate_per_sec": round(rate_per_sec, 1),
+        "connections": config.connections,
+        "warmup_secs": config.warmup.as_secs_f64(),
+        "duration_secs": config.duration.as_secs_f64(),
+        "baseline": phase_json(&phase_a, &before_a, &after_a, BASELINE_CONTAINER),
+        "during_expiry": phase_json(&phase_b, &before_b, &after_b, EXPIRING_CONTAINER),
+        "deletions": {
+            "per_sec": round(deletions_per_sec, 1),
+            "expected_per_sec": round(expected_deletions_per_sec, 1),
+            "ratio_to_expected": round(deletions_per_sec / expected_deletions_per_sec.max(1e-9), 3),
+            "deleted_in_window": deleted_in_window,
+            "per_second_min": round(per_second.first().copied().unwrap_or(0.0), 1),
+            "per_second_median": round(per_second.get(per_second.len() / 2).copied().unwrap_or(0.0), 1),
+            "per_second_max": round(per_second.last().copied().unwrap_or(0.0), 1),
+            "first_deletion_after_ms": first_deletion_after_ms.map(|ms| round(ms, 0)),
+            "backlog_at_end": backlog_end,
+            "deleted_total_at_end": samples.last().map_or(0, |s| s.deleted_total),
+            "sweeper_batches": batches,
+        },
+        "p99_ratio": round(phase_b.reads.p99_ms / phase_a.reads.p99_ms.max(1e-9), 3),
+        "p50_ratio": round(phase_b.reads.p50_ms / phase_a.reads.p50_ms.max(1e-9), 3),
+    });
+    Ok(TtlThroughput {
+        json,
+        baseline: phase_a,
+        during: phase_b,
+        deletions_per_sec,
+        expected_deletions_per_sec,
+    })
+}
+
+/// The sweeper's batches on the expiring container within `[from_ms, to_ms]` (Unix ms), from
+/// its log: how many, how large, and the longest time without one.
+fn sweeper_batches(log: &std::path::Path, from_ms: f64, to_ms: f64) -> Value {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let batches: Vec<crate::ttl::SweepBatch> = crate::ttl::parse_sweep_log(&text)
+        .into_iter()
+        .filter(|b| b.container == EXPIRING_CONTAINER && b.at_ms >= from_ms && b.at_ms <= to_ms)
+        .collect();
+    let mut sizes: Vec<u64> = batches.iter().map(|b| b.deleted).collect();
+    sizes.sort_unstable();
+    let mut instants = vec![from_ms];
+    instants.extend(batches.iter().map(|b| b.at_ms));
+    instants.push(to_ms);
+    let longest_gap_ms = instants
+        .windows(2)
+        .map(|pair| pair[1] - pair[0])
+        .fold(0.0, f64::max);
+    json!({
+        "count": batches.len(),
+        "items_median": sizes.get(sizes.len() / 2).copied().unwrap_or(0),
+        "items_max": sizes.last().copied().unwrap_or(0),
+        "longest_gap_ms": round(longest_gap_ms, 0),
+    })
+}
+
+/// Reads one reader item and returns its charge: the RUs one user read costs.
+async fn probe_read(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    id: &str,
+    pk: &str,
+) -> anyhow::Result<f64> {
+    let (path, link) = paths.item(id);
+    let pk_header = partition_key_header(pk);
+    let reply = client
+        .send(&Request {
+            method: Method::GET,
+            path: &path,
+            resource_type: "docs",
+            resource_link: &link,
+            headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 200 || reply.request_charge <= 0.0 {
+        bail!(
+            "probe read: {} (charge {})",
+            reply.status,
+            reply.request_charge
+        );
+    }
+    Ok(reply.request_charge)
+}
+
+/// Creates and deletes an item the size of the expiring ones and returns the delete's charge:
+/// what the server charges the sweeper for each of them.
+async fn probe_delete(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    item_bytes: usize,
+) -> anyhow::Result<f64> {
+    let (id, pk) = ("probe-delete", "probe");
+    let pk_header = partition_key_header(pk);
+    let reply = client
+        .send(&Request {
+            method: Method::POST,
+            path: &paths.docs_path,
+            resource_type: "docs",
+            resource_link: &paths.link,
+            headers: &[
+                ("content-type", "application/json"),
+                ("x-ms-documentdb-partitionkey", &pk_header),
+            ],
+            body: item_body(id, pk, 0, "", item_bytes),
+        })
+        .await?;
+    if reply.status != 201 {
+        bail!("probe create: {}", reply.status);
+    }
+    let (path, link) = paths.item(id);
+    let reply = client
+        .send(&Request {
+            method: Method::DELETE,
+            path: &path,
+            resource_type: "docs",
+            resource_link: &link,
+            headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 204 || reply.request_charge <= 0.0 {
+        bail!(
+            "probe delete: {} (charge {})",
+            reply.status,
+            reply.request_charge
+        );
+    }
+    Ok(reply.request_charge)
+}
+
+/// One reading of the sweeper's counters for a container.
+struct DeletionSample {
+    at: Instant,
+    deleted_total: u64,
+    backlog_items: u64,
+}
+
+/// Reads `/_lethedb/stats` every [`STATS_POLL_INTERVAL`] until `stop` is set.
+async fn poll_deletions(
+    endpoint: Arc<Endpoint>,
+    container: &str,
+    stop: Arc<AtomicBool>,
+) -> anyhow::Result<Vec<DeletionSample>> {
+    let mut client = Client::new(endpoint);
+    let mut samples = Vec::new();
+    let mut next = Instant::now();
+    while !stop.load(Ordering::Relaxed) {
+        let stats = get_json(&mut client, "/_lethedb/stats").await?;
+        let at = Instant::now();
+        let entry = stats["containers"]
+            .as_array()
+            .and_then(|all| all.iter().find(|c| c["container"] == container));
+        samples.push(DeletionSample {
+            at,
+            deleted_total: entry
+                .and_then(|c| c["ttlDeletedTotal"].as_u64())
+                .unwrap_or(0),
+            backlog_items: entry
+                .and_then(|c| c["ttlBacklogItems"].as_u64())
+                .unwrap_or(0),
+        });
+        next += STATS_POLL_INTERVAL;
+        tokio::time::sleep_until(tokio::time::Instant::from_std(next)).await;
+    }
+    Ok(samples)
+}
+
+/// Deletions per second over consecutive whole seconds of the samples, sorted.
+fn per_second_rates(samples: &[&DeletionSample]) -> Vec<f64> {
+    let Some(first) = samples.first() else {
+        return Vec::new();
+    };
+    let mut rates = Vec::new();
+    let mut from = first;
+    for sample in samples {
+        let span = sample.at.saturating_duration_since(from.at).as_secs_f64();
+        if span >= 1.0 {
+            rates.push(sample.deleted_total.saturating_sub(from.deleted_total) as f64 / span);
+            from = sample;
+        }
+    }
+    rates.sort_by(f64::total_cmp);
+    rates
+}
+
+async fn get_json(client: &mut Client, path: &str) -> anyhow::Result<Value> {
+    let reply = get(client, path).await?;
+    Ok(serde_json::from_slice(&reply)?)
+}
+
+async fn get(client: &mut Client, path: &str) -> anyhow::Result<Bytes> {
+    let reply = client
+        .send(&Request {
+            method: Method::GET,
+            path,
+            resource_type: "",
+            resource_link: "",
+            headers: &[],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!("GET {path}: {}", reply.status);
+    }
+    Ok(reply.body)
+}
+
+/// What the server had counted at one instant: its `/metrics` text and its threads' CPU time.
+struct Snapshot {
+    at: Instant,
+    /// How long `GET /metrics` took.
+    scrape_ms: f64,
+    metrics: Vec<Sample>,
+    /// CPU seconds by thread name (threads of one name summed).
+    cpu_secs: Vec<(String, f64)>,
+    /// This load generator's own CPU seconds.
+    own_cpu_secs: f64,
+}
+
+impl Snapshot {
+    async fn take(client: &mut Client, server_pid: Option<u32>) -> anyhow::Result<Snapshot> {
+        let sent = Instant::now();
+        let text = get(client, "/metrics").await?;
+        Ok(Snapshot {
+            at: Instant::now(),
+            scrape_ms: sent.elapsed().as_secs_f64() * 1000.0,
+            metrics: parse_metrics(&String::from_utf8_lossy(&text)),
+            cpu_secs: server_pid.map(thread_cpu_secs).unwrap_or_default(),
+            own_cpu_secs: process_cpu_secs("self").unwrap_or(0.0),
+        })
+    }
+
+    /// What changed since `before`, for the report: 429s and RUs of `container`, the Read
+    /// latency the server measured, CPU per second of the server's threads and of the load
+    /// generator.
+    fn delta_json(&self, before: &Snapshot, container: &str) -> Value {
+        let secs = self.at.duration_since(before.at).as_secs_f64().max(1e-9);
+        let of_container = [
+            ("database", crate::workload::DATABASE_ID),
+            ("container", container),
+        ];
+        let counter = |name: &str| {
+            metric_sum(&self.metrics, name, &of_container)
+                - metric_sum(&before.metrics, name, &of_container)
+        };
+        let read_buckets = histogram_delta(
+            &before.metrics,
+            &self.metrics,
+            "lethedb_request_duration_seconds_bucket",
+            &[("operation", "Read")],
+        );
+        let cpu: serde_json::Map<String, Value> = self
+            .cpu_secs
+            .iter()
+            .map(|(name, total)| {
+                let earlier = before
+                    .cpu_secs
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .map_or(0.0, |(_, s)| *s);
+                (name.clone(), json!(round((total - earlier) / secs, 3)))
+            })
+            .collect();
+        json!({
+            "throttled": counter("lethedb_throttled_requests_total"),
+            "user_ru_per_sec": round(counter("lethedb_request_units_total") / secs, 1),
+            "read_p50_ms_at_most": histogram_quantile(&read_buckets, 0.50).map(|s| round(s * 1000.0, 3)),
+            "read_p99_ms_at_most": histogram_quantile(&read_buckets, 0.99).map(|s| round(s * 1000.0, 3)),
+            "commits": metric_sum(&self.metrics, "lethedb_commit_duration_seconds_count", &[])
+                - metric_sum(&before.metrics, "lethedb_commit_duration_seconds_count", &[]),
+            "cpu_per_sec_by_thread": cpu,
+            "load_generator_cpu_per_sec": round((self.own_cpu_secs - before.own_cpu_secs) / secs, 3),
+            "metrics_scrape_ms_after": round(self.scrape_ms, 1),
+        })
+    }
+}
+
+/// One sample line of the Prometheus text format.
+#[derive(Clone, Debug, PartialEq)]
+struct Sample {
+    name: String,
+    labels: Vec<(String, String)>,
+    value: f64,
+}
+
+/// Parses the sample lines of a Prometheus text exposition (label values without escapes,
+/// which is all LetheDB writes).
+fn parse_metrics(text: &str) -> Vec<Sample> {
+    text.lines()
+        .filter(|line| !line.starts_with('#') && !line.trim().is_empty())
+        .filter_map(|line| {
+            let (head, value) = line.rsplit_once(' ')?;
+            let value: f64 = match value.trim() {
+                "+Inf" => f64::INFINITY,
+                other => other.parse().ok()?,
+            };
+            let (name, labels) = match head.split_once('{') {
+                Some((name, rest)) => (name, rest.strip_suffix('}')?),
+                None => (head, ""),
+            };
+            let labels = labels
+                .split(',')
+                .filter(|pair| !pair.is_empty())
+                .filter_map(|pair| {
+                    let (key, value) = pair.split_once('=')?;
+                    Some((key.to_string(), value.trim_matches('"').to_string()))
+                })
+                .collect();
+            Some(Sample {
+                name: name.to_string(),
+                labels,
+                value,
+            })
+        })
+        .collect()
+}
+
+fn has_labels(sample: &Sample, wanted: &[(&str, &str)]) -> bool {
+    wanted
+        .iter()
+        .all(|(k, v)| sample.labels.iter().any(|(sk, sv)| sk == k && sv == v))
+}
+
+/// The sum of the samples called `name` that carry every label of `wanted`.
+fn metric_sum(samples: &[Sample], name: &str, wanted: &[(&str, &str)]) -> f64 {
+    samples
+        .iter()
+        .filter(|s| s.name == name && has_labels(s, wanted))
+        .map(|s| s.value)
+        .sum()
+}
+
+/// Cumulative bucket counts `(upper bound, count)` gained between two readings, by bound.
+fn histogram_delta(
+    before: &[Sample],
+    after: &[Sample],
+    name: &str,
+    wanted: &[(&str, &str)],
+) -> Vec<(f64, f64)> {
+    let buckets = |samples: &[Sample]| -> Vec<(f64, f64)> {
+        let mut found: Vec<(f64, f64)> = samples
+            .iter()
+            .filter(|s| s.name == name && has_labels(s, wanted))
+            .filter_map(|s| {
+                let le = s.labels.iter().find(|(k, _)| k == "le")?.1.as_str();
+                let bound = if le == "+Inf" {
+                    f64::INFINITY
+                } else {
+                    le.parse().ok()?
+                };
+                Some((bound, s.value))
+            })
+            .collect();
+        found.sort_by(|a, b| a.0.total_cmp(&b.0));
+        found
+    };
+    let earlier = buckets(before);
+    buckets(after)
+        .into_iter()
+        .map(|(bound, count)| {
+            let old = earlier
+                .iter()
+                .find(|(b, _)| *b == bound)
+                .map_or(0.0, |(_, c)| *c);
+            (bound, count - old)
+        })
+        .collect()
+}
+
+/// The upper bound of the bucket holding the `quantile` of cumulative buckets (seconds).
+fn histogram_quantile(buckets: &[(f64, f64)], quantile: f64) -> Option<f64> {
+    let total = buckets.last()?.1;
+    if total <= 0.0 {
+        return None;
+    }
+    buckets
+        .iter()
+        .find(|(_, count)| *count >= quantile * total)
+        .map(|(bound, _)| *bound)
+}
+
+/// CPU seconds of each named thread of a process (threads of one name summed), from
+/// `/proc/PID/task/*/stat`.
+fn thread_cpu_secs(pid: u32) -> Vec<(String, f64)> {
+    let mut by_name: Vec<(String, f64)> = Vec::new();
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return by_name;
+    };
+    for task in tasks.flatten() {
+        let Ok(stat) = std::fs::read_to_string(task.path().join("stat")) else {
+            continue;
+        };
+        let Some((name, secs)) = parse_stat(&stat) else {
+            continue;
+        };
+        match by_name.iter_mut().find(|(n, _)| *n == name) {
+            Some(entry) => entry.1 += secs,
+            None => by_name.push((name, secs)),
+        }
+    }
+    by_name.sort_by(|a, b| a.0.cmp(&b.0));
+    by_name
+}
+
+fn process_cpu_secs(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&stat).map(|(_, secs)| secs)
+}
+
+/// Clock ticks per second of `/proc` CPU times (`USER_HZ`, 100 on Linux).
+const CLOCK_TICKS_PER_SEC: f64 = 100.0;
+
+/// `(name, user + system CPU seconds)` from a `/proc/.../stat` line.
+fn parse_stat(stat: &str) -> Option<(String, f64)> {
+    let open = stat.find('(')?;
+    let close = stat.rfind(')')?;
+    let name = stat.get(open + 1..close)?.to_string();
+    let fields: Vec<&str> = stat.get(close + 1..)?.split_whitespace().collect();
+    // Fields 14 and 15 of stat(5), counted from the state (field 3) after the name.
+    let user: f64 = fields.get(11)?.parse().ok()?;
+    let system: f64 = fields.get(12)?.parse().ok()?;
+    Some((name, (user + system) / CLOCK_TICKS_PER_SEC))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prometheus_samples_parse_and_sum_by_label() {
+        let text = "# HELP x y\nlethedb_throttled_requests_total{database=\"bench\",container=\"a\"} 3\nlethedb_throttled_requests_total{database=\"bench\",container=\"b\"} 4\nlethedb_request_duration_seconds_bucket{le=\"0.0001\",operation=\"Read\"} 5\nlethedb_request_duration_seconds_bucket{le=\"+Inf\",operation=\"Read\"} 10\nlethedb_writer_queue_depth 0\n";
+        let samples = parse_metrics(text);
+        assert_eq!(samples.len(), 5);
+        assert_eq!(
+            metric_sum(
+                &samples,
+                "lethedb_throttled_requests_total",
+                &[("container", "b")]
+            ),
+            4.0
+        );
+        assert_eq!(
+            metric_sum(&samples, "lethedb_throttled_requests_total", &[]),
+            7.0
+        );
+        let buckets = histogram_delta(
+            &[],
+            &samples,
+            "lethedb_request_duration_seconds_bucket",
+            &[("operation", "Read")],
+        );
+        assert_eq!(buckets, vec![(0.0001, 5.0), (f64::INFINITY, 10.0)]);
+        assert_eq!(histogram_quantile(&buckets, 0.5), Some(0.0001));
+        assert_eq!(histogram_quantile(&buckets, 0.99), Some(f64::INFINITY));
+    }
+
+    #[test]
+    fn proc_stat_names_and_cpu_seconds() {
+        let stat = "123 (lethedb-writer) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
+        assert_eq!(parse_stat(stat), Some(("lethedb-writer".into(), 3.0)));
+    }
+}
