@@ -237,15 +237,39 @@ pub async fn mass_expiry(
     let expired_at_ms = unix_ms();
     replace_default_ttl(&mut client, &expiring, 1).await?;
     let replaced_ms = unix_ms();
+    // Reads run for the first `baseline` of the sweep (the latency goal is about that); then the
+    // server is left idle, which is what the sweep-rate goal is about.
+    let stopper = {
+        let (stop_reads, during) = (Arc::clone(&stop_reads), config.baseline);
+        tokio::spawn(async move {
+            tokio::time::sleep(during).await;
+            stop_reads.store(true, Ordering::Relaxed);
+            unix_ms()
+        })
+    };
     let waited = wait_for_deletions(log_path, &container_id, config.items as u64).await;
     stop_reads.store(true, Ordering::Relaxed);
+    let reads_stopped_ms = if stopper.is_finished() {
+        stopper.await?
+    } else {
+        stopper.abort();
+        unix_ms()
+    };
     let read_during = reads.await??;
     let batches = waited?;
     let instants = deletion_instants(&batches, config.items);
     let last_ms = instants.last().copied().unwrap_or(replaced_ms);
     let first_ms = instants.first().copied().unwrap_or(replaced_ms);
     let drain_secs = ((last_ms - expired_at_ms) / 1000.0).max(1e-9);
-    let sweep_rate_per_sec = config.items as f64 / drain_secs;
+    let overall_rate_per_sec = config.items as f64 / drain_secs;
+    // The idle rate: deletions after the reads stopped, over the time they took.
+    let idle_deletions = instants.iter().filter(|&&at| at > reads_stopped_ms).count();
+    let idle_secs = ((last_ms - reads_stopped_ms) / 1000.0).max(1e-9);
+    let sweep_rate_per_sec = if idle_deletions > 0 {
+        idle_deletions as f64 / idle_secs
+    } else {
+        overall_rate_per_sec
+    };
     let lags = instants.iter().map(|d| d - expired_at_ms).collect();
     Ok(MassExpiry {
         json: json!({
@@ -255,6 +279,9 @@ pub async fn mass_expiry(
             "first_batch_after_ms": round(first_ms - expired_at_ms, 1),
             "drain_secs": round(drain_secs, 3),
             "sweep_rate_per_sec": round(sweep_rate_per_sec, 0),
+            "sweep_rate_overall_per_sec": round(overall_rate_per_sec, 0),
+            "idle_deletions": idle_deletions,
+            "reads_during_secs": round((reads_stopped_ms - expired_at_ms) / 1000.0, 3),
             "batches": batches.len(),
             "deletion_lag_from_expiry": lag_json(lags),
             "read_baseline": read_baseline.to_json(),
