@@ -986,15 +986,6 @@ fn throughput_markdown(out: &mut String, t: &Value) {
         "| B / A | – | – | – | {}× | {}× | {points:+.3} points | {}× expected | – |",
         t["p50_ratio"], t["p99_ratio"], d["ratio_to_expected"]
     );
-    let cpu = |phase: &Value| {
-        let by_thread = phase["server"]["cpu_per_sec_by_thread"].as_object();
-        let total: f64 = by_thread.map_or(0.0, |m| m.values().filter_map(Value::as_f64).sum());
-        let writer = by_thread
-            .and_then(|m| m.get("lethedb-writer"))
-            .and_then(Value::as_f64)
-            .unwrap_or(0.0);
-        format!("{total:.2} (writer thread {writer:.2})")
-    };
     let thirds = |phase: &Value| {
         phase["p99_ms_by_sub_window"]
             .as_array()
@@ -1010,32 +1001,42 @@ fn throughput_markdown(out: &mut String, t: &Value) {
     let batches = &d["sweeper_batches"];
     let _ = writeln!(
         out,
-        "\np99 in consecutive thirds of each phase (its spread is the noise within one phase): A {} ms, B {} ms. In B's window the sweeper committed {} batches (median {} items, largest {}); the longest stretch without one was {} ms.",
+        "\np99 in consecutive thirds of each phase (their spread is the noise within one phase): A {} ms, B {} ms. In B's window the sweeper committed {} batches (median {} items, largest {}), the longest stretch without one {} ms; deletions per second over whole seconds: min {}, median {}, max {}; backlog left at the end {}.",
         thirds(a),
         thirds(b),
         batches["count"],
         batches["items_median"],
         batches["items_max"],
         whole(&batches["longest_gap_ms"]),
-    );
-    let _ = writeln!(
-        out,
-        "\nServer side, A then B: Read latency p99 at most {} and {} ms (`/metrics` histogram bucket); 429s it counted {} and {}; server CPU s/s {} and {}; load generator CPU s/s {} and {}, sends more than 2 ms behind schedule {} and {}; deletions per second over whole seconds of B: min {}, median {}, max {}; backlog left {}.",
-        a["server"]["read_p99_ms_at_most"],
-        b["server"]["read_p99_ms_at_most"],
-        a["server"]["throttled"],
-        b["server"]["throttled"],
-        cpu(a),
-        cpu(b),
-        a["server"]["load_generator_cpu_per_sec"],
-        b["server"]["load_generator_cpu_per_sec"],
-        a["slipped_sends"],
-        b["slipped_sends"],
         whole(&d["per_second_min"]),
         whole(&d["per_second_median"]),
         whole(&d["per_second_max"]),
         d["backlog_at_end"],
     );
+    // Where the time went, per phase: what a p99 change is made of.
+    out.push_str("\n| phase | server Read p99 ms (histogram bucket) | 429s counted by the server | server CPU s/s | of which writer thread | server threads waiting for a core s/s | load generator CPU s/s | load generator waiting s/s | sends > 2 ms late | other processes CPU s/s | stolen CPU s/s |\n");
+    out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (name, phase) in [("A", a), ("B", b)] {
+        let server = &phase["server"];
+        let by_thread = server["cpu_per_sec_by_thread"].as_object();
+        let total: f64 = by_thread.map_or(0.0, |m| m.values().filter_map(Value::as_f64).sum());
+        let writer = by_thread
+            .and_then(|m| m.get("lethedb-writer"))
+            .and_then(Value::as_f64)
+            .unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {} | {total:.2} | {writer:.2} | {} | {} | {} | {} | {} | {} |",
+            server["read_p99_ms_at_most"],
+            server["throttled"],
+            server["server_run_queue_wait_per_sec"],
+            server["load_generator_cpu_per_sec"],
+            server["load_generator_run_queue_wait_per_sec"],
+            phase["slipped_sends"],
+            server["other_processes_cpu_per_sec"],
+            server["steal_cpu_per_sec"],
+        );
+    }
 }
 
 fn to_json(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> Value {

@@ -471,6 +471,11 @@ struct Snapshot {
     cpu_secs: Vec<(String, f64)>,
     /// This load generator's own CPU seconds.
     own_cpu_secs: f64,
+    /// CPU seconds the whole machine spent busy, and stolen from it by the hypervisor.
+    machine: MachineCpu,
+    /// Seconds the server's threads, and this process's, spent runnable but waiting for a CPU.
+    server_wait_secs: f64,
+    own_wait_secs: f64,
 }
 
 impl Snapshot {
@@ -483,6 +488,9 @@ impl Snapshot {
             metrics: parse_metrics(&String::from_utf8_lossy(&text)),
             cpu_secs: server_pid.map(thread_cpu_secs).unwrap_or_default(),
             own_cpu_secs: process_cpu_secs("self").unwrap_or(0.0),
+            machine: machine_cpu().unwrap_or_default(),
+            server_wait_secs: server_pid.map_or(0.0, |pid| run_queue_wait_secs(&pid.to_string())),
+            own_wait_secs: run_queue_wait_secs("self"),
         })
     }
 
@@ -517,6 +525,10 @@ impl Snapshot {
                 (name.clone(), json!(round((total - earlier) / secs, 3)))
             })
             .collect();
+        let server_cpu: f64 = self.cpu_secs.iter().map(|(_, s)| s).sum::<f64>()
+            - before.cpu_secs.iter().map(|(_, s)| s).sum::<f64>();
+        let own_cpu = self.own_cpu_secs - before.own_cpu_secs;
+        let busy = self.machine.busy_secs - before.machine.busy_secs;
         json!({
             "throttled": counter("lethedb_throttled_requests_total"),
             "user_ru_per_sec": round(counter("lethedb_request_units_total") / secs, 1),
@@ -527,6 +539,13 @@ impl Snapshot {
             "cpu_per_sec_by_thread": cpu,
             "load_generator_cpu_per_sec": round((self.own_cpu_secs - before.own_cpu_secs) / secs, 3),
             "metrics_scrape_ms_after": round(self.scrape_ms, 1),
+            // Whatever else ran on the machine meanwhile (other builds, tests, benchmarks): it
+            // competes with the server and the load generator for the same cores.
+            "other_processes_cpu_per_sec": round(((busy - server_cpu - own_cpu) / secs).max(0.0), 3),
+            "steal_cpu_per_sec": round((self.machine.steal_secs - before.machine.steal_secs) / secs, 3),
+            // Time runnable but not running: how much the threads queued for a core.
+            "server_run_queue_wait_per_sec": round((self.server_wait_secs - before.server_wait_secs) / secs, 3),
+            "load_generator_run_queue_wait_per_sec": round((self.own_wait_secs - before.own_wait_secs) / secs, 3),
         })
     }
 }
@@ -666,6 +685,47 @@ fn process_cpu_secs(pid: &str) -> Option<f64> {
 /// Clock ticks per second of `/proc` CPU times (`USER_HZ`, 100 on Linux).
 const CLOCK_TICKS_PER_SEC: f64 = 100.0;
 
+/// Seconds all threads of a process spent runnable but waiting for a CPU, from the second field
+/// of `/proc/PID/task/*/schedstat` (nanoseconds).
+fn run_queue_wait_secs(pid: &str) -> f64 {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return 0.0;
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join("schedstat")).ok())
+        .filter_map(|stat| stat.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .sum::<f64>()
+        / 1e9
+}
+
+/// The machine's CPU time from the `cpu` line of `/proc/stat`.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+struct MachineCpu {
+    /// user + nice + system + irq + softirq.
+    busy_secs: f64,
+    steal_secs: f64,
+}
+
+fn machine_cpu() -> Option<MachineCpu> {
+    parse_machine_cpu(&std::fs::read_to_string("/proc/stat").ok()?)
+}
+
+fn parse_machine_cpu(stat: &str) -> Option<MachineCpu> {
+    let line = stat.lines().find(|line| line.starts_with("cpu "))?;
+    let ticks: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|field| field.parse().ok())
+        .collect();
+    let field = |index: usize| ticks.get(index).copied().unwrap_or(0.0);
+    // user nice system idle iowait irq softirq steal ...
+    Some(MachineCpu {
+        busy_secs: (field(0) + field(1) + field(2) + field(5) + field(6)) / CLOCK_TICKS_PER_SEC,
+        steal_secs: field(7) / CLOCK_TICKS_PER_SEC,
+    })
+}
+
 /// `(name, user + system CPU seconds)` from a `/proc/.../stat` line.
 fn parse_stat(stat: &str) -> Option<(String, f64)> {
     let open = stat.find('(')?;
@@ -714,5 +774,13 @@ mod tests {
     fn proc_stat_names_and_cpu_seconds() {
         let stat = "123 (lethedb-writer) S 1 2 3 4 5 6 7 8 9 10 250 50 0 0 20 0 1 0";
         assert_eq!(parse_stat(stat), Some(("lethedb-writer".into(), 3.0)));
+        let machine = "cpu  100 20 30 900 5 6 4 10 0 0\ncpu0 50 10 15 450 2 3 2 5 0 0\n";
+        assert_eq!(
+            parse_machine_cpu(machine),
+            Some(MachineCpu {
+                busy_secs: 1.6,
+                steal_secs: 0.1
+            })
+        );
     }
 }
