@@ -47,7 +47,8 @@ fn library_code_has_no_panicking_shortcuts() {
         "todo!",
         "unimplemented!",
         "dbg!",
-        "#[ignore]",
+        // Spelled in pieces so that this list is not itself a match for tools that grep the tree.
+        concat!("#[", "ignore]"),
         "should_panic",
     ];
     for file in files {

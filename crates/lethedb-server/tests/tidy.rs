@@ -54,12 +54,13 @@ fn every_module_opens_with_a_doc_paragraph() {
 
 #[test]
 fn no_placeholders_or_skipped_tests() {
+    // Spelled in pieces so that this list is not itself a match for tools that grep the tree.
     let banned = [
-        "#[ignore",
-        "#[should_panic",
-        "todo!(",
-        "unimplemented!(",
-        "dbg!(",
+        concat!("#[", "ignore"),
+        concat!("#[", "should_panic"),
+        concat!("todo", "!("),
+        concat!("unimplemented", "!("),
+        concat!("dbg", "!("),
     ];
     let mut found = Vec::new();
     for path in workspace_files() {
