@@ -23,10 +23,11 @@ use std::time::{Duration, Instant};
 /// How late a send may leave after its due instant, on an idle connection, before it counts
 /// as a slip of the schedule (the load generator itself fell behind).
 const SLIP_TOLERANCE: Duration = Duration::from_millis(2);
-/// The measured window is also cut into this many equal parts, each with its own p99: their
-/// spread shows how much p99 moves within one unchanged phase (the noise a comparison of two
-/// phases has to beat).
-pub const SUB_WINDOWS: usize = 3;
+/// The measured window is also cut into parts this long (or into [`SUB_WINDOWS_MIN`] parts of a
+/// shorter window), each with its own p99: their spread shows how much p99 moves within one
+/// unchanged phase, the noise a comparison of two phases has to beat.
+pub const SUB_WINDOW: Duration = Duration::from_secs(1);
+pub const SUB_WINDOWS_MIN: usize = 3;
 
 /// The shape of one open-loop run.
 #[derive(Clone, Debug)]
@@ -48,7 +49,7 @@ pub struct OpenLoopConfig {
 pub struct OpenLoopSummary {
     /// Latencies of the 200s and the errors; `ops_per_sec` is 200s per second.
     pub reads: Summary,
-    /// The p99 of the 200s due in each of [`SUB_WINDOWS`] consecutive parts of the window.
+    /// The p99 of the 200s due in each consecutive part of the window ([`SUB_WINDOW`]).
     pub p99_ms_by_sub_window: Vec<f64>,
     /// Requests due in the window (200s, 429s and errors).
     pub sent: u64,
@@ -70,8 +71,16 @@ impl OpenLoopSummary {
         self.charge_ru / self.duration.as_secs_f64().max(1e-9)
     }
 
+    /// The first quartile, median and third quartile of the sub-windows' p99s.
+    pub fn sub_window_p99_quartiles_ms(&self) -> [f64; 3] {
+        let mut sorted = self.p99_ms_by_sub_window.clone();
+        sorted.sort_by(f64::total_cmp);
+        [0.25, 0.5, 0.75].map(|q| crate::stats::percentile_f64(&sorted, q))
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
+            "p99_ms_sub_window_quartiles": self.sub_window_p99_quartiles_ms().map(|p| crate::stats::round(p, 3)),
             "reads": self.reads.to_json(),
             "p99_ms_by_sub_window": self.p99_ms_by_sub_window.iter().map(|p| crate::stats::round(*p, 3)).collect::<Vec<_>>(),
             "sent": self.sent,
@@ -106,7 +115,9 @@ pub async fn point_reads(
     let start = Instant::now() + Duration::from_millis(20);
     let measure_from = start + config.warmup;
     let deadline = measure_from + config.duration;
-    let sub_window = config.duration / SUB_WINDOWS as u32;
+    let sub_windows =
+        ((config.duration.as_secs_f64() / SUB_WINDOW.as_secs_f64()) as usize).max(SUB_WINDOWS_MIN);
+    let sub_window = config.duration / sub_windows as u32;
     let mut tasks = Vec::new();
     for connection in 0..connections {
         let (endpoint, paths, data) = (Arc::clone(endpoint), paths.clone(), config.data.clone());
@@ -117,7 +128,7 @@ pub async fn point_reads(
             let mut tally = ConnectionTally::default();
             tally
                 .sub_windows
-                .resize_with(SUB_WINDOWS, Recorder::default);
+                .resize_with(sub_windows, Recorder::default);
             let mut index = connection as u32;
             loop {
                 let due = start + interval * index;
@@ -187,7 +198,7 @@ pub async fn point_reads(
     let mut total = ConnectionTally::default();
     total
         .sub_windows
-        .resize_with(SUB_WINDOWS, Recorder::default);
+        .resize_with(sub_windows, Recorder::default);
     for task in tasks {
         let tally = task.await?;
         total.recorder.merge(tally.recorder);

@@ -54,6 +54,9 @@ pub const USER_LOAD: f64 = 0.8;
 pub const P99_RATIO_MAX: f64 = 1.1;
 /// How much the share of 429s may grow from phase A to B (absolute, as a fraction of requests).
 pub const THROTTLED_INCREASE_MAX: f64 = 0.001;
+/// CPU seconds per second, taken by other processes or the hypervisor during a phase, above
+/// which the latency comparison is flagged as disturbed.
+pub const DISTURBANCE_CPU_MAX: f64 = 0.05;
 /// How far the deletion rate may be from the rate the leftover budget pays for.
 pub const DELETION_RATE_TOLERANCE: f64 = 0.1;
 
