@@ -1010,12 +1010,13 @@ fn throughput_markdown(out: &mut String, t: &Value) {
     let batches = &d["sweeper_batches"];
     let _ = writeln!(
         out,
-        "\np99 of each second, median (quartiles), whose spread is the noise within one phase: A {}, B {}. In B's window the sweeper committed {} batches (median {} items, largest {}), the longest stretch without one {} ms; deletions per second over whole seconds: min {}, median {}, max {}; backlog left at the end {}.",
+        "\np99 of each second, median (quartiles), whose spread is the noise within one phase: A {}, B {}. In B's window the sweeper committed {} batches (median {} items, largest {}; {} deletions/s by its log), the longest stretch without one {} ms; deletions per second over whole seconds: min {}, median {}, max {}; backlog left at the end {}.",
         quartiles(a),
         quartiles(b),
         batches["count"],
         batches["items_median"],
         batches["items_max"],
+        whole(&batches["deleted_per_sec"]),
         whole(&batches["longest_gap_ms"]),
         whole(&d["per_second_min"]),
         whole(&d["per_second_median"]),

@@ -304,8 +304,10 @@ fn sweeper_batches(log: &std::path::Path, from_ms: f64, to_ms: f64) -> Value {
         .windows(2)
         .map(|pair| pair[1] - pair[0])
         .fold(0.0, f64::max);
+    let deleted: u64 = batches.iter().map(|b| b.deleted).sum();
     json!({
         "count": batches.len(),
+        "deleted_per_sec": round(deleted as f64 / ((to_ms - from_ms) / 1000.0).max(1e-9), 1),
         "items_median": sizes.get(sizes.len() / 2).copied().unwrap_or(0),
         "items_max": sizes.last().copied().unwrap_or(0),
         "longest_gap_ms": round(longest_gap_ms, 0),
