@@ -88,11 +88,20 @@ pub(crate) struct SweepRegistry {
 impl SweepRegistry {
     /// Whether the whole backlog should be counted on this turn (and notes that it will be).
     fn full_count_due(&self, container_number: u32, now_ms: i64) -> bool {
+        // A count walks the whole backlog, so a large backlog is counted less often: one more
+        // millisecond between counts per 20 expired items (1M items: about once a minute).
+        let backlog = self
+            .stats
+            .lock()
+            .ok()
+            .and_then(|stats| stats.get(&container_number).map(|s| s.backlog_items))
+            .unwrap_or(0);
+        let interval_ms = BACKLOG_COUNT_INTERVAL_MS.saturating_add((backlog / 20) as i64);
         let Ok(mut counted) = self.counted_at_ms.lock() else {
             return false;
         };
         let last = counted.entry(container_number).or_insert(i64::MIN);
-        if now_ms.saturating_sub(*last) >= BACKLOG_COUNT_INTERVAL_MS {
+        if now_ms.saturating_sub(*last) >= interval_ms {
             *last = now_ms;
             true
         } else {
@@ -123,15 +132,20 @@ fn choose_candidates(
     let mut candidates = Vec::new();
     let mut visited = 0u64;
     let mut walked_everything = true;
+    let mut choosing = true;
     visit_expired(&*reader, container, now_ms, &mut |key, entry| {
         visited += 1;
+        if !choosing {
+            // Only counting now: nothing more to price or copy.
+            return ControlFlow::Continue(());
+        }
         let cost_ru = request_units::write(entry.body_bytes as usize);
         if candidates.len() < batch_items_max && cost_ru <= allowance_ru {
             allowance_ru -= cost_ru;
             candidates.push((key.to_vec(), entry));
         } else {
             // Later entries are not cheaper in general: stop reserving for this turn.
-            allowance_ru = 0.0;
+            choosing = false;
             if !count_everything {
                 walked_everything = false;
                 return ControlFlow::Break(());

@@ -220,7 +220,7 @@ impl Collector for EngineCollector {
                 database: container.database_id.clone(),
                 container: container.id.clone(),
             };
-            if let Ok(usage) = self.engine.container_usage(container) {
+            if let Ok(usage) = self.engine.container_usage_estimate(container) {
                 items.push((labels.clone(), usage.items as f64));
                 bytes.push((labels.clone(), usage.bytes as f64));
             }
