@@ -286,9 +286,9 @@ pub async fn route(
             let found = state.engine.read_container(path.id(0), path.id(1))?;
             admit(state, &found)?;
             let reply = if names_one {
-                item(state, method, headers, path, &body).await?
+                item(state, &found, method, headers, path, &body).await?
             } else {
-                items(state, method, headers, path, &body).await?
+                items(state, &found, method, headers, path, &body).await?
             };
             state.engine.charge(&found, reply.request_charge());
             reply
@@ -677,6 +677,7 @@ fn item_reply(
 
 async fn items(
     state: &AppState,
+    found: &std::sync::Arc<Container>,
     method: &Method,
     headers: &HeaderMap,
     path: &ResourcePath,
@@ -724,7 +725,6 @@ async fn items(
                     entry
                 })
                 .collect();
-            let found = engine.read_container(database_id, container_id)?;
             let status = if succeeded {
                 StatusCode::OK
             } else {
@@ -732,7 +732,7 @@ async fn items(
             };
             Ok(Reply::value(status, &Value::Array(entries))
                 .charge(request_units::round_total(charge))
-                .session(lsn, found.rid(), &alt_path(&found, path)))
+                .session(lsn, found.rid(), &alt_path(found, path)))
         }
         Method::POST if header_is_true(headers, "x-ms-cosmos-is-query-plan-request") => {
             let request = query_request(headers, body)?;
@@ -741,9 +741,8 @@ async fn items(
             Ok(Reply::value(StatusCode::OK, &query_plan()).charge(0.0))
         }
         Method::POST if is_query(headers) => {
-            let found = engine.read_container(database_id, container_id)?;
             let request = query_request(headers, body)?;
-            let page = engine.query_items(&found, &request)?;
+            let page = engine.query_items(found, &request)?;
             let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
             let metrics = header_is_true(headers, "x-ms-documentdb-populatequerymetrics")
                 .then(|| query_metrics(&page));
@@ -755,7 +754,7 @@ async fn items(
                 page.continuation,
                 charge,
             )
-            .session(lsn, found.rid(), &alt_path(&found, path));
+            .session(lsn, found.rid(), &alt_path(found, path));
             if let Some(metrics) = metrics {
                 reply = reply.header("x-ms-documentdb-query-metrics", metrics);
             }
@@ -795,9 +794,8 @@ async fn items(
             ))
         }
         Method::GET => {
-            let found = engine.read_container(database_id, container_id)?;
             let feed = engine.read_feed(
-                &found,
+                found,
                 partition_key(headers)?,
                 page_items_max(headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
                 continuation(headers).as_deref(),
@@ -818,7 +816,7 @@ async fn items(
                 feed.continuation,
                 request_units::read(bytes),
             )
-            .session(feed.lsn, found.rid(), &alt_path(&found, path)))
+            .session(feed.lsn, found.rid(), &alt_path(found, path)))
         }
         _ => Err(method_not_allowed(method, path)),
     }
@@ -851,6 +849,7 @@ fn query_plan() -> Value {
 
 async fn item(
     state: &AppState,
+    found: &std::sync::Arc<Container>,
     method: &Method,
     headers: &HeaderMap,
     path: &ResourcePath,
@@ -860,13 +859,12 @@ async fn item(
     let (database_id, container_id, id) = (path.id(0), path.id(1), path.id(2));
     match *method {
         Method::GET => {
-            let found = engine.read_container(database_id, container_id)?;
-            let item = engine.read_item(&found, partition_key(headers)?, id)?;
+            let item = engine.read_item(found, partition_key(headers)?, id)?;
             let etag = item.etag();
             if header(headers, "if-none-match") == Some(etag.as_str()) {
                 return Ok(Reply::empty(StatusCode::NOT_MODIFIED)
                     .header("etag", etag)
-                    .session(item.record.lsn, found.rid(), &alt_path(&found, path)));
+                    .session(item.record.lsn, found.rid(), &alt_path(found, path)));
             }
             let charge = request_units::read(item.record.body.len());
             Ok(item_reply(
@@ -904,7 +902,6 @@ async fn item(
             Ok(written_reply(path, StatusCode::OK, &outcome, headers))
         }
         Method::DELETE => {
-            let found = engine.read_container(database_id, container_id)?;
             let lsn = engine
                 .delete_item(
                     database_id,
@@ -916,7 +913,7 @@ async fn item(
                 .await?;
             Ok(Reply::empty(StatusCode::NO_CONTENT)
                 .charge(request_units::write(0))
-                .session(lsn, found.rid(), &alt_path(&found, path)))
+                .session(lsn, found.rid(), &alt_path(found, path)))
         }
         _ => Err(method_not_allowed(method, path)),
     }

@@ -75,7 +75,7 @@ impl ResourcePath {
             .collect();
         (
             types,
-            self.segments.len() % 2 == 0 && !self.segments.is_empty(),
+            self.segments.len().is_multiple_of(2) && !self.segments.is_empty(),
         )
     }
 
