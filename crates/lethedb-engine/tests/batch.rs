@@ -3,33 +3,19 @@
 
 mod common;
 
-use common::pk;
+use common::{engine_with_container, pk};
 
 use lethedb_engine::batch::parse_batch;
-use lethedb_engine::{Engine, EngineConfig, ManualClock, PartitionKeyValue, WriteMode};
-use lethedb_storage::MemoryStore;
+use lethedb_engine::{Engine, ManualClock, PartitionKeyValue, WriteMode};
 use serde_json::json;
 use std::sync::Arc;
 
 async fn engine() -> Engine {
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
+    let engine = engine_with_container(
         Arc::new(ManualClock::new(1_800_000_000_000)),
-        EngineConfig::default(),
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
     )
-    .expect("engine");
-    engine
-        .create_database(json!({"id": "db"}), None)
-        .await
-        .expect("db");
-    engine
-        .create_container(
-            "db",
-            json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
-            None,
-        )
-        .await
-        .expect("container");
+    .await;
     engine
         .write_item(
             "db",

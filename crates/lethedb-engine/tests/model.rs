@@ -6,8 +6,7 @@ mod common;
 
 use common::*;
 
-use lethedb_engine::{Engine, EngineConfig, EngineError, ManualClock, QueryRequest, WriteMode};
-use lethedb_storage::MemoryStore;
+use lethedb_engine::{EngineError, ManualClock, QueryRequest, WriteMode};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -15,24 +14,11 @@ use std::sync::Arc;
 #[tokio::test]
 async fn the_engine_agrees_with_a_btreemap() {
     let clock = Arc::new(ManualClock::new(1_800_000_000_000));
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
+    let engine = engine_with_container(
         clock.clone(),
-        EngineConfig::default(),
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
     )
-    .expect("engine");
-    engine
-        .create_database(json!({"id": "db"}), None)
-        .await
-        .expect("db");
-    engine
-        .create_container(
-            "db",
-            json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
-            None,
-        )
-        .await
-        .expect("container");
+    .await;
     let mut rng = Rng(0xfeed);
     // (pk, id) → (document n, etag)
     let mut model: BTreeMap<(String, String), (u64, String)> = BTreeMap::new();

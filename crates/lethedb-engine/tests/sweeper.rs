@@ -134,19 +134,7 @@ async fn a_rewrite_at_the_expiry_instant_is_never_swept() {
         .expect("engine");
         setup(&engine, 10).await;
         let items = 200;
-        for i in 0..items {
-            engine
-                .write_item(
-                    "db",
-                    "c",
-                    WriteMode::Create,
-                    pk("p"),
-                    json!({"id": format!("i{i}"), "pk": "p"}),
-                    None,
-                )
-                .await
-                .expect("create");
-        }
+        create_items(&engine, items).await;
         clock.advance_ms(10_000);
         // At the expiry instant, rewrite a random subset while sweeps run concurrently.
         let rewritten: Vec<usize> = (0..items).filter(|_| rng.below(3) == 0).collect();
@@ -215,19 +203,7 @@ async fn expired_items_stay_invisible_after_a_restart_and_the_sweeper_resumes() 
         )
         .expect("engine");
         setup(&engine, 5).await;
-        for i in 0..100 {
-            engine
-                .write_item(
-                    "db",
-                    "c",
-                    WriteMode::Create,
-                    pk("p"),
-                    json!({"id": format!("i{i}"), "pk": "p"}),
-                    None,
-                )
-                .await
-                .expect("create");
-        }
+        create_items(&engine, 100).await;
         clock.advance_ms(5_000);
         // Sweep part of the backlog, then stop.
         engine.sweep_once(30).await.expect("sweep");

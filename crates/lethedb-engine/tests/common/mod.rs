@@ -22,3 +22,40 @@ impl Rng {
         self.0 % n
     }
 }
+
+/// An engine on an in-memory store with database `db` and the container `container` in it.
+pub async fn engine_with_container(
+    clock: std::sync::Arc<lethedb_engine::ManualClock>,
+    container: serde_json::Value,
+) -> lethedb_engine::Engine {
+    let store = std::sync::Arc::new(lethedb_storage::MemoryStore::new());
+    let engine =
+        lethedb_engine::Engine::open(store, clock, lethedb_engine::EngineConfig::default())
+            .expect("engine");
+    engine
+        .create_database(serde_json::json!({"id": "db"}), None)
+        .await
+        .expect("db");
+    engine
+        .create_container("db", container, None)
+        .await
+        .expect("container");
+    engine
+}
+
+/// Creates items `i0`..`i{count-1}` in partition `p` of container `c`.
+pub async fn create_items(engine: &lethedb_engine::Engine, count: usize) {
+    for i in 0..count {
+        engine
+            .write_item(
+                "db",
+                "c",
+                lethedb_engine::WriteMode::Create,
+                pk("p"),
+                serde_json::json!({"id": format!("i{i}"), "pk": "p"}),
+                None,
+            )
+            .await
+            .expect("create");
+    }
+}
