@@ -116,3 +116,19 @@ def test_a_server_wide_default_throughput_limits_containers_without_their_own(st
     _burst(container)
     assert _throttled(server.endpoint, container.id) > 0
     assert list(container.query_items("SELECT VALUE COUNT(1) FROM c", partition_key="p")) == [150]
+
+
+def test_metrics_on_their_own_port(start_server):
+    from urllib.error import HTTPError
+
+    from lethedb_server import free_port
+    port = free_port()
+    server = start_server(extra_args=["--metrics-bind", f"127.0.0.1:{port}"])
+    text = urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10).read().decode()
+    assert "lethedb_writer_queue_depth" in text
+    try:
+        urllib.request.urlopen(server.endpoint + "metrics", timeout=10)
+    except HTTPError as error:
+        assert error.code == 401, "the main port no longer serves /metrics unauthenticated"
+    else:
+        raise AssertionError("/metrics should not be on the main port")
