@@ -3,15 +3,23 @@
 //! The engine sees a fixed set of [`Table`]s of byte keys and byte values, ordered bytewise. It
 //! reads through snapshots ([`ReadTxn`]) that never wait for the writer, and changes data through
 //! one write transaction at a time ([`WriteTxn`]) that becomes durable, whole, when
-//! [`WriteTxn::commit`] returns. The backends are [`RedbStore`] (durable, the default) and
-//! [`MemoryStore`] (a throwaway store for tests and `--in-memory`).
+//! [`WriteTxn::commit`] returns. A write transaction can take savepoints and roll back to them,
+//! so an operation that fails leaves the transaction as it found it. The backends are
+//! [`RedbStore`] (durable, the default) and [`MemoryStore`] (a throwaway store for tests and
+//! `--in-memory`); [`FailingStore`] wraps either to inject failures in tests.
+//!
+//! One process owns a store: a durable store refuses a second opener with
+//! [`StorageError::AlreadyOpen`].
 //!
 //! This crate knows nothing of HTTP, Cosmos DB, JSON or time to live: keys and values are opaque.
 
+mod failing;
 mod memory;
 mod overlay;
 mod redb_store;
+mod write_txn;
 
+pub use failing::{FailingStore, FaultPlan};
 pub use memory::MemoryStore;
 pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 
@@ -24,7 +32,7 @@ pub enum Table {
     Catalog,
     /// Items, keyed by container, partition key and id.
     Items,
-    /// The ordered expiry index the TTL sweeper works from.
+    /// An ordered index the engine keeps next to its items (it orders them by expiry).
     Expiry,
     /// Per-container counters (item count, bytes, sequence numbers).
     Counters,
@@ -58,6 +66,12 @@ pub enum StorageError {
     /// rather than guessing (a restart re-opens it from its last durable state).
     #[error("storage refuses writes after an earlier commit failure")]
     Poisoned,
+    /// Another process (or another handle in this one) has the store open; one process owns a
+    /// store, because its caches, counters and single writer assume nobody else writes.
+    #[error(
+        "the store at {0} is already open in another process; one LetheDB process owns a store"
+    )]
+    AlreadyOpen(String),
 }
 
 /// A key range: start and end bounds over byte keys.
@@ -125,10 +139,28 @@ pub trait ReadTxn {
     ) -> Result<(), StorageError>;
 }
 
+/// A point a write transaction can return to, from [`WriteTxn::savepoint`]. Savepoints nest;
+/// each must be released or rolled back to, innermost first.
+#[must_use = "a savepoint must be released or rolled back to"]
+#[derive(Debug)]
+pub struct Savepoint {
+    /// Changes recorded before the savepoint was taken.
+    pub(crate) journal_len: usize,
+    /// How many savepoints were open once this one was taken.
+    pub(crate) depth: usize,
+}
+
 /// The single write transaction. Reads through it see its own uncommitted writes.
 pub trait WriteTxn: ReadTxn {
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError>;
     fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError>;
+    /// Marks the transaction's current state. It costs nothing until changes follow, and then
+    /// only a record of what each change replaced in the transaction; it never reads the store.
+    fn savepoint(&mut self) -> Savepoint;
+    /// Undoes every change made since `savepoint`, which is then closed.
+    fn rollback_to(&mut self, savepoint: Savepoint);
+    /// Keeps the changes made since `savepoint`, which is then closed.
+    fn release(&mut self, savepoint: Savepoint);
     /// Makes every change durable at once; when this returns `Ok`, a crash cannot lose them.
     fn commit(self: Box<Self>) -> Result<(), StorageError>;
 }

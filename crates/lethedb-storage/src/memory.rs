@@ -5,6 +5,7 @@
 //! old ones). Nothing here survives the process.
 
 use crate::overlay::{BaseEntry, Overlay};
+use crate::write_txn::{Base, OverlayWrite};
 use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use std::collections::BTreeMap;
 
@@ -41,11 +42,10 @@ impl Storage for MemoryStore {
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
-        Ok(Box::new(MemoryWrite {
+        Ok(Box::new(OverlayWrite::new(MemoryBase {
             store: self,
-            base: self.snapshot(),
-            overlay: Default::default(),
-        }))
+            tables: self.snapshot(),
+        })))
     }
 }
 
@@ -99,15 +99,20 @@ impl ReadTxn for MemoryRead {
     }
 }
 
-struct MemoryWrite<'a> {
+/// The committed side of the write transaction: the maps as of its start.
+struct MemoryBase<'a> {
     store: &'a MemoryStore,
-    base: Arc<Tables>,
-    overlay: Overlay,
+    tables: Arc<Tables>,
 }
 
-impl MemoryWrite<'_> {
+impl Base for MemoryBase<'_> {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        Ok(self.tables[table.index()].get(key).cloned())
+    }
+
     fn merged_scan(
         &self,
+        overlay: &Overlay,
         table: Table,
         range: &KeyRange,
         reverse: bool,
@@ -116,57 +121,19 @@ impl MemoryWrite<'_> {
         if range.is_empty() {
             return Ok(());
         }
-        let entries = self.base[table.index()].range((range.start.clone(), range.end.clone()));
+        let entries = self.tables[table.index()].range((range.start.clone(), range.end.clone()));
         let base: Box<dyn Iterator<Item = BaseEntry<&Vec<u8>, &Vec<u8>>>> = if reverse {
             Box::new(entries.rev().map(Ok))
         } else {
             Box::new(entries.map(Ok))
         };
-        self.overlay.merged_scan(table, range, reverse, base, visit)
-    }
-}
-
-impl ReadTxn for MemoryWrite<'_> {
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        match self.overlay.get(table, key) {
-            Some(change) => Ok(change),
-            None => Ok(self.base[table.index()].get(key).cloned()),
-        }
+        overlay.merged_scan(table, range, reverse, base, visit)
     }
 
-    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
-        self.merged_scan(table, range, false, visit)
-    }
-
-    fn scan_rev(
-        &self,
-        table: Table,
-        range: &KeyRange,
-        visit: Visit<'_>,
-    ) -> Result<(), StorageError> {
-        self.merged_scan(table, range, true, visit)
-    }
-}
-
-impl WriteTxn for MemoryWrite<'_> {
-    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
-        self.overlay.put(table, key, value);
-        Ok(())
-    }
-
-    fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError> {
-        self.overlay.delete(table, key);
-        Ok(())
-    }
-
-    fn commit(self: Box<Self>) -> Result<(), StorageError> {
-        let MemoryWrite {
-            store,
-            base,
-            overlay,
-        } = *self;
+    fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
+        let MemoryBase { store, tables } = self;
         // Drop our own reference first so that make_mut copies only if a reader holds the maps.
-        drop(base);
+        drop(tables);
         let mut guard = match store.committed.write() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),

@@ -1,7 +1,11 @@
-//! A model test: random puts, deletes, scans and commits on each backend, checked against a
-//! `BTreeMap` that plays the part of the truth.
+//! A model test: random puts, deletes, scans, savepoints and commits on each backend, checked
+//! against a `BTreeMap` that plays the part of the truth; the same history through a
+//! [`FailingStore`] checks that a failed put or commit loses nothing already committed and makes
+//! nothing of its own transaction durable.
 
-use crate::{KeyRange, MemoryStore, RedbStore, Storage, Table};
+use crate::{
+    FailingStore, FaultPlan, KeyRange, MemoryStore, RedbStore, Storage, StorageError, Table,
+};
 use std::collections::BTreeMap;
 use std::ops::{Bound, ControlFlow};
 
@@ -84,23 +88,62 @@ fn random_range(rng: &mut Rng) -> KeyRange {
     }
 }
 
-fn run_model(store: &dyn Storage, seed: u64) {
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Runs a random history; returns the model of what is committed at the end. Injected failures
+/// (from a [`FailingStore`]) are expected, never other errors.
+fn run_model(store: &dyn Storage, seed: u64) -> Model {
     let mut rng = Rng(seed);
-    let mut committed: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
+    let mut committed: Model = BTreeMap::new();
     for _round in 0..60 {
-        let mut txn = store.write().expect("begin write");
+        let mut txn = match store.write() {
+            Ok(txn) => txn,
+            Err(StorageError::Poisoned) => {
+                // After a failed commit nothing more is written; reads still see the last
+                // durable state.
+                let read = store.read().expect("begin read");
+                let everything = KeyRange::prefix(&[]);
+                assert_eq!(
+                    collect(&*read, Table::Items, &everything, false, usize::MAX),
+                    expected(&committed, &everything, false, usize::MAX)
+                );
+                return committed;
+            }
+            Err(other) => panic!("begin write: {other}"),
+        };
         let mut pending = committed.clone();
-        for _op in 0..rng.below(20) {
+        // Open savepoints, innermost last, with the model as it was when each was taken.
+        let mut savepoints = Vec::new();
+        for _op in 0..rng.below(24) {
             let key = rng.key();
-            match rng.below(4) {
+            match rng.below(6) {
                 0 | 1 => {
                     let value = rng.next().to_le_bytes().to_vec();
-                    txn.put(Table::Items, &key, &value).expect("put");
-                    pending.insert(key, value);
+                    match txn.put(Table::Items, &key, &value) {
+                        Ok(()) => {
+                            pending.insert(key, value);
+                        }
+                        // A failed put changes nothing.
+                        Err(StorageError::Io(_)) => {}
+                        Err(other) => panic!("put: {other}"),
+                    }
                 }
                 2 => {
                     txn.delete(Table::Items, &key).expect("delete");
                     pending.remove(&key);
+                }
+                3 => {
+                    savepoints.push((txn.savepoint(), pending.clone()));
+                }
+                4 => {
+                    if let Some((savepoint, before)) = savepoints.pop() {
+                        if rng.below(2) == 0 {
+                            txn.rollback_to(savepoint);
+                            pending = before;
+                        } else {
+                            txn.release(savepoint);
+                        }
+                    }
                 }
                 _ => {
                     let range = random_range(&mut rng);
@@ -118,15 +161,23 @@ fn run_model(store: &dyn Storage, seed: u64) {
                 }
             }
         }
+        while let Some((savepoint, _)) = savepoints.pop() {
+            txn.release(savepoint);
+        }
         // A snapshot taken before the commit keeps seeing the old state afterwards.
         let before = store.read().expect("begin read");
-        txn.commit().expect("commit");
+        let outcome = txn.commit();
         let everything = KeyRange::prefix(&[]);
         assert_eq!(
             collect(&*before, Table::Items, &everything, false, usize::MAX),
             expected(&committed, &everything, false, usize::MAX)
         );
-        committed = pending;
+        match outcome {
+            Ok(()) => committed = pending,
+            // A failed commit makes nothing of its transaction visible.
+            Err(StorageError::Io(_)) => {}
+            Err(other) => panic!("commit: {other}"),
+        }
         let after = store.read().expect("begin read");
         let range = random_range(&mut rng);
         assert_eq!(
@@ -135,6 +186,7 @@ fn run_model(store: &dyn Storage, seed: u64) {
         );
         assert!(collect(&*after, Table::Catalog, &everything, false, usize::MAX).is_empty());
     }
+    committed
 }
 
 #[test]
@@ -150,6 +202,95 @@ fn redb_store_matches_the_model() {
     for seed in 1..4 {
         let store = RedbStore::open(&dir.path().join(format!("model-{seed}.redb"))).expect("open");
         run_model(&store, seed);
+    }
+}
+
+#[test]
+fn failing_store_loses_nothing_committed() {
+    for seed in 1..12 {
+        for plan in [
+            FaultPlan {
+                fail_put: Some(1 + seed * 7),
+                fail_commit: None,
+            },
+            FaultPlan {
+                fail_put: None,
+                fail_commit: Some(1 + seed % 5),
+            },
+        ] {
+            let store = FailingStore::new(MemoryStore::new(), plan);
+            run_model(&store, seed);
+            assert_eq!(
+                store.failures(),
+                1,
+                "the planned failure happened ({plan:?})"
+            );
+        }
+    }
+}
+
+#[test]
+fn failing_store_over_redb_keeps_the_durable_state() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("failing.redb");
+    let committed = {
+        let plan = FaultPlan {
+            fail_put: None,
+            fail_commit: Some(9),
+        };
+        let store = FailingStore::new(RedbStore::open(&path).expect("open"), plan);
+        let committed = run_model(&store, 5);
+        assert!(matches!(store.write().err(), Some(StorageError::Poisoned)));
+        committed
+    };
+    let reopened = RedbStore::open(&path).expect("reopen");
+    let read = reopened.read().expect("read");
+    let everything = KeyRange::prefix(&[]);
+    assert_eq!(
+        collect(&*read, Table::Items, &everything, false, usize::MAX),
+        expected(&committed, &everything, false, usize::MAX)
+    );
+}
+
+#[test]
+fn a_rolled_back_savepoint_leaves_the_transaction_as_it_was() {
+    let store = MemoryStore::new();
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Counters, b"a", b"1").expect("put");
+    let outer = txn.savepoint();
+    txn.put(Table::Counters, b"a", b"2").expect("put");
+    let inner = txn.savepoint();
+    txn.delete(Table::Counters, b"a").expect("delete");
+    txn.put(Table::Counters, b"b", b"3").expect("put");
+    txn.rollback_to(inner);
+    assert_eq!(
+        txn.get(Table::Counters, b"a").expect("get"),
+        Some(b"2".to_vec())
+    );
+    assert_eq!(txn.get(Table::Counters, b"b").expect("get"), None);
+    txn.rollback_to(outer);
+    assert_eq!(
+        txn.get(Table::Counters, b"a").expect("get"),
+        Some(b"1".to_vec())
+    );
+    txn.commit().expect("commit");
+    let read = store.read().expect("read");
+    assert_eq!(
+        read.get(Table::Counters, b"a").expect("get"),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(read.get(Table::Counters, b"b").expect("get"), None);
+}
+
+#[test]
+fn a_second_opener_of_a_durable_store_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("owned.redb");
+    let _owner = RedbStore::open(&path).expect("open");
+    match RedbStore::open(&path) {
+        Err(StorageError::AlreadyOpen(at)) => assert!(at.ends_with("owned.redb")),
+        Err(other) => panic!("expected AlreadyOpen, got {other}"),
+        Ok(_) => panic!("a second opener must be refused"),
     }
 }
 

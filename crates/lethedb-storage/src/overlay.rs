@@ -1,21 +1,29 @@
-//! Pending changes of a write transaction, kept in memory until commit, and the merge that lets
-//! reads through the transaction see them.
+//! Pending changes of a write transaction, kept in memory until commit, the merge that lets
+//! reads through the transaction see them, and savepoints that undo the changes made since.
 //!
 //! Both backends buffer writes here: the in-memory one publishes them on commit; the redb one
 //! applies them table by table just before its commit, opening each table once and writing a
-//! key that changed several times (a container's counters, say) only once. This module knows
-//! nothing of either backend's storage.
+//! key that changed several times (a container's counters, say) only once. Because every
+//! pending change lives here, a savepoint needs only this overlay's own previous entries, never
+//! a read of the committed store. This module knows nothing of either backend's storage.
 
-use crate::{KeyRange, StorageError, Table, Visit};
+use crate::{KeyRange, Savepoint, StorageError, Table, Visit};
 use std::collections::BTreeMap;
 
 /// One table's pending changes: `None` marks a deletion.
 pub(crate) type Changes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
 
+/// What a change replaced in the overlay: `None` when the key had no pending change before.
+type Previous = Option<Option<Vec<u8>>>;
+
 /// Every table's pending changes.
 #[derive(Default)]
 pub(crate) struct Overlay {
     tables: [Changes; Table::ALL.len()],
+    /// While a savepoint is open, every change records what it replaced, newest last.
+    journal: Vec<(Table, Vec<u8>, Previous)>,
+    /// Savepoints taken and not yet released or rolled back to.
+    open_savepoints: usize,
 }
 
 /// A committed entry a backend feeds into a merged scan.
@@ -28,11 +36,58 @@ impl Overlay {
     }
 
     pub(crate) fn put(&mut self, table: Table, key: &[u8], value: &[u8]) {
-        self.tables[table.index()].insert(key.to_vec(), Some(value.to_vec()));
+        self.change(table, key, Some(value.to_vec()));
     }
 
     pub(crate) fn delete(&mut self, table: Table, key: &[u8]) {
-        self.tables[table.index()].insert(key.to_vec(), None);
+        self.change(table, key, None);
+    }
+
+    fn change(&mut self, table: Table, key: &[u8], change: Option<Vec<u8>>) {
+        let previous = self.tables[table.index()].insert(key.to_vec(), change);
+        if self.open_savepoints > 0 {
+            self.journal.push((table, key.to_vec(), previous));
+        }
+    }
+
+    /// Marks the current state so that [`Overlay::rollback_to`] can return to it. Savepoints
+    /// nest: each must be released or rolled back to, innermost first.
+    pub(crate) fn savepoint(&mut self) -> Savepoint {
+        self.open_savepoints += 1;
+        Savepoint {
+            journal_len: self.journal.len(),
+            depth: self.open_savepoints,
+        }
+    }
+
+    /// Undoes every change made since `savepoint` was taken, and closes it.
+    pub(crate) fn rollback_to(&mut self, savepoint: Savepoint) {
+        debug_assert_eq!(savepoint.depth, self.open_savepoints, "savepoints nest");
+        while self.journal.len() > savepoint.journal_len {
+            let Some((table, key, previous)) = self.journal.pop() else {
+                break;
+            };
+            let changes = &mut self.tables[table.index()];
+            match previous {
+                Some(change) => changes.insert(key, change),
+                None => changes.remove(&key),
+            };
+        }
+        self.close(savepoint);
+    }
+
+    /// Keeps the changes made since `savepoint` and closes it.
+    pub(crate) fn release(&mut self, savepoint: Savepoint) {
+        debug_assert_eq!(savepoint.depth, self.open_savepoints, "savepoints nest");
+        self.close(savepoint);
+    }
+
+    fn close(&mut self, savepoint: Savepoint) {
+        self.open_savepoints = savepoint.depth.saturating_sub(1);
+        if self.open_savepoints == 0 {
+            // Nothing can roll back past this point any more.
+            self.journal.clear();
+        }
     }
 
     pub(crate) fn into_tables(self) -> impl Iterator<Item = (Table, Changes)> {

@@ -5,6 +5,7 @@
 //! batch, retry or interpret anything.
 
 use crate::overlay::{BaseEntry, Overlay};
+use crate::write_txn::{Base, OverlayWrite};
 use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::ops::Bound;
@@ -54,6 +55,9 @@ impl RedbStore {
                 redb::DatabaseError::Storage(redb::StorageError::Corrupted(message)) => {
                     StorageError::Corrupted(message)
                 }
+                redb::DatabaseError::DatabaseAlreadyOpen => {
+                    StorageError::AlreadyOpen(path.display().to_string())
+                }
                 other => io(other),
             })?;
         let transaction = database.begin_write().map_err(io)?;
@@ -79,11 +83,10 @@ impl Storage for RedbStore {
             return Err(StorageError::Poisoned);
         }
         let transaction = self.database.begin_write().map_err(io)?;
-        Ok(Box::new(RedbWrite {
+        Ok(Box::new(OverlayWrite::new(RedbBase {
             transaction,
-            overlay: Overlay::default(),
             poisoned: &self.poisoned,
-        }))
+        })))
     }
 }
 
@@ -168,12 +171,11 @@ impl ReadTxn for RedbRead {
     }
 }
 
-/// The write transaction. Writes wait in an overlay until commit, where each table is opened
-/// once and each changed key written once (redb opens a table by name on every call, and a
-/// group commit rewrites a container's counters many times).
-struct RedbWrite<'a> {
+/// The committed side of the write transaction. Writes wait in the overlay until commit, where
+/// each table is opened once and each changed key written once (redb opens a table by name on
+/// every call, and a group commit rewrites a container's counters many times).
+struct RedbBase<'a> {
     transaction: redb::WriteTransaction,
-    overlay: Overlay,
     poisoned: &'a AtomicBool,
 }
 
@@ -200,9 +202,16 @@ fn guarded(entry: RedbEntry<'_>) -> BaseEntry<Guarded<'_>, Guarded<'_>> {
         .map_err(io)
 }
 
-impl RedbWrite<'_> {
+impl Base for RedbBase<'_> {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        let found = opened.get(key).map_err(io)?;
+        Ok(found.map(|value| value.value().to_vec()))
+    }
+
     fn merged_scan(
         &self,
+        overlay: &Overlay,
         table: Table,
         range: &KeyRange,
         reverse: bool,
@@ -218,51 +227,14 @@ impl RedbWrite<'_> {
         } else {
             Box::new(entries.map(guarded))
         };
-        self.overlay.merged_scan(table, range, reverse, base, visit)
-    }
-}
-
-impl ReadTxn for RedbWrite<'_> {
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        if let Some(change) = self.overlay.get(table, key) {
-            return Ok(change);
-        }
-        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
-        let found = opened.get(key).map_err(io)?;
-        Ok(found.map(|value| value.value().to_vec()))
+        overlay.merged_scan(table, range, reverse, base, visit)
     }
 
-    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
-        self.merged_scan(table, range, false, visit)
-    }
-
-    fn scan_rev(
-        &self,
-        table: Table,
-        range: &KeyRange,
-        visit: Visit<'_>,
-    ) -> Result<(), StorageError> {
-        self.merged_scan(table, range, true, visit)
-    }
-}
-
-impl WriteTxn for RedbWrite<'_> {
-    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
-        self.overlay.put(table, key, value);
-        Ok(())
-    }
-
-    fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError> {
-        self.overlay.delete(table, key);
-        Ok(())
-    }
-
-    fn commit(self: Box<Self>) -> Result<(), StorageError> {
-        let RedbWrite {
+    fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
+        let RedbBase {
             transaction,
-            overlay,
             poisoned,
-        } = *self;
+        } = self;
         for (table, changes) in overlay.into_tables() {
             if changes.is_empty() {
                 continue;

@@ -1,0 +1,138 @@
+//! A storage wrapper that fails on purpose, for tests: the Nth put, or the Nth commit, answers
+//! an I/O error, so the engine's handling of storage failures can be tested against a model.
+//!
+//! A failed put changes nothing. A failed commit makes nothing of its transaction durable and,
+//! like a failed fsync on the durable backend, poisons the store: every later write transaction
+//! is refused with [`StorageError::Poisoned`], while reads keep seeing the last durable state.
+//! This module decides nothing else; it forwards every other call to the wrapped store.
+
+use crate::{KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+
+/// Which calls fail: counted from 1 over the store's whole life; `None` never fails.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FaultPlan {
+    pub fail_put: Option<u64>,
+    pub fail_commit: Option<u64>,
+}
+
+/// A store whose puts and commits fail as planned.
+pub struct FailingStore<S> {
+    inner: S,
+    plan: FaultPlan,
+    puts: AtomicU64,
+    commits: AtomicU64,
+    poisoned: AtomicBool,
+    failures: AtomicU64,
+}
+
+impl<S: Storage> FailingStore<S> {
+    pub fn new(inner: S, plan: FaultPlan) -> FailingStore<S> {
+        FailingStore {
+            inner,
+            plan,
+            puts: AtomicU64::new(0),
+            commits: AtomicU64::new(0),
+            poisoned: AtomicBool::new(false),
+            failures: AtomicU64::new(0),
+        }
+    }
+
+    /// How many injected failures have happened so far.
+    pub fn failures(&self) -> u64 {
+        self.failures.load(Ordering::SeqCst)
+    }
+
+    /// Counts a call and says whether it is the planned failure.
+    fn strikes(&self, counter: &AtomicU64, planned: Option<u64>) -> bool {
+        let count = counter.fetch_add(1, Ordering::SeqCst) + 1;
+        let hit = planned == Some(count);
+        if hit {
+            self.failures.fetch_add(1, Ordering::SeqCst);
+        }
+        hit
+    }
+}
+
+fn injected(what: &str) -> StorageError {
+    StorageError::Io(format!("injected failure of a {what}"))
+}
+
+impl<S: Storage> Storage for FailingStore<S> {
+    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
+        self.inner.read()
+    }
+
+    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        if self.poisoned.load(Ordering::SeqCst) {
+            return Err(StorageError::Poisoned);
+        }
+        Ok(Box::new(FailingWrite {
+            inner: self.inner.write()?,
+            store: self,
+        }))
+    }
+}
+
+struct FailingWrite<'a, S> {
+    inner: Box<dyn WriteTxn + 'a>,
+    store: &'a FailingStore<S>,
+}
+
+impl<S: Storage> ReadTxn for FailingWrite<'_, S> {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        self.inner.get(table, key)
+    }
+
+    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
+        self.inner.scan(table, range, visit)
+    }
+
+    fn scan_rev(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError> {
+        self.inner.scan_rev(table, range, visit)
+    }
+}
+
+impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        if self
+            .store
+            .strikes(&self.store.puts, self.store.plan.fail_put)
+        {
+            return Err(injected("put"));
+        }
+        self.inner.put(table, key, value)
+    }
+
+    fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError> {
+        self.inner.delete(table, key)
+    }
+
+    fn savepoint(&mut self) -> Savepoint {
+        self.inner.savepoint()
+    }
+
+    fn rollback_to(&mut self, savepoint: Savepoint) {
+        self.inner.rollback_to(savepoint);
+    }
+
+    fn release(&mut self, savepoint: Savepoint) {
+        self.inner.release(savepoint);
+    }
+
+    fn commit(self: Box<Self>) -> Result<(), StorageError> {
+        let FailingWrite { inner, store } = *self;
+        if store.strikes(&store.commits, store.plan.fail_commit) {
+            // Dropping the inner transaction aborts it: nothing of it becomes durable.
+            drop(inner);
+            store.poisoned.store(true, Ordering::SeqCst);
+            return Err(injected("commit"));
+        }
+        inner.commit()
+    }
+}
