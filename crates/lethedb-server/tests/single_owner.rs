@@ -1,0 +1,87 @@
+//! One process owns a store: a second `lethedb serve` on the same data directory must stop at
+//! once with a clear message, while the first keeps serving. Runs the real binary.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long either process may take to start or to give up.
+const PROCESS_WAIT_MAX: Duration = Duration::from_secs(30);
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn serve(data_dir: &std::path::Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_lethedb"));
+    command
+        .args([
+            "serve",
+            "--bind",
+            "127.0.0.1:0",
+            "--no-metrics",
+            "--data-dir",
+        ])
+        .arg(data_dir)
+        .env_remove("LETHEDB_IN_MEMORY")
+        .stdin(Stdio::null());
+    command
+}
+
+#[test]
+fn a_second_process_on_the_same_store_is_refused() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let mut first = serve(dir.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the first server");
+    let stdout = first.stdout.take().expect("stdout");
+    let mut first = Killed(first);
+    // Wait for the first server to say it listens: by then it owns the store.
+    let mut lines = BufReader::new(stdout).lines();
+    let listening = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .any(|line| line.contains("LetheDB listening on"));
+    assert!(listening, "the first server never started");
+
+    let started = Instant::now();
+    let mut second = serve(dir.path())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start the second server");
+    let status = loop {
+        if let Some(status) = second.try_wait().expect("poll the second server") {
+            break status;
+        }
+        assert!(
+            started.elapsed() < PROCESS_WAIT_MAX,
+            "the second server did not give up on a store it cannot own"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let mut message = String::new();
+    if let Some(stderr) = second.stderr.take() {
+        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut message);
+    }
+    assert!(
+        !status.success(),
+        "the second server must exit with an error"
+    );
+    assert!(
+        message.contains("is already open in another process"),
+        "unclear error: {message}"
+    );
+    // The first server is unharmed.
+    assert!(
+        first.0.try_wait().expect("poll the first server").is_none(),
+        "the first server must keep running"
+    );
+}
