@@ -1,4 +1,4 @@
-// Time to live, as shared/spec/ttl.md describes it.
+// Time to live, as docs/ttl.md describes it.
 //
 // The expiring items are written once, in `before`, and every test waits on the same clock, so
 // the file sleeps about six seconds in all instead of a few seconds per test.

@@ -1,4 +1,4 @@
-"""Time to live, as /work/shared/spec/ttl.md describes it (the copy in shared/spec/ttl.md).
+"""Time to live, as docs/ttl.md describes it.
 
 The expiring items are written once, by the `world` fixture, and every test waits on the same
 clock, so the whole module sleeps about six seconds instead of a few seconds per test.
