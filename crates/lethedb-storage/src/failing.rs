@@ -1,5 +1,7 @@
 //! A storage wrapper that fails on purpose, for tests: the Nth put, or the Nth commit, answers
-//! an I/O error, so the engine's handling of storage failures can be tested against a model.
+//! an I/O error, so the engine's handling of storage failures can be tested against a model. It
+//! can also panic on the Nth put (a bug in the code calling it, as the engine must survive) and
+//! hold commits until released (a slow disk, to fill the queues in front of it).
 //!
 //! A failed put changes nothing. A failed commit makes nothing of its transaction durable and,
 //! like a failed fsync on the durable backend, poisons the store: every later write transaction
@@ -8,12 +10,15 @@
 
 use crate::{KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex};
 
 /// Which calls fail: counted from 1 over the store's whole life; `None` never fails.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FaultPlan {
     pub fail_put: Option<u64>,
     pub fail_commit: Option<u64>,
+    /// The put that panics instead of answering.
+    pub panic_put: Option<u64>,
 }
 
 /// A store whose puts and commits fail as planned.
@@ -24,6 +29,9 @@ pub struct FailingStore<S> {
     commits: AtomicU64,
     poisoned: AtomicBool,
     failures: AtomicU64,
+    /// While true, commits wait (see [`FailingStore::hold_commits`]).
+    held: Mutex<bool>,
+    released: Condvar,
 }
 
 impl<S: Storage> FailingStore<S> {
@@ -35,6 +43,38 @@ impl<S: Storage> FailingStore<S> {
             commits: AtomicU64::new(0),
             poisoned: AtomicBool::new(false),
             failures: AtomicU64::new(0),
+            held: Mutex::new(false),
+            released: Condvar::new(),
+        }
+    }
+
+    /// Makes every commit wait until [`FailingStore::release_commits`], like a stalled disk.
+    pub fn hold_commits(&self) {
+        *self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+    }
+
+    /// Lets held and later commits proceed.
+    pub fn release_commits(&self) {
+        *self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = false;
+        self.released.notify_all();
+    }
+
+    fn wait_while_held(&self) {
+        let mut held = self
+            .held
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        while *held {
+            held = self
+                .released
+                .wait(held)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
     }
 
@@ -127,6 +167,7 @@ impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
 
     fn commit(self: Box<Self>) -> Result<(), StorageError> {
         let FailingWrite { inner, store } = *self;
+        store.wait_while_held();
         if store.strikes(&store.commits, store.plan.fail_commit) {
             // Dropping the inner transaction aborts it: nothing of it becomes durable.
             drop(inner);

@@ -211,11 +211,11 @@ fn failing_store_loses_nothing_committed() {
         for plan in [
             FaultPlan {
                 fail_put: Some(1 + seed * 7),
-                fail_commit: None,
+                ..FaultPlan::default()
             },
             FaultPlan {
-                fail_put: None,
                 fail_commit: Some(1 + seed % 5),
+                ..FaultPlan::default()
             },
         ] {
             let store = FailingStore::new(MemoryStore::new(), plan);
@@ -235,8 +235,8 @@ fn failing_store_over_redb_keeps_the_durable_state() {
     let path = dir.path().join("failing.redb");
     let committed = {
         let plan = FaultPlan {
-            fail_put: None,
             fail_commit: Some(9),
+            ..FaultPlan::default()
         };
         let store = FailingStore::new(RedbStore::open(&path).expect("open"), plan);
         let committed = run_model(&store, 5);
@@ -280,6 +280,30 @@ fn a_rolled_back_savepoint_leaves_the_transaction_as_it_was() {
         Some(b"1".to_vec())
     );
     assert_eq!(read.get(Table::Counters, b"b").expect("get"), None);
+}
+
+#[test]
+fn a_held_commit_waits_for_its_release() {
+    let store = std::sync::Arc::new(FailingStore::new(MemoryStore::new(), FaultPlan::default()));
+    store.hold_commits();
+    let writer = {
+        let store = std::sync::Arc::clone(&store);
+        std::thread::spawn(move || {
+            let mut txn = store.write().expect("write");
+            txn.put(Table::Counters, b"k", b"v").expect("put");
+            txn.commit().expect("commit");
+        })
+    };
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let read = store.read().expect("read");
+    assert_eq!(read.get(Table::Counters, b"k").expect("get"), None, "held");
+    store.release_commits();
+    writer.join().expect("writer thread");
+    let read = store.read().expect("read");
+    assert_eq!(
+        read.get(Table::Counters, b"k").expect("get"),
+        Some(b"v".to_vec())
+    );
 }
 
 #[test]
