@@ -12,7 +12,7 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::Method;
 use hyper_util::rt::TokioIo;
-use lethedb_server::auth::MasterKey;
+use lethedb_auth::MasterKey;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpStream;

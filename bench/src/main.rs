@@ -80,7 +80,7 @@ struct Shape {
     #[arg(long)]
     tls: bool,
     /// The master key (default: the emulator's).
-    #[arg(long, default_value = lethedb_server::cli::EMULATOR_KEY, hide_default_value = true)]
+    #[arg(long, default_value = lethedb_auth::EMULATOR_KEY, hide_default_value = true)]
     key: String,
 }
 
