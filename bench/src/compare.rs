@@ -8,11 +8,12 @@
 //! LetheDB workload that saw an unexpected status, or a TTL accuracy violation. It never fails
 //! on a time.
 
+use crate::data::DataSet;
 use crate::servers::{Kind, Launch, Server};
 use crate::stats::{round, Summary};
 use crate::ttl;
 use crate::ttl_throughput::{self, TtlThroughput};
-use crate::workload::{self, DataSet, RunConfig, Workload};
+use crate::workload::{self, RunConfig, Workload};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -151,7 +152,7 @@ async fn measure(
     report.started(&server);
     let outcome = async {
         let paths = if kind == Kind::Hello {
-            crate::cosmos::ContainerPaths::new(workload::DATABASE_ID, "items")
+            crate::cosmos::ContainerPaths::new(crate::resources::DATABASE_ID, "items")
         } else if workload == Workload::Create {
             // Creates touch no preloaded item, and preloading one commit at a time would take
             // longer than the run itself.
@@ -356,9 +357,9 @@ pub async fn compare(launch: &Launch, config: &CompareConfig) -> anyhow::Result<
         };
         let outcome = async {
             let mut client = crate::cosmos::Client::new(server.endpoint.clone());
-            workload::ensure_database(&mut client).await?;
-            let paths = workload::create_container(&mut client, "items", None).await?;
-            workload::load_items(
+            crate::resources::ensure_database(&mut client).await?;
+            let paths = crate::resources::create_container(&mut client, "items", None).await?;
+            crate::load::load_items(
                 &server.endpoint,
                 &paths,
                 &data,

@@ -10,7 +10,10 @@
 
 mod compare;
 mod cosmos;
+mod data;
+mod load;
 mod open_loop;
+mod resources;
 mod servers;
 mod stats;
 mod ttl;
@@ -258,7 +261,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         warmup: Duration::from_secs_f64(shape.warmup.unwrap_or(1.0)),
         duration: Duration::from_secs_f64(shape.duration.unwrap_or(5.0)),
         page_items: shape.page_items,
-        data: workload::DataSet {
+        data: data::DataSet {
             items: shape.items.unwrap_or(20_000),
             partitions: shape.partitions,
             item_bytes: shape.item_bytes,
@@ -266,7 +269,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         },
     };
     let paths = if args.skip_setup {
-        cosmos::ContainerPaths::new(workload::DATABASE_ID, "items")
+        cosmos::ContainerPaths::new(resources::DATABASE_ID, "items")
     } else {
         workload::prepare(&endpoint, "items", &config, 32).await?
     };

@@ -9,15 +9,13 @@
 //! in expiry-index order (oldest expiry first), so the k-th item to expire is the k-th deleted,
 //! and its deletion instant is the timestamp of the batch that reached k.
 
-use crate::cosmos::{partition_key_header, Client, ContainerPaths, Endpoint, Request};
+use crate::cosmos::{Client, ContainerPaths, Endpoint};
+use crate::data::{item_body, json_ts, unix_ms, DataSet, Rng};
+use crate::load::load_items;
+use crate::resources::{create_container, ensure_database, replace_default_ttl};
 use crate::stats::{percentile_f64, round, Summary};
-use crate::workload::{
-    create_container, ensure_database, load_items, replace_default_ttl, run, unix_ms, DataSet, Rng,
-    RunConfig, Workload,
-};
+use crate::workload::{run, RunConfig, Workload};
 use anyhow::{bail, Context as _};
-use bytes::Bytes;
-use hyper::Method;
 use serde_json::{json, Value};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -315,19 +313,9 @@ async fn reads_until(
             let mut recorder = crate::stats::Recorder::default();
             while !stop.load(Ordering::Relaxed) {
                 let index = rng.below(data.items as u64) as usize;
-                let (path, link) = paths.item(&data.id(index));
-                let pk_header = partition_key_header(&data.pk(index));
+                let (id, pk) = (data.id(index), data.pk(index));
                 let sent = Instant::now();
-                let outcome = client
-                    .send(&Request {
-                        method: Method::GET,
-                        path: &path,
-                        resource_type: "docs",
-                        resource_link: &link,
-                        headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
-                        body: Bytes::new(),
-                    })
-                    .await;
+                let outcome = client.read_item(&paths, &id, &pk).await;
                 match outcome {
                     Ok(reply) if reply.status == 200 => recorder.record(sent.elapsed()),
                     Ok(reply) => recorder.error(
@@ -459,27 +447,14 @@ pub async fn accuracy(
         let ttl_secs = 1 + rng.below(3) as i64;
         let id = format!("a{index}");
         let pk = format!("p{}", index % 4);
-        let pk_header = partition_key_header(&pk);
-        let body = crate::workload::item_body(&id, &pk, 0, &format!("\"ttl\":{ttl_secs},"), 256);
+        let body = item_body(&id, &pk, 0, &format!("\"ttl\":{ttl_secs},"), 256);
         let sent = unix_ms();
-        let reply = client
-            .send(&Request {
-                method: Method::POST,
-                path: &paths.docs_path,
-                resource_type: "docs",
-                resource_link: &paths.link,
-                headers: &[
-                    ("content-type", "application/json"),
-                    ("x-ms-documentdb-partitionkey", &pk_header),
-                ],
-                body,
-            })
-            .await?;
+        let reply = client.create_item(&paths, &pk, body).await?;
         let acked = unix_ms();
         if reply.status != 201 {
             bail!("creating accuracy item {id}: {}", reply.status);
         }
-        let ts_ms = crate::workload::json_ts(&reply.body) as f64 * 1000.0;
+        let ts_ms = json_ts(&reply.body) as f64 * 1000.0;
         let written_lo = sent.max(ts_ms);
         let written_hi = acked.min(ts_ms + 999.0);
         let (e_lo, e_hi) = (
@@ -488,7 +463,7 @@ pub async fn accuracy(
         );
         let (endpoint, paths, config) = (Arc::clone(endpoint), paths.clone(), config.clone());
         tasks.push(tokio::spawn(async move {
-            poll_item(&endpoint, &paths, &id, &pk_header, e_lo, e_hi, &config).await
+            poll_item(&endpoint, &paths, &id, &pk, e_lo, e_hi, &config).await
         }));
         // Spread the writes so expiry instants fall at different milliseconds of the second.
         tokio::time::sleep(Duration::from_millis(1 + rng.below(7))).await;
@@ -517,7 +492,7 @@ async fn poll_item(
     endpoint: &Arc<Endpoint>,
     paths: &ContainerPaths,
     id: &str,
-    pk_header: &str,
+    pk: &str,
     e_lo: f64,
     e_hi: f64,
     config: &AccuracyConfig,
@@ -527,20 +502,10 @@ async fn poll_item(
     let wait = (start_ms - unix_ms()).max(0.0);
     tokio::time::sleep(Duration::from_secs_f64(wait / 1000.0)).await;
     let mut client = Client::new(Arc::clone(endpoint));
-    let (path, link) = paths.item(id);
     let mut counts = AccuracyCounts::default();
     while unix_ms() < e_hi + window_ms {
         let sent = unix_ms();
-        let reply = client
-            .send(&Request {
-                method: Method::GET,
-                path: &path,
-                resource_type: "docs",
-                resource_link: &link,
-                headers: &[("x-ms-documentdb-partitionkey", pk_header)],
-                body: Bytes::new(),
-            })
-            .await;
+        let reply = client.read_item(paths, id, pk).await;
         let answered = unix_ms();
         counts.reads += 1;
         match reply.map(|r| r.status) {

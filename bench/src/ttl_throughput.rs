@@ -17,13 +17,14 @@
 //! server's CPU time per thread (`/proc`) are read around each phase, to say what limits a phase
 //! rather than guess. This module starts no server.
 
-use crate::cosmos::{partition_key_header, Client, ContainerPaths, Endpoint, Request};
+use crate::cosmos::{Client, ContainerPaths, Endpoint, Request};
+use crate::data::{item_body, unix_ms, DataSet};
+use crate::load::load_item_range;
 use crate::open_loop::{self, OpenLoopConfig, OpenLoopSummary};
-use crate::stats::round;
-use crate::workload::{
-    create_container_with_throughput, ensure_database, item_body, load_item_range,
-    replace_default_ttl, replace_throughput, unix_ms, DataSet,
+use crate::resources::{
+    create_container_with_throughput, ensure_database, replace_default_ttl, replace_throughput,
 };
+use crate::stats::round;
 use anyhow::bail;
 use bytes::Bytes;
 use hyper::Method;
@@ -321,18 +322,7 @@ async fn probe_read(
     id: &str,
     pk: &str,
 ) -> anyhow::Result<f64> {
-    let (path, link) = paths.item(id);
-    let pk_header = partition_key_header(pk);
-    let reply = client
-        .send(&Request {
-            method: Method::GET,
-            path: &path,
-            resource_type: "docs",
-            resource_link: &link,
-            headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
-            body: Bytes::new(),
-        })
-        .await?;
+    let reply = client.read_item(paths, id, pk).await?;
     if reply.status != 200 || reply.request_charge <= 0.0 {
         bail!(
             "probe read: {} (charge {})",
@@ -351,34 +341,13 @@ async fn probe_delete(
     item_bytes: usize,
 ) -> anyhow::Result<f64> {
     let (id, pk) = ("probe-delete", "probe");
-    let pk_header = partition_key_header(pk);
     let reply = client
-        .send(&Request {
-            method: Method::POST,
-            path: &paths.docs_path,
-            resource_type: "docs",
-            resource_link: &paths.link,
-            headers: &[
-                ("content-type", "application/json"),
-                ("x-ms-documentdb-partitionkey", &pk_header),
-            ],
-            body: item_body(id, pk, 0, "", item_bytes),
-        })
+        .create_item(paths, pk, item_body(id, pk, 0, "", item_bytes))
         .await?;
     if reply.status != 201 {
         bail!("probe create: {}", reply.status);
     }
-    let (path, link) = paths.item(id);
-    let reply = client
-        .send(&Request {
-            method: Method::DELETE,
-            path: &path,
-            resource_type: "docs",
-            resource_link: &link,
-            headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
-            body: Bytes::new(),
-        })
-        .await?;
+    let reply = client.delete_item(paths, id, pk).await?;
     if reply.status != 204 || reply.request_charge <= 0.0 {
         bail!(
             "probe delete: {} (charge {})",
@@ -505,7 +474,7 @@ impl Snapshot {
     fn delta_json(&self, before: &Snapshot, container: &str) -> Value {
         let secs = self.at.duration_since(before.at).as_secs_f64().max(1e-9);
         let of_container = [
-            ("database", crate::workload::DATABASE_ID),
+            ("database", crate::resources::DATABASE_ID),
             ("container", container),
         ];
         let counter = |name: &str| {
