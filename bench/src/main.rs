@@ -9,14 +9,19 @@
 //! This file only parses the command line; the work is in the modules below.
 
 mod compare;
+mod config;
 mod cosmos;
 mod data;
+mod goals;
 mod load;
 mod open_loop;
+mod report;
 mod resources;
+mod sections;
 mod servers;
 mod stats;
 mod ttl;
+mod ttl_sections;
 mod ttl_throughput;
 mod workload;
 
@@ -185,7 +190,7 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
     let pick = |value: Option<f64>, full: f64, smoke_value: f64| {
         Duration::from_secs_f64(value.unwrap_or(if smoke { smoke_value } else { full }))
     };
-    let config = compare::CompareConfig {
+    let config = config::CompareConfig {
         smoke,
         duration: pick(shape.duration, 5.0, 0.5),
         warmup: pick(shape.warmup, 1.0, 0.2),
