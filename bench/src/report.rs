@@ -9,7 +9,8 @@
 use crate::config::CompareConfig;
 use crate::servers::{Kind, Launch, Server};
 use crate::stats::{round, Summary};
-use crate::ttl::{AccuracyCounts, MassExpiry};
+use crate::ttl::MassExpiry;
+use crate::ttl_accuracy::AccuracyCounts;
 use crate::ttl_throughput::TtlThroughput;
 use serde_json::{json, Value};
 use std::fmt::Write as _;

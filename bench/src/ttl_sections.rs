@@ -8,7 +8,9 @@
 use crate::config::CompareConfig;
 use crate::report::Report;
 use crate::servers::{Kind, Launch};
+use crate::sweep_log;
 use crate::ttl;
+use crate::ttl_accuracy;
 use crate::ttl_throughput;
 use std::time::Duration;
 
@@ -21,7 +23,11 @@ pub async fn mass_expiry(
         eprintln!("== ttl mass expiry of {items} items");
         let name = format!("ttl-sweep-{items}");
         let server = launch
-            .start(Kind::LetheDb, &name, &["--log", ttl::SWEEP_LOG_FILTER])
+            .start(
+                Kind::LetheDb,
+                &name,
+                &["--log", sweep_log::SWEEP_LOG_FILTER],
+            )
             .await?;
         report.started(&server);
         let outcome = ttl::mass_expiry(
@@ -60,7 +66,11 @@ pub async fn deletion_lag(
 ) -> anyhow::Result<()> {
     eprintln!("== ttl deletion lag with spare capacity");
     let server = launch
-        .start(Kind::LetheDb, "ttl-lag", &["--log", ttl::SWEEP_LOG_FILTER])
+        .start(
+            Kind::LetheDb,
+            "ttl-lag",
+            &["--log", sweep_log::SWEEP_LOG_FILTER],
+        )
         .await?;
     report.started(&server);
     let outcome = ttl::deletion_lag(
@@ -94,7 +104,7 @@ pub async fn under_throughput(
         .start(
             Kind::LetheDb,
             "ttl-throughput",
-            &["--log", ttl::SWEEP_LOG_FILTER],
+            &["--log", sweep_log::SWEEP_LOG_FILTER],
         )
         .await?;
     report.started(&server);
@@ -145,9 +155,9 @@ pub async fn accuracy(
     eprintln!("== ttl accuracy");
     let server = launch.start(Kind::LetheDb, "ttl-accuracy", &[]).await?;
     report.started(&server);
-    let outcome = ttl::accuracy(
+    let outcome = ttl_accuracy::accuracy(
         &server.endpoint,
-        &ttl::AccuracyConfig {
+        &ttl_accuracy::AccuracyConfig {
             items: config.accuracy_items,
             seed: config.seed,
             window: Duration::from_millis(250),

@@ -82,7 +82,7 @@ pub struct ThroughputConfig {
     pub duration: Duration,
     /// The server's process id, for its CPU time.
     pub server_pid: Option<u32>,
-    /// The server's log, written with [`crate::ttl::SWEEP_LOG_FILTER`]: the sweeper's batches.
+    /// The server's log, written with [`crate::sweep_log::SWEEP_LOG_FILTER`]: the sweeper's batches.
     pub server_log: Option<std::path::PathBuf>,
 }
 
@@ -292,7 +292,7 @@ pub async fn ttl_under_throughput(
 /// its log: how many, how large, and the longest time without one.
 fn sweeper_batches(log: &std::path::Path, from_ms: f64, to_ms: f64) -> Value {
     let text = std::fs::read_to_string(log).unwrap_or_default();
-    let batches: Vec<crate::ttl::SweepBatch> = crate::ttl::parse_sweep_log(&text)
+    let batches: Vec<crate::sweep_log::SweepBatch> = crate::sweep_log::parse_sweep_log(&text)
         .into_iter()
         .filter(|b| b.container == EXPIRING_CONTAINER && b.at_ms >= from_ms && b.at_ms <= to_ms)
         .collect();
