@@ -18,6 +18,7 @@ mod open_loop;
 mod report;
 mod resources;
 mod sections;
+mod server_snapshot;
 mod servers;
 mod stats;
 mod sweep_log;

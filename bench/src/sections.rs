@@ -5,15 +5,16 @@
 //! [`Report`]; none formats or judges anything. The TTL sections are in `ttl_sections.rs`.
 
 use crate::config::CompareConfig;
-use crate::cosmos::{Client, ContainerPaths, Endpoint, Request};
+use crate::cosmos::{Client, ContainerPaths, Endpoint};
 use crate::data::DataSet;
 use crate::report::{mb, Measured, Report, Row, RssAfterLoad};
 use crate::resources::{create_container, ensure_database, DATABASE_ID};
+use crate::server_snapshot::get_json;
 use crate::servers::{Kind, Launch};
 use crate::stats::round;
 use crate::ttl_sections;
 use crate::workload::{self, RunConfig, Workload};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::fmt::Write as _;
 use std::sync::Arc;
 use std::time::Duration;
@@ -323,21 +324,7 @@ async fn measure(
 /// LetheDB's average group-commit size, if its stats route answers.
 async fn writes_per_commit(endpoint: &Arc<Endpoint>) -> Option<f64> {
     let mut client = Client::new(Arc::clone(endpoint));
-    let reply = client
-        .send(&Request {
-            method: hyper::Method::GET,
-            path: "/_lethedb/stats",
-            resource_type: "",
-            resource_link: "",
-            headers: &[],
-            body: bytes::Bytes::new(),
-        })
-        .await
-        .ok()?;
-    if reply.status != 200 {
-        return None;
-    }
-    let stats: Value = serde_json::from_slice(&reply.body).ok()?;
+    let stats = get_json(&mut client, "/_lethedb/stats").await.ok()?;
     let operations = stats["writer"]["operations"].as_f64()?;
     let commits = stats["writer"]["commits"].as_f64()?;
     (commits > 0.0).then(|| operations / commits)
