@@ -142,6 +142,15 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
             "with keep-alive (bench/peer/serve.js)"
         }
     );
+    workload_table(&mut out, report, peer);
+    cold_start_line(&mut out, report);
+    lethedb_only(&mut out, report);
+    goals_and_errors(&mut out, report);
+    out
+}
+
+/// The main table: one row per workload, LetheDB and the peer side by side.
+fn workload_table(out: &mut String, report: &Report, peer: bool) {
     out.push_str("| workload | LetheDB ops/s | p50 ms | p99 ms | peak RSS MB | peer ops/s | p50 ms | p99 ms | peak RSS MB | LetheDB/peer | notes |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for row in &report.rows {
@@ -175,6 +184,9 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
             row.workload, l[0], l[1], l[2], l[3], p[0], p[1], p[2], p[3], ratio, note
         );
     }
+}
+
+fn cold_start_line(out: &mut String, report: &Report) {
     let cold = |kind| {
         report
             .cold_start_median_ms(kind)
@@ -199,6 +211,10 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
             _ => "–".into(),
         }
     );
+}
+
+/// Memory after a load, and the TTL sections, which only LetheDB runs.
+fn lethedb_only(out: &mut String, report: &Report) {
     if let Some(rss) = report.extra.get("rss_after_load") {
         let _ = writeln!(
             out,
@@ -237,7 +253,7 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
         }
     }
     if let Some(t) = report.extra.get("ttl_throughput") {
-        throughput_markdown(&mut out, t);
+        throughput_markdown(out, t);
     }
     if let Some(a) = report.extra.get("ttl_accuracy") {
         let _ = writeln!(
@@ -246,6 +262,9 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
             a["items"], a["reads"], a["found_at_or_after_expiry"], a["missing_before_expiry"], a["undecided"]
         );
     }
+}
+
+fn goals_and_errors(out: &mut String, report: &Report) {
     out.push_str("\n**Goals**\n\n| goal | target | measured | met |\n|---|---|---|---|\n");
     for goal in &report.goals {
         let met = match goal.met {
@@ -265,7 +284,6 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
             let _ = writeln!(out, "- {failure}");
         }
     }
-    out
 }
 
 /// The table of the mass expiry under provisioned throughput, from its JSON.
