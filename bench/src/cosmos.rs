@@ -3,8 +3,9 @@
 //!
 //! It speaks the protocol itself rather than through an SDK so that the load generator costs as
 //! little CPU as possible on a machine it shares with the server it measures. It knows how to
-//! sign and send one request and how to reconnect when a server closes the connection; it does
-//! not know about workloads, retries on 429 or query plans.
+//! sign and send one request and how to reconnect when a server closes the connection, and it
+//! has typed calls for the item requests every workload sends; it does not know about
+//! workloads, retries on 429 or query plans.
 
 use anyhow::{anyhow, Context as _};
 use bytes::Bytes;
@@ -12,10 +13,13 @@ use http_body_util::{BodyExt as _, Full};
 use hyper::client::conn::http1::SendRequest;
 use hyper::Method;
 use hyper_util::rt::TokioIo;
-use lethedb_server::auth::MasterKey;
+use lethedb_auth::MasterKey;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::net::TcpStream;
+
+/// The longest error detail kept from a reply body.
+const ERROR_DETAIL_CHARS_MAX: usize = 300;
 
 /// The protocol version the load generator announces (the one the notes use for raw requests).
 pub const API_VERSION: &str = "2018-12-31";
@@ -56,6 +60,21 @@ pub struct Reply {
     pub continuation: Option<String>,
     /// `x-ms-request-charge` (0 when the server sent none).
     pub request_charge: f64,
+}
+
+impl Reply {
+    /// The start of the body, for error messages.
+    pub fn detail(&self) -> String {
+        detail(&self.body)
+    }
+}
+
+/// The start of a reply body as text, for error messages.
+pub fn detail(reply_body: &[u8]) -> String {
+    String::from_utf8_lossy(reply_body)
+        .chars()
+        .take(ERROR_DETAIL_CHARS_MAX)
+        .collect()
 }
 
 /// One signed request: the path on the wire and what its signature covers.
@@ -293,4 +312,118 @@ impl ContainerPaths {
 /// The `x-ms-documentdb-partitionkey` header value for a string key.
 pub fn partition_key_header(pk: &str) -> String {
     format!("[\"{pk}\"]")
+}
+
+/// Typed calls for one item, so that no workload writes out the path, the signed link and the
+/// partition-key header by hand. Each returns the reply whatever its status; the caller decides
+/// which statuses it expects.
+impl Client {
+    /// `POST`s a new item (201 when created).
+    pub async fn create_item(
+        &mut self,
+        paths: &ContainerPaths,
+        pk: &str,
+        body: Bytes,
+    ) -> anyhow::Result<Reply> {
+        let pk_header = partition_key_header(pk);
+        self.send(&Request {
+            method: Method::POST,
+            path: &paths.docs_path,
+            resource_type: "docs",
+            resource_link: &paths.link,
+            headers: &[
+                ("content-type", "application/json"),
+                ("x-ms-documentdb-partitionkey", &pk_header),
+            ],
+            body,
+        })
+        .await
+    }
+
+    /// `POST`s an item with `x-ms-documentdb-is-upsert` (200 when replaced, 201 when created).
+    pub async fn upsert_item(
+        &mut self,
+        paths: &ContainerPaths,
+        pk: &str,
+        body: Bytes,
+    ) -> anyhow::Result<Reply> {
+        let pk_header = partition_key_header(pk);
+        self.send(&Request {
+            method: Method::POST,
+            path: &paths.docs_path,
+            resource_type: "docs",
+            resource_link: &paths.link,
+            headers: &[
+                ("content-type", "application/json"),
+                ("x-ms-documentdb-partitionkey", &pk_header),
+                ("x-ms-documentdb-is-upsert", "true"),
+            ],
+            body,
+        })
+        .await
+    }
+
+    /// `PUT`s a new version of an existing item (200).
+    pub async fn replace_item(
+        &mut self,
+        paths: &ContainerPaths,
+        id: &str,
+        pk: &str,
+        body: Bytes,
+    ) -> anyhow::Result<Reply> {
+        let (path, link) = paths.item(id);
+        let pk_header = partition_key_header(pk);
+        self.send(&Request {
+            method: Method::PUT,
+            path: &path,
+            resource_type: "docs",
+            resource_link: &link,
+            headers: &[
+                ("content-type", "application/json"),
+                ("x-ms-documentdb-partitionkey", &pk_header),
+            ],
+            body,
+        })
+        .await
+    }
+
+    /// `GET`s one item (200, or 404 when it is absent or expired).
+    pub async fn read_item(
+        &mut self,
+        paths: &ContainerPaths,
+        id: &str,
+        pk: &str,
+    ) -> anyhow::Result<Reply> {
+        self.item_without_body(Method::GET, paths, id, pk).await
+    }
+
+    /// `DELETE`s one item (204).
+    pub async fn delete_item(
+        &mut self,
+        paths: &ContainerPaths,
+        id: &str,
+        pk: &str,
+    ) -> anyhow::Result<Reply> {
+        self.item_without_body(Method::DELETE, paths, id, pk).await
+    }
+
+    async fn item_without_body(
+        &mut self,
+        method: Method,
+        paths: &ContainerPaths,
+        id: &str,
+        pk: &str,
+    ) -> anyhow::Result<Reply> {
+        let (path, link) = paths.item(id);
+        let pk_header = partition_key_header(pk);
+        self.send(&Request {
+            method,
+            path: &path,
+            resource_type: "docs",
+            resource_link: &link,
+            headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
+            body: Bytes::new(),
+        })
+        .await
+    }
 }

@@ -9,11 +9,22 @@
 //! This file only parses the command line; the work is in the modules below.
 
 mod compare;
+mod config;
 mod cosmos;
+mod data;
+mod goals;
+mod load;
 mod open_loop;
+mod report;
+mod resources;
+mod sections;
+mod server_snapshot;
 mod servers;
 mod stats;
+mod sweep_log;
 mod ttl;
+mod ttl_accuracy;
+mod ttl_sections;
 mod ttl_throughput;
 mod workload;
 
@@ -80,7 +91,7 @@ struct Shape {
     #[arg(long)]
     tls: bool,
     /// The master key (default: the emulator's).
-    #[arg(long, default_value = lethedb_server::cli::EMULATOR_KEY, hide_default_value = true)]
+    #[arg(long, default_value = lethedb_auth::EMULATOR_KEY, hide_default_value = true)]
     key: String,
 }
 
@@ -182,7 +193,7 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
     let pick = |value: Option<f64>, full: f64, smoke_value: f64| {
         Duration::from_secs_f64(value.unwrap_or(if smoke { smoke_value } else { full }))
     };
-    let config = compare::CompareConfig {
+    let config = config::CompareConfig {
         smoke,
         duration: pick(shape.duration, 5.0, 0.5),
         warmup: pick(shape.warmup, 1.0, 0.2),
@@ -258,7 +269,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         warmup: Duration::from_secs_f64(shape.warmup.unwrap_or(1.0)),
         duration: Duration::from_secs_f64(shape.duration.unwrap_or(5.0)),
         page_items: shape.page_items,
-        data: workload::DataSet {
+        data: data::DataSet {
             items: shape.items.unwrap_or(20_000),
             partitions: shape.partitions,
             item_bytes: shape.item_bytes,
@@ -266,7 +277,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         },
     };
     let paths = if args.skip_setup {
-        cosmos::ContainerPaths::new(workload::DATABASE_ID, "items")
+        cosmos::ContainerPaths::new(resources::DATABASE_ID, "items")
     } else {
         workload::prepare(&endpoint, "items", &config, 32).await?
     };

@@ -11,11 +11,9 @@
 //! refusals is one of the figures. Any other status but 200, or a transport failure, is an
 //! error. This module knows nothing of TTL or of the servers under test.
 
-use crate::cosmos::{partition_key_header, Client, ContainerPaths, Endpoint, Request};
+use crate::cosmos::{Client, ContainerPaths, Endpoint};
+use crate::data::{DataSet, Rng};
 use crate::stats::{Recorder, Summary};
-use crate::workload::{DataSet, Rng};
-use bytes::Bytes;
-use hyper::Method;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -147,18 +145,8 @@ pub async fn point_reads(
                     due
                 };
                 let item = first_item + rng.below(data.items as u64) as usize;
-                let (path, link) = paths.item(&data.id(item));
-                let pk_header = partition_key_header(&data.pk(item));
-                let outcome = client
-                    .send(&Request {
-                        method: Method::GET,
-                        path: &path,
-                        resource_type: "docs",
-                        resource_link: &link,
-                        headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
-                        body: Bytes::new(),
-                    })
-                    .await;
+                let (id, pk) = (data.id(item), data.pk(item));
+                let outcome = client.read_item(&paths, &id, &pk).await;
                 let latency = left.elapsed();
                 if due < measure_from {
                     continue;

@@ -1,24 +1,26 @@
-//! The throughput workloads: setup (database, container, preloaded items) and closed-loop runs
-//! of point reads, creates, upserts, replaces, a read/write mix and queries.
+//! The throughput workloads: closed-loop runs of point reads, creates, upserts, replaces, a
+//! read/write mix and queries, over a container that [`prepare`] creates and preloads.
 //!
 //! Every client owns one connection and sends its next request as soon as the last one
 //! answered (a closed loop), so throughput is what the server sustains at that concurrency.
 //! Each run starts with a short warm-up whose samples are dropped. A response with an
 //! unexpected status, a transport failure or a query with the wrong number of rows is counted
-//! as an error, never retried. This module knows the Cosmos request shapes; it does not start
-//! servers or print tables.
+//! as an error, never retried. This module knows which operation each workload sends and what
+//! a correct answer is; it does not start servers or print tables.
 
-use crate::cosmos::{partition_key_header, Client, ContainerPaths, Endpoint, Request};
+use crate::cosmos::{
+    detail, partition_key_header, Client, ContainerPaths, Endpoint, Reply, Request,
+};
+use crate::data::{item_body, mix, page_rows, DataSet, Rng, VALUE_RANGE};
+use crate::load::load_items;
+use crate::resources::{create_container, ensure_database};
 use crate::stats::{Recorder, Summary};
-use anyhow::{anyhow, bail};
+use anyhow::anyhow;
 use bytes::Bytes;
 use hyper::Method;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
-/// The database every workload uses.
-pub const DATABASE_ID: &str = "bench";
 /// The filter of the cross-partition query: issue 6's `SELECT c.id, c.value FROM c WHERE
 /// c.value > 500` with `value` in brackets, because VALUE is a reserved word of the query
 /// language. The hosted service and the peer's parser reject the dotted form; LetheDB takes
@@ -27,394 +29,6 @@ pub const QUERY_FILTER: &str = r#"SELECT c.id, c[\"value\"] FROM c WHERE c[\"val
 /// The same filter within one partition.
 pub const QUERY_PARTITION: &str =
     r#"SELECT c.id, c[\"value\"] FROM c WHERE c.pk = @pk AND c[\"value\"] > 500"#;
-/// Item `value`s are uniform in `0..VALUE_RANGE`, so the filter keeps about half.
-pub const VALUE_RANGE: u64 = 1000;
-/// The longest error detail kept per sample.
-const ERROR_DETAIL_CHARS_MAX: usize = 300;
-
-/// A deterministic random stream (splitmix64): every run with the same seed sends the same
-/// sequence, and it costs nothing next to a request.
-#[derive(Clone)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        Rng(seed)
-    }
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        mix(self.0)
-    }
-    pub fn below(&mut self, bound: u64) -> u64 {
-        self.next() % bound.max(1)
-    }
-}
-
-fn mix(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-/// Wall-clock milliseconds since the Unix epoch, with a fraction: the clock the server's
-/// `_ts` and its logs use, so client and server instants compare directly on one machine.
-pub fn unix_ms() -> f64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0.0, |d| d.as_secs_f64() * 1000.0)
-}
-
-/// The shape of the preloaded data set.
-#[derive(Clone, Debug)]
-pub struct DataSet {
-    pub items: usize,
-    pub partitions: usize,
-    pub item_bytes: usize,
-    pub seed: u64,
-}
-
-impl DataSet {
-    pub fn id(&self, index: usize) -> String {
-        format!("i{index}")
-    }
-    pub fn pk(&self, index: usize) -> String {
-        format!("p{}", index % self.partitions.max(1))
-    }
-    pub fn value(&self, index: usize) -> u64 {
-        mix(self.seed ^ (index as u64).wrapping_mul(0x2545_F491_4F6C_DD1D)) % VALUE_RANGE
-    }
-    /// How many preloaded items the query filter keeps, in all and in partition `partition`.
-    pub fn expected_rows(&self, partition: Option<usize>) -> u64 {
-        (0..self.items)
-            .filter(|&i| partition.is_none_or(|p| i % self.partitions.max(1) == p))
-            .filter(|&i| self.value(i) > 500)
-            .count() as u64
-    }
-}
-
-/// One item's JSON, padded with a `payload` string so the whole body is `item_bytes` long
-/// (or a little longer when the fixed fields alone exceed it).
-pub fn item_body(id: &str, pk: &str, value: u64, extra: &str, item_bytes: usize) -> Bytes {
-    let head = format!("{{\"id\":\"{id}\",\"pk\":\"{pk}\",\"value\":{value},{extra}\"payload\":\"");
-    let tail = "\"}";
-    let pad = item_bytes.saturating_sub(head.len() + tail.len());
-    let mut body = String::with_capacity(head.len() + pad + tail.len());
-    body.push_str(&head);
-    body.extend(std::iter::repeat_n('x', pad));
-    body.push_str(tail);
-    Bytes::from(body)
-}
-
-fn detail(reply_body: &[u8]) -> String {
-    String::from_utf8_lossy(reply_body)
-        .chars()
-        .take(ERROR_DETAIL_CHARS_MAX)
-        .collect()
-}
-
-/// Creates the database if it does not exist yet.
-pub async fn ensure_database(client: &mut Client) -> anyhow::Result<()> {
-    let body = Bytes::from(format!("{{\"id\":\"{DATABASE_ID}\"}}"));
-    let reply = client
-        .send(&Request {
-            method: Method::POST,
-            path: "/dbs",
-            resource_type: "dbs",
-            resource_link: "",
-            headers: &[("content-type", "application/json")],
-            body,
-        })
-        .await?;
-    match reply.status {
-        200 | 201 | 409 => Ok(()),
-        status => bail!("creating the database: {status} {}", detail(&reply.body)),
-    }
-}
-
-fn container_body(container_id: &str, default_ttl_secs: Option<i64>) -> Bytes {
-    let ttl = default_ttl_secs.map_or(String::new(), |t| format!(",\"defaultTtl\":{t}"));
-    Bytes::from(format!(
-        "{{\"id\":\"{container_id}\",\"partitionKey\":{{\"paths\":[\"/pk\"],\"kind\":\"Hash\",\"version\":2}}{ttl}}}"
-    ))
-}
-
-/// Creates a container partitioned by `/pk`, with an optional `defaultTtl`.
-pub async fn create_container(
-    client: &mut Client,
-    container_id: &str,
-    default_ttl_secs: Option<i64>,
-) -> anyhow::Result<ContainerPaths> {
-    create_container_with_throughput(client, container_id, default_ttl_secs, None).await
-}
-
-/// Creates a container partitioned by `/pk`, with an optional `defaultTtl` and optional manual
-/// throughput (`x-ms-offer-throughput`, RU/s).
-pub async fn create_container_with_throughput(
-    client: &mut Client,
-    container_id: &str,
-    default_ttl_secs: Option<i64>,
-    throughput_ru: Option<u32>,
-) -> anyhow::Result<ContainerPaths> {
-    let link = format!("dbs/{DATABASE_ID}");
-    let path = format!("/{link}/colls");
-    let throughput = throughput_ru.map(|ru| ru.to_string());
-    let mut headers = vec![("content-type", "application/json")];
-    if let Some(ru) = &throughput {
-        headers.push(("x-ms-offer-throughput", ru));
-    }
-    let reply = client
-        .send(&Request {
-            method: Method::POST,
-            path: &path,
-            resource_type: "colls",
-            resource_link: &link,
-            headers: &headers,
-            body: container_body(container_id, default_ttl_secs),
-        })
-        .await?;
-    match reply.status {
-        200 | 201 | 409 => Ok(ContainerPaths::new(DATABASE_ID, container_id)),
-        status => bail!(
-            "creating container {container_id}: {status} {}",
-            detail(&reply.body)
-        ),
-    }
-}
-
-/// Replaces a container's `defaultTtl` (the partition key stays as created).
-pub async fn replace_default_ttl(
-    client: &mut Client,
-    paths: &ContainerPaths,
-    default_ttl_secs: i64,
-) -> anyhow::Result<()> {
-    let path = format!("/{}", paths.link);
-    let reply = client
-        .send(&Request {
-            method: Method::PUT,
-            path: &path,
-            resource_type: "colls",
-            resource_link: &paths.link,
-            headers: &[("content-type", "application/json")],
-            body: container_body(&paths.container_id, Some(default_ttl_secs)),
-        })
-        .await?;
-    if reply.status != 200 {
-        bail!(
-            "replacing defaultTtl: {} {}",
-            reply.status,
-            detail(&reply.body)
-        );
-    }
-    Ok(())
-}
-
-/// Replaces a container's manual throughput through its offer, as the SDKs'
-/// `replace_throughput` does: read the container's `_rid`, find the offer whose
-/// `offerResourceId` it is, and put the offer back with new `content`.
-pub async fn replace_throughput(
-    client: &mut Client,
-    paths: &ContainerPaths,
-    throughput_ru: u32,
-) -> anyhow::Result<()> {
-    let container_path = format!("/{}", paths.link);
-    let reply = client
-        .send(&Request {
-            method: Method::GET,
-            path: &container_path,
-            resource_type: "colls",
-            resource_link: &paths.link,
-            headers: &[],
-            body: Bytes::new(),
-        })
-        .await?;
-    if reply.status != 200 {
-        bail!(
-            "reading container {}: {} {}",
-            paths.container_id,
-            reply.status,
-            detail(&reply.body)
-        );
-    }
-    let container: serde_json::Value = serde_json::from_slice(&reply.body)?;
-    let rid = container["_rid"]
-        .as_str()
-        .ok_or_else(|| anyhow!("container {} has no _rid", paths.container_id))?
-        .to_string();
-    let reply = client
-        .send(&Request {
-            method: Method::GET,
-            path: "/offers",
-            resource_type: "offers",
-            resource_link: "",
-            headers: &[],
-            body: Bytes::new(),
-        })
-        .await?;
-    if reply.status != 200 {
-        bail!("reading offers: {} {}", reply.status, detail(&reply.body));
-    }
-    let offers: serde_json::Value = serde_json::from_slice(&reply.body)?;
-    let mut offer = offers["Offers"]
-        .as_array()
-        .and_then(|all| {
-            all.iter()
-                .find(|o| o["offerResourceId"].as_str() == Some(rid.as_str()))
-        })
-        .cloned()
-        .ok_or_else(|| anyhow!("no offer for container {}", paths.container_id))?;
-    let offer_id = offer["id"]
-        .as_str()
-        .ok_or_else(|| anyhow!("an offer without id"))?
-        .to_string();
-    offer["content"] = serde_json::json!({"offerThroughput": throughput_ru});
-    let path = format!("/offers/{offer_id}");
-    // Offers are addressed by resource id, which clients sign lower-cased.
-    let link = offer_id.to_ascii_lowercase();
-    let reply = client
-        .send(&Request {
-            method: Method::PUT,
-            path: &path,
-            resource_type: "offers",
-            resource_link: &link,
-            headers: &[("content-type", "application/json")],
-            body: Bytes::from(serde_json::to_vec(&offer)?),
-        })
-        .await?;
-    if reply.status != 200 {
-        bail!(
-            "replacing the offer of {}: {} {}",
-            paths.container_id,
-            reply.status,
-            detail(&reply.body)
-        );
-    }
-    Ok(())
-}
-
-/// When each loaded item was sent and acknowledged (Unix ms), by index.
-pub struct LoadTimes {
-    pub sent_ms: Vec<f64>,
-    pub acked_ms: Vec<f64>,
-    /// The `_ts` the server reported for each item.
-    pub ts_secs: Vec<i64>,
-    pub elapsed: Duration,
-}
-
-/// Creates items `0..data.items` with `clients` concurrent connections. `extra(index)` adds
-/// fields (such as `"ttl":2,`) to an item. Any status but 201 fails the load.
-pub async fn load_items(
-    endpoint: &Arc<Endpoint>,
-    paths: &ContainerPaths,
-    data: &DataSet,
-    clients: usize,
-    extra: Arc<dyn Fn(usize) -> String + Send + Sync>,
-) -> anyhow::Result<LoadTimes> {
-    load_item_range(endpoint, paths, data, 0..data.items, clients, extra).await
-}
-
-/// Creates the items of `indices` as [`load_items`] does; the times are indexed from
-/// `indices.start`.
-pub async fn load_item_range(
-    endpoint: &Arc<Endpoint>,
-    paths: &ContainerPaths,
-    data: &DataSet,
-    indices: std::ops::Range<usize>,
-    clients: usize,
-    extra: Arc<dyn Fn(usize) -> String + Send + Sync>,
-) -> anyhow::Result<LoadTimes> {
-    let first = indices.start;
-    let count = indices.len();
-    let next = Arc::new(AtomicUsize::new(first));
-    let started = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..clients.max(1) {
-        let (endpoint, paths, data, next, extra, indices) = (
-            Arc::clone(endpoint),
-            paths.clone(),
-            data.clone(),
-            Arc::clone(&next),
-            Arc::clone(&extra),
-            indices.clone(),
-        );
-        tasks.push(tokio::spawn(async move {
-            let mut client = Client::new(endpoint);
-            let mut times = Vec::new();
-            loop {
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= indices.end {
-                    return Ok::<_, anyhow::Error>(times);
-                }
-                let (id, pk) = (data.id(index), data.pk(index));
-                let pk_header = partition_key_header(&pk);
-                let body = item_body(&id, &pk, data.value(index), &extra(index), data.item_bytes);
-                let sent_ms = unix_ms();
-                let reply = client
-                    .send(&Request {
-                        method: Method::POST,
-                        path: &paths.docs_path,
-                        resource_type: "docs",
-                        resource_link: &paths.link,
-                        headers: &[
-                            ("content-type", "application/json"),
-                            ("x-ms-documentdb-partitionkey", &pk_header),
-                        ],
-                        body,
-                    })
-                    .await?;
-                let acked_ms = unix_ms();
-                if reply.status != 201 {
-                    bail!(
-                        "loading item {id}: {} {}",
-                        reply.status,
-                        detail(&reply.body)
-                    );
-                }
-                times.push((index, sent_ms, acked_ms, json_ts(&reply.body)));
-            }
-        }));
-    }
-    let mut result = LoadTimes {
-        sent_ms: vec![0.0; count],
-        acked_ms: vec![0.0; count],
-        ts_secs: vec![0; count],
-        elapsed: Duration::ZERO,
-    };
-    for task in tasks {
-        for (index, sent, acked, ts) in task.await?? {
-            result.sent_ms[index - first] = sent;
-            result.acked_ms[index - first] = acked;
-            result.ts_secs[index - first] = ts;
-        }
-    }
-    result.elapsed = started.elapsed();
-    Ok(result)
-}
-
-/// The `_ts` of a returned resource, or 0 if absent. Scans for the field rather than parsing
-/// the whole body.
-pub fn json_ts(body: &[u8]) -> i64 {
-    json_number_field(body, b"\"_ts\":").unwrap_or(0)
-}
-
-fn json_number_field(body: &[u8], key: &[u8]) -> Option<i64> {
-    let at = body.windows(key.len()).rposition(|w| w == key)? + key.len();
-    let digits: String = body[at..]
-        .iter()
-        .skip_while(|b| b.is_ascii_whitespace())
-        .take_while(|b| b.is_ascii_digit() || **b == b'-')
-        .map(|&b| b as char)
-        .collect();
-    digits.parse().ok()
-}
-
-/// The rows of one query page: `_count` if the server sent it, else the length of `Documents`.
-fn page_rows(body: &[u8]) -> Option<u64> {
-    if let Some(count) = json_number_field(body, b"\"_count\":") {
-        return u64::try_from(count).ok();
-    }
-    let value: serde_json::Value = serde_json::from_slice(body).ok()?;
-    Some(value.get("Documents")?.as_array()?.len() as u64)
-}
 
 /// The workloads a closed-loop run can drive.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -585,69 +199,30 @@ async fn one_operation(
         Workload::PointRead | Workload::Upsert | Workload::Replace => {
             let index = rng.below(data.items as u64) as usize;
             let (id, pk) = (data.id(index), data.pk(index));
-            let pk_header = partition_key_header(&pk);
-            let (item_path, item_link) = paths.item(&id);
-            let (request, expected): (Request, &[u16]) = match workload {
-                Workload::PointRead => (
-                    Request {
-                        method: Method::GET,
-                        path: &item_path,
-                        resource_type: "docs",
-                        resource_link: &item_link,
-                        headers: &[("x-ms-documentdb-partitionkey", &pk_header)],
-                        body: Bytes::new(),
-                    },
-                    &[200],
-                ),
-                Workload::Upsert => (
-                    Request {
-                        method: Method::POST,
-                        path: &paths.docs_path,
-                        resource_type: "docs",
-                        resource_link: &paths.link,
-                        headers: &[
-                            ("content-type", "application/json"),
-                            ("x-ms-documentdb-partitionkey", &pk_header),
-                            ("x-ms-documentdb-is-upsert", "true"),
-                        ],
-                        body: item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes),
-                    },
-                    &[200, 201],
-                ),
-                _ => (
-                    Request {
-                        method: Method::PUT,
-                        path: &item_path,
-                        resource_type: "docs",
-                        resource_link: &item_link,
-                        headers: &[
-                            ("content-type", "application/json"),
-                            ("x-ms-documentdb-partitionkey", &pk_header),
-                        ],
-                        body: item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes),
-                    },
-                    &[200],
-                ),
-            };
-            send_expect(client, &request, expected).await
+            match workload {
+                Workload::PointRead => {
+                    let reply = client.read_item(paths, &id, &pk).await;
+                    expect(reply, &[200], || format!("GET {}", paths.item(&id).0))
+                }
+                Workload::Upsert => {
+                    let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
+                    let reply = client.upsert_item(paths, &pk, body).await;
+                    expect(reply, &[200, 201], || format!("POST {}", paths.docs_path))
+                }
+                _ => {
+                    let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
+                    let reply = client.replace_item(paths, &id, &pk, body).await;
+                    expect(reply, &[200], || format!("PUT {}", paths.item(&id).0))
+                }
+            }
         }
         Workload::Create => {
             *counter += 1;
             let id = format!("n{}-{worker}-{counter}", data.seed);
             let pk = format!("p{}", rng.below(data.partitions as u64));
-            let pk_header = partition_key_header(&pk);
-            let request = Request {
-                method: Method::POST,
-                path: &paths.docs_path,
-                resource_type: "docs",
-                resource_link: &paths.link,
-                headers: &[
-                    ("content-type", "application/json"),
-                    ("x-ms-documentdb-partitionkey", &pk_header),
-                ],
-                body: item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes),
-            };
-            send_expect(client, &request, &[201]).await
+            let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
+            let reply = client.create_item(paths, &pk, body).await;
+            expect(reply, &[201], || format!("POST {}", paths.docs_path))
         }
         Workload::QueryPartition => {
             let partition = rng.below(data.partitions as u64) as usize;
@@ -667,21 +242,17 @@ async fn one_operation(
     }
 }
 
-async fn send_expect(
-    client: &mut Client,
-    request: &Request<'_>,
+/// Checks a reply's status; `what` names the request (method and path) in the error.
+fn expect(
+    reply: anyhow::Result<Reply>,
     expected: &[u16],
+    what: impl FnOnce() -> String,
 ) -> Result<(), OpError> {
-    match client.send(request).await {
+    match reply {
         Ok(reply) if expected.contains(&reply.status) => Ok(()),
         Ok(reply) => Err((
             format!("status {}", reply.status),
-            format!(
-                "{} {}: {}",
-                request.method,
-                request.path,
-                detail(&reply.body)
-            ),
+            format!("{}: {}", what(), reply.detail()),
         )),
         Err(error) => Err(("transport".into(), format!("{error:#}"))),
     }
@@ -745,25 +316,4 @@ async fn drain_query(
         ));
     }
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn item_bodies_have_the_requested_size_and_parse() {
-        let body = item_body("i1", "p1", 42, "\"ttl\":2,", 1024);
-        assert_eq!(body.len(), 1024);
-        let value: serde_json::Value = serde_json::from_slice(&body).expect("json");
-        assert_eq!(value["ttl"], 2);
-        assert_eq!(value["value"], 42);
-    }
-
-    #[test]
-    fn ts_and_count_are_found_without_a_full_parse() {
-        assert_eq!(json_ts(br#"{"id":"a","_ts":1700000000}"#), 1_700_000_000);
-        assert_eq!(page_rows(br#"{"Documents":[{},{}],"_count":2}"#), Some(2));
-        assert_eq!(page_rows(br#"{"Documents":[{},{},{}]}"#), Some(3));
-    }
 }

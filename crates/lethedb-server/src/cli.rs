@@ -6,9 +6,8 @@ use clap::{Args, Parser, Subcommand};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
-/// The well-known master key of the Cosmos DB emulator, so existing connection strings work.
-pub const EMULATOR_KEY: &str =
-    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+/// The well-known master key of the Cosmos DB emulator, the default for `--key`.
+pub use lethedb_auth::EMULATOR_KEY;
 
 #[derive(Parser, Debug)]
 #[command(

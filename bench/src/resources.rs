@@ -1,0 +1,192 @@
+//! The Cosmos resources the benchmarks set up around their items: the database, containers
+//! (with `defaultTtl` and manual throughput) and their offers.
+//!
+//! Every call here is a one-off before or between measured phases; nothing here is on a hot
+//! path, and nothing here touches items.
+
+use crate::cosmos::{detail, Client, ContainerPaths, Request};
+use anyhow::{anyhow, bail};
+use bytes::Bytes;
+use hyper::Method;
+
+/// The database every workload uses.
+pub const DATABASE_ID: &str = "bench";
+
+/// Creates the database if it does not exist yet.
+pub async fn ensure_database(client: &mut Client) -> anyhow::Result<()> {
+    let body = Bytes::from(format!("{{\"id\":\"{DATABASE_ID}\"}}"));
+    let reply = client
+        .send(&Request {
+            method: Method::POST,
+            path: "/dbs",
+            resource_type: "dbs",
+            resource_link: "",
+            headers: &[("content-type", "application/json")],
+            body,
+        })
+        .await?;
+    match reply.status {
+        200 | 201 | 409 => Ok(()),
+        status => bail!("creating the database: {status} {}", detail(&reply.body)),
+    }
+}
+
+fn container_body(container_id: &str, default_ttl_secs: Option<i64>) -> Bytes {
+    let ttl = default_ttl_secs.map_or(String::new(), |t| format!(",\"defaultTtl\":{t}"));
+    Bytes::from(format!(
+        "{{\"id\":\"{container_id}\",\"partitionKey\":{{\"paths\":[\"/pk\"],\"kind\":\"Hash\",\"version\":2}}{ttl}}}"
+    ))
+}
+
+/// Creates a container partitioned by `/pk`, with an optional `defaultTtl`.
+pub async fn create_container(
+    client: &mut Client,
+    container_id: &str,
+    default_ttl_secs: Option<i64>,
+) -> anyhow::Result<ContainerPaths> {
+    create_container_with_throughput(client, container_id, default_ttl_secs, None).await
+}
+
+/// Creates a container partitioned by `/pk`, with an optional `defaultTtl` and optional manual
+/// throughput (`x-ms-offer-throughput`, RU/s).
+pub async fn create_container_with_throughput(
+    client: &mut Client,
+    container_id: &str,
+    default_ttl_secs: Option<i64>,
+    throughput_ru: Option<u32>,
+) -> anyhow::Result<ContainerPaths> {
+    let link = format!("dbs/{DATABASE_ID}");
+    let path = format!("/{link}/colls");
+    let throughput = throughput_ru.map(|ru| ru.to_string());
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(ru) = &throughput {
+        headers.push(("x-ms-offer-throughput", ru));
+    }
+    let reply = client
+        .send(&Request {
+            method: Method::POST,
+            path: &path,
+            resource_type: "colls",
+            resource_link: &link,
+            headers: &headers,
+            body: container_body(container_id, default_ttl_secs),
+        })
+        .await?;
+    match reply.status {
+        200 | 201 | 409 => Ok(ContainerPaths::new(DATABASE_ID, container_id)),
+        status => bail!(
+            "creating container {container_id}: {status} {}",
+            detail(&reply.body)
+        ),
+    }
+}
+
+/// Replaces a container's `defaultTtl` (the partition key stays as created).
+pub async fn replace_default_ttl(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    default_ttl_secs: i64,
+) -> anyhow::Result<()> {
+    let path = format!("/{}", paths.link);
+    let reply = client
+        .send(&Request {
+            method: Method::PUT,
+            path: &path,
+            resource_type: "colls",
+            resource_link: &paths.link,
+            headers: &[("content-type", "application/json")],
+            body: container_body(&paths.container_id, Some(default_ttl_secs)),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!(
+            "replacing defaultTtl: {} {}",
+            reply.status,
+            detail(&reply.body)
+        );
+    }
+    Ok(())
+}
+
+/// Replaces a container's manual throughput through its offer, as the SDKs'
+/// `replace_throughput` does: read the container's `_rid`, find the offer whose
+/// `offerResourceId` it is, and put the offer back with new `content`.
+pub async fn replace_throughput(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    throughput_ru: u32,
+) -> anyhow::Result<()> {
+    let container_path = format!("/{}", paths.link);
+    let reply = client
+        .send(&Request {
+            method: Method::GET,
+            path: &container_path,
+            resource_type: "colls",
+            resource_link: &paths.link,
+            headers: &[],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!(
+            "reading container {}: {} {}",
+            paths.container_id,
+            reply.status,
+            detail(&reply.body)
+        );
+    }
+    let container: serde_json::Value = serde_json::from_slice(&reply.body)?;
+    let rid = container["_rid"]
+        .as_str()
+        .ok_or_else(|| anyhow!("container {} has no _rid", paths.container_id))?
+        .to_string();
+    let reply = client
+        .send(&Request {
+            method: Method::GET,
+            path: "/offers",
+            resource_type: "offers",
+            resource_link: "",
+            headers: &[],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!("reading offers: {} {}", reply.status, detail(&reply.body));
+    }
+    let offers: serde_json::Value = serde_json::from_slice(&reply.body)?;
+    let mut offer = offers["Offers"]
+        .as_array()
+        .and_then(|all| {
+            all.iter()
+                .find(|o| o["offerResourceId"].as_str() == Some(rid.as_str()))
+        })
+        .cloned()
+        .ok_or_else(|| anyhow!("no offer for container {}", paths.container_id))?;
+    let offer_id = offer["id"]
+        .as_str()
+        .ok_or_else(|| anyhow!("an offer without id"))?
+        .to_string();
+    offer["content"] = serde_json::json!({"offerThroughput": throughput_ru});
+    let path = format!("/offers/{offer_id}");
+    // Offers are addressed by resource id, which clients sign lower-cased.
+    let link = offer_id.to_ascii_lowercase();
+    let reply = client
+        .send(&Request {
+            method: Method::PUT,
+            path: &path,
+            resource_type: "offers",
+            resource_link: &link,
+            headers: &[("content-type", "application/json")],
+            body: Bytes::from(serde_json::to_vec(&offer)?),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!(
+            "replacing the offer of {}: {} {}",
+            paths.container_id,
+            reply.status,
+            detail(&reply.body)
+        );
+    }
+    Ok(())
+}
