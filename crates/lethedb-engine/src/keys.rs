@@ -1,7 +1,8 @@
 //! How the engine lays resources out as storage keys and values.
 //!
 //! Catalog keys: `d` + database id, `c` + length-prefixed database id + container id, `g` for the
-//! global sequence numbers. Item keys: container number (8 bytes, big-endian) + length-prefixed
+//! global sequence numbers, `r` + a kind marker + the length-prefixed ids of the parents + the id
+//! for child resources (users, permissions, stored procedures...). Item keys: container number (8 bytes, big-endian) + length-prefixed
 //! partition key bytes + item id, so one partition is one contiguous key range and a container is
 //! another. Expiry keys: container number + index class + 8-byte time + the item key's suffix.
 //! Counter keys: container number. Length prefixes keep every prefix scan exact (an id can hold
@@ -43,6 +44,25 @@ fn push_length_prefixed(key: &mut Vec<u8>, bytes: &[u8]) {
     // Ids are capped far below 4 GiB, so the cast cannot truncate a real key.
     key.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
     key.extend_from_slice(bytes);
+}
+
+/// The prefix of every child resource of one kind under one parent; the parent is named by its
+/// ids from the database down (a database's users: `[database]`, a container's triggers:
+/// `[database, container]`). A prefix of the parent ids selects the children of every parent
+/// below it, so deleting a database reaches all of its grandchildren with one range per kind.
+pub fn resource_prefix(kind_marker: u8, parent_ids: &[&str]) -> Vec<u8> {
+    let mut key = vec![b'r', kind_marker];
+    for id in parent_ids {
+        push_length_prefixed(&mut key, id.as_bytes());
+    }
+    key
+}
+
+/// The catalog key of one child resource.
+pub fn resource_key(kind_marker: u8, parent_ids: &[&str], id: &str) -> Vec<u8> {
+    let mut key = resource_prefix(kind_marker, parent_ids);
+    key.extend_from_slice(id.as_bytes());
+    key
 }
 
 /// The length of the container number that starts every item, expiry, resource-id and

@@ -9,7 +9,8 @@
 //! The public API, by file:
 //! - `engine.rs`: [`Engine`] (open, close, admission and charging), [`EngineConfig`].
 //! - `catalog/`: databases and containers (`create_database`, `read_container`, ...),
-//!   `container_usage`.
+//!   `container_usage`; `catalog/resource.rs`: child resources (`create_resource`,
+//!   `list_resources`, ...); `catalog/kinds.rs`: [`ResourceKind`], [`ResourceParent`].
 //! - `item_requests.rs`: item requests (`write_item`, `read_item`, `read_feed`, ...);
 //!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`WriteMode`], [`Feed`].
 //! - `query.rs`: `query_items`, `query_resources`, [`QueryRequest`], [`QueryPage`],
@@ -49,6 +50,7 @@ pub mod throughput;
 pub mod ttl;
 pub mod writer;
 
+pub use catalog::kinds::{ResourceKind, ResourceParent};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};

@@ -1,5 +1,6 @@
 //! The stored forms of resources and how they are read and written: item records, expiry
-//! entries, counters, and the catalog records of databases, containers and the sequence numbers.
+//! entries, counters, and the catalog records of databases, containers, child resources and the
+//! sequence numbers.
 //!
 //! Item records are a fixed binary header (last-modified milliseconds, LSN, document sequence
 //! number) followed by the document's JSON without system properties; the system properties are
@@ -224,11 +225,24 @@ impl ContainerRecord {
     }
 }
 
-/// The global sequence numbers for new databases and containers.
+/// The stored form of a child resource (a user, permission, stored procedure, trigger,
+/// user-defined function or conflict).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ResourceRecord {
+    pub(crate) number: u64,
+    pub(crate) resource: Value,
+}
+
+/// The global sequence numbers for new databases, containers and child resources.
 #[derive(Serialize, Deserialize, Default)]
 pub(crate) struct Sequences {
     pub(crate) databases: u32,
     pub(crate) containers: u32,
+    /// Added with child resources; stores written before them have none.
+    #[serde(default)]
+    pub(crate) users: u32,
+    #[serde(default)]
+    pub(crate) resources: u64,
 }
 
 pub(crate) fn next_sequences(context: &mut WriteContext<'_>) -> EngineResult<Sequences> {

@@ -1,7 +1,11 @@
 //! Resource ids (`_rid`) and ETags in the service's encodings.
 //!
 //! A database's rid is its number (4 bytes); a container's adds its number with the top bit set
-//! (8 bytes); an item's adds its document number (16 bytes). This module only encodes bytes.
+//! (8 bytes); an item's adds its document number (16 bytes). Children of a container (stored
+//! procedures, triggers, user-defined functions, conflicts) are 16 bytes too: the container's 8
+//! and an 8-byte number whose top byte marks the kind, so they never collide with items. A user
+//! is its database's 4 bytes and a 4-byte number with the top bit clear (so never a container);
+//! a permission adds an 8-byte marked number to its user's 8. This module only encodes bytes.
 
 use base64::Engine as _;
 
@@ -57,6 +61,22 @@ pub(crate) fn has_length(rid: &str, length: usize) -> bool {
     decode_rid(rid).map(|bytes| bytes.len()) == Some(length)
 }
 
+/// A user's rid: its database's rid and the user's number with the top bit clear.
+pub(crate) fn user_rid(database_rid_bytes: &[u8], user_number: u32) -> String {
+    let mut bytes = database_rid_bytes.to_vec();
+    bytes.extend_from_slice(&(user_number & 0x7fff_ffff).to_be_bytes());
+    encode_rid(&bytes)
+}
+
+/// A grandchild's rid: its parent's 8 bytes and the child number with a kind marker in the
+/// top byte.
+pub(crate) fn marked_child_rid(parent_rid_bytes: &[u8], marker: u8, number: u64) -> String {
+    let mut bytes = parent_rid_bytes.to_vec();
+    let marked = (number & 0x00ff_ffff_ffff_ffff) | (u64::from(marker) << 56);
+    bytes.extend_from_slice(&marked.to_le_bytes());
+    encode_rid(&bytes)
+}
+
 /// The quoted ETag of a write: unique per container LSN.
 pub fn etag(container_number: u64, lsn: u64) -> String {
     format!(
@@ -88,5 +108,20 @@ mod tests {
         assert_ne!(etag(1, 1), etag(1, 2));
         assert_eq!(document_number_of(&document_rid(1, 2, 77)), Some(77));
         assert_eq!(document_number_of(&container_rid(1, 2)), None);
+    }
+
+    #[test]
+    fn child_rids_do_not_collide_with_their_siblings() {
+        let container = decode_rid(&container_rid(3, 4)).unwrap_or_default();
+        let sproc = marked_child_rid(&container, 0x08, 1);
+        assert_eq!(
+            decode_rid(&sproc).map(|b| b.len()),
+            Some(DOCUMENT_RID_BYTES)
+        );
+        assert_ne!(sproc, document_rid(3, 4, 1));
+        assert_ne!(sproc, marked_child_rid(&container, 0x07, 1));
+        let database = decode_rid(&database_rid(3)).unwrap_or_default();
+        assert_ne!(user_rid(&database, 4), container_rid(3, 4));
+        assert!(has_length(&user_rid(&database, 4), CONTAINER_RID_BYTES));
     }
 }

@@ -3,11 +3,14 @@
 //! Both are small JSON records in the catalog table (`records.rs` has their stored forms). A
 //! container's record also holds its number (the prefix of its item keys) and its [`TtlState`].
 //! Deleting a database or a container deletes everything beneath it in the same transaction:
-//! items, through items.rs, which owns the per-item tables. Listing and finding by `_rid` go
-//! through `resource.rs`. This module does not touch items one by one.
+//! items (through items.rs, which owns the per-item tables) and child resources (through
+//! `resource.rs`, the generic catalog of child resources). Listing and finding by `_rid` are
+//! shared with it (`shared.rs`). This module does not touch items one by one.
 
 mod indexing_policy;
-pub(crate) mod resource;
+pub(crate) mod kinds;
+mod resource;
+mod shared;
 mod usage;
 
 use crate::container::{Container, ContainerParts};
@@ -24,9 +27,11 @@ use crate::rids::{self, catalog_etag};
 use crate::throughput::Throughput;
 use crate::ttl::TtlState;
 use indexing_policy::{add_container_system_properties, container_resource};
+use kinds::ParentLevel;
 use lethedb_storage::{KeyRange, Table};
-use resource::{body_id, body_object, id_with_rid, list_records};
+use resource::delete_children;
 use serde_json::{json, Value};
+use shared::{body_id, body_object, id_with_rid, list_records};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -136,6 +141,7 @@ impl Engine {
                     }
                     context.delete(Table::Catalog, &key)?;
                 }
+                delete_children(context, ParentLevel::Database, &[&database_id])?;
                 context.delete(Table::Catalog, &key)?;
                 context.catalog_changed();
                 Ok(())
@@ -299,6 +305,11 @@ impl Engine {
                 let existing = load_container(context.reader(), &database_id, &container_id)?
                     .ok_or_else(not_found)?;
                 delete_container_items(context, existing.key_number())?;
+                delete_children(
+                    context,
+                    ParentLevel::Container,
+                    &[&database_id, &container_id],
+                )?;
                 context.delete(
                     Table::Catalog,
                     &keys::container_key(&database_id, &container_id),
