@@ -3,9 +3,7 @@
 //! rules for every kind: ids, system properties, conflicts, replace and rename, upsert, delete
 //! with everything beneath, lists for feeds and queries, ids by `_rid`.
 
-mod common;
-
-use common::engine_with_container;
+use crate::common::engine_with_container;
 
 use base64::Engine as _;
 use lethedb_engine::{
