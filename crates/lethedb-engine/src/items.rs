@@ -5,7 +5,7 @@
 //! An item is identified by its container, partition key value and id. Every write stamps the
 //! item with the writer's clock (restarting its TTL countdown), moves its expiry-index entry and
 //! updates the container's counters in the same transaction. Every mutation asks
-//! [`expiry::is_expired`] whether the stored version is visible, so an expired item is absent
+//! `expiry::is_expired` whether the stored version is visible, so an expired item is absent
 //! whether or not the sweeper has deleted it yet. The requests that reach these mutations are in
 //! `item_requests.rs`; what the sweeper deletes and when is the sweeper's business.
 

@@ -99,22 +99,6 @@ impl Engine {
         Ok((deleted, backlog_left))
     }
 
-    /// Every container of every database.
-    pub fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
-        let mut found = Vec::new();
-        for database in self.list_databases()? {
-            let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {
-                continue;
-            };
-            for container in self.list_containers(database_id)? {
-                if let Some(container_id) = container.get("id").and_then(|v| v.as_str()) {
-                    found.push(self.read_container(database_id, container_id)?);
-                }
-            }
-        }
-        Ok(found)
-    }
-
     async fn sweep_container(
         &self,
         container: &Arc<Container>,

@@ -219,6 +219,22 @@ impl Engine {
         Ok(container)
     }
 
+    /// Every container of every database.
+    pub fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
+        let mut found = Vec::new();
+        for database in self.list_databases()? {
+            let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {
+                continue;
+            };
+            for container in self.list_containers(database_id)? {
+                if let Some(container_id) = container.get("id").and_then(|v| v.as_str()) {
+                    found.push(self.read_container(database_id, container_id)?);
+                }
+            }
+        }
+        Ok(found)
+    }
+
     pub fn list_containers(&self, database_id: &str) -> EngineResult<Vec<Value>> {
         let reader = self.inner.store.read()?;
         if load_database(&*reader, database_id)?.is_none() {
