@@ -3,15 +3,17 @@
 //! operations wrote when a later one fails); a non-atomic one (bulk) reports each operation's
 //! own outcome. Each operation follows exactly the rules of its single-item counterpart.
 
-use crate::catalog::writer_container;
+use crate::container::Container;
+use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult};
 use crate::items::{
     apply_delete, apply_write, current_version, prepare_body, StoredItem, WriteMode,
 };
 use crate::partition_key::PartitionKeyValue;
 use crate::patch::{apply_patch_item, parse_patch};
+use crate::records::writer_container;
 use crate::request_units;
-use crate::Engine;
+use crate::writer::WriteContext;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -92,8 +94,8 @@ pub fn parse_batch(body: &Value) -> EngineResult<Vec<BatchOperation>> {
 }
 
 fn run_operation(
-    context: &mut crate::writer::WriteContext<'_>,
-    container: &Arc<crate::Container>,
+    context: &mut WriteContext<'_>,
+    container: &Arc<Container>,
     default_key: Option<&PartitionKeyValue>,
     operation: BatchOperation,
 ) -> EngineResult<BatchResult> {
@@ -148,10 +150,7 @@ fn run_operation(
             ))
         }
         "Read" => {
-            let key = match partition_key {
-                Some(sent) => container.partition_key.require_full(sent)?,
-                None => container.partition_key.missing_header()?,
-            };
+            let key = container.partition_key.point_key(partition_key)?;
             let record = current_version(context, container, &key, &id()?)?;
             let request_units = request_units::read(record.body.len());
             Ok(BatchResult {

@@ -40,3 +40,45 @@ impl From<lethedb_query::QueryError> for EngineError {
         EngineError::Query(error.to_string())
     }
 }
+
+// The shared constructors: every module builds its errors here, so each message is written once.
+
+/// A database, container or child resource that does not exist.
+pub(crate) fn not_found() -> EngineError {
+    EngineError::NotFound(
+        "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found".into(),
+    )
+}
+
+/// An item that does not exist or has expired.
+pub(crate) fn item_not_found() -> EngineError {
+    EngineError::NotFound("Entity with the specified id does not exist in the system.".into())
+}
+
+/// A database, container or child resource whose id is taken.
+pub(crate) fn conflict() -> EngineError {
+    EngineError::Conflict("Resource with specified id or name already exists.".into())
+}
+
+/// An item whose id is taken in its partition.
+pub(crate) fn item_conflict() -> EngineError {
+    EngineError::Conflict("Entity with the specified id already exists in the system.".into())
+}
+
+/// An `If-Match` condition that did not hold.
+pub(crate) fn precondition_failed() -> EngineError {
+    EngineError::PreconditionFailed(
+        "Operation cannot be performed because one of the specified precondition is not met."
+            .into(),
+    )
+}
+
+/// A stored value of the named kind that could not be decoded.
+pub(crate) fn corrupted(what: &str) -> EngineError {
+    EngineError::Unavailable(format!("a stored {what} could not be read"))
+}
+
+/// A continuation token the engine did not issue (or issued for another scope).
+pub(crate) fn invalid_continuation() -> EngineError {
+    EngineError::BadRequest("The continuation token is invalid.".into())
+}

@@ -1,24 +1,33 @@
-//! Items: create, read, replace, upsert, delete and read feeds, with time to live applied on
-//! every path.
+//! Items: the stored item as clients see it, and every mutation of items, applied inside the
+//! writer: create, upsert, replace, delete, deleting a partition, deleting a container's items,
+//! and the sweeper's delete step.
 //!
 //! An item is identified by its container, partition key value and id. Every write stamps the
 //! item with the writer's clock (restarting its TTL countdown), moves its expiry-index entry and
-//! updates the container's counters in the same transaction. Every read asks
-//! [`Container::ttl`] whether the stored version has expired, so an expired item is absent
-//! whether or not the sweeper has deleted it yet.
+//! updates the container's counters in the same transaction. Every mutation asks
+//! `expiry::is_expired` whether the stored version is visible, so an expired item is absent
+//! whether or not the sweeper has deleted it yet. The requests that reach these mutations are in
+//! `item_requests.rs`; what the sweeper deletes and when is the sweeper's business.
 
-use crate::catalog::{read_counters, writer_container, Container};
-use crate::error::{EngineError, EngineResult};
-use crate::keys::{self, ExpiryClass};
-use crate::partition_key::PartitionKeyValue;
-use crate::records::{self, ExpiryEntry, ItemRecord, SYSTEM_PROPERTIES};
-use crate::ttl::{self, ItemTtl};
+use crate::container::Container;
+use crate::error::{
+    corrupted, item_conflict, item_not_found, precondition_failed, EngineError, EngineResult,
+};
+use crate::expiry::{expiry_placement, record_is_expired};
+use crate::keys;
+use crate::limits::{validate_id, ITEM_BYTES_MAX};
+use crate::partition_key::{PartitionKeyValue, PARTITION_KEY_BYTES_MAX};
+use crate::records::{
+    read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
+    SYSTEM_PROPERTIES,
+};
+use crate::request_units;
+use crate::rids;
+use crate::ttl;
 use crate::writer::WriteContext;
-use crate::{validate_id, Engine, ITEM_BYTES_MAX, PAGE_ITEMS_MAX};
-use base64::Engine as _;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
-use std::ops::{Bound, ControlFlow};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 /// How a write treats an existing item.
@@ -41,7 +50,7 @@ pub struct StoredItem {
 
 impl StoredItem {
     pub fn etag(&self) -> String {
-        records::etag(self.container.key_number(), self.record.lsn)
+        rids::etag(self.container.key_number(), self.record.lsn)
     }
 
     /// The item's `_rid`.
@@ -83,10 +92,7 @@ impl StoredItem {
 
     /// The item as a JSON value, system properties included (what queries see).
     pub fn to_value(&self) -> EngineResult<Value> {
-        let mut document = self
-            .record
-            .document()
-            .ok_or_else(|| EngineError::Unavailable("a stored item could not be read".into()))?;
+        let mut document = self.record.document().ok_or_else(|| corrupted("item"))?;
         if let Value::Object(map) = &mut document {
             let rid = self.rid();
             let self_link = format!("{}{rid}/", self.container.documents_self_prefix);
@@ -119,41 +125,30 @@ pub struct Feed {
     pub lsn: u64,
 }
 
-/// Whether a stored version is expired at `now_ms` under the container's current setting.
-pub(crate) fn is_expired(
-    container: &Container,
-    last_modified_ms: i64,
-    ttl: ItemTtl,
-    now_ms: i64,
-) -> bool {
-    container.ttl.is_expired(last_modified_ms, ttl, now_ms)
-}
+/// The tables that hold something per item of a container, all keyed by the container number
+/// first: deleting a container clears each of them over that prefix (the counters go separately).
+const PER_ITEM_TABLES: [Table; 3] = [Table::Items, Table::Expiry, Table::ResourceIds];
 
-/// Where a version sits in the expiry index, if anywhere.
-pub(crate) fn expiry_placement(last_modified_ms: i64, ttl: ItemTtl) -> Option<(ExpiryClass, i64)> {
-    match ttl {
-        ItemTtl::Never => None,
-        ItemTtl::Secs(secs) => Some((
-            ExpiryClass::Own,
-            ttl::expiry_instant_ms(last_modified_ms, secs),
-        )),
-        ItemTtl::Inherit => Some((ExpiryClass::Default, last_modified_ms)),
+/// Deletes every item, expiry entry and counter of a container.
+pub(crate) fn delete_container_items(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+) -> EngineResult<()> {
+    for table in PER_ITEM_TABLES {
+        let mut doomed = Vec::new();
+        context.scan(
+            table,
+            &KeyRange::prefix(&keys::container_items_prefix(container_number)),
+            &mut |key, _| {
+                doomed.push(key.to_vec());
+                ControlFlow::Continue(())
+            },
+        )?;
+        for key in doomed {
+            context.delete(table, &key)?;
+        }
     }
-}
-
-fn not_found() -> EngineError {
-    EngineError::NotFound("Entity with the specified id does not exist in the system.".into())
-}
-
-fn precondition_failed() -> EngineError {
-    EngineError::PreconditionFailed(
-        "Operation cannot be performed because one of the specified precondition is not met."
-            .into(),
-    )
-}
-
-fn corrupted_item() -> EngineError {
-    EngineError::Unavailable("a stored item could not be read".into())
+    context.delete(Table::Counters, &keys::counters_key(container_number))
 }
 
 /// Removes one stored version (visible or expired) with its index entry and counters.
@@ -162,12 +157,17 @@ pub(crate) fn remove_version(
     container_number: u64,
     item_key: &[u8],
     record: &ItemRecord,
-    counters: &mut records::Counters,
+    counters: &mut Counters,
 ) -> EngineResult<()> {
     if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
         context.delete(
             Table::Expiry,
-            &keys::expiry_key(container_number, class, time_ms, &item_key[8..]),
+            &keys::expiry_key(
+                container_number,
+                class,
+                time_ms,
+                keys::item_key_suffix(item_key),
+            ),
         )?;
     }
     context.delete(Table::Items, item_key)?;
@@ -180,6 +180,37 @@ pub(crate) fn remove_version(
     Ok(())
 }
 
+/// Stores one version with its expiry-index and resource-id entries and counts it.
+fn store_version(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    item_key: &[u8],
+    record: &ItemRecord,
+    counters: &mut Counters,
+) -> EngineResult<()> {
+    let suffix = keys::item_key_suffix(item_key);
+    if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
+        let entry = ExpiryEntry {
+            lsn: record.lsn,
+            body_bytes: record.body.len() as u64,
+        };
+        context.put(
+            Table::Expiry,
+            &keys::expiry_key(container_number, class, time_ms, suffix),
+            &entry.encode(),
+        )?;
+    }
+    context.put(Table::Items, item_key, &record.encode())?;
+    context.put(
+        Table::ResourceIds,
+        &keys::resource_id_key(container_number, record.document_number),
+        suffix,
+    )?;
+    counters.items += 1;
+    counters.bytes += record.body.len() as u64;
+    Ok(())
+}
+
 /// The visible version of an item inside the writer, or NotFound.
 pub(crate) fn current_version(
     context: &mut WriteContext<'_>,
@@ -188,24 +219,20 @@ pub(crate) fn current_version(
     id: &str,
 ) -> EngineResult<ItemRecord> {
     let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
-    let record = read_record(context.reader(), &key)?.ok_or_else(not_found)?;
-    if is_expired(
-        container,
-        record.last_modified_ms,
-        record.ttl,
-        context.now_ms,
-    ) {
-        return Err(not_found());
+    let record = read_record(context.reader(), &key)?.ok_or_else(item_not_found)?;
+    if record_is_expired(container, &record, context.now_ms) {
+        return Err(item_not_found());
     }
     Ok(record)
 }
 
-fn read_record(reader: &dyn ReadTxn, key: &[u8]) -> EngineResult<Option<ItemRecord>> {
+/// One stored version of an item (visible or not), if any.
+pub(crate) fn read_record(reader: &dyn ReadTxn, key: &[u8]) -> EngineResult<Option<ItemRecord>> {
     match reader.get(Table::Items, key)? {
         None => Ok(None),
         Some(bytes) => ItemRecord::decode(&bytes)
             .map(Some)
-            .ok_or_else(corrupted_item),
+            .ok_or_else(|| corrupted("item")),
     }
 }
 
@@ -243,16 +270,6 @@ pub(crate) fn prepare_body(body: Value) -> EngineResult<(String, Value, Vec<u8>)
     Ok((id, document, bytes))
 }
 
-fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(token)
-        .map_err(|_| EngineError::BadRequest("The continuation token is invalid.".into()))
-}
-
-fn encode_continuation(key_suffix: &[u8]) -> String {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key_suffix)
-}
-
 /// Applies one create, upsert or replace inside the writer: validates against the current
 /// state (visibility, ETag, partition key, TTL), then writes the item, its index entries and
 /// the counters. Nothing is written when it returns an error.
@@ -278,7 +295,7 @@ pub(crate) fn apply_write(
         }
     }
     let partition_bytes = document_key.encode();
-    if partition_bytes.len() > crate::partition_key::PARTITION_KEY_BYTES_MAX {
+    if partition_bytes.len() > PARTITION_KEY_BYTES_MAX {
         return Err(EngineError::BadRequest(
             "The partition key value is too large.".into(),
         ));
@@ -286,22 +303,13 @@ pub(crate) fn apply_write(
     let number = container.key_number();
     let key = keys::item_key(number, &partition_bytes, &id);
     let existing = read_record(context.reader(), &key)?;
-    let visible = existing.as_ref().filter(|record| {
-        !is_expired(
-            &container,
-            record.last_modified_ms,
-            record.ttl,
-            context.now_ms,
-        )
-    });
-    let current_etag = visible.map(|record| records::etag(number, record.lsn));
+    let visible = existing
+        .as_ref()
+        .filter(|record| !record_is_expired(&container, record, context.now_ms));
+    let current_etag = visible.map(|record| rids::etag(number, record.lsn));
     match (&mode, visible) {
-        (WriteMode::Create, Some(_)) => {
-            return Err(EngineError::Conflict(
-                "Entity with the specified id already exists in the system.".into(),
-            ))
-        }
-        (WriteMode::Replace(_), None) => return Err(not_found()),
+        (WriteMode::Create, Some(_)) => return Err(item_conflict()),
+        (WriteMode::Replace(_), None) => return Err(item_not_found()),
         _ => {}
     }
     if let Some(expected) = &if_match {
@@ -336,30 +344,8 @@ pub(crate) fn apply_write(
         ttl: ttl::item_ttl(&document),
         body: bytes,
     };
-    if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
-        let entry = ExpiryEntry {
-            lsn: record.lsn,
-            body_bytes: record.body.len() as u64,
-        };
-        context.put(
-            Table::Expiry,
-            &keys::expiry_key(number, class, time_ms, &key[8..]),
-            &entry.encode(),
-        )?;
-    }
-    context.put(Table::Items, &key, &record.encode())?;
-    context.put(
-        Table::ResourceIds,
-        &keys::resource_id_key(number, record.document_number),
-        &key[8..],
-    )?;
-    counters.items += 1;
-    counters.bytes += record.body.len() as u64;
-    context.put(
-        Table::Counters,
-        &keys::counters_key(number),
-        &counters.encode(),
-    )?;
+    store_version(context, number, &key, &record, &mut counters)?;
+    store_counters(context, number, &counters)?;
     Ok(ItemOutcome {
         item: StoredItem { container, record },
         created,
@@ -374,267 +360,100 @@ pub(crate) fn apply_delete(
     id: &str,
     if_match: Option<String>,
 ) -> EngineResult<u64> {
-    let partition_key = match partition_key {
-        Some(sent) => container.partition_key.require_full(sent)?,
-        None => container.partition_key.missing_header()?,
-    };
+    let partition_key = container.partition_key.point_key(partition_key)?;
     let number = container.key_number();
     let key = keys::item_key(number, &partition_key.encode(), id);
-    let existing = read_record(context.reader(), &key)?.ok_or_else(not_found)?;
-    if is_expired(
-        container,
-        existing.last_modified_ms,
-        existing.ttl,
-        context.now_ms,
-    ) {
-        return Err(not_found());
+    let existing = read_record(context.reader(), &key)?.ok_or_else(item_not_found)?;
+    if record_is_expired(container, &existing, context.now_ms) {
+        return Err(item_not_found());
     }
     if let Some(expected) = &if_match {
-        if expected != "*" && *expected != records::etag(number, existing.lsn) {
+        if expected != "*" && *expected != rids::etag(number, existing.lsn) {
             return Err(precondition_failed());
         }
     }
     let mut counters = read_counters(context.reader(), number)?;
     remove_version(context, number, &key, &existing, &mut counters)?;
     counters.lsn += 1;
-    context.put(
-        Table::Counters,
-        &keys::counters_key(number),
-        &counters.encode(),
-    )?;
+    store_counters(context, number, &counters)?;
     Ok(counters.lsn)
 }
 
-impl Engine {
-    /// Creates, upserts or replaces an item. `partition_key` is the request's header value, if
-    /// sent; it must name the partition key the document holds.
-    pub async fn write_item(
-        &self,
-        database_id: &str,
-        container_id: &str,
-        mode: WriteMode,
-        partition_key: Option<PartitionKeyValue>,
-        body: Value,
-        if_match: Option<String>,
-    ) -> EngineResult<ItemOutcome> {
-        let (id, document, bytes) = prepare_body(body)?;
-        if let WriteMode::Replace(url_id) = &mode {
-            if url_id != &id {
-                return Err(EngineError::BadRequest(
-                    "The id in the request body does not match the id in the request URI.".into(),
-                ));
+/// Deletes every item of one logical partition (expired ones too) inside the writer; returns
+/// how many visible items went.
+pub(crate) fn apply_delete_partition(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+    partition_key: PartitionKeyValue,
+) -> EngineResult<u64> {
+    let partition_key = container.partition_key.require_full(partition_key)?;
+    let number = container.key_number();
+    let mut doomed = Vec::new();
+    let mut broken = false;
+    context.scan(
+        Table::Items,
+        &KeyRange::prefix(&keys::partition_prefix(number, &partition_key.encode())),
+        &mut |key, value| {
+            match ItemRecord::decode(value) {
+                Some(record) => doomed.push((key.to_vec(), record)),
+                None => broken = true,
             }
-        }
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
-                apply_write(
-                    context,
-                    container,
-                    mode,
-                    partition_key,
-                    id,
-                    document,
-                    bytes,
-                    if_match,
-                )
-            })
-            .await
-    }
-
-    /// Reads one item; expired items are not found.
-    pub fn read_item(
-        &self,
-        container: &Arc<Container>,
-        partition_key: Option<PartitionKeyValue>,
-        id: &str,
-    ) -> EngineResult<StoredItem> {
-        let partition_key = match partition_key {
-            Some(sent) => container.partition_key.require_full(sent)?,
-            None => container.partition_key.missing_header()?,
-        };
-        let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
-        let reader = self.inner.store.read()?;
-        let record = read_record(&*reader, &key)?.ok_or_else(not_found)?;
-        if is_expired(
-            container,
-            record.last_modified_ms,
-            record.ttl,
-            self.now_ms(),
-        ) {
-            return Err(not_found());
-        }
-        Ok(StoredItem {
-            container: Arc::clone(container),
-            record,
-        })
-    }
-
-    /// Deletes one item; returns the container LSN of the deletion.
-    pub async fn delete_item(
-        &self,
-        database_id: &str,
-        container_id: &str,
-        partition_key: Option<PartitionKeyValue>,
-        id: &str,
-        if_match: Option<String>,
-    ) -> EngineResult<u64> {
-        let (database_id, container_id, id) = (
-            database_id.to_string(),
-            container_id.to_string(),
-            id.to_string(),
-        );
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
-                apply_delete(context, &container, partition_key, &id, if_match)
-            })
-            .await
-    }
-
-    /// One page of a container's (or one partition's) items in key order. The continuation is
-    /// the last key returned, so a feed resumes exactly after it even if items changed meanwhile.
-    pub fn read_feed(
-        &self,
-        container: &Arc<Container>,
-        partition_key: Option<PartitionKeyValue>,
-        page_items_max: usize,
-        continuation: Option<&str>,
-    ) -> EngineResult<Feed> {
-        let number = container.key_number();
-        let scope = match &partition_key {
-            Some(value) => keys::partition_prefix(number, &value.encode()),
-            None => keys::container_items_prefix(number),
-        };
-        let mut range = KeyRange::prefix(&scope);
-        if let Some(token) = continuation {
-            let mut after = keys::container_items_prefix(number);
-            after.extend_from_slice(&decode_continuation(token)?);
-            if !after.starts_with(&scope) {
-                return Err(EngineError::BadRequest(
-                    "The continuation token is invalid.".into(),
-                ));
-            }
-            range.start = Bound::Excluded(after);
-        }
-        let page_items_max = page_items_max.clamp(1, PAGE_ITEMS_MAX);
-        let now_ms = self.now_ms();
-        let reader = self.inner.store.read()?;
-        let mut items = Vec::new();
-        let mut last_key = Vec::new();
-        let mut more = false;
-        let mut broken = false;
-        reader.scan(Table::Items, &range, &mut |key, value| {
-            let Some(record) = ItemRecord::decode(value) else {
-                broken = true;
-                return ControlFlow::Break(());
-            };
-            if is_expired(container, record.last_modified_ms, record.ttl, now_ms) {
-                return ControlFlow::Continue(());
-            }
-            if items.len() == page_items_max {
-                // One more visible item exists: the page gets a continuation.
-                more = true;
-                return ControlFlow::Break(());
-            }
-            items.push(StoredItem {
-                container: Arc::clone(container),
-                record,
-            });
-            last_key.clear();
-            last_key.extend_from_slice(key);
             ControlFlow::Continue(())
-        })?;
-        if broken {
-            return Err(corrupted_item());
+        },
+    )?;
+    if broken {
+        return Err(corrupted("item"));
+    }
+    let mut counters = read_counters(context.reader(), number)?;
+    let mut visible = 0;
+    for (key, record) in &doomed {
+        if !record_is_expired(container, record, context.now_ms) {
+            visible += 1;
         }
-        let lsn = read_counters(&*reader, number)?.lsn;
-        let continuation = more.then(|| encode_continuation(&last_key[8..]));
-        Ok(Feed {
-            items,
-            continuation,
-            lsn,
-        })
+        remove_version(context, number, key, record, &mut counters)?;
     }
+    counters.lsn += 1;
+    store_counters(context, number, &counters)?;
+    Ok(visible)
+}
 
-    /// Deletes every item of one logical partition (expired ones too) in one transaction;
-    /// returns how many visible items went.
-    pub async fn delete_partition(
-        &self,
-        database_id: &str,
-        container_id: &str,
-        partition_key: PartitionKeyValue,
-    ) -> EngineResult<u64> {
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
-                let partition_key = container.partition_key.require_full(partition_key)?;
-                let number = container.key_number();
-                let mut doomed = Vec::new();
-                let mut broken = false;
-                context.scan(
-                    Table::Items,
-                    &KeyRange::prefix(&keys::partition_prefix(number, &partition_key.encode())),
-                    &mut |key, value| {
-                        match ItemRecord::decode(value) {
-                            Some(record) => doomed.push((key.to_vec(), record)),
-                            None => broken = true,
-                        }
-                        ControlFlow::Continue(())
-                    },
-                )?;
-                if broken {
-                    return Err(corrupted_item());
-                }
-                let mut counters = read_counters(context.reader(), number)?;
-                let mut visible = 0;
-                for (key, record) in &doomed {
-                    if !is_expired(
-                        &container,
-                        record.last_modified_ms,
-                        record.ttl,
-                        context.now_ms,
-                    ) {
-                        visible += 1;
-                    }
-                    remove_version(context, number, key, record, &mut counters)?;
-                }
-                counters.lsn += 1;
-                context.put(
-                    Table::Counters,
-                    &keys::counters_key(number),
-                    &counters.encode(),
-                )?;
-                Ok(visible)
-            })
-            .await
-    }
-
-    /// The id of the item whose `_rid` is `rid`, for clients that address items by `_self`.
-    pub fn item_id_by_rid(&self, container: &Container, rid: &str) -> EngineResult<Option<String>> {
-        let Some(bytes) = records::decode_rid(rid).filter(|b| b.len() == 16) else {
-            return Ok(None);
+/// The sweeper's delete step, inside the writer: deletes each candidate the sweeper found in the
+/// expiry index if it is still that very version and still expired. Returns how many went and
+/// what deleting them cost, as user deletes of the same items would.
+pub(crate) fn apply_expire(
+    context: &mut WriteContext<'_>,
+    database_id: &str,
+    container_id: &str,
+    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+) -> EngineResult<(u64, f64)> {
+    // Re-read the container: its setting may have changed since the scan.
+    let container = writer_container(context, database_id, container_id)?;
+    let number = container.key_number();
+    let mut counters = read_counters(context.reader(), number)?;
+    let mut deleted = 0u64;
+    let mut spent_ru = 0.0;
+    for (expiry_key, entry) in candidates {
+        let Some((_, suffix)) = keys::split_expiry_key(&expiry_key) else {
+            continue;
         };
-        let document_number = u64::from_le_bytes(bytes[8..16].try_into().unwrap_or_default());
-        let reader = self.inner.store.read()?;
-        let Some(suffix) = reader.get(
-            Table::ResourceIds,
-            &keys::resource_id_key(container.key_number(), document_number),
-        )?
+        let item_key = keys::item_key_from_suffix(number, suffix);
+        // Every write replaces the item's index entry, so an item still at the entry's LSN is
+        // the very version the sweeper found expired.
+        let Some(record) = context
+            .get(Table::Items, &item_key)?
+            .and_then(|v| ItemRecord::decode(&v))
         else {
-            return Ok(None);
+            continue;
         };
-        Ok(keys::split_item_suffix(&suffix).map(|(_, id)| id.to_string()))
+        if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
+            continue;
+        }
+        remove_version(context, number, &item_key, &record, &mut counters)?;
+        deleted += 1;
+        spent_ru += request_units::write(record.body.len());
     }
-
-    /// The container's current LSN, for session tokens on reads.
-    pub fn container_lsn(&self, container: &Container) -> EngineResult<u64> {
-        let reader = self.inner.store.read()?;
-        Ok(read_counters(&*reader, container.key_number())?.lsn)
+    if deleted > 0 {
+        store_counters(context, number, &counters)?;
     }
+    Ok((deleted, spent_ru))
 }

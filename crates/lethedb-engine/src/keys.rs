@@ -1,13 +1,15 @@
 //! How the engine lays resources out as storage keys and values.
 //!
 //! Catalog keys: `d` + database id, `c` + length-prefixed database id + container id, `g` for the
-//! global sequence numbers. Item keys: container number (8 bytes, big-endian) + length-prefixed
+//! global sequence numbers, `r` + a kind marker + the length-prefixed ids of the parents + the id
+//! for child resources (users, permissions, stored procedures...). Item keys: container number (8 bytes, big-endian) + length-prefixed
 //! partition key bytes + item id, so one partition is one contiguous key range and a container is
 //! another. Expiry keys: container number + index class + 8-byte time + the item key's suffix.
 //! Counter keys: container number. Length prefixes keep every prefix scan exact (an id can hold
 //! any character a client sends).
 //!
-//! This module only encodes and decodes bytes; it decides nothing about visibility.
+//! This module only encodes and decodes bytes; it decides nothing about visibility. It is the only
+//! module that knows where one part of a key ends and the next begins.
 
 /// The catalog key of a database.
 pub fn database_key(database_id: &str) -> Vec<u8> {
@@ -44,9 +46,45 @@ fn push_length_prefixed(key: &mut Vec<u8>, bytes: &[u8]) {
     key.extend_from_slice(bytes);
 }
 
+/// The prefix of every child resource of one kind under one parent; the parent is named by its
+/// ids from the database down (a database's users: `[database]`, a container's triggers:
+/// `[database, container]`). A prefix of the parent ids selects the children of every parent
+/// below it, so deleting a database reaches all of its grandchildren with one range per kind.
+pub fn resource_prefix(kind_marker: u8, parent_ids: &[&str]) -> Vec<u8> {
+    let mut key = vec![b'r', kind_marker];
+    for id in parent_ids {
+        push_length_prefixed(&mut key, id.as_bytes());
+    }
+    key
+}
+
+/// The catalog key of one child resource.
+pub fn resource_key(kind_marker: u8, parent_ids: &[&str], id: &str) -> Vec<u8> {
+    let mut key = resource_prefix(kind_marker, parent_ids);
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+/// The length of the container number that starts every item, expiry, resource-id and
+/// counter key.
+const CONTAINER_PREFIX_BYTES: usize = 8;
+
 /// The prefix of every item of one container.
 pub fn container_items_prefix(container_number: u64) -> Vec<u8> {
     container_number.to_be_bytes().to_vec()
+}
+
+/// An item key without its container prefix: what feeds, continuations, the expiry index and the
+/// resource-id index remember of an item.
+pub fn item_key_suffix(item_key: &[u8]) -> &[u8] {
+    item_key.get(CONTAINER_PREFIX_BYTES..).unwrap_or_default()
+}
+
+/// The item key made of a container number and a suffix from [`item_key_suffix`].
+pub fn item_key_from_suffix(container_number: u64, suffix: &[u8]) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    key.extend_from_slice(suffix);
+    key
 }
 
 /// The suffix of an item key below its container: partition key bytes and id.
@@ -125,10 +163,21 @@ pub fn expiry_bound(container_number: u64, class: ExpiryClass, time_ms: i64) -> 
     key
 }
 
+/// The class of an expiry key, if it is one.
+pub fn expiry_class_of(key: &[u8]) -> Option<ExpiryClass> {
+    match key.get(CONTAINER_PREFIX_BYTES).copied() {
+        Some(class) if class == ExpiryClass::Own as u8 => Some(ExpiryClass::Own),
+        Some(class) if class == ExpiryClass::Default as u8 => Some(ExpiryClass::Default),
+        _ => None,
+    }
+}
+
 /// Splits an expiry key into its time and the item suffix.
 pub fn split_expiry_key(key: &[u8]) -> Option<(i64, &[u8])> {
-    let time = key.get(9..17)?.try_into().ok()?;
-    Some((time_from_sortable(time), key.get(17..)?))
+    // The container number, the class byte, then the time.
+    let time_at = CONTAINER_PREFIX_BYTES + 1;
+    let time = key.get(time_at..time_at + 8)?.try_into().ok()?;
+    Some((time_from_sortable(time), key.get(time_at + 8..)?))
 }
 
 /// The resource-id index key of an item: container number + document number.
@@ -150,12 +199,13 @@ mod tests {
     #[test]
     fn item_keys_round_trip_and_partitions_are_prefixes() {
         let key = item_key(7, b"[\"a\"]", "id/with?odd#chars");
-        let (pk, id) = split_item_suffix(&key[8..]).expect("split");
+        let (pk, id) = split_item_suffix(item_key_suffix(&key)).expect("split");
         assert_eq!(pk, b"[\"a\"]");
         assert_eq!(id, "id/with?odd#chars");
         assert!(key.starts_with(&partition_prefix(7, b"[\"a\"]")));
         // A partition key that is a prefix of another does not share its key range.
         assert!(!item_key(7, b"[\"ab\"]", "x").starts_with(&partition_prefix(7, b"[\"a")));
+        assert_eq!(item_key_from_suffix(7, item_key_suffix(&key)), key);
     }
 
     #[test]
@@ -165,5 +215,8 @@ mod tests {
         assert!(early < late);
         assert!(late < expiry_bound(1, ExpiryClass::Own, 6));
         assert_eq!(split_expiry_key(&late), Some((5, &b"a"[..])));
+        assert_eq!(expiry_class_of(&late), Some(ExpiryClass::Own));
+        let default = expiry_key(1, ExpiryClass::Default, 5, b"a");
+        assert_eq!(expiry_class_of(&default), Some(ExpiryClass::Default));
     }
 }

@@ -3,14 +3,14 @@
 //! Throughput is stored on the database or container record itself; an offer is a view of it
 //! with an id derived from the owner (kind byte and number), so there is nothing to keep in step.
 
-use crate::catalog::{
-    corrupted, load_container, load_database, not_found, store_container, DatabaseRecord,
-};
-use crate::error::{EngineError, EngineResult};
+use crate::engine::Engine;
+use crate::error::{corrupted, not_found, EngineError, EngineResult};
 use crate::keys;
-use crate::records;
+use crate::records::{
+    load_container, load_database, store_container, store_database, DatabaseRecord,
+};
+use crate::rids;
 use crate::throughput::Throughput;
-use crate::Engine;
 use base64::Engine as _;
 use lethedb_storage::Table;
 use serde_json::{json, Value};
@@ -68,7 +68,7 @@ impl Engine {
             let Some(record) = load_database(&*reader, database_id)? else {
                 continue;
             };
-            let database_rid = records::database_rid(record.number);
+            let database_rid = rids::database_rid(record.number);
             if let Some(throughput) = &record.throughput {
                 offers.push(offer(
                     offer_id(DATABASE_OFFER, record.number),
@@ -146,10 +146,7 @@ impl Engine {
                             .map_err(|_| corrupted("database"))?
                             .ok_or_else(not_found)?;
                         record.throughput = Some(throughput);
-                        let bytes =
-                            serde_json::to_vec(&record).map_err(|_| corrupted("database"))?;
-                        context.put(Table::Catalog, &key, &bytes)?;
-                        context.catalog_changed();
+                        store_database(context, &database_id, &record)?;
                     }
                 }
                 Ok(())

@@ -278,6 +278,15 @@ impl PartitionKeyDefinition {
         )))
     }
 
+    /// The partition key a point operation addresses: the header's value, which must name a
+    /// whole key, or the value that stands for a missing header.
+    pub fn point_key(&self, sent: Option<PartitionKeyValue>) -> EngineResult<PartitionKeyValue> {
+        match sent {
+            Some(sent) => self.require_full(sent),
+            None => self.missing_header(),
+        }
+    }
+
     /// The value to use when a point operation sent no partition key header.
     pub fn missing_header(&self) -> EngineResult<PartitionKeyValue> {
         if self.is_system_key() {

@@ -5,13 +5,14 @@
 //! written as an ordinary replace (so TTL, ETags and the partition key rules apply unchanged).
 //! This module decides nothing about visibility or storage.
 
-use crate::catalog::writer_container;
-use crate::error::{EngineError, EngineResult};
-use crate::items::{apply_write, current_version, ItemOutcome, WriteMode};
+use crate::container::Container;
+use crate::engine::Engine;
+use crate::error::{corrupted, precondition_failed, EngineError, EngineResult};
+use crate::items::{apply_write, current_version, prepare_body, ItemOutcome, WriteMode};
 use crate::partition_key::PartitionKeyValue;
-use crate::records::{self, SYSTEM_PROPERTIES};
+use crate::records::{writer_container, SYSTEM_PROPERTIES};
+use crate::rids;
 use crate::writer::WriteContext;
-use crate::Engine;
 use serde_json::Value;
 
 /// The most operations one patch may carry (the service's limit).
@@ -295,29 +296,22 @@ fn condition_holds(condition: &str, document: &Value, now_ms: i64) -> EngineResu
 /// Patches one visible item inside the writer.
 pub(crate) fn apply_patch_item(
     context: &mut WriteContext<'_>,
-    container: std::sync::Arc<crate::Container>,
+    container: std::sync::Arc<Container>,
     partition_key: Option<PartitionKeyValue>,
     id: &str,
     operations: &[PatchOperation],
     condition: Option<&str>,
     if_match: Option<String>,
 ) -> EngineResult<ItemOutcome> {
-    let partition_key = match partition_key {
-        Some(sent) => container.partition_key.require_full(sent)?,
-        None => container.partition_key.missing_header()?,
-    };
+    let partition_key = container.partition_key.point_key(partition_key)?;
     let current = current_version(context, &container, &partition_key, id)?;
-    let current_etag = records::etag(container.key_number(), current.lsn);
+    let current_etag = rids::etag(container.key_number(), current.lsn);
     if let Some(expected) = &if_match {
         if expected != "*" && *expected != current_etag {
-            return Err(EngineError::PreconditionFailed(
-                    "Operation cannot be performed because one of the specified precondition is not met.".into(),
-                ));
+            return Err(precondition_failed());
         }
     }
-    let document = current
-        .document()
-        .ok_or_else(|| EngineError::Unavailable("a stored item could not be read".into()))?;
+    let document = current.document().ok_or_else(|| corrupted("item"))?;
     if let Some(condition) = condition {
         if !condition_holds(condition, &document, context.now_ms)? {
             return Err(EngineError::PreconditionFailed(
@@ -329,7 +323,7 @@ pub(crate) fn apply_patch_item(
     if container.partition_key.extract(&patched).encode() != partition_key.encode() {
         return Err(bad("A patch cannot change the partition key of an item."));
     }
-    let (patched_id, patched, bytes) = crate::items::prepare_body(patched)?;
+    let (patched_id, patched, bytes) = prepare_body(patched)?;
     let mut outcome = apply_write(
         context,
         container,

@@ -5,13 +5,15 @@
 //! as the query crate says the page is full. What a query means (filters, projections, ordering,
 //! aggregates, paging state) is the query crate's business; this module does the I/O it must not.
 
-use crate::catalog::{read_counters, Container};
-use crate::error::{EngineError, EngineResult};
-use crate::items::{is_expired, StoredItem};
+use crate::container::Container;
+use crate::engine::Engine;
+use crate::error::{corrupted, invalid_continuation, EngineError, EngineResult};
+use crate::expiry::is_expired;
+use crate::items::StoredItem;
 use crate::keys;
+use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partition_key::{PartitionKeyPart, PartitionKeyValue};
-use crate::records::ItemRecord;
-use crate::{Engine, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
+use crate::records::{read_counters, ItemRecord};
 use lethedb_storage::{KeyRange, Table};
 use serde_json::Value;
 use std::ops::{Bound, ControlFlow};
@@ -118,13 +120,10 @@ impl Engine {
         let mut run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
         let mut range = KeyRange::prefix(&range_prefix);
         if let Some(after) = run.resume_after() {
-            let mut start = keys::container_items_prefix(number);
-            start.extend_from_slice(after);
+            let start = keys::item_key_from_suffix(number, after);
             if start < range_prefix {
                 // A token from another scope cannot move the scan outside this one.
-                return Err(EngineError::BadRequest(
-                    "The continuation token is invalid.".into(),
-                ));
+                return Err(invalid_continuation());
             }
             range.start = Bound::Excluded(start);
         }
@@ -135,9 +134,7 @@ impl Engine {
         reader.scan(Table::Items, &range, &mut |key, value| {
             // The header decides visibility without copying or parsing the body.
             let Some((last_modified_ms, lsn, ttl)) = ItemRecord::decode_header(value) else {
-                failure = Some(EngineError::Unavailable(
-                    "a stored item could not be read".into(),
-                ));
+                failure = Some(corrupted("item"));
                 return ControlFlow::Break(());
             };
             if is_expired(container, last_modified_ms, ttl, now_ms) {
@@ -151,9 +148,7 @@ impl Engine {
                             container: Arc::clone(container),
                             record,
                         })
-                        .ok_or_else(|| {
-                            EngineError::Unavailable("a stored item could not be read".into())
-                        })
+                        .ok_or_else(|| corrupted("item"))
                         .and_then(|item| item.to_value());
                     match parsed {
                         Ok(document) => {
@@ -183,7 +178,7 @@ impl Engine {
                     return ControlFlow::Continue(());
                 }
             }
-            match run.push(&key[8..], &document) {
+            match run.push(keys::item_key_suffix(key), &document) {
                 Ok(flow) => {
                     page_full = flow.is_break();
                     flow
@@ -218,9 +213,7 @@ impl Engine {
         let start = match run.resume_after() {
             None => 0,
             Some(after) => {
-                let bytes: [u8; 8] = after.try_into().map_err(|_| {
-                    EngineError::BadRequest("The continuation token is invalid.".into())
-                })?;
+                let bytes: [u8; 8] = after.try_into().map_err(|_| invalid_continuation())?;
                 u64::from_be_bytes(bytes).saturating_add(1)
             }
         };

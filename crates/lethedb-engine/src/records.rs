@@ -1,12 +1,23 @@
-//! The stored forms of resources: item records, expiry entries, counters, and resource ids.
+//! The stored forms of resources and how they are read and written: item records, expiry
+//! entries, counters, and the catalog records of databases, containers, child resources and the
+//! sequence numbers.
 //!
 //! Item records are a fixed binary header (last-modified milliseconds, LSN, document sequence
 //! number) followed by the document's JSON without system properties; the system properties are
-//! derived on every read, so a client can never override them. Nothing here decides visibility.
+//! derived on every read, so a client can never override them. Catalog records are small JSON
+//! values. Nothing here decides visibility or validates a request.
 
-use crate::ttl::ItemTtl;
-use base64::Engine as _;
+use crate::container::{Container, ContainerParts};
+use crate::error::{corrupted, not_found, EngineResult};
+use crate::keys;
+use crate::partition_key::PartitionKeyDefinition;
+use crate::throughput::Throughput;
+use crate::ttl::{ItemTtl, TtlState};
+use crate::writer::WriteContext;
+use lethedb_storage::{ReadTxn, Table};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Version 2 added the item's own `ttl` to the header, so expiry checks never parse bodies.
 const ITEM_RECORD_VERSION: u8 = 2;
@@ -150,46 +161,185 @@ impl Counters {
     }
 }
 
-/// Resource ids in the service's encoding: base64 with `/` written as `-`.
-fn encode_rid(bytes: &[u8]) -> String {
-    base64::engine::general_purpose::STANDARD
-        .encode(bytes)
-        .replace('/', "-")
+/// Reads a container's counters (zero before its first write).
+pub(crate) fn read_counters(reader: &dyn ReadTxn, container_number: u64) -> EngineResult<Counters> {
+    match reader.get(Table::Counters, &keys::counters_key(container_number))? {
+        None => Ok(Counters::default()),
+        Some(bytes) => Counters::decode(&bytes).ok_or_else(|| corrupted("counter")),
+    }
 }
 
-/// Decodes a resource id; `None` if it is not one.
-pub fn decode_rid(rid: &str) -> Option<Vec<u8>> {
-    base64::engine::general_purpose::STANDARD
-        .decode(rid.replace('-', "/"))
-        .ok()
-}
-
-pub fn database_rid(database_number: u32) -> String {
-    encode_rid(&database_number.to_le_bytes())
-}
-
-pub fn container_rid(database_number: u32, container_number: u32) -> String {
-    let mut bytes = database_number.to_le_bytes().to_vec();
-    // The service sets the top bit of a collection's part of the id.
-    bytes.extend_from_slice(&(container_number | 0x8000_0000).to_be_bytes());
-    encode_rid(&bytes)
-}
-
-pub fn document_rid(database_number: u32, container_number: u32, document_number: u64) -> String {
-    let mut bytes = database_number.to_le_bytes().to_vec();
-    bytes.extend_from_slice(&(container_number | 0x8000_0000).to_be_bytes());
-    bytes.extend_from_slice(&document_number.to_le_bytes());
-    encode_rid(&bytes)
-}
-
-/// The quoted ETag of a write: unique per container LSN.
-pub fn etag(container_number: u64, lsn: u64) -> String {
-    format!(
-        "\"{:08x}-{:04x}-0000-0000-{:012x}\"",
-        container_number as u32,
-        (lsn >> 48) as u16,
-        lsn & 0xffff_ffff_ffff
+/// Writes a container's counters.
+pub(crate) fn store_counters(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    counters: &Counters,
+) -> EngineResult<()> {
+    context.put(
+        Table::Counters,
+        &keys::counters_key(container_number),
+        &counters.encode(),
     )
+}
+
+/// The stored form of a database.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct DatabaseRecord {
+    pub(crate) number: u32,
+    pub(crate) resource: Value,
+    /// Throughput shared by the database's containers that have none of their own.
+    #[serde(default)]
+    pub(crate) throughput: Option<Throughput>,
+}
+
+/// The stored form of a container.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ContainerRecord {
+    pub(crate) database_id: String,
+    pub(crate) database_number: u32,
+    pub(crate) number: u32,
+    pub(crate) ttl: TtlState,
+    pub(crate) resource: Value,
+    #[serde(default)]
+    pub(crate) throughput: Option<Throughput>,
+}
+
+impl ContainerRecord {
+    /// The container this record describes, under its database's shared throughput.
+    pub(crate) fn into_container(
+        self,
+        database_throughput: Option<Throughput>,
+    ) -> EngineResult<Container> {
+        let partition_key =
+            PartitionKeyDefinition::from_container_body(self.resource.get("partitionKey"))?;
+        Ok(Container::new(ContainerParts {
+            database_id: self.database_id,
+            database_number: self.database_number,
+            number: self.number,
+            partition_key,
+            ttl: self.ttl,
+            resource: self.resource,
+            throughput: self.throughput,
+            database_throughput,
+        }))
+    }
+}
+
+/// The stored form of a child resource (a user, permission, stored procedure, trigger,
+/// user-defined function or conflict).
+#[derive(Serialize, Deserialize)]
+pub(crate) struct ResourceRecord {
+    pub(crate) number: u64,
+    pub(crate) resource: Value,
+}
+
+/// The global sequence numbers for new databases, containers and child resources.
+#[derive(Serialize, Deserialize, Default)]
+pub(crate) struct Sequences {
+    pub(crate) databases: u32,
+    pub(crate) containers: u32,
+    /// Added with child resources; stores written before them have none.
+    #[serde(default)]
+    pub(crate) users: u32,
+    #[serde(default)]
+    pub(crate) resources: u64,
+}
+
+pub(crate) fn next_sequences(context: &mut WriteContext<'_>) -> EngineResult<Sequences> {
+    match context.get(Table::Catalog, keys::SEQUENCES_KEY)? {
+        None => Ok(Sequences::default()),
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|_| corrupted("sequence")),
+    }
+}
+
+pub(crate) fn store_sequences(
+    context: &mut WriteContext<'_>,
+    sequences: &Sequences,
+) -> EngineResult<()> {
+    let bytes = serde_json::to_vec(sequences).map_err(|_| corrupted("sequence"))?;
+    context.put(Table::Catalog, keys::SEQUENCES_KEY, &bytes)
+}
+
+pub(crate) fn load_database(
+    reader: &dyn ReadTxn,
+    database_id: &str,
+) -> EngineResult<Option<DatabaseRecord>> {
+    match reader.get(Table::Catalog, &keys::database_key(database_id))? {
+        None => Ok(None),
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|_| corrupted("database")),
+    }
+}
+
+pub(crate) fn store_database(
+    context: &mut WriteContext<'_>,
+    database_id: &str,
+    record: &DatabaseRecord,
+) -> EngineResult<()> {
+    let bytes = serde_json::to_vec(record).map_err(|_| corrupted("database"))?;
+    context.put(Table::Catalog, &keys::database_key(database_id), &bytes)?;
+    context.catalog_changed();
+    Ok(())
+}
+
+pub(crate) fn load_container(
+    reader: &dyn ReadTxn,
+    database_id: &str,
+    container_id: &str,
+) -> EngineResult<Option<Container>> {
+    match reader.get(
+        Table::Catalog,
+        &keys::container_key(database_id, container_id),
+    )? {
+        None => Ok(None),
+        Some(bytes) => {
+            let record: ContainerRecord =
+                serde_json::from_slice(&bytes).map_err(|_| corrupted("container"))?;
+            let shared =
+                load_database(reader, database_id)?.and_then(|database| database.throughput);
+            record.into_container(shared).map(Some)
+        }
+    }
+}
+
+pub(crate) fn store_container(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+) -> EngineResult<()> {
+    let record = ContainerRecord {
+        database_id: container.database_id.clone(),
+        database_number: container.database_number,
+        number: container.number,
+        ttl: container.ttl,
+        resource: container.resource.clone(),
+        throughput: container.throughput,
+    };
+    let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
+    context.put(
+        Table::Catalog,
+        &keys::container_key(&container.database_id, &container.id),
+        &bytes,
+    )?;
+    context.catalog_changed();
+    Ok(())
+}
+
+/// Looks a container up from inside the writer, through its cache.
+pub(crate) fn writer_container(
+    context: &mut WriteContext<'_>,
+    database_id: &str,
+    container_id: &str,
+) -> EngineResult<Arc<Container>> {
+    let cache_key = (database_id.to_string(), container_id.to_string());
+    if let Some(found) = context.containers.get(&cache_key) {
+        return Ok(Arc::clone(found));
+    }
+    let loaded =
+        load_container(context.reader(), database_id, container_id)?.ok_or_else(not_found)?;
+    let loaded = Arc::new(loaded);
+    context.containers.insert(cache_key, Arc::clone(&loaded));
+    Ok(loaded)
 }
 
 #[cfg(test)]
@@ -223,14 +373,5 @@ mod tests {
             body_bytes: 8,
         };
         assert_eq!(ExpiryEntry::decode(&entry.encode()), Some(entry));
-    }
-
-    #[test]
-    fn rids_have_the_services_lengths() {
-        assert_eq!(database_rid(1).len(), 8);
-        assert_eq!(container_rid(1, 1).len(), 12);
-        assert_eq!(document_rid(1, 1, 1).len(), 24);
-        assert!(!document_rid(u32::MAX, u32::MAX, u64::MAX).contains('/'));
-        assert_ne!(etag(1, 1), etag(1, 2));
     }
 }

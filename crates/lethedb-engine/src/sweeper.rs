@@ -8,107 +8,30 @@
 //! rewritten after the sweeper found it expired has a new LSN and a new index entry, so the stale
 //! candidate no longer matches and the live item is never deleted.
 //!
+//! This module is policy only: which entries to take on a turn (pacing by batch size, pause and
+//! the RU allowance), and the statistics it reports. What an expired entry is and how the index
+//! is walked are in `expiry.rs`; the delete step itself is `items::apply_expire`.
+//!
 //! On a container with provisioned throughput (its own or its database's) each deletion costs
 //! what a user delete of that item would, and a turn spends at most what users left unspent in
 //! the previous second; deletions are never charged to users and never throttle them. Containers
 //! without throughput are paced by the batch size and the pause between batches.
 
-use crate::catalog::{read_counters, writer_container, Container};
-use crate::error::EngineResult;
-use crate::items::{is_expired, remove_version};
-use crate::keys::{self, ExpiryClass};
-use crate::records::{ExpiryEntry, ItemRecord};
+use crate::container::Container;
+use crate::engine::Engine;
+use crate::error::{EngineError, EngineResult};
+use crate::expiry::{oldest_expired, visit_expired};
+use crate::items::apply_expire;
+use crate::records::ExpiryEntry;
 use crate::request_units;
-use crate::Engine;
-use lethedb_storage::{KeyRange, ReadTxn, Table};
-use std::collections::HashMap;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-/// How the background sweeper paces itself.
-#[derive(Clone, Debug)]
-pub struct SweeperConfig {
-    /// The most items one writer job deletes; bounds the writer time a batch takes.
-    pub batch_items_max: usize,
-    /// How long the sweeper sleeps when a pass found nothing more to delete.
-    pub idle_interval: Duration,
-    /// How long it pauses between batches while a backlog remains, so requests queued behind a
-    /// mass expiry get the writer in between.
-    pub batch_pause: Duration,
-    /// The most deletions per second on containers without provisioned throughput (`None`: as
-    /// fast as the batch size and pause allow).
-    pub unlimited_deletions_per_sec_max: Option<u64>,
-    /// Users count as active if a request arrived within this window.
-    pub busy_window: Duration,
-    /// The batch size while users are active.
-    pub busy_batch_items_max: usize,
-    /// While users are active the sweeper works one part in this many of the time.
-    pub busy_duty_divisor: u32,
-}
-
-impl Default for SweeperConfig {
-    fn default() -> SweeperConfig {
-        SweeperConfig {
-            batch_items_max: 2_000,
-            idle_interval: Duration::from_millis(100),
-            batch_pause: Duration::from_millis(1),
-            unlimited_deletions_per_sec_max: None,
-            busy_window: Duration::from_millis(250),
-            busy_batch_items_max: 500,
-            busy_duty_divisor: 4,
-        }
-    }
-}
-
-/// What the sweeper reports for one container.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct SweepStats {
-    pub database_id: String,
-    pub container_id: String,
-    /// Expired items not yet deleted, as of the last pass.
-    pub backlog_items: u64,
-    /// How long ago the oldest not-yet-deleted item expired, in milliseconds (0 if none).
-    pub oldest_expired_age_ms: i64,
-    /// Items deleted by the sweeper since start-up.
-    pub deleted_total: u64,
-}
-
-/// How often the sweeper counts a container's whole backlog for its statistics.
-const BACKLOG_COUNT_INTERVAL_MS: i64 = 5_000;
-
-/// Per-container sweep statistics, keyed by container number.
-#[derive(Default)]
-pub(crate) struct SweepRegistry {
-    stats: Mutex<HashMap<u32, SweepStats>>,
-    counted_at_ms: Mutex<HashMap<u32, i64>>,
-}
-
-impl SweepRegistry {
-    /// Whether the whole backlog should be counted on this turn (and notes that it will be).
-    fn full_count_due(&self, container_number: u32, now_ms: i64) -> bool {
-        // A count walks the whole backlog, so a large backlog is counted less often: one more
-        // millisecond between counts per 20 expired items (1M items: about once a minute).
-        let backlog = self
-            .stats
-            .lock()
-            .ok()
-            .and_then(|stats| stats.get(&container_number).map(|s| s.backlog_items))
-            .unwrap_or(0);
-        let interval_ms = BACKLOG_COUNT_INTERVAL_MS.saturating_add((backlog / 20) as i64);
-        let Ok(mut counted) = self.counted_at_ms.lock() else {
-            return false;
-        };
-        let last = counted.entry(container_number).or_insert(i64::MIN);
-        if now_ms.saturating_sub(*last) >= interval_ms {
-            *last = now_ms;
-            true
-        } else {
-            false
-        }
-    }
-}
+// The settings and statistics types live below the engine, which holds them; they are named
+// here too so `sweeper::SweeperConfig` keeps working.
+pub use crate::sweep_stats::{SweepStats, SweeperConfig};
 
 /// What one walk of the expiry index chose for a batch.
 struct Candidates {
@@ -161,90 +84,6 @@ fn choose_candidates(
     })
 }
 
-/// When the oldest not-yet-deleted expired item of a container expired: the first entry of
-/// each class of the index is that class's oldest.
-fn oldest_expired(
-    reader: &dyn ReadTxn,
-    container: &Container,
-    now_ms: i64,
-) -> EngineResult<Option<i64>> {
-    let number = container.key_number();
-    let mut oldest: Option<i64> = None;
-    let bounds = [
-        (ExpiryClass::Own, container.ttl.own_expiry_bound_ms(now_ms)),
-        (
-            ExpiryClass::Default,
-            container.ttl.default_modified_bound_ms(now_ms),
-        ),
-    ];
-    for (class, bound_ms) in bounds {
-        if bound_ms == i64::MIN {
-            continue;
-        }
-        let range = KeyRange::between(
-            keys::expiry_prefix(number, class),
-            keys::expiry_bound(number, class, bound_ms),
-        );
-        reader.scan(Table::Expiry, &range, &mut |key, _| {
-            if let Some(at) = expired_at_ms(container, key) {
-                oldest = Some(oldest.map_or(at, |o| o.min(at)));
-            }
-            ControlFlow::Break(())
-        })?;
-    }
-    Ok(oldest)
-}
-
-/// Visits the expired entries of a container's expiry index, oldest first within each class.
-pub(crate) fn visit_expired(
-    reader: &dyn ReadTxn,
-    container: &Container,
-    now_ms: i64,
-    visit: &mut dyn FnMut(&[u8], ExpiryEntry) -> ControlFlow<()>,
-) -> EngineResult<()> {
-    let number = container.key_number();
-    let bounds = [
-        (ExpiryClass::Own, container.ttl.own_expiry_bound_ms(now_ms)),
-        (
-            ExpiryClass::Default,
-            container.ttl.default_modified_bound_ms(now_ms),
-        ),
-    ];
-    let mut stopped = false;
-    for (class, bound_ms) in bounds {
-        if stopped || bound_ms == i64::MIN {
-            continue;
-        }
-        let range = KeyRange::between(
-            keys::expiry_prefix(number, class),
-            keys::expiry_bound(number, class, bound_ms),
-        );
-        reader.scan(Table::Expiry, &range, &mut |key, value| {
-            let flow = match ExpiryEntry::decode(value) {
-                Some(entry) => visit(key, entry),
-                None => ControlFlow::Continue(()),
-            };
-            stopped = flow.is_break();
-            flow
-        })?;
-    }
-    Ok(())
-}
-
-/// The instant the oldest entry of a class expired: own-ttl entries hold it; default entries hold
-/// the last modification, to which the current default adds.
-fn expired_at_ms(container: &Container, key: &[u8]) -> Option<i64> {
-    let (time_ms, _) = keys::split_expiry_key(key)?;
-    match key.get(8).copied() {
-        Some(class) if class == ExpiryClass::Own as u8 => Some(time_ms),
-        _ => match container.ttl.default_ttl_secs {
-            Some(secs) if secs > 0 => Some(time_ms.saturating_add(secs.saturating_mul(1000))),
-            // Expired under an earlier setting: at the latest when that setting ended.
-            _ => Some(container.ttl.default_modified_before_ms),
-        },
-    }
-}
-
 impl Engine {
     /// Runs one turn: at most one batch per container. Returns how many items were deleted and
     /// whether any container still has a backlog.
@@ -258,22 +97,6 @@ impl Engine {
             backlog_left |= more;
         }
         Ok((deleted, backlog_left))
-    }
-
-    /// Every container of every database.
-    pub fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
-        let mut found = Vec::new();
-        for database in self.list_databases()? {
-            let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {
-                continue;
-            };
-            for container in self.list_containers(database_id)? {
-                if let Some(container_id) = container.get("id").and_then(|v| v.as_str()) {
-                    found.push(self.read_container(database_id, container_id)?);
-                }
-            }
-        }
-        Ok(found)
     }
 
     async fn sweep_container(
@@ -309,9 +132,7 @@ impl Engine {
                 )
             })
             .await
-            .map_err(|_| {
-                crate::error::EngineError::Unavailable("the sweep scan stopped".into())
-            })??
+            .map_err(|_| EngineError::Unavailable("the sweep scan stopped".into()))??
         };
         let Candidates {
             candidates,
@@ -327,48 +148,7 @@ impl Engine {
             self.inner
                 .writer
                 .write(move |context| {
-                    // Re-read the container: its setting may have changed since the scan.
-                    let container = writer_container(context, &database_id, &container_id)?;
-                    let number = container.key_number();
-                    let mut counters = read_counters(context.reader(), number)?;
-                    let mut deleted = 0u64;
-                    let mut spent_ru = 0.0;
-                    for (expiry_key, entry) in candidates {
-                        let Some((_, suffix)) = keys::split_expiry_key(&expiry_key) else {
-                            continue;
-                        };
-                        let mut item_key = keys::container_items_prefix(number);
-                        item_key.extend_from_slice(suffix);
-                        // Every write replaces the item's index entry, so an item still at the
-                        // entry's LSN is the very version the sweeper found expired.
-                        let Some(record) = context
-                            .get(Table::Items, &item_key)?
-                            .and_then(|v| ItemRecord::decode(&v))
-                        else {
-                            continue;
-                        };
-                        if record.lsn != entry.lsn
-                            || !is_expired(
-                                &container,
-                                record.last_modified_ms,
-                                record.ttl,
-                                context.now_ms,
-                            )
-                        {
-                            continue;
-                        }
-                        remove_version(context, number, &item_key, &record, &mut counters)?;
-                        deleted += 1;
-                        spent_ru += request_units::write(record.body.len());
-                    }
-                    if deleted > 0 {
-                        context.put(
-                            Table::Counters,
-                            &keys::counters_key(number),
-                            &counters.encode(),
-                        )?;
-                    }
-                    Ok((deleted, spent_ru))
+                    apply_expire(context, &database_id, &container_id, candidates)
                 })
                 .await?
         };

@@ -10,8 +10,9 @@
 //! transaction untouched, because the other operations of its group still commit. A storage
 //! failure, by contrast, fails the whole group and nothing of it is committed.
 
+use crate::clock::Clock;
+use crate::container::Container;
 use crate::error::{EngineError, EngineResult};
-use crate::Container;
 use lethedb_storage::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -20,6 +21,8 @@ use std::sync::Arc;
 
 /// What a job hands back after applying: called with the commit's outcome.
 type Finish = Box<dyn FnOnce(EngineResult<()>) + Send>;
+/// The previous value of every key written while recording: (table, key, value before).
+type UndoLog = Vec<(Table, Vec<u8>, Option<Vec<u8>>)>;
 /// One queued mutation.
 type Job = Box<dyn FnOnce(&mut WriteContext<'_>) -> Finish + Send>;
 
@@ -34,7 +37,7 @@ pub struct WriteContext<'a> {
     failure: Option<StorageError>,
     /// While recording, the previous value of every key written, so a transactional batch can
     /// undo its earlier operations when a later one fails.
-    undo: Option<Vec<(Table, Vec<u8>, Option<Vec<u8>>)>>,
+    undo: Option<UndoLog>,
 }
 
 impl WriteContext<'_> {
@@ -154,7 +157,7 @@ impl Writer {
     /// Starts the writer thread. `on_catalog_change` runs after a commit that changed the catalog.
     pub fn start(
         store: Arc<dyn Storage>,
-        clock: Arc<dyn crate::Clock>,
+        clock: Arc<dyn Clock>,
         write_batch_max: usize,
         on_catalog_change: impl Fn() + Send + 'static,
     ) -> EngineResult<(Writer, std::thread::JoinHandle<()>)> {
@@ -205,7 +208,7 @@ impl Writer {
 
 fn run(
     store: &dyn Storage,
-    clock: &dyn crate::Clock,
+    clock: &dyn Clock,
     receiver: mpsc::Receiver<Job>,
     write_batch_max: usize,
     stats: &WriterStats,

@@ -1,9 +1,7 @@
 //! Transactional batches: all or nothing, each operation with its single-item rules; bulk:
 //! each operation on its own; partition deletes.
 
-mod common;
-
-use common::{engine_with_container, pk};
+use crate::common::{engine_with_container, pk};
 
 use lethedb_engine::batch::parse_batch;
 use lethedb_engine::{Engine, ManualClock, PartitionKeyValue, WriteMode};

@@ -2,9 +2,7 @@
 //! matrix, an item is visible on every path 1 ms before its expiry instant and absent on every
 //! path at it, whether or not the sweeper has run.
 
-mod common;
-
-use common::pk;
+use crate::common::pk;
 
 use lethedb_engine::{Engine, EngineConfig, EngineError, ManualClock, QueryRequest, WriteMode};
 use lethedb_storage::MemoryStore;

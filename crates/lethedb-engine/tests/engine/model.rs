@@ -2,9 +2,7 @@
 //! (with and without ETag conditions) on the engine and on a `BTreeMap`, after which every point
 //! read, the read feed and a count query agree with the model.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use lethedb_engine::{EngineError, ManualClock, QueryRequest, WriteMode};
 use serde_json::{json, Value};

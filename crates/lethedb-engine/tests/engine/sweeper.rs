@@ -1,9 +1,7 @@
 //! The TTL sweeper: it physically deletes every expired item, never a live one, survives a
 //! restart, and reports its backlog.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 
 use lethedb_engine::{Engine, EngineConfig, ManualClock, WriteMode};
 use lethedb_storage::{KeyRange, MemoryStore, RedbStore, Storage, Table};

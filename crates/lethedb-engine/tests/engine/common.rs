@@ -1,9 +1,6 @@
 //! Helpers shared by the engine's integration tests: partition key values and a deterministic
 //! random generator.
 
-// Each test file compiles this module on its own and uses only part of it.
-#![allow(dead_code)]
-
 use lethedb_engine::PartitionKeyValue;
 
 /// The partition key header value for a single string key.

@@ -1,0 +1,154 @@
+//! A container's public resource: the indexing policy as the service normalises it, the
+//! properties kept as sent or defaulted, and the system properties a container carries.
+//!
+//! Pure functions of a request body; nothing here reads or writes storage or decides TTL
+//! behaviour beyond parsing `defaultTtl`.
+
+use crate::error::{EngineError, EngineResult};
+use crate::partition_key::PartitionKeyDefinition;
+use crate::ttl;
+use serde_json::{json, Map, Value};
+
+/// The indexing policy as the service stores and returns it, with its defaults filled in.
+pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<Value> {
+    let bad =
+        |why: &str| EngineError::BadRequest(format!("The indexing policy is invalid: {why}."));
+    let mut policy = match policy {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(map)) => map.clone(),
+        Some(_) => return Err(bad("it must be an object")),
+    };
+    let mode = match policy.get("indexingMode") {
+        None | Some(Value::Null) => "consistent".to_string(),
+        Some(Value::String(mode)) => mode.to_ascii_lowercase(),
+        Some(_) => return Err(bad("'indexingMode' must be a string")),
+    };
+    if !["consistent", "lazy", "none"].contains(&mode.as_str()) {
+        return Err(bad("'indexingMode' must be 'consistent', 'lazy' or 'none'"));
+    }
+    let automatic = match policy.get("automatic") {
+        None | Some(Value::Null) => mode != "none",
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Err(bad("'automatic' must be a boolean")),
+    };
+    for list in [
+        "includedPaths",
+        "excludedPaths",
+        "compositeIndexes",
+        "spatialIndexes",
+    ] {
+        if let Some(value) = policy.get(list) {
+            if !value.is_array() && !value.is_null() {
+                return Err(bad(&format!("'{list}' must be an array")));
+            }
+        }
+    }
+    let paths_of = |policy: &Map<String, Value>, list: &str| -> Vec<Value> {
+        policy
+            .get(list)
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let (included, excluded) = if mode == "none" {
+        if !paths_of(&policy, "includedPaths").is_empty() {
+            return Err(bad(
+                "a policy with indexing mode 'none' cannot include paths",
+            ));
+        }
+        (Vec::new(), paths_of(&policy, "excludedPaths"))
+    } else {
+        let mut included = paths_of(&policy, "includedPaths");
+        let mut excluded = paths_of(&policy, "excludedPaths");
+        if included.is_empty() && excluded.is_empty() {
+            included.push(json!({"path": "/*"}));
+        }
+        let etag_path = json!({"path": "/\"_etag\"/?"});
+        if !excluded.contains(&etag_path) {
+            excluded.push(etag_path);
+        }
+        (included, excluded)
+    };
+    policy.insert("indexingMode".into(), Value::String(mode));
+    policy.insert("automatic".into(), Value::Bool(automatic));
+    policy.insert("includedPaths".into(), Value::Array(included));
+    policy.insert("excludedPaths".into(), Value::Array(excluded));
+    Ok(Value::Object(policy))
+}
+
+fn indexing_mode_is_none(policy: &Value) -> bool {
+    policy.get("indexingMode").and_then(Value::as_str) == Some("none")
+}
+
+/// Builds a container's public resource from a request body; shared by create and replace.
+pub(crate) fn container_resource(
+    body: &Map<String, Value>,
+    id: &str,
+    partition_key: &PartitionKeyDefinition,
+) -> EngineResult<(Value, Option<i64>)> {
+    let default_ttl = ttl::parse_default_ttl(body.get("defaultTtl"))?;
+    let indexing_policy = normalize_indexing_policy(body.get("indexingPolicy"))?;
+    if default_ttl.is_some() && indexing_mode_is_none(&indexing_policy) {
+        return Err(EngineError::BadRequest(
+            "The time to live (defaultTtl) cannot be set on a collection whose indexing mode is 'none'.".into(),
+        ));
+    }
+    let mut resource = Map::new();
+    resource.insert("id".into(), Value::String(id.to_string()));
+    resource.insert("indexingPolicy".into(), indexing_policy);
+    resource.insert("partitionKey".into(), partition_key.resource.clone());
+    if let Some(secs) = default_ttl {
+        resource.insert("defaultTtl".into(), json!(secs));
+    }
+    // Properties the service keeps as the client set them, with its defaults otherwise.
+    let defaults = [
+        (
+            "conflictResolutionPolicy",
+            json!({"mode": "LastWriterWins", "conflictResolutionPath": "/_ts", "conflictResolutionProcedure": ""}),
+        ),
+        ("geospatialConfig", json!({"type": "Geography"})),
+    ];
+    for (name, default) in defaults {
+        let value = body
+            .get(name)
+            .filter(|v| !v.is_null())
+            .cloned()
+            .unwrap_or(default);
+        resource.insert(name.into(), value);
+    }
+    for name in [
+        "uniqueKeyPolicy",
+        "analyticalStorageTtl",
+        "computedProperties",
+        "fullTextPolicy",
+        "vectorEmbeddingPolicy",
+    ] {
+        if let Some(value) = body.get(name).filter(|v| !v.is_null()) {
+            resource.insert(name.into(), value.clone());
+        }
+    }
+    Ok((Value::Object(resource), default_ttl))
+}
+
+pub(crate) fn add_container_system_properties(
+    resource: &mut Value,
+    database_rid: &str,
+    rid: &str,
+    etag: &str,
+    now_ms: i64,
+) {
+    if let Value::Object(map) = resource {
+        map.insert("_rid".into(), json!(rid));
+        map.insert("_ts".into(), json!(now_ms.div_euclid(1000)));
+        map.insert(
+            "_self".into(),
+            json!(format!("dbs/{database_rid}/colls/{rid}/")),
+        );
+        map.insert("_etag".into(), json!(etag));
+        map.insert("_docs".into(), json!("docs/"));
+        map.insert("_sprocs".into(), json!("sprocs/"));
+        map.insert("_triggers".into(), json!("triggers/"));
+        map.insert("_udfs".into(), json!("udfs/"));
+        map.insert("_conflicts".into(), json!("conflicts/"));
+    }
+}

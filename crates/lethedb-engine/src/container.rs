@@ -1,0 +1,120 @@
+//! The container type: a container's definition, parsed once and shared by every request.
+//!
+//! A container carries its numbers (the prefix of its item keys and its rid), its partition key
+//! definition, its [`TtlState`] and the throughput budget its requests draw on, decided here once
+//! for every path that builds a container. This module does not read or write storage (the
+//! stored form is in `records.rs`) and does not decide what expired means (`expiry.rs` does).
+
+use crate::partition_key::PartitionKeyDefinition;
+use crate::rids;
+use crate::throughput::{BudgetKey, Throughput};
+use crate::ttl::TtlState;
+use serde_json::Value;
+
+/// A container's definition, parsed once and shared.
+#[derive(Debug)]
+pub struct Container {
+    pub database_id: String,
+    pub id: String,
+    pub database_number: u32,
+    pub number: u32,
+    pub partition_key: PartitionKeyDefinition,
+    pub ttl: TtlState,
+    /// The container as clients see it, system properties included.
+    pub resource: Value,
+    /// The container's own throughput, if provisioned.
+    pub throughput: Option<Throughput>,
+    /// The budget its requests draw on: its own, else its database's shared one.
+    pub budget: Option<(BudgetKey, f64)>,
+    /// `dbs/{database rid}/colls/{container rid}/docs/`, the start of every item's `_self`.
+    pub(crate) documents_self_prefix: String,
+}
+
+/// A container's storage usage, expired items excluded.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub items: u64,
+    pub bytes: u64,
+    pub lsn: u64,
+}
+
+/// The settings a container is built from, whether it is new or loaded from its record.
+pub(crate) struct ContainerParts {
+    pub(crate) database_id: String,
+    pub(crate) database_number: u32,
+    pub(crate) number: u32,
+    pub(crate) partition_key: PartitionKeyDefinition,
+    pub(crate) ttl: TtlState,
+    pub(crate) resource: Value,
+    pub(crate) throughput: Option<Throughput>,
+    /// The database's shared throughput, which applies when the container has none.
+    pub(crate) database_throughput: Option<Throughput>,
+}
+
+impl Container {
+    /// Builds a container, deciding its budget: its own throughput, else its database's.
+    pub(crate) fn new(parts: ContainerParts) -> Container {
+        let ContainerParts {
+            database_id,
+            database_number,
+            number,
+            partition_key,
+            ttl,
+            resource,
+            throughput,
+            database_throughput,
+        } = parts;
+        let id = resource
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let budget = match (throughput, database_throughput) {
+            (Some(own), _) => Some((BudgetKey::Container(number), own.budget_ru_per_sec())),
+            (None, Some(shared)) => Some((
+                BudgetKey::Database(database_number),
+                shared.budget_ru_per_sec(),
+            )),
+            (None, None) => None,
+        };
+        Container {
+            database_id,
+            id,
+            database_number,
+            number,
+            partition_key,
+            ttl,
+            resource,
+            throughput,
+            budget,
+            documents_self_prefix: format!(
+                "dbs/{}/colls/{}/docs/",
+                rids::database_rid(database_number),
+                rids::container_rid(database_number, number)
+            ),
+        }
+    }
+
+    /// The `_rid` of this container's item with the given document number.
+    pub(crate) fn document_rid(&self, document_number: u64) -> String {
+        rids::document_rid(self.database_number, self.number, document_number)
+    }
+
+    pub(crate) fn key_number(&self) -> u64 {
+        u64::from(self.number)
+    }
+
+    pub fn rid(&self) -> &str {
+        self.resource
+            .get("_rid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+
+    pub fn etag(&self) -> &str {
+        self.resource
+            .get("_etag")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    }
+}

@@ -1,0 +1,233 @@
+//! The engine handle: what it holds (store, clock, writer, caches, budgets, sweep statistics),
+//! how it opens and closes, and the throughput bookkeeping every request passes through.
+//!
+//! Resource operations are `impl Engine` blocks in the modules that own them (catalog, items,
+//! queries, offers, the sweeper); this module knows none of them, so they can all depend on it.
+
+use crate::clock::Clock;
+use crate::container::Container;
+use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
+use crate::error::EngineResult;
+use crate::sweep_stats::{SweepRegistry, SweeperConfig};
+use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
+use crate::writer::Writer;
+use lethedb_storage::Storage;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+/// Tunables fixed at start-up.
+#[derive(Clone, Debug)]
+pub struct EngineConfig {
+    /// The most operations one durable commit may carry (1 disables group commit).
+    pub write_batch_max: usize,
+    pub sweeper: SweeperConfig,
+    /// RU/s for containers with no throughput of their own or shared; `None`: unlimited.
+    pub default_throughput_ru: Option<u32>,
+    /// Whether spent budgets refuse requests (429); charges are reported either way.
+    pub rate_limit: bool,
+    /// The memory parsed documents may take to speed up scans (0 turns the cache off).
+    pub document_cache_bytes: usize,
+}
+
+impl Default for EngineConfig {
+    fn default() -> EngineConfig {
+        EngineConfig {
+            write_batch_max: 512,
+            sweeper: SweeperConfig::default(),
+            default_throughput_ru: None,
+            rate_limit: true,
+            document_cache_bytes: DOCUMENT_CACHE_BYTES_DEFAULT,
+        }
+    }
+}
+
+/// Container definitions cached for readers. The generation lets a reader that loaded a
+/// definition from an older snapshot avoid publishing it after the writer invalidated the cache.
+#[derive(Default)]
+pub(crate) struct ContainerCache {
+    pub(crate) generation: AtomicU64,
+    /// Database id → container id → definition (nested so lookups need no allocation).
+    entries: RwLock<HashMap<String, HashMap<String, Arc<Container>>>>,
+}
+
+impl ContainerCache {
+    pub(crate) fn invalidate(&self) {
+        let mut entries = match self.entries.write() {
+            Ok(guard) => guard,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        self.generation.fetch_add(1, Ordering::SeqCst);
+        entries.clear();
+    }
+
+    pub(crate) fn get(&self, database_id: &str, container_id: &str) -> Option<Arc<Container>> {
+        let entries = self.entries.read().ok()?;
+        entries.get(database_id)?.get(container_id).cloned()
+    }
+
+    pub(crate) fn insert_if_current(&self, generation: u64, container: Arc<Container>) {
+        if let Ok(mut entries) = self.entries.write() {
+            if self.generation.load(Ordering::SeqCst) == generation {
+                entries
+                    .entry(container.database_id.clone())
+                    .or_default()
+                    .insert(container.id.clone(), container);
+            }
+        }
+    }
+}
+
+pub(crate) struct Inner {
+    /// The writer thread, joined by [`Engine::close`].
+    writer_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
+    pub(crate) store: Arc<dyn Storage>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) writer: Writer,
+    pub(crate) containers: Arc<ContainerCache>,
+    pub(crate) sweep_stats: SweepRegistry,
+    pub(crate) budgets: Budgets,
+    pub(crate) documents: DocumentCache,
+    /// When the engine started, for the monotonic activity clock below.
+    started: std::time::Instant,
+    /// Milliseconds after `started` of the latest user request on an item (0: none yet).
+    last_user_request_ms: AtomicU64,
+    pub(crate) default_throughput_ru: Option<u32>,
+    pub(crate) rate_limit: bool,
+}
+
+/// The engine. Cloning it is cheap and shares everything.
+#[derive(Clone)]
+pub struct Engine {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Engine {
+    /// Opens the engine on a store and starts its writer thread. The sweeper is started
+    /// separately with [`Engine::start_sweeper`], so tests can drive it by hand.
+    pub fn open(
+        store: Arc<dyn Storage>,
+        clock: Arc<dyn Clock>,
+        config: EngineConfig,
+    ) -> EngineResult<Engine> {
+        let containers = Arc::new(ContainerCache::default());
+        let invalidated = Arc::clone(&containers);
+        let (writer, thread) = Writer::start(
+            Arc::clone(&store),
+            Arc::clone(&clock),
+            config.write_batch_max,
+            move || invalidated.invalidate(),
+        )?;
+        Ok(Engine {
+            inner: Arc::new(Inner {
+                writer_thread: std::sync::Mutex::new(Some(thread)),
+                store,
+                clock,
+                writer,
+                containers,
+                sweep_stats: SweepRegistry::default(),
+                budgets: Budgets::default(),
+                documents: DocumentCache::new(config.document_cache_bytes),
+                started: std::time::Instant::now(),
+                last_user_request_ms: AtomicU64::new(0),
+                default_throughput_ru: config.default_throughput_ru,
+                rate_limit: config.rate_limit,
+            }),
+        })
+    }
+
+    /// Stops the writer after the writes already queued and waits for it, so the store is
+    /// released (a durable store can then be reopened in the same process). Returns `false` if
+    /// other handles to the engine are still alive, in which case nothing is stopped.
+    pub fn close(self) -> bool {
+        let Ok(inner) = Arc::try_unwrap(self.inner) else {
+            return false;
+        };
+        let Inner {
+            writer,
+            writer_thread,
+            ..
+        } = inner;
+        drop(writer);
+        let thread = writer_thread.into_inner().ok().flatten();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+        true
+    }
+
+    /// The budget a container's requests draw on, if any.
+    pub fn budget_of(&self, container: &Container) -> Option<(BudgetKey, f64)> {
+        container.budget.or_else(|| {
+            self.inner
+                .default_throughput_ru
+                .map(|ru| (BudgetKey::Container(container.number), f64::from(ru)))
+        })
+    }
+
+    /// Whether a user request arrived within `window` (the sweeper yields to active users).
+    pub fn users_active_within(&self, window: std::time::Duration) -> bool {
+        let last = self.inner.last_user_request_ms.load(Ordering::Relaxed);
+        let now = self.inner.started.elapsed().as_millis() as u64;
+        last != 0 && now.saturating_sub(last) <= window.as_millis() as u64
+    }
+
+    /// Admits a user request on a container, or says how many milliseconds to wait.
+    pub fn admit(&self, container: &Container) -> Result<(), i64> {
+        // This is measured on the monotonic timer: it paces the sweeper, it is not wall time.
+        let since_start_ms = (self.inner.started.elapsed().as_millis() as u64).max(1);
+        self.inner
+            .last_user_request_ms
+            .store(since_start_ms, Ordering::Relaxed);
+        match self.budget_of(container) {
+            Some((key, budget)) if self.inner.rate_limit => {
+                self.inner.budgets.admit(key, budget, self.now_ms())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Charges a completed user request to its container's budget.
+    pub fn charge(&self, container: &Container, request_units: f64) {
+        if let Some((key, budget)) = self.budget_of(container) {
+            self.inner
+                .budgets
+                .charge_user(key, budget, request_units, self.now_ms());
+        }
+    }
+
+    /// RUs charged to users and to the sweeper, and requests throttled, on a container's budget.
+    pub fn budget_totals(&self, container: &Container) -> Option<BudgetTotals> {
+        self.budget_of(container)
+            .map(|(key, _)| self.inner.budgets.totals(key))
+    }
+
+    pub fn now_ms(&self) -> i64 {
+        self.inner.clock.now_ms()
+    }
+
+    /// The writer's commit latencies: per-bucket counts (bounds in
+    /// [`crate::writer::COMMIT_LATENCY_BOUNDS_SECS`], then the overflow) and the total in seconds.
+    pub fn commit_latency(&self) -> (Vec<u64>, f64) {
+        let stats = &self.inner.writer.stats;
+        let buckets = stats
+            .commit_latency_buckets
+            .iter()
+            .map(|b| b.load(Ordering::Relaxed))
+            .collect();
+        (
+            buckets,
+            stats.commit_latency_micros_total.load(Ordering::Relaxed) as f64 / 1e6,
+        )
+    }
+
+    /// Operations applied and commits made by the writer so far, and operations waiting.
+    pub fn writer_stats(&self) -> (u64, u64, u64) {
+        let stats = &self.inner.writer.stats;
+        (
+            stats.operations.load(Ordering::Relaxed),
+            stats.commits.load(Ordering::Relaxed),
+            stats.queued.load(Ordering::Relaxed),
+        )
+    }
+}

@@ -1,0 +1,220 @@
+//! Item requests: the engine's entry points for items. Writes are sent to the writer as one job
+//! each, which applies the mutation `items.rs` defines; reads (a point read, a read feed, an id by
+//! `_rid`, the container's LSN) run on a read snapshot and hide expired items.
+//!
+//! This module decides no rule of its own about items: validation, visibility and storage layout
+//! are below it (items.rs, expiry.rs, keys.rs).
+
+use crate::container::Container;
+use crate::engine::Engine;
+use crate::error::{corrupted, invalid_continuation, item_not_found, EngineError, EngineResult};
+use crate::expiry::record_is_expired;
+use crate::items::{
+    apply_delete, apply_delete_partition, apply_write, prepare_body, read_record, Feed,
+    ItemOutcome, StoredItem, WriteMode,
+};
+use crate::keys;
+use crate::limits::PAGE_ITEMS_MAX;
+use crate::partition_key::PartitionKeyValue;
+use crate::records::{read_counters, writer_container, ItemRecord};
+use crate::rids;
+use base64::Engine as _;
+use lethedb_storage::{KeyRange, Table};
+use serde_json::Value;
+use std::ops::{Bound, ControlFlow};
+use std::sync::Arc;
+
+fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(token)
+        .map_err(|_| invalid_continuation())
+}
+
+fn encode_continuation(key_suffix: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key_suffix)
+}
+
+impl Engine {
+    /// Creates, upserts or replaces an item. `partition_key` is the request's header value, if
+    /// sent; it must name the partition key the document holds.
+    pub async fn write_item(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        mode: WriteMode,
+        partition_key: Option<PartitionKeyValue>,
+        body: Value,
+        if_match: Option<String>,
+    ) -> EngineResult<ItemOutcome> {
+        let (id, document, bytes) = prepare_body(body)?;
+        if let WriteMode::Replace(url_id) = &mode {
+            if url_id != &id {
+                return Err(EngineError::BadRequest(
+                    "The id in the request body does not match the id in the request URI.".into(),
+                ));
+            }
+        }
+        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                apply_write(
+                    context,
+                    container,
+                    mode,
+                    partition_key,
+                    id,
+                    document,
+                    bytes,
+                    if_match,
+                )
+            })
+            .await
+    }
+
+    /// Reads one item; expired items are not found.
+    pub fn read_item(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+    ) -> EngineResult<StoredItem> {
+        let partition_key = container.partition_key.point_key(partition_key)?;
+        let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
+        let reader = self.inner.store.read()?;
+        let record = read_record(&*reader, &key)?.ok_or_else(item_not_found)?;
+        if record_is_expired(container, &record, self.now_ms()) {
+            return Err(item_not_found());
+        }
+        Ok(StoredItem {
+            container: Arc::clone(container),
+            record,
+        })
+    }
+
+    /// Deletes one item; returns the container LSN of the deletion.
+    pub async fn delete_item(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+        if_match: Option<String>,
+    ) -> EngineResult<u64> {
+        let (database_id, container_id, id) = (
+            database_id.to_string(),
+            container_id.to_string(),
+            id.to_string(),
+        );
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                apply_delete(context, &container, partition_key, &id, if_match)
+            })
+            .await
+    }
+
+    /// One page of a container's (or one partition's) items in key order. The continuation is
+    /// the last key returned, so a feed resumes exactly after it even if items changed meanwhile.
+    pub fn read_feed(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        page_items_max: usize,
+        continuation: Option<&str>,
+    ) -> EngineResult<Feed> {
+        let number = container.key_number();
+        let scope = match &partition_key {
+            Some(value) => keys::partition_prefix(number, &value.encode()),
+            None => keys::container_items_prefix(number),
+        };
+        let mut range = KeyRange::prefix(&scope);
+        if let Some(token) = continuation {
+            let after = keys::item_key_from_suffix(number, &decode_continuation(token)?);
+            if !after.starts_with(&scope) {
+                return Err(invalid_continuation());
+            }
+            range.start = Bound::Excluded(after);
+        }
+        let page_items_max = page_items_max.clamp(1, PAGE_ITEMS_MAX);
+        let now_ms = self.now_ms();
+        let reader = self.inner.store.read()?;
+        let mut items = Vec::new();
+        let mut last_key = Vec::new();
+        let mut more = false;
+        let mut broken = false;
+        reader.scan(Table::Items, &range, &mut |key, value| {
+            let Some(record) = ItemRecord::decode(value) else {
+                broken = true;
+                return ControlFlow::Break(());
+            };
+            if record_is_expired(container, &record, now_ms) {
+                return ControlFlow::Continue(());
+            }
+            if items.len() == page_items_max {
+                // One more visible item exists: the page gets a continuation.
+                more = true;
+                return ControlFlow::Break(());
+            }
+            items.push(StoredItem {
+                container: Arc::clone(container),
+                record,
+            });
+            last_key.clear();
+            last_key.extend_from_slice(key);
+            ControlFlow::Continue(())
+        })?;
+        if broken {
+            return Err(corrupted("item"));
+        }
+        let lsn = read_counters(&*reader, number)?.lsn;
+        let continuation = more.then(|| encode_continuation(keys::item_key_suffix(&last_key)));
+        Ok(Feed {
+            items,
+            continuation,
+            lsn,
+        })
+    }
+
+    /// Deletes every item of one logical partition (expired ones too) in one transaction;
+    /// returns how many visible items went.
+    pub async fn delete_partition(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        partition_key: PartitionKeyValue,
+    ) -> EngineResult<u64> {
+        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                apply_delete_partition(context, &container, partition_key)
+            })
+            .await
+    }
+
+    /// The id of the item whose `_rid` is `rid`, for clients that address items by `_self`.
+    pub fn item_id_by_rid(&self, container: &Container, rid: &str) -> EngineResult<Option<String>> {
+        let Some(document_number) = rids::document_number_of(rid) else {
+            return Ok(None);
+        };
+        let reader = self.inner.store.read()?;
+        let Some(suffix) = reader.get(
+            Table::ResourceIds,
+            &keys::resource_id_key(container.key_number(), document_number),
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(keys::split_item_suffix(&suffix).map(|(_, id)| id.to_string()))
+    }
+
+    /// The container's current LSN, for session tokens on reads.
+    pub fn container_lsn(&self, container: &Container) -> EngineResult<u64> {
+        let reader = self.inner.store.read()?;
+        Ok(read_counters(&*reader, container.key_number())?.lsn)
+    }
+}

@@ -1,0 +1,33 @@
+//! The engine's named limits and the id rules every resource shares.
+//!
+//! A limit that is hit gives a clear error, never a crash. This module decides nothing about
+//! storage or visibility; it only says what sizes and ids are acceptable.
+
+use crate::error::{EngineError, EngineResult};
+
+/// The longest id a database, container or item may have, in characters (the service's limit).
+pub const ID_CHARS_MAX: usize = 255;
+/// The largest item, in bytes of its JSON (the service's limit is 2 MiB).
+pub const ITEM_BYTES_MAX: usize = 2 * 1024 * 1024;
+/// The most items one page of a feed or query may hold.
+pub const PAGE_ITEMS_MAX: usize = 10_000;
+/// The page size when the client does not ask for one (the service's default).
+pub const PAGE_ITEMS_DEFAULT: usize = 100;
+
+/// Checks an id against the service's rules.
+pub(crate) fn validate_id(id: &str) -> EngineResult<()> {
+    if id.is_empty() {
+        return Err(EngineError::BadRequest("The id must not be empty.".into()));
+    }
+    if id.chars().count() > ID_CHARS_MAX {
+        return Err(EngineError::BadRequest(format!(
+            "The id is longer than {ID_CHARS_MAX} characters."
+        )));
+    }
+    if id.contains(['/', '\\', '?', '#']) {
+        return Err(EngineError::BadRequest(
+            "The id contains one of the characters '/', '\\', '?' or '#', which are not allowed in resource ids.".into(),
+        ));
+    }
+    Ok(())
+}
