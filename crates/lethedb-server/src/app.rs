@@ -12,6 +12,7 @@ use crate::handlers;
 use crate::respond::add_common_headers;
 use crate::state::AppState;
 use axum::extract::{Request, State};
+use axum::handler::Handler;
 use axum::http::Uri;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
@@ -23,12 +24,9 @@ const EXPLORER_PREFIX: &str = "/_explorer";
 
 /// The whole HTTP surface.
 pub fn app(state: AppState) -> Router {
-    let mut internal = Router::new().route(
-        "/_lethedb/stats",
-        on(MethodFilter::GET, stats).fallback(dispatch),
-    );
+    let mut internal = Router::new().route("/_lethedb/stats", get_only(stats, dispatch));
     if state.metrics_route {
-        internal = internal.route("/metrics", metrics_endpoint().fallback(dispatch));
+        internal = internal.route("/metrics", metrics_endpoint(dispatch));
     }
     Router::new()
         .nest(EXPLORER_PREFIX, explorer_router())
@@ -41,23 +39,32 @@ pub fn app(state: AppState) -> Router {
 /// A router serving only `GET /metrics`, for a metrics port of its own.
 pub fn metrics_router(state: AppState) -> Router {
     Router::new()
-        .route("/metrics", metrics_endpoint().fallback(metrics_port_only))
+        .route("/metrics", metrics_endpoint(metrics_port_only))
         .fallback(metrics_port_only)
         .layer(middleware::from_fn(common_headers))
         .with_state(state)
 }
 
-/// `GET /metrics`, the same on the main port and on a metrics port.
-fn metrics_endpoint() -> MethodRouter<AppState> {
-    on(MethodFilter::GET, metrics)
+/// `GET /metrics`, the same on the main port and on a metrics port; other methods go to
+/// `other`.
+fn metrics_endpoint<T: 'static>(other: impl Handler<T, AppState>) -> MethodRouter<AppState> {
+    get_only(metrics, other)
+}
+
+/// `handler` for GET alone and `other` for every other method. axum would answer HEAD with a
+/// GET handler, which these endpoints never did, so HEAD goes to `other` too.
+fn get_only<T: 'static, U: 'static>(
+    handler: impl Handler<T, AppState>,
+    other: impl Handler<U, AppState>,
+) -> MethodRouter<AppState> {
+    on(MethodFilter::GET, handler)
+        .on(MethodFilter::HEAD, other.clone())
+        .fallback(other)
 }
 
 /// The explorer's endpoints, relative to [`EXPLORER_PREFIX`]: today only the TLS certificate.
 fn explorer_router() -> Router<AppState> {
-    Router::new().route(
-        "/emulator.pem",
-        on(MethodFilter::GET, certificate).fallback(outside_explorer),
-    )
+    Router::new().route("/emulator.pem", get_only(certificate, outside_explorer))
 }
 
 async fn stats(State(state): State<AppState>) -> Response {
