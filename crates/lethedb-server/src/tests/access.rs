@@ -180,3 +180,66 @@ async fn malformed_requests_get_cosmos_errors() {
     let all = server.query("SELECT VALUE COUNT(1) FROM c", &[]).await;
     assert_eq!(all.body["Documents"], json!([0]));
 }
+
+#[tokio::test]
+async fn an_unauthenticated_caller_learns_nothing_of_resource_ids() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let database = server
+        .send("GET", "/dbs/db", ("dbs", "dbs/db"), None, &[])
+        .await;
+    let database_rid = database.body["_rid"].as_str().expect("rid").to_string();
+    // A known database rid with an unknown container rid would resolve to 404 for a signed
+    // caller; unsigned, or signed with another key, the answer is 401 either way.
+    let other_key = MasterKey::from_base64("c2VjcmV0LWtleS1mb3ItdGVzdHM=").expect("key");
+    for path in [
+        format!("/dbs/{database_rid}/colls/AAAAAA==/docs"),
+        "/dbs/AAAAAA==/colls/AAAAAA==/docs".to_string(),
+    ] {
+        let unsigned = server
+            .raw(
+                Request::get(path.as_str())
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        check_error(
+            &unsigned,
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "authorization is missing",
+        );
+        let date = server.date(0);
+        let link = path.trim_start_matches('/').trim_end_matches("/docs");
+        let wrong_key = Request::get(path.as_str())
+            .header("x-ms-date", &date)
+            .header(
+                "authorization",
+                other_key.authorization_header("GET", "docs", link, &date),
+            )
+            .body(Body::empty())
+            .expect("request");
+        check_error(
+            &server.raw(wrong_key).await,
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "wrong key",
+        );
+    }
+    let signed_path = format!("/dbs/{database_rid}/colls/AAAAAA==/docs");
+    let signed = server
+        .send(
+            "GET",
+            &signed_path,
+            ("docs", &format!("dbs/{database_rid}/colls/AAAAAA==")),
+            None,
+            &[],
+        )
+        .await;
+    check_error(
+        &signed,
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "Resource Not Found",
+    );
+}
