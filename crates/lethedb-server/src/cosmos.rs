@@ -5,19 +5,20 @@
 //! (`access`), resolve ids (`resolve`) or shape bodies (`handlers`) itself.
 
 use crate::access::authenticate;
-use crate::error::ApiResult;
+use crate::error::{ApiError, ApiResult};
 use crate::handlers::{self, Context};
 use crate::metrics::Observed;
 use crate::operation::{classify, Operation};
 use crate::request::read_body;
 use crate::resolve::resolve_resource_ids;
-use crate::respond::{add_common_headers, Reply};
+use crate::respond::add_common_headers;
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::extract::{Request, State};
-use axum::http::request::Parts;
 use axum::http::Uri;
 use axum::response::{IntoResponse, Response};
+use lethedb_engine::Container;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Parse the path → classify → authenticate → resolve `_rid`s → admit (item operations only)
@@ -27,11 +28,13 @@ use std::time::Instant;
 /// for an unknown `_rid`, which would tell a caller without the key what exists. So an
 /// unauthenticated request gets 401 whatever it names, and a failed classification (unknown
 /// resource type, wrong verb) is reported only once the caller is known, as it always was.
+/// Master keys allow everything, so the signature check is all the authorization there is; a
+/// per-operation check for resource tokens belongs after resolution, where the `_rid`s are ids.
 pub async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
     let mut observed: Option<(Option<Operation>, ResourcePath)> = None;
-    let result = async {
+    let result: ApiResult<Response> = async {
         let mut path = ResourcePath::parse(&full_path(&parts.uri))?;
         let classified = classify(&parts.method, &path, &parts.headers);
         authenticate(&state, &parts.method, &parts.headers, &path)?;
@@ -39,7 +42,19 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;
         let body = read_body(body).await?;
-        run(&state, operation, &parts, &path, body).await
+        let admitted = admit(&state, operation, &path)?;
+        let context = Context {
+            state: &state,
+            headers: &parts.headers,
+            uri: &parts.uri,
+            path: &path,
+            body: &body,
+        };
+        let reply = handlers::route(operation, &context, admitted.as_ref()).await?;
+        if let Some(container) = &admitted {
+            state.engine.charge(container, reply.request_charge());
+        }
+        Ok(reply.finish())
     }
     .await;
     let mut response = match result {
@@ -59,37 +74,23 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
     response
 }
 
-/// Admits item operations against the container's throughput budget, runs the handler and
-/// charges the container what the request cost.
-async fn run(
+/// Item operations draw on their container's throughput budget: admitted while this second's
+/// budget lasts (429 with a retry hint once it is spent), charged what they cost afterwards.
+/// Other operations are not metered and load nothing here.
+fn admit(
     state: &AppState,
     operation: Operation,
-    parts: &Parts,
     path: &ResourcePath,
-    body: axum::body::Bytes,
-) -> ApiResult<Response> {
-    let context = Context {
-        state,
-        headers: &parts.headers,
-        uri: &parts.uri,
-        path,
-        body: &body,
-    };
-    let admitted = if operation.is_item_operation() {
-        let container = state.engine.read_container(path.id(0), path.id(1))?;
-        state
-            .engine
-            .admit(&container)
-            .map_err(|retry_after_ms| crate::error::ApiError::TooManyRequests { retry_after_ms })?;
-        Some(container)
-    } else {
-        None
-    };
-    let reply: Reply = handlers::route(operation, &context, admitted.as_ref()).await?;
-    if let Some(container) = &admitted {
-        state.engine.charge(container, reply.request_charge());
+) -> ApiResult<Option<Arc<Container>>> {
+    if !operation.is_item_operation() {
+        return Ok(None);
     }
-    Ok(reply.finish())
+    let container = state.engine.read_container(path.id(0), path.id(1))?;
+    state
+        .engine
+        .admit(&container)
+        .map_err(|retry_after_ms| ApiError::TooManyRequests { retry_after_ms })?;
+    Ok(Some(container))
 }
 
 /// The path with anything after `?`: some clients leave `?` unescaped in item ids, and Cosmos
