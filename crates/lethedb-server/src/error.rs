@@ -95,7 +95,7 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, code, message, shown) = describe(&self);
         let message = message.to_string();
-        let activity_id = crate::respond::activity_id();
+        let activity_id = crate::activity::activity_id();
         let message = if shown {
             message
         } else {

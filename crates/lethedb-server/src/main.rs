@@ -7,7 +7,7 @@ use lethedb_engine::{Engine, EngineConfig, SystemClock};
 use lethedb_server::auth::MasterKey;
 use lethedb_server::cli::{Cli, Command, ServeArgs};
 use lethedb_server::metrics::Metrics;
-use lethedb_server::{app, tls, AppState};
+use lethedb_server::{app, metrics_router, tls, AppState};
 use lethedb_storage::{MemoryStore, RedbStore, Storage};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -111,23 +111,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let mut metrics_task = None;
     if let (Some(address), Some(_)) = (args.metrics_bind, &metrics) {
-        // Metrics on a port of their own: the same handler, nothing else routed there.
-        let metrics_state = AppState {
-            metrics_route: true,
-            ..state.clone()
-        };
-        let metrics_router = axum::Router::new().route(
-            "/metrics",
-            axum::routing::get(move || {
-                let state = metrics_state.clone();
-                async move {
-                    match lethedb_server::handlers_metrics(&state) {
-                        Ok(response) => response,
-                        Err(error) => axum::response::IntoResponse::into_response(error),
-                    }
-                }
-            }),
-        );
+        // Metrics on a port of their own: the same endpoint, nothing else routed there.
+        let metrics_router = metrics_router(state.clone());
         let listener = tokio::net::TcpListener::bind(address)
             .await
             .with_context(|| format!("cannot listen on {address} for metrics"))?;

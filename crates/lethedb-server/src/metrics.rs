@@ -3,9 +3,10 @@
 //! scrape time, items and bytes per container (expired excluded), the TTL backlog, the age of
 //! the oldest expired item, sweeper deletions, the writer's queue and commit latency.
 //!
-//! This module observes; it changes nothing and decides nothing.
+//! This module observes; it changes nothing and decides nothing: the operation label is the
+//! [`Operation`] the dispatcher classified, by its stable name.
 
-use axum::http::{HeaderMap, Method, StatusCode};
+use axum::http::StatusCode;
 use lethedb_engine::writer::COMMIT_LATENCY_BOUNDS_SECS;
 use lethedb_engine::Engine;
 use prometheus_client::collector::Collector;
@@ -19,6 +20,7 @@ use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
 
+use crate::operation::Operation;
 use crate::routes::ResourcePath;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -48,52 +50,16 @@ pub struct Metrics {
     throttled: Family<ContainerLabels, Counter>,
 }
 
-/// What each request is, for labels: the service's operation names.
-pub fn operation_name(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> &'static str {
-    let (types, one) = path.shape();
-    let header_true = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    };
-    let query = header_true("x-ms-documentdb-isquery")
-        || headers
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.starts_with("application/query+json"));
-    match (types.as_slice(), one, method.as_str()) {
-        ([], _, "GET") => "ReadAccount",
-        (["dbs"], false, "GET") => "ReadDatabaseFeed",
-        (["dbs"], false, "POST") if query => "QueryDatabases",
-        (["dbs"], false, "POST") => "CreateDatabase",
-        (["dbs"], true, "GET") => "ReadDatabase",
-        (["dbs"], true, "DELETE") => "DeleteDatabase",
-        (["dbs", "colls"], false, "GET") => "ReadContainerFeed",
-        (["dbs", "colls"], false, "POST") if query => "QueryContainers",
-        (["dbs", "colls"], false, "POST") => "CreateContainer",
-        (["dbs", "colls"], true, "GET") => "ReadContainer",
-        (["dbs", "colls"], true, "PUT") => "ReplaceContainer",
-        (["dbs", "colls"], true, "DELETE") => "DeleteContainer",
-        (["dbs", "colls", "docs"], false, "GET") => "ReadFeed",
-        (["dbs", "colls", "docs"], false, "POST")
-            if header_true("x-ms-cosmos-is-query-plan-request") =>
-        {
-            "QueryPlan"
-        }
-        (["dbs", "colls", "docs"], false, "POST") if query => "Query",
-        (["dbs", "colls", "docs"], false, "POST") if header_true("x-ms-documentdb-is-upsert") => {
-            "Upsert"
-        }
-        (["dbs", "colls", "docs"], false, "POST") => "Create",
-        (["dbs", "colls", "docs"], true, "GET") => "Read",
-        (["dbs", "colls", "docs"], true, "PUT") => "Replace",
-        (["dbs", "colls", "docs"], true, "PATCH") => "Patch",
-        (["dbs", "colls", "docs"], true, "DELETE") => "Delete",
-        (["dbs", "colls", "pkranges"], _, _) => "ReadPartitionKeyRanges",
-        (["offers"], _, _) => "Offers",
-        _ => "Other",
-    }
+/// One finished Cosmos request, as the metrics see it.
+pub struct Observed<'a> {
+    /// What the request was; `None` when it named no operation (unknown resource type, wrong
+    /// verb), counted under the label `Other`.
+    pub operation: Option<Operation>,
+    /// The path with resource ids resolved, for the per-container series.
+    pub path: &'a ResourcePath,
+    pub status: StatusCode,
+    pub seconds: f64,
+    pub request_units: f64,
 }
 
 impl Metrics {
@@ -136,14 +102,15 @@ impl Metrics {
     }
 
     /// Records one finished request.
-    pub fn observe(
-        &self,
-        operation: &'static str,
-        path: &ResourcePath,
-        status: StatusCode,
-        seconds: f64,
-        request_units: f64,
-    ) {
+    pub fn observe(&self, observed: Observed<'_>) {
+        let Observed {
+            operation,
+            path,
+            status,
+            seconds,
+            request_units,
+        } = observed;
+        let operation = operation.map_or("Other", Operation::name);
         self.requests
             .get_or_create(&RequestLabels {
                 operation,

@@ -1,8 +1,14 @@
 //! Building responses: bodies, the headers every response carries, and the per-resource ones
 //! (ETag, session token, LSN, request charge) the SDKs read.
+//!
+//! This module shapes what goes out; it calls no engine and decides no status on its own.
 
+use crate::activity::activity_id;
+use crate::json_text::ObjectWriter;
+use crate::routes::ResourcePath;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
 use axum::response::Response;
+use lethedb_engine::Container;
 
 /// The REST API version LetheDB answers as.
 const SCHEMA_VERSION: &str = "1.18";
@@ -54,12 +60,51 @@ impl Reply {
     }
 
     /// Session and LSN headers of a container-scoped response.
-    pub fn session(self, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
+    fn session(self, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
         self.header("x-ms-session-token", format!("0:-1#{lsn}"))
             .header("lsn", lsn.to_string())
             .header("x-ms-global-committed-lsn", lsn.to_string())
             .header("x-ms-content-path", container_rid.to_string())
             .header("x-ms-alt-content-path", alt_path.to_string())
+    }
+
+    /// Session and LSN headers of a response about `container` or its items, with the
+    /// container path keyed as the client sent it.
+    pub fn container_scoped(self, container: &Container, path: &ResourcePath, lsn: u64) -> Reply {
+        self.session(lsn, container.rid(), &alt_path(container, path))
+    }
+
+    /// A feed page: `{"_rid": ..., "<name>": [...], "_count": n}` from documents that are
+    /// already JSON text, copied in unparsed, with the item count and continuation headers.
+    pub fn feed<T: AsRef<[u8]>>(
+        rid: &str,
+        name: &str,
+        documents: impl IntoIterator<Item = T>,
+        continuation: Option<String>,
+        request_units: f64,
+    ) -> Reply {
+        let mut writer = ObjectWriter::new().value("_rid", rid);
+        let count = writer.fragments(name, documents);
+        let body = writer.value("_count", count).finish();
+        let mut reply = Reply::json(StatusCode::OK, body)
+            .header("x-ms-item-count", count.to_string())
+            .charge(request_units);
+        if let Some(token) = continuation {
+            reply = reply.header("x-ms-continuation", token);
+        }
+        reply
+    }
+
+    /// A feed page of values the engine built (resources, query results).
+    pub fn value_feed(
+        rid: &str,
+        name: &str,
+        values: &[serde_json::Value],
+        continuation: Option<String>,
+        request_units: f64,
+    ) -> Reply {
+        let texts = values.iter().map(serde_json::Value::to_string);
+        Reply::feed(rid, name, texts, continuation, request_units)
     }
 
     pub fn finish(self) -> Response {
@@ -80,19 +125,6 @@ impl Reply {
         }
         response
     }
-}
-
-/// A fresh activity id in the UUID format the SDKs log: a random per-process prefix and a
-/// counter, so making one costs no system call (a v4 UUID per request would ask the OS for
-/// randomness every time).
-pub fn activity_id() -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    use std::sync::OnceLock;
-    static PREFIX: OnceLock<u128> = OnceLock::new();
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let prefix = *PREFIX.get_or_init(|| uuid::Uuid::new_v4().as_u128());
-    let id = prefix ^ u128::from(COUNTER.fetch_add(1, Ordering::Relaxed));
-    uuid::Uuid::from_u128(id).hyphenated().to_string()
 }
 
 /// Headers on every response: activity id (the client's, if it sent one), versions.
@@ -135,4 +167,13 @@ pub fn endpoint(headers: &HeaderMap, uri: &Uri, tls: bool) -> String {
         .unwrap_or_else(|| "localhost".to_string());
     let scheme = if tls { "https" } else { "http" };
     format!("{scheme}://{host}/")
+}
+
+/// The container path clients key session tokens by; they expect it as they sent it.
+fn alt_path(container: &Container, path: &ResourcePath) -> String {
+    if path.raw_container_path.split('/').count() == 4 {
+        path.raw_container_path.clone()
+    } else {
+        format!("dbs/{}/colls/{}", container.database_id, container.id)
+    }
 }

@@ -1,0 +1,119 @@
+//! The HTTP surface as axum routers: the internal endpoints by path, and the Cosmos dispatcher
+//! as the fallback for everything else. Tests drive [`app`] without a socket; the metrics port
+//! serves [`metrics_router`], built from the same `/metrics` endpoint.
+//!
+//! This module composes; the endpoints' answers are `handlers::internal`'s, the Cosmos ones are
+//! `cosmos::dispatch`'s. A wrong method on an internal path goes to the dispatcher, as it did
+//! when these paths were compared inside it, so a client never sees axum's plain-text errors.
+
+use crate::cosmos::dispatch;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers;
+use crate::respond::add_common_headers;
+use crate::state::AppState;
+use axum::extract::{Request, State};
+use axum::handler::Handler;
+use axum::http::Uri;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::Router;
+
+/// Where the explorer's endpoints are nested.
+const EXPLORER_PREFIX: &str = "/_explorer";
+
+/// The whole HTTP surface.
+pub fn app(state: AppState) -> Router {
+    let mut internal = Router::new().route("/_lethedb/stats", get_only(stats, dispatch));
+    if state.metrics_route {
+        internal = internal.route("/metrics", metrics_endpoint(dispatch));
+    }
+    Router::new()
+        .nest(EXPLORER_PREFIX, explorer_router())
+        .merge(internal)
+        .route_layer(middleware::from_fn(common_headers))
+        .fallback(dispatch)
+        .with_state(state)
+}
+
+/// A router serving only `GET /metrics`, for a metrics port of its own.
+pub fn metrics_router(state: AppState) -> Router {
+    Router::new()
+        .route("/metrics", metrics_endpoint(metrics_port_only))
+        .fallback(metrics_port_only)
+        .layer(middleware::from_fn(common_headers))
+        .with_state(state)
+}
+
+/// `GET /metrics`, the same on the main port and on a metrics port; other methods go to
+/// `other`.
+fn metrics_endpoint<T: 'static>(other: impl Handler<T, AppState>) -> MethodRouter<AppState> {
+    get_only(metrics, other)
+}
+
+/// `handler` for GET alone and `other` for every other method. axum would answer HEAD with a
+/// GET handler, which these endpoints never did, so HEAD goes to `other` too.
+fn get_only<T: 'static, U: 'static>(
+    handler: impl Handler<T, AppState>,
+    other: impl Handler<U, AppState>,
+) -> MethodRouter<AppState> {
+    on(MethodFilter::GET, handler)
+        .on(MethodFilter::HEAD, other.clone())
+        .fallback(other)
+}
+
+/// The explorer's endpoints, relative to [`EXPLORER_PREFIX`]: today only the TLS certificate.
+fn explorer_router() -> Router<AppState> {
+    Router::new().route("/emulator.pem", get_only(certificate, outside_explorer))
+}
+
+async fn stats(State(state): State<AppState>) -> Response {
+    answer(handlers::stats(&state))
+}
+
+async fn metrics(State(state): State<AppState>) -> Response {
+    answer(handlers::metrics(&state))
+}
+
+async fn certificate(State(state): State<AppState>) -> Response {
+    answer(handlers::certificate(&state))
+}
+
+fn answer(result: ApiResult<Response>) -> Response {
+    result.unwrap_or_else(IntoResponse::into_response)
+}
+
+/// A request under the explorer's prefix that the explorer does not serve is a Cosmos request:
+/// nesting stripped the prefix, which is part of the Cosmos path, so it is put back first.
+async fn outside_explorer(state: State<AppState>, mut request: Request) -> Response {
+    let stripped = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_string();
+    match format!("{EXPLORER_PREFIX}{stripped}").parse::<Uri>() {
+        Ok(uri) => *request.uri_mut() = uri,
+        Err(_) => {
+            return ApiError::BadRequest("The request path is not a valid URI.".into())
+                .into_response()
+        }
+    }
+    dispatch(state, request).await
+}
+
+async fn metrics_port_only(request: Request) -> Response {
+    ApiError::NotFound(format!(
+        "The metrics port serves only GET /metrics, not {} {}.",
+        request.method(),
+        request.uri().path()
+    ))
+    .into_response()
+}
+
+/// The headers every response carries, for the endpoints the dispatcher does not answer.
+async fn common_headers(request: Request, next: Next) -> Response {
+    let headers = request.headers().clone();
+    let mut response = next.run(request).await;
+    add_common_headers(&mut response, &headers);
+    response
+}

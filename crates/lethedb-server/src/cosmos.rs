@@ -1,0 +1,112 @@
+//! The Cosmos entry point: every request that is not one of the few internal endpoints comes
+//! through [`dispatch`], which runs the same straight line for all of them.
+//!
+//! This module orders the steps; it does not classify (`operation`), check signatures
+//! (`access`), resolve ids (`resolve`) or shape bodies (`handlers`) itself.
+
+use crate::access::authenticate;
+use crate::error::{ApiError, ApiResult};
+use crate::handlers::{self, Context};
+use crate::metrics::Observed;
+use crate::operation::{classify, Operation};
+use crate::request::read_body;
+use crate::resolve::resolve_resource_ids;
+use crate::respond::add_common_headers;
+use crate::routes::ResourcePath;
+use crate::state::AppState;
+use axum::extract::{Request, State};
+use axum::http::Uri;
+use axum::response::{IntoResponse, Response};
+use lethedb_engine::Container;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Parse the path → classify → authenticate → resolve `_rid`s → admit (item operations only)
+/// → handler → common headers → metrics.
+///
+/// The signature is checked before anything reads the catalog: resolving ids could answer 404
+/// for an unknown `_rid`, which would tell a caller without the key what exists. So an
+/// unauthenticated request gets 401 whatever it names, and a failed classification (unknown
+/// resource type, wrong verb) is reported only once the caller is known, as it always was.
+/// Master keys allow everything, so the signature check is all the authorization there is; a
+/// per-operation check for resource tokens belongs after resolution, where the `_rid`s are ids.
+pub async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
+    let started = Instant::now();
+    let (parts, body) = request.into_parts();
+    let mut observed: Option<(Option<Operation>, ResourcePath)> = None;
+    let result: ApiResult<Response> = async {
+        let mut path = ResourcePath::parse(&full_path(&parts.uri))?;
+        let classified = classify(&parts.method, &path, &parts.headers);
+        authenticate(&state, &parts.method, &parts.headers, &path)?;
+        resolve_resource_ids(&state.engine, &mut path)?;
+        observed = Some((classified.as_ref().ok().copied(), path.clone()));
+        let operation = classified?;
+        let body = read_body(body).await?;
+        let admitted = admit(&state, operation, &path)?;
+        let context = Context {
+            state: &state,
+            headers: &parts.headers,
+            uri: &parts.uri,
+            path: &path,
+            body: &body,
+        };
+        let reply = handlers::route(operation, &context, admitted.as_ref()).await?;
+        if let Some(container) = &admitted {
+            state.engine.charge(container, reply.request_charge());
+        }
+        Ok(reply.finish())
+    }
+    .await;
+    let mut response = match result {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    };
+    add_common_headers(&mut response, &parts.headers);
+    if let (Some(metrics), Some((operation, path))) = (&state.metrics, observed) {
+        metrics.observe(Observed {
+            operation,
+            path: &path,
+            status: response.status(),
+            seconds: started.elapsed().as_secs_f64(),
+            request_units: request_charge(&response),
+        });
+    }
+    response
+}
+
+/// Item operations draw on their container's throughput budget: admitted while this second's
+/// budget lasts (429 with a retry hint once it is spent), charged what they cost afterwards.
+/// Other operations are not metered and load nothing here.
+fn admit(
+    state: &AppState,
+    operation: Operation,
+    path: &ResourcePath,
+) -> ApiResult<Option<Arc<Container>>> {
+    if !operation.is_item_operation() {
+        return Ok(None);
+    }
+    let container = state.engine.read_container(path.id(0), path.id(1))?;
+    state
+        .engine
+        .admit(&container)
+        .map_err(|retry_after_ms| ApiError::TooManyRequests { retry_after_ms })?;
+    Ok(Some(container))
+}
+
+/// The path with anything after `?`: some clients leave `?` unescaped in item ids, and Cosmos
+/// paths carry no query string, so it belongs to the last id.
+fn full_path(uri: &Uri) -> String {
+    match uri.query() {
+        Some(query) => format!("{}?{query}", uri.path()),
+        None => uri.path().to_string(),
+    }
+}
+
+fn request_charge(response: &Response) -> f64 {
+    response
+        .headers()
+        .get("x-ms-request-charge")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0.0)
+}

@@ -1,0 +1,44 @@
+//! `GET /`: the database account, which tells the SDKs where to send requests and which
+//! consistency and query features the service has.
+//!
+//! LetheDB is one region with session consistency; the account is fixed but for the endpoint,
+//! which is the address the client used.
+
+use super::context::Context;
+use crate::respond::{endpoint, Reply};
+use axum::http::StatusCode;
+use serde_json::json;
+
+pub fn read(context: &Context<'_>) -> Reply {
+    let tls = context.state.certificate_pem.is_some();
+    let endpoint = endpoint(context.headers, context.uri, tls);
+    let location = json!([{"name": "LetheDB", "databaseAccountEndpoint": endpoint}]);
+    let query_engine = json!({
+        "maxSqlQueryInputLength": 262144, "maxJoinsPerSqlQuery": 5, "maxLogicalAndPerSqlQuery": 500,
+        "maxLogicalOrPerSqlQuery": 500, "maxUdfRefPerSqlQuery": 10, "maxInExpressionItemsCount": 16000,
+        "queryMaxInMemorySortDocumentCount": 500, "maxQueryRequestTimeoutFraction": 0.9,
+        "sqlAllowNonFiniteNumbers": false, "sqlAllowAggregateFunctions": true, "sqlAllowSubQuery": true,
+        "sqlAllowScalarSubQuery": true, "allowNewKeywords": true, "sqlAllowLike": true,
+        "sqlAllowGroupByClause": true, "maxSpatialQueryCells": 12, "spatialMaxGeometryPointCount": 256,
+        "sqlDisableOptimizationFlags": 0, "enableSpatialIndexing": true
+    });
+    let body = json!({
+        "_self": "",
+        "id": "lethedb",
+        "_rid": "lethedb",
+        "media": "//media/",
+        "addresses": "//addresses/",
+        "_dbs": "//dbs/",
+        "writableLocations": location,
+        "readableLocations": location,
+        "enableMultipleWriteLocations": false,
+        "continuousBackupEnabled": false,
+        "enableNRegionSynchronousCommit": false,
+        "userReplicationPolicy": {"asyncReplication": false, "minReplicaSetSize": 1, "maxReplicasetSize": 4},
+        "userConsistencyPolicy": {"defaultConsistencyLevel": "Session"},
+        "systemReplicationPolicy": {"minReplicaSetSize": 1, "maxReplicasetSize": 4},
+        "readPolicy": {"primaryReadCoefficient": 1, "secondaryReadCoefficient": 1},
+        "queryEngineConfiguration": query_engine.to_string(),
+    });
+    Reply::value(StatusCode::OK, &body)
+}

@@ -1,0 +1,152 @@
+//! Containers: list or query them, create, read, replace and delete one; their partition key
+//! ranges (always one) and deleting one logical partition.
+//!
+//! Container rules (partition key definitions, TTL, indexing policy, throughput) are the
+//! engine's; this module adds the usage and session headers the SDKs read.
+
+use super::context::{list_resources, Context, Listing};
+use crate::error::{ApiError, ApiResult};
+use crate::request::{if_match, if_none_match, parse_json, partition_key, throughput};
+use crate::respond::Reply;
+use axum::http::StatusCode;
+use lethedb_engine::{request_units, Container};
+use serde_json::{json, Value};
+
+pub fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
+    let engine = &context.state.engine;
+    let database_id = context.path.id(0);
+    list_resources(
+        context,
+        listing,
+        "DocumentCollections",
+        || Ok(engine.list_containers(database_id)?),
+        || {
+            Ok(engine
+                .read_database(database_id)?
+                .get("_rid")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string())
+        },
+    )
+}
+
+/// A container resource with its ETag, quota, usage and session headers.
+fn container_reply(
+    context: &Context<'_>,
+    status: StatusCode,
+    container: &Container,
+) -> ApiResult<Reply> {
+    let usage = context.state.engine.container_usage(container)?;
+    let kib = usage.bytes.div_ceil(1024);
+    Ok(Reply::value(status, &container.resource)
+        .header("etag", container.etag().to_string())
+        .header(
+            "x-ms-resource-quota",
+            "documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;",
+        )
+        .header(
+            "x-ms-resource-usage",
+            format!(
+                "documentSize={};documentsSize={kib};documentsCount={};collectionSize={kib};",
+                kib / 1024,
+                usage.items
+            ),
+        )
+        .container_scoped(container, context.path, usage.lsn))
+}
+
+pub async fn create(context: &Context<'_>) -> ApiResult<Reply> {
+    let created = context
+        .state
+        .engine
+        .create_container(
+            context.path.id(0),
+            parse_json(context.body)?,
+            throughput(context.headers)?,
+        )
+        .await?;
+    Ok(container_reply(context, StatusCode::CREATED, &created)?
+        .charge(request_units::CATALOG_WRITE))
+}
+
+pub fn read(context: &Context<'_>) -> ApiResult<Reply> {
+    let found = context
+        .state
+        .engine
+        .read_container(context.path.id(0), context.path.id(1))?;
+    if if_none_match(context.headers, found.etag()) {
+        return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", found.etag().to_string()));
+    }
+    Ok(container_reply(context, StatusCode::OK, &found)?.charge(request_units::CATALOG_READ))
+}
+
+pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
+    let replaced = context
+        .state
+        .engine
+        .replace_container(
+            context.path.id(0),
+            context.path.id(1),
+            parse_json(context.body)?,
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(container_reply(context, StatusCode::OK, &replaced)?.charge(request_units::CATALOG_WRITE))
+}
+
+pub async fn delete(context: &Context<'_>) -> ApiResult<Reply> {
+    context
+        .state
+        .engine
+        .delete_container(context.path.id(0), context.path.id(1))
+        .await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT).charge(request_units::CATALOG_WRITE))
+}
+
+pub fn partition_key_ranges(context: &Context<'_>) -> ApiResult<Reply> {
+    let engine = &context.state.engine;
+    let found = engine.read_container(context.path.id(0), context.path.id(1))?;
+    // One range that never splits, so its ETag never changes: clients polling for changes
+    // (If-None-Match) learn at once that there are none.
+    let etag = format!("\"{}-pkranges\"", found.rid());
+    if if_none_match(context.headers, &etag) {
+        return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", etag));
+    }
+    let lsn = engine.container_lsn(&found)?;
+    let range = json!({
+        "_rid": format!("{}AgAAAAAAAAA=", &found.rid()[..found.rid().len().saturating_sub(4)]),
+        "id": "0",
+        "_etag": etag,
+        "minInclusive": "",
+        "maxExclusive": "FF",
+        "ridPrefix": 0,
+        "_self": format!("{}pkranges/0/", found.resource.get("_self").and_then(Value::as_str).unwrap_or_default()),
+        "throughputFraction": 1,
+        "status": "online",
+        "parents": [],
+        "ownedArchivalPKRangeIds": [],
+        "_ts": found.resource.get("_ts").cloned().unwrap_or(json!(0)),
+        "lsn": lsn,
+    });
+    Ok(
+        Reply::value_feed(found.rid(), "PartitionKeyRanges", &[range], None, 1.0)
+            .header("etag", etag)
+            .container_scoped(&found, context.path, lsn),
+    )
+}
+
+pub async fn delete_partition(context: &Context<'_>) -> ApiResult<Reply> {
+    let key = partition_key(context.headers)?.ok_or_else(|| {
+        ApiError::BadRequest(
+            "Deleting a partition needs the x-ms-documentdb-partitionkey header.".into(),
+        )
+    })?;
+    let deleted = context
+        .state
+        .engine
+        .delete_partition(context.path.id(0), context.path.id(1), key)
+        .await?;
+    let charge = request_units::round_total(deleted as f64 * request_units::write(0));
+    Ok(Reply::value(StatusCode::OK, &json!({})).charge(charge))
+}

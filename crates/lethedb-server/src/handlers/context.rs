@@ -1,0 +1,65 @@
+//! What every handler receives: the request as classified and authenticated, and the shared
+//! helper for listing catalog resources as a feed or a query.
+//!
+//! Its own room below the handlers, so that they import it and `route` imports them, never
+//! the other way round.
+
+use crate::error::ApiResult;
+use crate::request::{feed_request, query_request};
+use crate::respond::Reply;
+use crate::routes::ResourcePath;
+use crate::state::AppState;
+use axum::body::Bytes;
+use axum::http::{HeaderMap, Uri};
+use lethedb_engine::QueryRequest;
+use serde_json::Value;
+
+/// One classified, authenticated request as the handlers see it.
+pub struct Context<'a> {
+    pub state: &'a AppState,
+    pub headers: &'a HeaderMap,
+    pub uri: &'a Uri,
+    /// The path with resource ids already resolved to ids.
+    pub path: &'a ResourcePath,
+    pub body: &'a Bytes,
+}
+
+/// How a list of resources was asked for: a read feed (GET) or a query (POST).
+#[derive(Clone, Copy)]
+pub enum Listing {
+    Feed,
+    Query,
+}
+
+impl Listing {
+    /// The query the listing runs: the client's, or `SELECT * FROM root` for a read feed.
+    pub fn request(self, context: &Context<'_>) -> ApiResult<QueryRequest> {
+        match self {
+            Listing::Feed => feed_request(context.headers),
+            Listing::Query => query_request(context.headers, context.body),
+        }
+    }
+}
+
+/// Runs a listing over catalog resources and answers one feed page. The request is read
+/// before the resources are listed, so a malformed query is a 400 even when the parent is gone.
+pub fn list_resources(
+    context: &Context<'_>,
+    listing: Listing,
+    name: &str,
+    resources: impl FnOnce() -> ApiResult<Vec<Value>>,
+    rid: impl FnOnce() -> ApiResult<String>,
+) -> ApiResult<Reply> {
+    let request = listing.request(context)?;
+    let page = context
+        .state
+        .engine
+        .query_resources(&resources()?, &request)?;
+    Ok(Reply::value_feed(
+        &rid()?,
+        name,
+        &page.items,
+        page.continuation,
+        1.0,
+    ))
+}

@@ -1,0 +1,64 @@
+//! Endpoints that are not Cosmos: the internal statistics, the Prometheus exposition and the
+//! TLS certificate. They are unauthenticated and read-only.
+//!
+//! They are routed by `app`, not by `route`: no `Operation` names them and no metrics count
+//! them.
+
+use crate::error::{ApiError, ApiResult};
+use crate::respond::Reply;
+use crate::state::AppState;
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::{json, Value};
+
+/// Internal statistics: the writer's counters and the TTL sweeper's per-container backlog, lag
+/// and deletions. Read-only and unauthenticated, like a metrics endpoint.
+pub fn stats(state: &AppState) -> ApiResult<Response> {
+    let (operations, commits, queued) = state.engine.writer_stats();
+    let containers: Vec<Value> = state
+        .engine
+        .sweep_stats()
+        .into_iter()
+        .map(|s| {
+            json!({
+                "database": s.database_id,
+                "container": s.container_id,
+                "ttlBacklogItems": s.backlog_items,
+                "oldestExpiredAgeMs": s.oldest_expired_age_ms,
+                "ttlDeletedTotal": s.deleted_total,
+            })
+        })
+        .collect();
+    let body = json!({
+        "writer": {"operations": operations, "commits": commits, "queued": queued},
+        "containers": containers,
+    });
+    Ok(Reply::value(StatusCode::OK, &body).finish())
+}
+
+/// The Prometheus text exposition.
+pub fn metrics(state: &AppState) -> ApiResult<Response> {
+    let Some(metrics) = &state.metrics else {
+        return Err(ApiError::NotFound(
+            "Metrics are turned off on this server.".into(),
+        ));
+    };
+    let text = metrics
+        .render()
+        .map_err(|_| ApiError::Internal("the metrics could not be encoded".into()))?;
+    Ok(Reply::json(StatusCode::OK, text.into_bytes())
+        .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
+        .finish())
+}
+
+/// The PEM of the certificate this server serves TLS with, so clients can trust it.
+pub fn certificate(state: &AppState) -> ApiResult<Response> {
+    match &state.certificate_pem {
+        Some(pem) => Ok(Reply::json(StatusCode::OK, pem.as_bytes().to_vec())
+            .header("content-type", "application/x-pem-file")
+            .finish()),
+        None => Err(ApiError::NotFound(
+            "This server does not serve TLS, so it has no certificate.".into(),
+        )),
+    }
+}

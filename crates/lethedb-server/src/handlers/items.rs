@@ -1,0 +1,225 @@
+//! Items: create, upsert, read, replace, patch and delete one; read a container page by page;
+//! run a query and answer the SDKs' query-plan request.
+//!
+//! Item bytes go from the engine to the response as they were stored, never parsed here. The
+//! rules (ids, partition keys, TTL, preconditions) are the engine's.
+
+use super::context::Context;
+use crate::error::{ApiError, ApiResult};
+use crate::request::{
+    continuation, header_is_true, if_match, if_none_match, page_items_max, parse_json,
+    partition_key, prefers_minimal, query_request,
+};
+use crate::respond::Reply;
+use axum::http::StatusCode;
+use lethedb_engine::{request_units, Container, ItemOutcome, QueryPage, StoredItem, WriteMode};
+use serde_json::{json, Value};
+use std::sync::Arc;
+
+/// The reply to a create, upsert, replace or patch, charged by the written document's size.
+fn written_reply(context: &Context<'_>, status: StatusCode, outcome: &ItemOutcome) -> Reply {
+    let charge = request_units::write(outcome.item.record.body.len());
+    let minimal = prefers_minimal(context.headers);
+    item_reply(context, status, &outcome.item, minimal, charge)
+}
+
+fn item_reply(
+    context: &Context<'_>,
+    status: StatusCode,
+    item: &StoredItem,
+    minimal: bool,
+    request_units: f64,
+) -> Reply {
+    let body = if minimal {
+        Vec::new()
+    } else {
+        item.to_json_bytes()
+    };
+    Reply::json(status, body)
+        .header("etag", item.etag())
+        .charge(request_units)
+        .container_scoped(&item.container, context.path, item.record.lsn)
+        .header("x-ms-documentdb-partitionkeyrangeid", "0")
+}
+
+/// `POST` to a container's items without a query or batch flag: a create, or an upsert when
+/// `x-ms-documentdb-is-upsert` says so.
+pub async fn create(context: &Context<'_>, mode: WriteMode) -> ApiResult<Reply> {
+    let outcome = context
+        .state
+        .engine
+        .write_item(
+            context.path.id(0),
+            context.path.id(1),
+            mode,
+            partition_key(context.headers)?,
+            parse_json(context.body)?,
+            if_match(context.headers),
+        )
+        .await?;
+    let status = if outcome.created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(written_reply(context, status, &outcome))
+}
+
+pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+    let item = context.state.engine.read_item(
+        container,
+        partition_key(context.headers)?,
+        context.path.id(2),
+    )?;
+    let etag = item.etag();
+    if if_none_match(context.headers, &etag) {
+        return Ok(Reply::empty(StatusCode::NOT_MODIFIED)
+            .header("etag", etag)
+            .container_scoped(container, context.path, item.record.lsn));
+    }
+    let charge = request_units::read(item.record.body.len());
+    // A read always returns the document, whatever `Prefer` says.
+    Ok(item_reply(context, StatusCode::OK, &item, false, charge))
+}
+
+pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
+    let outcome = context
+        .state
+        .engine
+        .write_item(
+            context.path.id(0),
+            context.path.id(1),
+            WriteMode::Replace(context.path.id(2).to_string()),
+            partition_key(context.headers)?,
+            parse_json(context.body)?,
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(written_reply(context, StatusCode::OK, &outcome))
+}
+
+pub async fn patch(context: &Context<'_>) -> ApiResult<Reply> {
+    let outcome = context
+        .state
+        .engine
+        .patch_item(
+            context.path.id(0),
+            context.path.id(1),
+            partition_key(context.headers)?,
+            context.path.id(2),
+            parse_json(context.body)?,
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(written_reply(context, StatusCode::OK, &outcome))
+}
+
+pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+    let lsn = context
+        .state
+        .engine
+        .delete_item(
+            context.path.id(0),
+            context.path.id(1),
+            partition_key(context.headers)?,
+            context.path.id(2),
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT)
+        .charge(request_units::write(0))
+        .container_scoped(container, context.path, lsn))
+}
+
+/// One page of a container's items, in the engine's order; each item's stored bytes are
+/// copied into the body unparsed.
+pub fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+    let feed = context.state.engine.read_feed(
+        container,
+        partition_key(context.headers)?,
+        page_items_max(context.headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
+        continuation(context.headers).as_deref(),
+    )?;
+    let bytes: usize = feed.items.iter().map(|i| i.record.body.len()).sum();
+    let documents = feed.items.iter().map(StoredItem::to_json_bytes);
+    Ok(Reply::feed(
+        container.rid(),
+        "Documents",
+        documents,
+        feed.continuation,
+        request_units::read(bytes),
+    )
+    .container_scoped(container, context.path, feed.lsn))
+}
+
+/// A change-feed read; answering it as a plain read feed would make clients re-read every item
+/// forever, so it is refused until the change feed exists.
+pub fn read_change_feed() -> ApiResult<Reply> {
+    Err(ApiError::BadRequest(
+        "The change feed is not supported by LetheDB yet.".into(),
+    ))
+}
+
+pub fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+    let request = query_request(context.headers, context.body)?;
+    let page = context.state.engine.query_items(container, &request)?;
+    let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
+    let metrics = header_is_true(context.headers, "x-ms-documentdb-populatequerymetrics")
+        .then(|| query_metrics(&page));
+    let mut reply = Reply::value_feed(
+        container.rid(),
+        "Documents",
+        &page.items,
+        page.continuation,
+        charge,
+    )
+    .container_scoped(container, context.path, page.lsn);
+    if let Some(metrics) = metrics {
+        reply = reply.header("x-ms-documentdb-query-metrics", metrics);
+    }
+    Ok(reply)
+}
+
+fn query_metrics(page: &QueryPage) -> String {
+    format!(
+        "totalExecutionTimeInMs=0.00;queryCompileTimeInMs=0.00;queryLogicalPlanBuildTimeInMs=0.00;queryPhysicalPlanBuildTimeInMs=0.00;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=0.00;indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.00;systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount={};retrievedDocumentSize=0;outputDocumentCount={};outputDocumentSize=0;writeOutputTimeInMs=0.00;indexUtilizationRatio=1.00",
+        page.documents_scanned,
+        page.items.len()
+    )
+}
+
+pub fn query_plan(context: &Context<'_>) -> ApiResult<Reply> {
+    let request = query_request(context.headers, context.body)?;
+    // Parsing now reports syntax errors at plan time, as the service does.
+    lethedb_engine::validate_query(
+        &request.text,
+        &request.parameters,
+        context.state.engine.now_ms(),
+    )?;
+    Ok(Reply::value(StatusCode::OK, &plan()).charge(0.0))
+}
+
+/// The plan that tells the SDKs the server runs the whole query: nothing to rewrite, order,
+/// aggregate or deduplicate on the client, over the one partition key range.
+fn plan() -> Value {
+    json!({
+        "partitionedQueryExecutionInfoVersion": 2,
+        "queryInfo": {
+            "distinctType": "None",
+            "top": null,
+            "offset": null,
+            "limit": null,
+            "orderBy": [],
+            "orderByExpressions": [],
+            "groupByExpressions": [],
+            "groupByAliases": [],
+            "aggregates": [],
+            "groupByAliasToAggregateType": {},
+            "rewrittenQuery": "",
+            "hasSelectValue": false,
+            "dCountInfo": null,
+            "hasNonStreamingOrderBy": false
+        },
+        "queryRanges": [{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}]
+    })
+}

@@ -1,0 +1,84 @@
+//! Route handlers, one room per resource: they turn an [`Operation`] into engine calls and
+//! engine results into the service's JSON shapes and headers.
+//!
+//! Handlers keep no state and apply no resource rules of their own (validation of ids,
+//! partition keys and TTL is the engine's). They do not decide what a request is either:
+//! [`route`] receives the operation already classified and matches on it exhaustively, so an
+//! operation without a handler does not compile.
+
+mod account;
+mod batch;
+mod containers;
+mod context;
+mod databases;
+mod internal;
+mod items;
+mod offers;
+
+pub use context::Context;
+pub use internal::{certificate, metrics, stats};
+
+use context::Listing;
+
+use crate::error::{ApiError, ApiResult};
+use crate::operation::Operation;
+use crate::respond::Reply;
+use lethedb_engine::Container;
+use std::sync::Arc;
+
+/// Runs `operation`. Item operations get the container the dispatcher loaded and admitted.
+pub async fn route(
+    operation: Operation,
+    context: &Context<'_>,
+    admitted: Option<&Arc<Container>>,
+) -> ApiResult<Reply> {
+    let container = || {
+        admitted.ok_or_else(|| {
+            ApiError::Internal(format!(
+                "{} reached its handler without an admitted container",
+                operation.name()
+            ))
+        })
+    };
+    match operation {
+        Operation::ReadAccount => Ok(account::read(context)),
+        Operation::ReadDatabaseFeed => databases::feed_or_query(context, Listing::Feed),
+        Operation::QueryDatabases => databases::feed_or_query(context, Listing::Query),
+        Operation::CreateDatabase => databases::create(context).await,
+        Operation::ReadDatabase => databases::read(context),
+        Operation::DeleteDatabase => databases::delete(context).await,
+        Operation::ReadContainerFeed => containers::feed_or_query(context, Listing::Feed),
+        Operation::QueryContainers => containers::feed_or_query(context, Listing::Query),
+        Operation::CreateContainer => containers::create(context).await,
+        Operation::ReadContainer => containers::read(context),
+        Operation::ReplaceContainer => containers::replace(context).await,
+        Operation::DeleteContainer => containers::delete(context).await,
+        Operation::ReadPartitionKeyRanges => containers::partition_key_ranges(context),
+        Operation::DeletePartition => containers::delete_partition(context).await,
+        Operation::ReadFeed => items::read_feed(context, container()?),
+        Operation::ReadChangeFeed => items::read_change_feed(),
+        Operation::Query => items::query(context, container()?),
+        Operation::QueryPlan => items::query_plan(context),
+        Operation::Batch => batch::execute(context, container()?).await,
+        Operation::Create => items::create(context, lethedb_engine::WriteMode::Create).await,
+        Operation::Upsert => items::create(context, lethedb_engine::WriteMode::Upsert).await,
+        Operation::Read => items::read(context, container()?),
+        Operation::Replace => items::replace(context).await,
+        Operation::Patch => items::patch(context).await,
+        Operation::Delete => items::delete(context, container()?).await,
+        Operation::ReadOfferFeed => offers::feed_or_query(context, Listing::Feed),
+        Operation::QueryOffers => offers::feed_or_query(context, Listing::Query),
+        Operation::ReadOffer => offers::read(context),
+        Operation::ReplaceOffer => offers::replace(context).await,
+        Operation::ReadUserFeed => Ok(empty_feed("Users")),
+        Operation::ReadStoredProcedureFeed => Ok(empty_feed("StoredProcedures")),
+        Operation::ReadUserDefinedFunctionFeed => Ok(empty_feed("UserDefinedFunctions")),
+        Operation::ReadTriggerFeed => Ok(empty_feed("Triggers")),
+        Operation::ReadConflictFeed => Ok(empty_feed("Conflicts")),
+    }
+}
+
+/// LetheDB has no users or server-side scripts, so these feeds are always empty.
+fn empty_feed(name: &str) -> Reply {
+    Reply::feed("", name, Vec::<Vec<u8>>::new(), None, 1.0)
+}

@@ -1,0 +1,312 @@
+//! What a request is: one [`Operation`] per Cosmos operation the server serves, decided once
+//! from the method, the resource path and the headers by [`classify`].
+//!
+//! Routing, metrics, logs and (later) resource-token authorization all read the same decision,
+//! so they cannot drift apart. This module looks only at the request line and headers: it reads
+//! no body, touches no engine, and does not know whether the named resources exist.
+
+use crate::error::{ApiError, ApiResult};
+use crate::request::{header, header_is_true, is_query};
+use crate::routes::ResourcePath;
+use axum::http::{HeaderMap, Method};
+
+/// Every operation the server serves. Adding one without a handler fails to compile, because
+/// `handlers::route` matches on it exhaustively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    ReadAccount,
+    ReadDatabaseFeed,
+    QueryDatabases,
+    CreateDatabase,
+    ReadDatabase,
+    DeleteDatabase,
+    ReadContainerFeed,
+    QueryContainers,
+    CreateContainer,
+    ReadContainer,
+    ReplaceContainer,
+    DeleteContainer,
+    /// Reading a container's items page by page, without a query.
+    ReadFeed,
+    /// A change-feed read (`A-IM: Incremental feed`), refused until the change feed exists.
+    ReadChangeFeed,
+    Query,
+    /// The SDKs ask for a query plan before running a query.
+    QueryPlan,
+    /// A transactional batch, or a bulk request when `x-ms-cosmos-batch-atomic` is false.
+    Batch,
+    Create,
+    Upsert,
+    Read,
+    Replace,
+    Patch,
+    Delete,
+    ReadPartitionKeyRanges,
+    /// Deleting every item of one logical partition.
+    DeletePartition,
+    ReadOfferFeed,
+    QueryOffers,
+    ReadOffer,
+    ReplaceOffer,
+    /// LetheDB has no users, scripts or conflicts; their feeds are served empty so that clients
+    /// listing them work.
+    ReadUserFeed,
+    ReadStoredProcedureFeed,
+    ReadUserDefinedFunctionFeed,
+    ReadTriggerFeed,
+    ReadConflictFeed,
+}
+
+impl Operation {
+    /// Every operation, for tests and documentation.
+    pub const ALL: [Operation; 34] = [
+        Operation::ReadAccount,
+        Operation::ReadDatabaseFeed,
+        Operation::QueryDatabases,
+        Operation::CreateDatabase,
+        Operation::ReadDatabase,
+        Operation::DeleteDatabase,
+        Operation::ReadContainerFeed,
+        Operation::QueryContainers,
+        Operation::CreateContainer,
+        Operation::ReadContainer,
+        Operation::ReplaceContainer,
+        Operation::DeleteContainer,
+        Operation::ReadFeed,
+        Operation::ReadChangeFeed,
+        Operation::Query,
+        Operation::QueryPlan,
+        Operation::Batch,
+        Operation::Create,
+        Operation::Upsert,
+        Operation::Read,
+        Operation::Replace,
+        Operation::Patch,
+        Operation::Delete,
+        Operation::ReadPartitionKeyRanges,
+        Operation::DeletePartition,
+        Operation::ReadOfferFeed,
+        Operation::QueryOffers,
+        Operation::ReadOffer,
+        Operation::ReplaceOffer,
+        Operation::ReadUserFeed,
+        Operation::ReadStoredProcedureFeed,
+        Operation::ReadUserDefinedFunctionFeed,
+        Operation::ReadTriggerFeed,
+        Operation::ReadConflictFeed,
+    ];
+
+    /// The stable name used as the metrics label and in logs. Names already scraped by
+    /// dashboards (`Create`, `Upsert`, `ReadFeed`, ...) must not change.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::ReadAccount => "ReadAccount",
+            Operation::ReadDatabaseFeed => "ReadDatabaseFeed",
+            Operation::QueryDatabases => "QueryDatabases",
+            Operation::CreateDatabase => "CreateDatabase",
+            Operation::ReadDatabase => "ReadDatabase",
+            Operation::DeleteDatabase => "DeleteDatabase",
+            Operation::ReadContainerFeed => "ReadContainerFeed",
+            Operation::QueryContainers => "QueryContainers",
+            Operation::CreateContainer => "CreateContainer",
+            Operation::ReadContainer => "ReadContainer",
+            Operation::ReplaceContainer => "ReplaceContainer",
+            Operation::DeleteContainer => "DeleteContainer",
+            Operation::ReadFeed => "ReadFeed",
+            Operation::ReadChangeFeed => "ReadChangeFeed",
+            Operation::Query => "Query",
+            Operation::QueryPlan => "QueryPlan",
+            Operation::Batch => "Batch",
+            Operation::Create => "Create",
+            Operation::Upsert => "Upsert",
+            Operation::Read => "Read",
+            Operation::Replace => "Replace",
+            Operation::Patch => "Patch",
+            Operation::Delete => "Delete",
+            Operation::ReadPartitionKeyRanges => "ReadPartitionKeyRanges",
+            Operation::DeletePartition => "DeletePartition",
+            Operation::ReadOfferFeed => "ReadOfferFeed",
+            Operation::QueryOffers => "QueryOffers",
+            Operation::ReadOffer => "ReadOffer",
+            Operation::ReplaceOffer => "ReplaceOffer",
+            Operation::ReadUserFeed => "ReadUserFeed",
+            Operation::ReadStoredProcedureFeed => "ReadStoredProcedureFeed",
+            Operation::ReadUserDefinedFunctionFeed => "ReadUserDefinedFunctionFeed",
+            Operation::ReadTriggerFeed => "ReadTriggerFeed",
+            Operation::ReadConflictFeed => "ReadConflictFeed",
+        }
+    }
+
+    /// Whether the operation changes nothing (a read-only resource token may perform it).
+    pub fn is_read(self) -> bool {
+        match self {
+            Operation::ReadAccount
+            | Operation::ReadDatabaseFeed
+            | Operation::QueryDatabases
+            | Operation::ReadDatabase
+            | Operation::ReadContainerFeed
+            | Operation::QueryContainers
+            | Operation::ReadContainer
+            | Operation::ReadFeed
+            | Operation::ReadChangeFeed
+            | Operation::Query
+            | Operation::QueryPlan
+            | Operation::Read
+            | Operation::ReadPartitionKeyRanges
+            | Operation::ReadOfferFeed
+            | Operation::QueryOffers
+            | Operation::ReadOffer
+            | Operation::ReadUserFeed
+            | Operation::ReadStoredProcedureFeed
+            | Operation::ReadUserDefinedFunctionFeed
+            | Operation::ReadTriggerFeed
+            | Operation::ReadConflictFeed => true,
+            Operation::CreateDatabase
+            | Operation::DeleteDatabase
+            | Operation::CreateContainer
+            | Operation::ReplaceContainer
+            | Operation::DeleteContainer
+            | Operation::Batch
+            | Operation::Create
+            | Operation::Upsert
+            | Operation::Replace
+            | Operation::Patch
+            | Operation::Delete
+            | Operation::DeletePartition
+            | Operation::ReplaceOffer => false,
+        }
+    }
+
+    /// Whether the operation may change data (a batch counts, whatever it holds).
+    pub fn is_write(self) -> bool {
+        !self.is_read()
+    }
+
+    /// Whether the operation works on a container's items, and so draws on the container's
+    /// throughput budget: admitted while this second's budget lasts, charged afterwards.
+    pub fn is_item_operation(self) -> bool {
+        matches!(
+            self,
+            Operation::ReadFeed
+                | Operation::ReadChangeFeed
+                | Operation::Query
+                | Operation::QueryPlan
+                | Operation::Batch
+                | Operation::Create
+                | Operation::Upsert
+                | Operation::Read
+                | Operation::Replace
+                | Operation::Patch
+                | Operation::Delete
+        )
+    }
+}
+
+/// Decides what a request is. An unknown resource type is a 404 and a verb the resource does
+/// not support is a 405, both Cosmos-shaped.
+pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> ApiResult<Operation> {
+    let (types, names_one) = path.shape();
+    let operation = match (types.as_slice(), names_one) {
+        ([], _) => match *method {
+            Method::GET => Operation::ReadAccount,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryDatabases,
+            Method::POST => Operation::CreateDatabase,
+            Method::GET => Operation::ReadDatabaseFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs"], true) => match *method {
+            Method::GET => Operation::ReadDatabase,
+            Method::DELETE => Operation::DeleteDatabase,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryContainers,
+            Method::POST => Operation::CreateContainer,
+            Method::GET => Operation::ReadContainerFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls"], true) => match *method {
+            Method::GET => Operation::ReadContainer,
+            Method::PUT => Operation::ReplaceContainer,
+            Method::DELETE => Operation::DeleteContainer,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "docs"], false) => match *method {
+            Method::POST if header_is_true(headers, "x-ms-cosmos-is-batch-request") => {
+                Operation::Batch
+            }
+            Method::POST if header_is_true(headers, "x-ms-cosmos-is-query-plan-request") => {
+                Operation::QueryPlan
+            }
+            Method::POST if is_query(headers) => Operation::Query,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::Upsert
+            }
+            Method::POST => Operation::Create,
+            Method::GET
+                if header(headers, "a-im")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("incremental feed")) =>
+            {
+                Operation::ReadChangeFeed
+            }
+            Method::GET => Operation::ReadFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "docs"], true) => match *method {
+            Method::GET => Operation::Read,
+            Method::PUT => Operation::Replace,
+            Method::PATCH => Operation::Patch,
+            Method::DELETE => Operation::Delete,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "pkranges"], false) if method == Method::GET => {
+            Operation::ReadPartitionKeyRanges
+        }
+        (["dbs", "colls", "operations"], true)
+            if method == Method::POST && path.id(2) == "partitionkeydelete" =>
+        {
+            Operation::DeletePartition
+        }
+        // The offers feed answers a POST as a query whatever its headers say, as the service does.
+        (["offers"], false) => match *method {
+            Method::POST => Operation::QueryOffers,
+            Method::GET => Operation::ReadOfferFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["offers"], true) => match *method {
+            Method::GET => Operation::ReadOffer,
+            Method::PUT => Operation::ReplaceOffer,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "users"], false) if method == Method::GET => Operation::ReadUserFeed,
+        (["dbs", "colls", "sprocs"], false) if method == Method::GET => {
+            Operation::ReadStoredProcedureFeed
+        }
+        (["dbs", "colls", "udfs"], false) if method == Method::GET => {
+            Operation::ReadUserDefinedFunctionFeed
+        }
+        (["dbs", "colls", "triggers"], false) if method == Method::GET => {
+            Operation::ReadTriggerFeed
+        }
+        (["dbs", "colls", "conflicts"], false) if method == Method::GET => {
+            Operation::ReadConflictFeed
+        }
+        _ => {
+            return Err(ApiError::NotFound(format!(
+                "The resource type '{}' at '{}' is not supported by LetheDB.",
+                path.resource_type, path.link
+            )))
+        }
+    };
+    Ok(operation)
+}
+
+fn method_not_allowed(method: &Method, path: &ResourcePath) -> ApiError {
+    ApiError::MethodNotAllowed(format!(
+        "The requested verb {method} is not supported on resource type '{}'.",
+        path.resource_type
+    ))
+}

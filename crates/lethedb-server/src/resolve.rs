@@ -1,0 +1,46 @@
+//! Paths addressed by resource ids (`dbs/{rid}/colls/{rid}/docs/{rid}`, as clients build them
+//! from `_self`) turned into paths addressed by ids, which is what the engine and the handlers
+//! take.
+//!
+//! Resolution reads the catalog, so it runs only after the request is authenticated: a caller
+//! without the key must not learn which resource ids exist.
+
+use crate::error::{ApiError, ApiResult};
+use crate::routes::ResourcePath;
+use lethedb_engine::Engine;
+
+/// Rewrites `path` in place. A path is taken as id-addressed only when its database segment is
+/// a database's `_rid`; then an unknown container or item rid is a 404.
+pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResult<()> {
+    let types: Vec<String> = path.shape().0.into_iter().map(str::to_string).collect();
+    let types: Vec<&str> = types.iter().map(String::as_str).collect();
+    if types.first() != Some(&"dbs") || path.segments.len() < 2 {
+        return Ok(());
+    }
+    let Some(database_id) = engine.database_id_by_rid(path.id(0))? else {
+        return Ok(());
+    };
+    path.set_id(0, database_id.clone());
+    if types.get(1) == Some(&"colls") && path.segments.len() >= 4 {
+        let container_id = engine
+            .container_id_by_rid(&database_id, path.id(1))?
+            .ok_or_else(|| {
+                ApiError::NotFound(
+                    "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found".into(),
+                )
+            })?;
+        path.set_id(1, container_id.clone());
+        if types.get(2) == Some(&"docs") && path.segments.len() >= 6 {
+            let container = engine.read_container(&database_id, &container_id)?;
+            let item_id = engine
+                .item_id_by_rid(&container, path.id(2))?
+                .ok_or_else(|| {
+                    ApiError::NotFound(
+                        "Entity with the specified id does not exist in the system.".into(),
+                    )
+                })?;
+            path.set_id(2, item_id);
+        }
+    }
+    Ok(())
+}

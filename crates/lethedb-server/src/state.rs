@@ -1,0 +1,22 @@
+//! What every request handler shares: the engine, the master key, the TLS certificate to hand
+//! out, and the metrics registry.
+//!
+//! Built once by `main` (or a test) and cloned into each request; it holds handles, not data.
+
+use crate::auth::MasterKey;
+use crate::metrics::Metrics;
+use lethedb_engine::Engine;
+use std::sync::Arc;
+
+/// What every request handler shares.
+#[derive(Clone)]
+pub struct AppState {
+    pub engine: Engine,
+    pub key: MasterKey,
+    /// The PEM of the TLS certificate, served at `/_explorer/emulator.pem` in TLS mode.
+    pub certificate_pem: Option<Arc<String>>,
+    /// Request metrics; `None` when turned off.
+    pub metrics: Option<Arc<Metrics>>,
+    /// Whether `GET /metrics` is served on this router (it may have its own port instead).
+    pub metrics_route: bool,
+}

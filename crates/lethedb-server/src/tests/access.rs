@@ -1,0 +1,245 @@
+//! The account, authorization and error bodies: what any request can get back before it
+//! reaches a resource.
+
+use super::*;
+
+#[tokio::test]
+async fn the_account_names_the_endpoint_the_client_used() {
+    let server = Server::new();
+    let answer = server.send("GET", "/", ("", ""), None, &[]).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(
+        answer.body["writableLocations"][0]["databaseAccountEndpoint"],
+        json!("http://127.0.0.1:8081/")
+    );
+    assert_eq!(
+        answer.body["userConsistencyPolicy"]["defaultConsistencyLevel"],
+        json!("Session")
+    );
+    assert!(answer.body["queryEngineConfiguration"].is_string());
+    assert_eq!(answer.header("x-ms-schemaversion"), "1.18");
+}
+
+#[tokio::test]
+async fn authorization_failures() {
+    let server = Server::new();
+    let unsigned = server
+        .raw(Request::get("/dbs").body(Body::empty()).expect("request"))
+        .await;
+    check_error(
+        &unsigned,
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized",
+        "authorization is missing",
+    );
+    let date = server.date(0);
+    let other_key = MasterKey::from_base64("c2VjcmV0LWtleS1mb3ItdGVzdHM=").expect("key");
+    let wrong = Request::get("/dbs")
+        .header("x-ms-date", &date)
+        .header(
+            "authorization",
+            other_key.authorization_header("GET", "dbs", "", &date),
+        )
+        .body(Body::empty())
+        .expect("request");
+    check_error(
+        &server.raw(wrong).await,
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized",
+        "wrong key",
+    );
+    // Signed for another resource.
+    let misdirected = server
+        .send("GET", "/dbs/x", ("dbs", "dbs/y"), None, &[])
+        .await;
+    check_error(
+        &misdirected,
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized",
+        "dbs/x",
+    );
+    let old = server.date(-16 * 60);
+    let stale = Request::get("/dbs")
+        .header("x-ms-date", &old)
+        .header(
+            "authorization",
+            server.key.authorization_header("GET", "dbs", "", &old),
+        )
+        .body(Body::empty())
+        .expect("request");
+    check_error(
+        &server.raw(stale).await,
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        "not valid at the current time",
+    );
+}
+
+#[tokio::test]
+async fn malformed_requests_get_cosmos_errors() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let unknown = server
+        .send(
+            "GET",
+            "/nothing/here",
+            ("nothing", "nothing/here"),
+            None,
+            &[],
+        )
+        .await;
+    check_error(&unknown, StatusCode::NOT_FOUND, "NotFound", "not supported");
+    assert!(
+        unknown.headers.get("x-ms-substatus").is_none(),
+        "a plain 404 has no substatus"
+    );
+    let wrong_method = server
+        .send("PUT", "/dbs", ("dbs", ""), Some(json!({})), &[])
+        .await;
+    check_error(
+        &wrong_method,
+        StatusCode::METHOD_NOT_ALLOWED,
+        "MethodNotAllowed",
+        "PUT",
+    );
+    let date = server.date(0);
+    let bad_json = Request::post("/dbs")
+        .header("x-ms-date", &date)
+        .header(
+            "authorization",
+            server.key.authorization_header("POST", "dbs", "", &date),
+        )
+        .body(Body::from("{\"id\": "))
+        .expect("request");
+    check_error(
+        &server.raw(bad_json).await,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "invalid JSON",
+    );
+    let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
+    let date = server.date(0);
+    let too_deep = Request::post("/dbs")
+        .header("x-ms-date", &date)
+        .header(
+            "authorization",
+            server.key.authorization_header("POST", "dbs", "", &date),
+        )
+        .body(Body::from(format!("{{\"id\": \"x\", \"deep\": {deep}}}")))
+        .expect("request");
+    check_error(
+        &server.raw(too_deep).await,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "recursion limit",
+    );
+    let no_id = server.create_item(json!({"pk": "a"})).await;
+    check_error(&no_id, StatusCode::BAD_REQUEST, "BadRequest", "'id");
+    let slash = server.create_item(json!({"id": "a/b", "pk": "a"})).await;
+    check_error(&slash, StatusCode::BAD_REQUEST, "BadRequest", "not allowed");
+    let long = server
+        .create_item(json!({"id": "x".repeat(256), "pk": "a"}))
+        .await;
+    check_error(&long, StatusCode::BAD_REQUEST, "BadRequest", "255");
+    let mismatch = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"id": "m", "pk": "a"})),
+            &[("x-ms-documentdb-partitionkey", "[\"b\"]")],
+        )
+        .await;
+    check_error(
+        &mismatch,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "doesn't match",
+    );
+    let big = server
+        .create_item(json!({"id": "big", "pk": "a", "blob": "x".repeat(2 * 1024 * 1024)}))
+        .await;
+    check_error(
+        &big,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "RequestEntityTooLarge",
+        "too large",
+    );
+    let huge = server
+        .create_item(json!({"id": "huge", "pk": "a", "blob": "x".repeat(3 * 1024 * 1024)}))
+        .await;
+    check_error(
+        &huge,
+        StatusCode::PAYLOAD_TOO_LARGE,
+        "RequestEntityTooLarge",
+        "too large",
+    );
+    let bad_query = server.query("SELECT * FROM c WHERE", &[]).await;
+    check_error(&bad_query, StatusCode::BAD_REQUEST, "BadRequest", "");
+    // Nothing of the failed writes was stored.
+    let all = server.query("SELECT VALUE COUNT(1) FROM c", &[]).await;
+    assert_eq!(all.body["Documents"], json!([0]));
+}
+
+#[tokio::test]
+async fn an_unauthenticated_caller_learns_nothing_of_resource_ids() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let database = server
+        .send("GET", "/dbs/db", ("dbs", "dbs/db"), None, &[])
+        .await;
+    let database_rid = database.body["_rid"].as_str().expect("rid").to_string();
+    // A known database rid with an unknown container rid would resolve to 404 for a signed
+    // caller; unsigned, or signed with another key, the answer is 401 either way.
+    let other_key = MasterKey::from_base64("c2VjcmV0LWtleS1mb3ItdGVzdHM=").expect("key");
+    for path in [
+        format!("/dbs/{database_rid}/colls/AAAAAA==/docs"),
+        "/dbs/AAAAAA==/colls/AAAAAA==/docs".to_string(),
+    ] {
+        let unsigned = server
+            .raw(
+                Request::get(path.as_str())
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        check_error(
+            &unsigned,
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "authorization is missing",
+        );
+        let date = server.date(0);
+        let link = path.trim_start_matches('/').trim_end_matches("/docs");
+        let wrong_key = Request::get(path.as_str())
+            .header("x-ms-date", &date)
+            .header(
+                "authorization",
+                other_key.authorization_header("GET", "docs", link, &date),
+            )
+            .body(Body::empty())
+            .expect("request");
+        check_error(
+            &server.raw(wrong_key).await,
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "wrong key",
+        );
+    }
+    let signed_path = format!("/dbs/{database_rid}/colls/AAAAAA==/docs");
+    let signed = server
+        .send(
+            "GET",
+            &signed_path,
+            ("docs", &format!("dbs/{database_rid}/colls/AAAAAA==")),
+            None,
+            &[],
+        )
+        .await;
+    check_error(
+        &signed,
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "Resource Not Found",
+    );
+}

@@ -1,0 +1,222 @@
+//! In-process HTTP tests: the router driven without a socket, checking exact statuses, the
+//! headers the SDKs read, and Cosmos-shaped bodies. Time is the engine's manual clock.
+//!
+//! This file holds the shared test server and checks; each resource area has its own file.
+
+mod access;
+mod bodies;
+mod containers;
+mod items;
+mod operations;
+mod router;
+mod throughput;
+
+use crate::auth::MasterKey;
+use crate::cli::EMULATOR_KEY;
+use crate::{app, AppState};
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use axum::Router;
+use http_body_util::BodyExt;
+use lethedb_engine::{Engine, EngineConfig, ManualClock};
+use lethedb_storage::MemoryStore;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::{Duration, UNIX_EPOCH};
+use tower::ServiceExt;
+
+const START_MS: i64 = 1_800_000_000_000;
+
+struct Server {
+    router: Router,
+    clock: Arc<ManualClock>,
+    key: MasterKey,
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: HeaderMap,
+    body: Value,
+    /// The body exactly as sent, for checks on the JSON text itself.
+    bytes: axum::body::Bytes,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> &str {
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+    }
+}
+
+impl Server {
+    fn new() -> Server {
+        Server::with(|_| {})
+    }
+
+    /// A server whose state `configure` may change first (metrics off, a certificate, ...).
+    fn with(configure: impl FnOnce(&mut AppState)) -> Server {
+        let clock = Arc::new(ManualClock::new(START_MS));
+        let engine = Engine::open(
+            Arc::new(MemoryStore::new()),
+            clock.clone(),
+            EngineConfig::default(),
+        )
+        .expect("engine");
+        let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
+        let metrics = Some(Arc::new(crate::metrics::Metrics::new(engine.clone())));
+        let mut state = AppState {
+            metrics,
+            metrics_route: true,
+            engine,
+            key: key.clone(),
+            certificate_pem: None,
+        };
+        configure(&mut state);
+        let router = app(state);
+        Server { router, clock, key }
+    }
+
+    fn date(&self, offset_secs: i64) -> String {
+        let secs = (START_MS / 1000) + offset_secs + (self.clock_ms() - START_MS) / 1000;
+        httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_secs(secs as u64))
+    }
+
+    fn clock_ms(&self) -> i64 {
+        use lethedb_engine::Clock;
+        self.clock.now_ms()
+    }
+
+    /// Sends a request signed for `resource_type` and `link`, with extra headers.
+    async fn send(
+        &self,
+        method: &str,
+        path: &str,
+        signed: (&str, &str),
+        body: Option<Value>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let date = self.date(0);
+        let mut request = Request::builder()
+            .method(method)
+            .uri(path)
+            .header("host", "127.0.0.1:8081")
+            .header("x-ms-date", &date)
+            .header(
+                "authorization",
+                self.key
+                    .authorization_header(method, signed.0, signed.1, &date),
+            );
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let body = body.map_or(Body::empty(), |b| Body::from(b.to_string()));
+        self.raw(request.body(body).expect("request")).await
+    }
+
+    async fn raw(&self, request: Request<Body>) -> Answer {
+        let response = self
+            .router
+            .clone()
+            .oneshot(request)
+            .await
+            .expect("response");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response
+            .into_body()
+            .collect()
+            .await
+            .expect("body")
+            .to_bytes();
+        let body = if bytes.is_empty() {
+            Value::Null
+        } else {
+            // Metrics are text; everything else must be JSON, which the tests check field by field.
+            serde_json::from_slice(&bytes)
+                .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+        };
+        Answer {
+            status,
+            headers,
+            body,
+            bytes,
+        }
+    }
+
+    async fn setup(&self, container: Value) {
+        let created = self
+            .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED);
+        let created = self
+            .send(
+                "POST",
+                "/dbs/db/colls",
+                ("colls", "dbs/db"),
+                Some(container),
+                &[],
+            )
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    }
+
+    async fn create_item(&self, item: Value) -> Answer {
+        let pk = json!([item["pk"]]).to_string();
+        self.send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(item),
+            &[("x-ms-documentdb-partitionkey", &pk)],
+        )
+        .await
+    }
+
+    async fn read_item(&self, id: &str, pk: &str) -> Answer {
+        let pk = json!([pk]).to_string();
+        self.send(
+            "GET",
+            &format!("/dbs/db/colls/c/docs/{id}"),
+            ("docs", &format!("dbs/db/colls/c/docs/{id}")),
+            None,
+            &[("x-ms-documentdb-partitionkey", &pk)],
+        )
+        .await
+    }
+
+    async fn query(&self, text: &str, headers: &[(&str, &str)]) -> Answer {
+        let mut all = vec![
+            ("content-type", "application/query+json"),
+            ("x-ms-documentdb-isquery", "True"),
+            ("x-ms-documentdb-query-enablecrosspartition", "True"),
+        ];
+        all.extend_from_slice(headers);
+        self.send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"query": text, "parameters": []})),
+            &all,
+        )
+        .await
+    }
+}
+
+/// Checks a Cosmos error: exact status and code, and a message containing `message_part`.
+fn check_error(answer: &Answer, status: StatusCode, code: &str, message_part: &str) {
+    assert_eq!(answer.status, status, "{}", answer.body);
+    assert_eq!(answer.body["code"], json!(code), "{}", answer.body);
+    let message = answer.body["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains(message_part),
+        "message {message:?} lacks {message_part:?}"
+    );
+    assert_eq!(answer.header("content-type"), "application/json");
+    assert!(!answer.header("x-ms-activity-id").is_empty());
+}
+
+fn partitioned() -> Value {
+    json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}})
+}

@@ -1,0 +1,260 @@
+//! What a request is: `classify` over a table of (method, path, headers), covering every
+//! operation, the 404 and 405 it answers otherwise, and the operations' names and kinds.
+
+use crate::operation::{classify, Operation};
+use crate::routes::ResourcePath;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
+use std::collections::HashSet;
+
+/// One row of the table: method, path, headers, and the operation they make.
+type Row = (
+    &'static str,
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    Operation,
+);
+
+const QUERY: &[(&str, &str)] = &[("x-ms-documentdb-isquery", "True")];
+const QUERY_BY_TYPE: &[(&str, &str)] = &[("content-type", "application/query+json")];
+
+fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in pairs {
+        map.insert(
+            HeaderName::from_bytes(name.as_bytes()).expect("name"),
+            HeaderValue::from_str(value).expect("value"),
+        );
+    }
+    map
+}
+
+fn classified(method: &str, path: &str, pairs: &[(&str, &str)]) -> Result<Operation, String> {
+    let method = Method::from_bytes(method.as_bytes()).expect("method");
+    let path = ResourcePath::parse(path).expect("path");
+    classify(&method, &path, &headers(pairs)).map_err(|error| format!("{error:?}"))
+}
+
+#[test]
+fn every_operation_is_classified_from_method_path_and_headers() {
+    use Operation::*;
+    let table: &[Row] = &[
+        ("GET", "/", &[], ReadAccount),
+        ("GET", "/dbs", &[], ReadDatabaseFeed),
+        ("POST", "/dbs", QUERY, QueryDatabases),
+        ("POST", "/dbs", QUERY_BY_TYPE, QueryDatabases),
+        ("POST", "/dbs", &[], CreateDatabase),
+        ("GET", "/dbs/d", &[], ReadDatabase),
+        ("DELETE", "/dbs/d", &[], DeleteDatabase),
+        ("GET", "/dbs/d/colls", &[], ReadContainerFeed),
+        ("POST", "/dbs/d/colls", QUERY, QueryContainers),
+        ("POST", "/dbs/d/colls", &[], CreateContainer),
+        ("GET", "/dbs/d/colls/c", &[], ReadContainer),
+        ("PUT", "/dbs/d/colls/c", &[], ReplaceContainer),
+        ("DELETE", "/dbs/d/colls/c", &[], DeleteContainer),
+        ("GET", "/dbs/d/colls/c/docs", &[], ReadFeed),
+        (
+            "GET",
+            "/dbs/d/colls/c/docs",
+            &[("a-im", "Incremental Feed")],
+            ReadChangeFeed,
+        ),
+        ("POST", "/dbs/d/colls/c/docs", QUERY, Query),
+        ("POST", "/dbs/d/colls/c/docs", QUERY_BY_TYPE, Query),
+        (
+            "POST",
+            "/dbs/d/colls/c/docs",
+            &[
+                ("x-ms-cosmos-is-query-plan-request", "True"),
+                ("x-ms-documentdb-isquery", "True"),
+            ],
+            QueryPlan,
+        ),
+        (
+            "POST",
+            "/dbs/d/colls/c/docs",
+            &[
+                ("x-ms-cosmos-is-batch-request", "True"),
+                ("x-ms-documentdb-is-upsert", "True"),
+            ],
+            Batch,
+        ),
+        (
+            "POST",
+            "/dbs/d/colls/c/docs",
+            &[
+                ("x-ms-cosmos-is-batch-request", "True"),
+                ("x-ms-cosmos-batch-atomic", "False"),
+            ],
+            Batch,
+        ),
+        ("POST", "/dbs/d/colls/c/docs", &[], Create),
+        (
+            "POST",
+            "/dbs/d/colls/c/docs",
+            &[("x-ms-documentdb-is-upsert", "false")],
+            Create,
+        ),
+        (
+            "POST",
+            "/dbs/d/colls/c/docs",
+            &[("x-ms-documentdb-is-upsert", "True")],
+            Upsert,
+        ),
+        ("GET", "/dbs/d/colls/c/docs/i", &[], Read),
+        ("PUT", "/dbs/d/colls/c/docs/i", &[], Replace),
+        ("PATCH", "/dbs/d/colls/c/docs/i", &[], Patch),
+        ("DELETE", "/dbs/d/colls/c/docs/i", &[], Delete),
+        (
+            "GET",
+            "/dbs/d/colls/c/pkranges",
+            &[],
+            ReadPartitionKeyRanges,
+        ),
+        (
+            "POST",
+            "/dbs/d/colls/c/operations/partitionkeydelete",
+            &[],
+            DeletePartition,
+        ),
+        ("GET", "/offers", &[], ReadOfferFeed),
+        ("POST", "/offers", QUERY, QueryOffers),
+        ("POST", "/offers", &[], QueryOffers),
+        ("GET", "/offers/o", &[], ReadOffer),
+        ("PUT", "/offers/o", &[], ReplaceOffer),
+        ("GET", "/dbs/d/users", &[], ReadUserFeed),
+        ("GET", "/dbs/d/colls/c/sprocs", &[], ReadStoredProcedureFeed),
+        (
+            "GET",
+            "/dbs/d/colls/c/udfs",
+            &[],
+            ReadUserDefinedFunctionFeed,
+        ),
+        ("GET", "/dbs/d/colls/c/triggers", &[], ReadTriggerFeed),
+        ("GET", "/dbs/d/colls/c/conflicts", &[], ReadConflictFeed),
+    ];
+    let mut seen = HashSet::new();
+    for (method, path, pairs, expected) in table {
+        assert_eq!(
+            classified(method, path, pairs),
+            Ok(*expected),
+            "{method} {path} {pairs:?}"
+        );
+        seen.insert(*expected);
+    }
+    let missing: Vec<&Operation> = Operation::ALL
+        .iter()
+        .filter(|operation| !seen.contains(operation))
+        .collect();
+    assert!(missing.is_empty(), "not covered by the table: {missing:?}");
+}
+
+#[test]
+fn requests_that_name_no_operation_get_404_or_405() {
+    let not_found = |method: &str, path: &str| {
+        let error = classified(method, path, &[]).expect_err(path);
+        assert!(
+            error.starts_with("NotFound(") && error.contains("is not supported by LetheDB"),
+            "{method} {path}: {error}"
+        );
+    };
+    not_found("GET", "/nothing/here");
+    not_found("POST", "/metrics");
+    not_found("GET", "/_explorer/other");
+    not_found("POST", "/dbs/d/colls/c/pkranges");
+    not_found("GET", "/dbs/d/colls/c/pkranges/0");
+    not_found("POST", "/dbs/d/colls/c/operations/other");
+    not_found("GET", "/dbs/d/colls/c/operations/partitionkeydelete");
+    not_found("POST", "/dbs/d/users");
+    not_found("DELETE", "/dbs/d/colls/c/sprocs");
+    assert_eq!(
+        classified("GET", "/nothing/here", &[]),
+        Err("NotFound(\"The resource type 'nothing' at 'nothing/here' is not supported by LetheDB.\")".into())
+    );
+    for (method, path, resource_type) in [
+        ("POST", "/", ""),
+        ("PUT", "/dbs", "dbs"),
+        ("PUT", "/dbs/d", "dbs"),
+        ("DELETE", "/dbs/d/colls", "colls"),
+        ("POST", "/dbs/d/colls/c", "colls"),
+        ("PUT", "/dbs/d/colls/c/docs", "docs"),
+        ("DELETE", "/dbs/d/colls/c/docs", "docs"),
+        ("POST", "/dbs/d/colls/c/docs/i", "docs"),
+        ("DELETE", "/offers", "offers"),
+        ("DELETE", "/offers/o", "offers"),
+    ] {
+        assert_eq!(
+            classified(method, path, &[]),
+            Err(format!(
+                "MethodNotAllowed(\"The requested verb {method} is not supported on resource type '{resource_type}'.\")"
+            )),
+            "{method} {path}"
+        );
+    }
+}
+
+#[test]
+fn every_operation_has_a_unique_name_and_one_kind() {
+    let mut names = HashSet::new();
+    for operation in Operation::ALL {
+        let name = operation.name();
+        assert!(!name.is_empty(), "{operation:?}");
+        assert_eq!(name, format!("{operation:?}"), "names follow the variants");
+        assert!(names.insert(name), "{name} is used twice");
+        assert_ne!(operation.is_read(), operation.is_write(), "{name}");
+    }
+    assert_eq!(names.len(), Operation::ALL.len());
+    // The labels dashboards already scrape keep their spelling.
+    for (operation, label) in [
+        (Operation::Create, "Create"),
+        (Operation::Upsert, "Upsert"),
+        (Operation::ReadFeed, "ReadFeed"),
+        (Operation::Query, "Query"),
+        (Operation::ReadPartitionKeyRanges, "ReadPartitionKeyRanges"),
+    ] {
+        assert_eq!(operation.name(), label);
+    }
+    let item_operations: Vec<&str> = Operation::ALL
+        .iter()
+        .filter(|operation| operation.is_item_operation())
+        .map(|operation| operation.name())
+        .collect();
+    assert_eq!(
+        item_operations,
+        [
+            "ReadFeed",
+            "ReadChangeFeed",
+            "Query",
+            "QueryPlan",
+            "Batch",
+            "Create",
+            "Upsert",
+            "Read",
+            "Replace",
+            "Patch",
+            "Delete"
+        ]
+    );
+    let writes: Vec<&str> = Operation::ALL
+        .iter()
+        .filter(|operation| operation.is_write())
+        .map(|operation| operation.name())
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            "CreateDatabase",
+            "DeleteDatabase",
+            "CreateContainer",
+            "ReplaceContainer",
+            "DeleteContainer",
+            "Batch",
+            "Create",
+            "Upsert",
+            "Replace",
+            "Patch",
+            "Delete",
+            "DeletePartition",
+            "ReplaceOffer"
+        ]
+    );
+}

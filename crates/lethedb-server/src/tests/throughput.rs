@@ -1,0 +1,141 @@
+//! Throughput over HTTP: offers, the 429 when a second's budget is spent, and the metrics that
+//! count it.
+
+use super::*;
+
+#[tokio::test]
+async fn throughput_offers_and_429() {
+    let server = Server::new();
+    let created = server
+        .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let bad = server
+        .send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(partitioned()),
+            &[("x-ms-offer-throughput", "450")],
+        )
+        .await;
+    check_error(
+        &bad,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "multiple of 100",
+    );
+    let created = server
+        .send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(partitioned()),
+            &[("x-ms-offer-throughput", "400")],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let offers = server
+        .send("GET", "/offers", ("offers", ""), None, &[])
+        .await;
+    let offer = offers.body["Offers"][0].clone();
+    assert_eq!(offer["content"]["offerThroughput"], json!(400));
+    assert_eq!(offer["offerResourceId"], created.body["_rid"]);
+    // Found by the query the SDKs send.
+    let link = offer["resource"].as_str().expect("resource").to_string();
+    let found = server
+        .send(
+            "POST",
+            "/offers",
+            ("offers", ""),
+            Some(json!({"query": "SELECT * FROM root r WHERE r.resource = @link", "parameters": [{"name": "@link", "value": link}]})),
+            &[("content-type", "application/query+json"), ("x-ms-documentdb-isquery", "True")],
+        )
+        .await;
+    assert_eq!(found.body["Offers"].as_array().map(Vec::len), Some(1));
+    // Spend the second's 400 RU: the next request is refused with a retry hint.
+    let mut refused = None;
+    for i in 0..200 {
+        let answer = server
+            .create_item(json!({"id": format!("i{i}"), "pk": "p"}))
+            .await;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            refused = Some(answer);
+            break;
+        }
+        assert_eq!(answer.status, StatusCode::CREATED);
+    }
+    let refused = refused.expect("a 429 within 400 RU of writes");
+    check_error(
+        &refused,
+        StatusCode::TOO_MANY_REQUESTS,
+        "TooManyRequests",
+        "Request rate is large",
+    );
+    assert_eq!(refused.header("x-ms-substatus"), "3200");
+    assert!(
+        refused
+            .header("x-ms-retry-after-ms")
+            .parse::<i64>()
+            .expect("retry")
+            > 0
+    );
+    server.clock.advance_ms(1_000);
+    assert_eq!(
+        server
+            .create_item(json!({"id": "later", "pk": "p"}))
+            .await
+            .status,
+        StatusCode::CREATED
+    );
+    // Raising the throughput through the offer raises the budget.
+    let id = offer["id"].as_str().expect("id").to_string();
+    let mut replaced = offer.clone();
+    replaced["content"]["offerThroughput"] = json!(10_000);
+    let answer = server
+        .send(
+            "PUT",
+            &format!("/offers/{id}"),
+            ("offers", &id.to_ascii_lowercase()),
+            Some(replaced),
+            &[],
+        )
+        .await;
+    assert_eq!(
+        (
+            answer.status,
+            answer.body["content"]["offerThroughput"].clone()
+        ),
+        (StatusCode::OK, json!(10_000))
+    );
+    server.clock.advance_ms(1_000);
+    for i in 0..200 {
+        assert_eq!(
+            server
+                .create_item(json!({"id": format!("more{i}"), "pk": "p"}))
+                .await
+                .status,
+            StatusCode::CREATED
+        );
+    }
+    let metrics = server
+        .raw(
+            Request::get("/metrics")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    assert_eq!(metrics.status, StatusCode::OK);
+    let text = metrics.body.as_str().expect("text").to_string();
+    for expected in [
+        "lethedb_requests_total{operation=\"Create\",status=\"201\"}",
+        "lethedb_throttled_requests_total{database=\"db\",container=\"c\"} 1",
+        "lethedb_items{database=\"db\",container=\"c\"}",
+        "lethedb_ttl_backlog_items{database=\"db\",container=\"c\"} 0",
+        "lethedb_commit_duration_seconds_bucket",
+        "lethedb_writer_queue_depth",
+        "lethedb_request_units_total{database=\"db\",container=\"c\"}",
+    ] {
+        assert!(text.contains(expected), "{expected} missing from:\n{text}");
+    }
+}
