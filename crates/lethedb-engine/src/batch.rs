@@ -5,7 +5,7 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::{
     apply_delete, apply_write, current_version, prepare_body, StoredItem, WriteMode,
 };
@@ -32,39 +32,57 @@ pub struct BatchOperation {
     pub partition_key: Option<PartitionKeyValue>,
 }
 
-/// One operation's outcome.
-#[derive(Clone, Debug)]
-pub struct BatchResult {
-    pub status: u16,
-    pub request_units: f64,
-    pub item: Option<StoredItem>,
-    /// An error message for failed operations.
-    pub message: Option<String>,
+/// What a successful operation did; the wire layer picks its status from it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchEffect {
+    /// A new item was written (create, or an upsert that found none).
+    Created,
+    /// The item was read.
+    Read,
+    /// An existing item was replaced (replace, patch, or an upsert that found one).
+    Replaced,
+    /// The item was deleted.
+    Deleted,
 }
 
-fn failure_status(error: &EngineError) -> Option<u16> {
-    match error {
-        EngineError::NotFound(_) => Some(404),
-        EngineError::Conflict(_) => Some(409),
-        EngineError::PreconditionFailed(_) => Some(412),
-        EngineError::BadRequest(_) | EngineError::Query(_) => Some(400),
-        EngineError::TooLarge(_) => Some(413),
-        // Storage failures fail the whole request.
-        EngineError::Storage(_) | EngineError::Unavailable(_) => None,
+/// One successful operation's outcome.
+#[derive(Clone, Debug)]
+pub struct BatchOutcome {
+    pub effect: BatchEffect,
+    pub request_units: f64,
+    pub item: Option<StoredItem>,
+}
+
+/// One operation's entry in a batch's answer: its outcome, or why it failed. An operation an
+/// atomic batch did not attempt because another failed carries
+/// [`ErrorCode::BatchOperationNotAttempted`].
+pub type BatchEntry = Result<BatchOutcome, EngineError>;
+
+/// What a failed operation costs: one unit, as the service charges; one not attempted is free.
+const FAILED_OPERATION_REQUEST_UNITS: f64 = 1.0;
+
+/// The request units an entry costs.
+pub fn entry_request_units(entry: &BatchEntry) -> f64 {
+    match entry {
+        Ok(outcome) => outcome.request_units,
+        Err(error) if error.code == ErrorCode::BatchOperationNotAttempted => 0.0,
+        Err(_) => FAILED_OPERATION_REQUEST_UNITS,
     }
 }
 
 /// Parses the request body: a JSON array of operations.
 pub fn parse_batch(body: &Value) -> EngineResult<Vec<BatchOperation>> {
     let Value::Array(list) = body else {
-        return Err(EngineError::BadRequest(
-            "A batch body must be a JSON array of operations.".into(),
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidBatch,
+            "A batch body must be a JSON array of operations.",
         ));
     };
     if list.is_empty() || list.len() > BATCH_OPERATIONS_MAX {
-        return Err(EngineError::BadRequest(format!(
-            "A batch must carry between 1 and {BATCH_OPERATIONS_MAX} operations."
-        )));
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidBatch,
+            format!("A batch must carry between 1 and {BATCH_OPERATIONS_MAX} operations."),
+        ));
     }
     list.iter()
         .map(|raw| {
@@ -98,25 +116,25 @@ fn run_operation(
     container: &Arc<Container>,
     default_key: Option<&PartitionKeyValue>,
     operation: BatchOperation,
-) -> EngineResult<BatchResult> {
+) -> EngineResult<BatchOutcome> {
     let partition_key = operation.partition_key.or_else(|| default_key.cloned());
     let body = || {
-        operation
-            .body
-            .clone()
-            .ok_or_else(|| EngineError::BadRequest("The operation needs a 'resourceBody'.".into()))
+        operation.body.clone().ok_or_else(|| {
+            EngineError::with_message(
+                ErrorCode::InvalidBatch,
+                "The operation needs a 'resourceBody'.",
+            )
+        })
     };
     let id = || {
-        operation
-            .id
-            .clone()
-            .ok_or_else(|| EngineError::BadRequest("The operation needs an 'id'.".into()))
+        operation.id.clone().ok_or_else(|| {
+            EngineError::with_message(ErrorCode::InvalidBatch, "The operation needs an 'id'.")
+        })
     };
-    let written = |status: u16, item: StoredItem| BatchResult {
-        status,
+    let written = |effect: BatchEffect, item: StoredItem| BatchOutcome {
+        effect,
         request_units: request_units::write(item.record.body.len()),
         item: Some(item),
-        message: None,
     };
     match operation.kind.as_str() {
         "Create" | "Upsert" | "Replace" => {
@@ -127,8 +145,9 @@ fn run_operation(
                 _ => {
                     let url_id = id()?;
                     if url_id != body_id {
-                        return Err(EngineError::BadRequest(
-                            "The operation's id does not match its body's id.".into(),
+                        return Err(EngineError::with_message(
+                            ErrorCode::InvalidBatch,
+                            "The operation's id does not match its body's id.",
                         ));
                     }
                     WriteMode::Replace(url_id)
@@ -144,23 +163,24 @@ fn run_operation(
                 bytes,
                 operation.if_match,
             )?;
-            Ok(written(
-                if outcome.created { 201 } else { 200 },
-                outcome.item,
-            ))
+            let effect = if outcome.created {
+                BatchEffect::Created
+            } else {
+                BatchEffect::Replaced
+            };
+            Ok(written(effect, outcome.item))
         }
         "Read" => {
             let key = container.partition_key.point_key(partition_key)?;
             let record = current_version(context, container, &key, &id()?)?;
             let request_units = request_units::read(record.body.len());
-            Ok(BatchResult {
-                status: 200,
+            Ok(BatchOutcome {
+                effect: BatchEffect::Read,
                 request_units,
                 item: Some(StoredItem {
                     container: Arc::clone(container),
                     record,
                 }),
-                message: None,
             })
         }
         "Delete" => {
@@ -171,11 +191,10 @@ fn run_operation(
                 &id()?,
                 operation.if_match,
             )?;
-            Ok(BatchResult {
-                status: 204,
+            Ok(BatchOutcome {
+                effect: BatchEffect::Deleted,
                 request_units: request_units::write(0),
                 item: None,
-                message: None,
             })
         }
         "Patch" => {
@@ -189,17 +208,19 @@ fn run_operation(
                 condition.as_deref(),
                 operation.if_match,
             )?;
-            Ok(written(200, outcome.item))
+            Ok(written(BatchEffect::Replaced, outcome.item))
         }
-        other => Err(EngineError::BadRequest(format!(
-            "The batch operation type '{other}' is not supported."
-        ))),
+        other => Err(EngineError::with_message(
+            ErrorCode::InvalidBatch,
+            format!("The batch operation type '{other}' is not supported."),
+        )),
     }
 }
 
 impl Engine {
     /// Runs a batch in one writer job. Atomic: all or nothing, and on failure the failing
-    /// operation's status with 424 for every other. Non-atomic: each operation on its own.
+    /// operation's error with "not attempted" for every other. Non-atomic: each operation on its
+    /// own. A failure of the service rather than of an operation fails the whole request.
     pub async fn execute_batch(
         &self,
         database_id: &str,
@@ -207,7 +228,7 @@ impl Engine {
         partition_key: Option<PartitionKeyValue>,
         operations: Vec<BatchOperation>,
         atomic: bool,
-    ) -> EngineResult<(Vec<BatchResult>, bool)> {
+    ) -> EngineResult<(Vec<BatchEntry>, bool)> {
         let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
         self.inner
             .writer
@@ -215,8 +236,9 @@ impl Engine {
                 let container = writer_container(context, &database_id, &container_id)?;
                 if atomic {
                     if partition_key.is_none() && !container.partition_key.is_system_key() {
-                        return Err(EngineError::BadRequest(
-                            "A transactional batch needs a partition key.".into(),
+                        return Err(EngineError::with_message(
+                            ErrorCode::PartitionKeyMissing,
+                            "A transactional batch needs a partition key.",
                         ));
                     }
                     context.begin_undo();
@@ -225,32 +247,23 @@ impl Engine {
                 let mut results = Vec::with_capacity(count);
                 for (index, operation) in operations.into_iter().enumerate() {
                     match run_operation(context, &container, partition_key.as_ref(), operation) {
-                        Ok(result) => results.push(result),
+                        Ok(outcome) => results.push(Ok(outcome)),
+                        Err(error) if error.code.is_service_failure() => {
+                            context.undo_changes()?;
+                            return Err(error);
+                        }
                         Err(error) => {
-                            let Some(status) = failure_status(&error) else {
-                                context.undo_changes()?;
-                                return Err(error);
-                            };
-                            let failed = BatchResult {
-                                status,
-                                request_units: 1.0,
-                                item: None,
-                                message: Some(error.to_string()),
-                            };
                             if atomic {
                                 context.undo_changes()?;
-                                let mut all: Vec<BatchResult> = (0..count)
-                                    .map(|_| BatchResult {
-                                        status: 424,
-                                        request_units: 0.0,
-                                        item: None,
-                                        message: None,
+                                let mut all: Vec<BatchEntry> = (0..count)
+                                    .map(|_| {
+                                        Err(EngineError::new(ErrorCode::BatchOperationNotAttempted))
                                     })
                                     .collect();
-                                all[index] = failed;
+                                all[index] = Err(error);
                                 return Ok((all, false));
                             }
-                            results.push(failed);
+                            results.push(Err(error));
                         }
                     }
                 }

@@ -7,7 +7,9 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{corrupted, invalid_continuation, item_not_found, EngineError, EngineResult};
+use crate::error::{
+    corrupted, invalid_continuation, item_not_found, EngineError, EngineResult, ErrorCode,
+};
 use crate::expiry::record_is_expired;
 use crate::items::{
     apply_delete, apply_delete_partition, apply_write, prepare_body, read_record, Feed,
@@ -49,9 +51,7 @@ impl Engine {
         let (id, document, bytes) = prepare_body(body)?;
         if let WriteMode::Replace(url_id) = &mode {
             if url_id != &id {
-                return Err(EngineError::BadRequest(
-                    "The id in the request body does not match the id in the request URI.".into(),
-                ));
+                return Err(EngineError::new(ErrorCode::IdMismatch));
             }
         }
         let (database_id, container_id) = (database_id.to_string(), container_id.to_string());

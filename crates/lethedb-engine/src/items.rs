@@ -12,6 +12,7 @@
 use crate::container::Container;
 use crate::error::{
     corrupted, item_conflict, item_not_found, precondition_failed, EngineError, EngineResult,
+    ErrorCode,
 };
 use crate::expiry::{expiry_placement, record_is_expired};
 use crate::keys;
@@ -240,20 +241,20 @@ pub(crate) fn read_record(reader: &dyn ReadTxn, key: &[u8]) -> EngineResult<Opti
 /// within the size limit. Returns the id, the document and its compact bytes.
 pub(crate) fn prepare_body(body: Value) -> EngineResult<(String, Value, Vec<u8>)> {
     let Value::Object(mut map) = body else {
-        return Err(EngineError::BadRequest(
-            "The request body must be a JSON object.".into(),
-        ));
+        return Err(EngineError::new(ErrorCode::InvalidDocument));
     };
     let id = match map.get("id") {
         Some(Value::String(id)) => id.clone(),
         Some(_) => {
-            return Err(EngineError::BadRequest(
-                "The input content is invalid because the required properties - 'id' - must be a string.".into(),
+            return Err(EngineError::with_message(
+                ErrorCode::InvalidDocument,
+                "The input content is invalid because the required properties - 'id' - must be a string.",
             ))
         }
         None => {
-            return Err(EngineError::BadRequest(
-                "The input content is invalid because the required properties - 'id; ' - are missing".into(),
+            return Err(EngineError::with_message(
+                ErrorCode::InvalidDocument,
+                "The input content is invalid because the required properties - 'id; ' - are missing",
             ))
         }
     };
@@ -262,10 +263,14 @@ pub(crate) fn prepare_body(body: Value) -> EngineResult<(String, Value, Vec<u8>)
         map.shift_remove(name);
     }
     let document = Value::Object(map);
-    let bytes = serde_json::to_vec(&document)
-        .map_err(|_| EngineError::BadRequest("The document cannot be serialised.".into()))?;
+    let bytes = serde_json::to_vec(&document).map_err(|_| {
+        EngineError::with_message(
+            ErrorCode::InvalidDocument,
+            "The document cannot be serialised.",
+        )
+    })?;
     if bytes.len() > ITEM_BYTES_MAX {
-        return Err(EngineError::TooLarge("Request size is too large".into()));
+        return Err(EngineError::new(ErrorCode::ItemTooLarge));
     }
     Ok((id, document, bytes))
 }
@@ -289,15 +294,17 @@ pub(crate) fn apply_write(
     if let Some(sent) = partition_key {
         let sent = container.partition_key.require_full(sent)?;
         if sent.encode() != document_key.encode() {
-            return Err(EngineError::BadRequest(
-                    "PartitionKey extracted from document doesn't match the one specified in the header.".into(),
-                ));
+            return Err(EngineError::with_message(
+                ErrorCode::PartitionKeyMismatch,
+                "PartitionKey extracted from document doesn't match the one specified in the header.",
+            ));
         }
     }
     let partition_bytes = document_key.encode();
     if partition_bytes.len() > PARTITION_KEY_BYTES_MAX {
-        return Err(EngineError::BadRequest(
-            "The partition key value is too large.".into(),
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidPartitionKey,
+            "The partition key value is too large.",
         ));
     }
     let number = container.key_number();

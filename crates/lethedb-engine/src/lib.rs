@@ -18,8 +18,9 @@
 //! - `sweeper.rs`: `start_sweeper`, `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
 //!   [`SweeperConfig`], [`SweepStats`]. `offers.rs`: offers (throughput as a resource).
 //! - `container.rs`: [`Container`], [`Usage`]. `limits.rs`: [`ID_CHARS_MAX`], [`ITEM_BYTES_MAX`],
-//!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `clock.rs`, `error.rs`, `partition_key.rs`,
-//!   `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`, `document_cache.rs`.
+//!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `error.rs`: [`EngineError`], [`ErrorCode`] (every
+//!   failure a client can see). `clock.rs`, `partition_key.rs`, `throughput.rs`, `ttl.rs`,
+//!   `request_units.rs`, `writer.rs`, `document_cache.rs`.
 //!
 //! Reading order, from the bottom floor up: error, limits, clock, keys, rids, request units,
 //! ttl, partition key, throughput, document cache; container; writer; records; expiry;
@@ -54,7 +55,7 @@ pub use catalog::kinds::{ResourceKind, ResourceParent};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};
-pub use error::{EngineError, EngineResult};
+pub use error::{EngineError, EngineResult, ErrorCode};
 pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
 pub use limits::{ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};

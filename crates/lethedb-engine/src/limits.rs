@@ -3,7 +3,7 @@
 //! A limit that is hit gives a clear error, never a crash. This module decides nothing about
 //! storage or visibility; it only says what sizes and ids are acceptable.
 
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 
 /// The longest id a database, container or item may have, in characters (the service's limit).
 pub const ID_CHARS_MAX: usize = 255;
@@ -17,16 +17,21 @@ pub const PAGE_ITEMS_DEFAULT: usize = 100;
 /// Checks an id against the service's rules.
 pub(crate) fn validate_id(id: &str) -> EngineResult<()> {
     if id.is_empty() {
-        return Err(EngineError::BadRequest("The id must not be empty.".into()));
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidId,
+            "The id must not be empty.",
+        ));
     }
     if id.chars().count() > ID_CHARS_MAX {
-        return Err(EngineError::BadRequest(format!(
-            "The id is longer than {ID_CHARS_MAX} characters."
-        )));
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidId,
+            format!("The id is longer than {ID_CHARS_MAX} characters."),
+        ));
     }
     if id.contains(['/', '\\', '?', '#']) {
-        return Err(EngineError::BadRequest(
-            "The id contains one of the characters '/', '\\', '?' or '#', which are not allowed in resource ids.".into(),
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidId,
+            "The id contains one of the characters '/', '\\', '?' or '#', which are not allowed in resource ids.",
         ));
     }
     Ok(())

@@ -4,7 +4,10 @@
 //! with an id derived from the owner (kind byte and number), so there is nothing to keep in step.
 
 use crate::engine::Engine;
-use crate::error::{corrupted, not_found, EngineError, EngineResult};
+use crate::error::{
+    container_not_found, corrupted, database_not_found, resource_not_found, EngineError,
+    EngineResult, ErrorCode,
+};
 use crate::keys;
 use crate::records::{
     load_container, load_database, store_container, store_database, DatabaseRecord,
@@ -108,7 +111,7 @@ impl Engine {
                     .and_then(Value::as_str)
                     .is_some_and(|found| found.eq_ignore_ascii_case(id))
             })
-            .ok_or_else(not_found)
+            .ok_or_else(resource_not_found)
     }
 
     /// Replaces an offer's throughput from its `content`.
@@ -119,10 +122,10 @@ impl Engine {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string();
-        let (kind, number) = parse_offer_id(&exact_id).ok_or_else(not_found)?;
-        let content = body
-            .get("content")
-            .ok_or_else(|| EngineError::BadRequest("The offer needs 'content'.".into()))?;
+        let (kind, number) = parse_offer_id(&exact_id).ok_or_else(resource_not_found)?;
+        let content = body.get("content").ok_or_else(|| {
+            EngineError::with_message(ErrorCode::InvalidThroughput, "The offer needs 'content'.")
+        })?;
         let throughput = Throughput::from_offer_content(content)?;
         // Find the owner's ids from the offer id, then rewrite its record in the writer.
         let (database_id, container_id) = self.owner_ids(kind, number)?;
@@ -133,7 +136,7 @@ impl Engine {
                     Some(container_id) => {
                         let mut container =
                             load_container(context.reader(), &database_id, &container_id)?
-                                .ok_or_else(not_found)?;
+                                .ok_or_else(container_not_found)?;
                         container.throughput = Some(throughput);
                         store_container(context, &container)?;
                     }
@@ -144,7 +147,7 @@ impl Engine {
                             .map(|bytes| serde_json::from_slice(&bytes))
                             .transpose()
                             .map_err(|_| corrupted("database"))?
-                            .ok_or_else(not_found)?;
+                            .ok_or_else(database_not_found)?;
                         record.throughput = Some(throughput);
                         store_database(context, &database_id, &record)?;
                     }
@@ -180,6 +183,6 @@ impl Engine {
                 }
             }
         }
-        Err(not_found())
+        Err(resource_not_found())
     }
 }

@@ -5,7 +5,7 @@
 //! numbers compare as 64-bit floats, as the service hashes them, so `1` and `1.0` name the same
 //! partition. This module does not hash: LetheDB serves one partition key range.
 
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use serde_json::{json, Map, Value};
 
 /// The most paths a hierarchical partition key may have (the service allows three).
@@ -50,9 +50,12 @@ impl PartitionKeyPart {
     fn from_header_value(value: &Value) -> EngineResult<PartitionKeyPart> {
         match value {
             Value::Object(map) if map.is_empty() => Ok(PartitionKeyPart::Undefined),
-            Value::Array(_) | Value::Object(_) => Err(EngineError::BadRequest(format!(
-                "Partition key component {value} is invalid: it must be a string, number, boolean, null or {{}} for undefined."
-            ))),
+            Value::Array(_) | Value::Object(_) => Err(EngineError::with_message(
+                ErrorCode::InvalidPartitionKey,
+                format!(
+                    "Partition key component {value} is invalid: it must be a string, number, boolean, null or {{}} for undefined."
+                ),
+            )),
             other => Ok(PartitionKeyPart::from_document_value(Some(other))),
         }
     }
@@ -135,9 +138,10 @@ impl PartitionKeyValue {
     /// Parses the `x-ms-documentdb-partitionkey` header: a JSON array of parts.
     pub fn from_header(header: &str) -> EngineResult<PartitionKeyValue> {
         let invalid = || {
-            EngineError::BadRequest(format!(
-                "Partition key {header} is invalid: it must be a JSON array of values."
-            ))
+            EngineError::with_message(
+                ErrorCode::InvalidPartitionKey,
+                format!("Partition key {header} is invalid: it must be a JSON array of values."),
+            )
         };
         let parsed: Value = serde_json::from_str(header).map_err(|_| invalid())?;
         let Value::Array(items) = parsed else {
@@ -170,7 +174,10 @@ impl PartitionKeyDefinition {
             });
         };
         let bad = |why: &str| {
-            EngineError::BadRequest(format!("The partition key definition is invalid: {why}."))
+            EngineError::with_message(
+                ErrorCode::InvalidPartitionKeyDefinition,
+                format!("The partition key definition is invalid: {why}."),
+            )
         };
         let Value::Object(definition) = value else {
             return Err(bad("it must be an object"));
@@ -271,11 +278,14 @@ impl PartitionKeyDefinition {
                 self.paths.len()
             ]));
         }
-        Err(EngineError::BadRequest(format!(
-            "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document. It has {} components; the collection's definition has {}.",
-            value.0.len(),
-            self.paths.len()
-        )))
+        Err(EngineError::with_message(
+            ErrorCode::PartitionKeyMismatch,
+            format!(
+                "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document. It has {} components; the collection's definition has {}.",
+                value.0.len(),
+                self.paths.len()
+            ),
+        ))
     }
 
     /// The partition key a point operation addresses: the header's value, which must name a
@@ -295,9 +305,7 @@ impl PartitionKeyDefinition {
                 self.paths.len()
             ]))
         } else {
-            Err(EngineError::BadRequest(
-                "PartitionKey value must be supplied for this operation.".into(),
-            ))
+            Err(EngineError::new(ErrorCode::PartitionKeyMissing))
         }
     }
 }

@@ -7,7 +7,7 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{corrupted, precondition_failed, EngineError, EngineResult};
+use crate::error::{corrupted, precondition_failed, EngineError, EngineResult, ErrorCode};
 use crate::items::{apply_write, current_version, prepare_body, ItemOutcome, WriteMode};
 use crate::partition_key::PartitionKeyValue;
 use crate::records::{writer_container, SYSTEM_PROPERTIES};
@@ -47,7 +47,7 @@ pub enum PatchOperation {
 }
 
 fn bad(message: impl Into<String>) -> EngineError {
-    EngineError::BadRequest(message.into())
+    EngineError::with_message(ErrorCode::InvalidPatch, message.into())
 }
 
 fn parse_path(text: &str) -> EngineResult<Vec<String>> {
@@ -314,8 +314,9 @@ pub(crate) fn apply_patch_item(
     let document = current.document().ok_or_else(|| corrupted("item"))?;
     if let Some(condition) = condition {
         if !condition_holds(condition, &document, context.now_ms)? {
-            return Err(EngineError::PreconditionFailed(
-                "The patch condition is not met by the current document.".into(),
+            return Err(EngineError::with_message(
+                ErrorCode::PreconditionFailed,
+                "The patch condition is not met by the current document.",
             ));
         }
     }

@@ -7,7 +7,7 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{corrupted, invalid_continuation, EngineError, EngineResult};
+use crate::error::{corrupted, invalid_continuation, EngineError, EngineResult, ErrorCode};
 use crate::expiry::is_expired;
 use crate::items::StoredItem;
 use crate::keys;
@@ -79,12 +79,12 @@ impl Engine {
         let definition = &container.partition_key;
         let scope = match &request.partition_key {
             Some(sent) if sent.0.len() > definition.paths.len() => {
-                return Err(EngineError::BadRequest(
-                    "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document.".into(),
-                ))
+                return Err(EngineError::new(ErrorCode::PartitionKeyMismatch))
             }
             Some(sent) => Some(sent.clone()),
-            None => prepared.partition_key_equality(&definition.paths).map(parts_from_values),
+            None => prepared
+                .partition_key_equality(&definition.paths)
+                .map(parts_from_values),
         };
         let effective_range = request
             .effective_range
@@ -95,18 +95,14 @@ impl Engine {
                 .effective(definition)
                 .is_none()
         {
-            return Err(EngineError::BadRequest(
-                "Effective partition key ranges are supported only for hash v2 and MultiHash partition keys.".into(),
-            ));
+            return Err(EngineError::new(ErrorCode::InvalidPartitionKeyRange));
         }
         if scope.is_none()
             && request.effective_range.is_none()
             && !request.enable_cross_partition
             && !definition.is_system_key()
         {
-            return Err(EngineError::BadRequest(
-                "Cross partition query is required but disabled. Please set x-ms-documentdb-query-enablecrosspartition to true, specify x-ms-documentdb-partitionkey, or revise your query to avoid this exception.".into(),
-            ));
+            return Err(EngineError::new(ErrorCode::CrossPartitionQueryDisabled));
         }
         let number = container.key_number();
         // A full key reads one contiguous range; a hierarchical prefix filters the container.

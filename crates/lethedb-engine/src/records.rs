@@ -8,7 +8,7 @@
 //! values. Nothing here decides visibility or validates a request.
 
 use crate::container::{Container, ContainerParts};
-use crate::error::{corrupted, not_found, EngineResult};
+use crate::error::{container_not_found, corrupted, EngineResult};
 use crate::keys;
 use crate::partition_key::PartitionKeyDefinition;
 use crate::throughput::Throughput;
@@ -335,8 +335,8 @@ pub(crate) fn writer_container(
     if let Some(found) = context.containers.get(&cache_key) {
         return Ok(Arc::clone(found));
     }
-    let loaded =
-        load_container(context.reader(), database_id, container_id)?.ok_or_else(not_found)?;
+    let loaded = load_container(context.reader(), database_id, container_id)?
+        .ok_or_else(container_not_found)?;
     let loaded = Arc::new(loaded);
     context.containers.insert(cache_key, Arc::clone(&loaded));
     Ok(loaded)

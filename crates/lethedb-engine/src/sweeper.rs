@@ -19,7 +19,7 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::expiry::{oldest_expired, visit_expired};
 use crate::items::apply_expire;
 use crate::records::ExpiryEntry;
@@ -132,7 +132,9 @@ impl Engine {
                 )
             })
             .await
-            .map_err(|_| EngineError::Unavailable("the sweep scan stopped".into()))??
+            .map_err(|_| {
+                EngineError::with_message(ErrorCode::Internal, "the sweep scan stopped")
+            })??
         };
         let Candidates {
             candidates,

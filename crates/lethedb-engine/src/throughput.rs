@@ -8,7 +8,7 @@
 //! in the previous one, so sweeping can never cause a user request to be throttled.
 //! This module counts request units; it knows nothing of HTTP.
 
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -45,9 +45,12 @@ impl Throughput {
             || ru > i64::from(THROUGHPUT_RU_MAX)
             || ru % i64::from(MANUAL_RU_STEP) != 0
         {
-            return Err(EngineError::BadRequest(format!(
-                "The offer throughput provided ({ru}) is not valid: it must be a multiple of {MANUAL_RU_STEP} between {MANUAL_RU_MIN} and {THROUGHPUT_RU_MAX}."
-            )));
+            return Err(EngineError::with_message(
+                ErrorCode::InvalidThroughput,
+                format!(
+                    "The offer throughput provided ({ru}) is not valid: it must be a multiple of {MANUAL_RU_STEP} between {MANUAL_RU_MIN} and {THROUGHPUT_RU_MAX}."
+                ),
+            ));
         }
         Ok(Throughput::Manual(ru as u32))
     }
@@ -58,9 +61,12 @@ impl Throughput {
             || max_ru > i64::from(THROUGHPUT_RU_MAX)
             || max_ru % i64::from(AUTOSCALE_RU_STEP) != 0
         {
-            return Err(EngineError::BadRequest(format!(
-                "The autoscale max throughput provided ({max_ru}) is not valid: it must be a multiple of {AUTOSCALE_RU_STEP} between {AUTOSCALE_RU_MIN} and {THROUGHPUT_RU_MAX}."
-            )));
+            return Err(EngineError::with_message(
+                ErrorCode::InvalidThroughput,
+                format!(
+                    "The autoscale max throughput provided ({max_ru}) is not valid: it must be a multiple of {AUTOSCALE_RU_STEP} between {AUTOSCALE_RU_MIN} and {THROUGHPUT_RU_MAX}."
+                ),
+            ));
         }
         Ok(Throughput::Autoscale(max_ru as u32))
     }
@@ -72,27 +78,33 @@ impl Throughput {
     ) -> EngineResult<Option<Throughput>> {
         match (manual, autoscale) {
             (None, None) => Ok(None),
-            (Some(_), Some(_)) => Err(EngineError::BadRequest(
-                "Manual throughput and autoscale settings cannot both be given.".into(),
+            (Some(_), Some(_)) => Err(EngineError::with_message(
+                ErrorCode::InvalidThroughput,
+                "Manual throughput and autoscale settings cannot both be given.",
             )),
             (Some(text), None) => {
                 let ru: i64 = text.trim().parse().map_err(|_| {
-                    EngineError::BadRequest(format!(
-                        "The offer throughput '{text}' is not a number."
-                    ))
+                    EngineError::with_message(
+                        ErrorCode::InvalidThroughput,
+                        format!("The offer throughput '{text}' is not a number."),
+                    )
                 })?;
                 Throughput::manual(ru).map(Some)
             }
             (None, Some(text)) => {
                 let settings: Value = serde_json::from_str(text).map_err(|_| {
-                    EngineError::BadRequest("The autoscale settings must be JSON.".into())
+                    EngineError::with_message(
+                        ErrorCode::InvalidThroughput,
+                        "The autoscale settings must be JSON.",
+                    )
                 })?;
                 let max = settings
                     .get("maxThroughput")
                     .and_then(Value::as_i64)
                     .ok_or_else(|| {
-                        EngineError::BadRequest(
-                            "The autoscale settings need an integer 'maxThroughput'.".into(),
+                        EngineError::with_message(
+                            ErrorCode::InvalidThroughput,
+                            "The autoscale settings need an integer 'maxThroughput'.",
                         )
                     })?;
                 Throughput::autoscale(max).map(Some)
@@ -125,8 +137,9 @@ impl Throughput {
         }
         match content.get("offerThroughput").and_then(Value::as_i64) {
             Some(ru) => Throughput::manual(ru),
-            None => Err(EngineError::BadRequest(
-                "The offer content needs 'offerThroughput' or 'offerAutopilotSettings'.".into(),
+            None => Err(EngineError::with_message(
+                ErrorCode::InvalidThroughput,
+                "The offer content needs 'offerThroughput' or 'offerAutopilotSettings'.",
             )),
         }
     }

@@ -11,7 +11,7 @@
 //!
 //! This module reads no clock and no storage: callers pass `now_ms`.
 
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -59,9 +59,9 @@ fn invalid_message(name: &str, value: &Value) -> String {
 pub fn parse_default_ttl(value: Option<&Value>) -> EngineResult<Option<i64>> {
     match value {
         None | Some(Value::Null) => Ok(None),
-        Some(value) => valid_ttl(value)
-            .map(Some)
-            .ok_or_else(|| EngineError::BadRequest(invalid_message("defaultTtl", value))),
+        Some(value) => valid_ttl(value).map(Some).ok_or_else(|| {
+            EngineError::with_message(ErrorCode::InvalidTtl, invalid_message("defaultTtl", value))
+        }),
     }
 }
 
@@ -73,9 +73,9 @@ pub fn validate_item_ttl(document: &Value, ttl_on: bool) -> EngineResult<()> {
     }
     match document.get("ttl") {
         None => Ok(()),
-        Some(value) => valid_ttl(value)
-            .map(|_| ())
-            .ok_or_else(|| EngineError::BadRequest(invalid_message("ttl", value))),
+        Some(value) => valid_ttl(value).map(|_| ()).ok_or_else(|| {
+            EngineError::with_message(ErrorCode::InvalidTtl, invalid_message("ttl", value))
+        }),
     }
 }
 

@@ -12,7 +12,7 @@
 
 use crate::clock::Clock;
 use crate::container::Container;
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use lethedb_storage::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -43,9 +43,9 @@ pub struct WriteContext<'a> {
 impl WriteContext<'_> {
     fn note<T>(&mut self, result: Result<T, StorageError>) -> EngineResult<T> {
         result.map_err(|error| {
-            let message = error.to_string();
+            let engine_error = EngineError::from(&error);
             self.failure.get_or_insert(error);
-            EngineError::Unavailable(message)
+            engine_error
         })
     }
 
@@ -177,7 +177,10 @@ impl Writer {
                 )
             })
             .map_err(|error| {
-                EngineError::Unavailable(format!("cannot start the writer: {error}"))
+                EngineError::with_message(
+                    ErrorCode::WriterStopped,
+                    format!("cannot start the writer: {error}"),
+                )
             })?;
         Ok((Writer { sender, stats }, handle))
     }
@@ -197,12 +200,12 @@ impl Writer {
             })
         });
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        self.sender
-            .send(job)
-            .map_err(|_| EngineError::Unavailable("the writer has stopped".into()))?;
-        answer
-            .await
-            .map_err(|_| EngineError::Unavailable("the write was not committed".into()))?
+        self.sender.send(job).map_err(|_| {
+            EngineError::with_message(ErrorCode::WriterStopped, "the writer has stopped")
+        })?;
+        answer.await.map_err(|_| {
+            EngineError::with_message(ErrorCode::WriterStopped, "the write was not committed")
+        })?
     }
 }
 
@@ -258,9 +261,7 @@ fn run(
         let committed = match failure {
             Some(error) => {
                 drop(txn);
-                Err(EngineError::Unavailable(format!(
-                    "the write was not committed: {error}"
-                )))
+                Err(EngineError::from(error))
             }
             None => txn.commit().map_err(EngineError::from),
         };
@@ -276,7 +277,7 @@ fn run(
         for finish in finishes {
             finish(match &committed {
                 Ok(()) => Ok(()),
-                Err(error) => Err(EngineError::Unavailable(error.to_string())),
+                Err(error) => Err(error.clone()),
             });
         }
     }

@@ -8,7 +8,7 @@
 //! [`Operation`]: crate::operation::Operation
 
 use crate::auth;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::http::{HeaderMap, Method};
@@ -24,19 +24,19 @@ pub fn authenticate(
     let header = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| ApiError::Unauthorized("Required Header authorization is missing. Ensure a valid Authorization token is passed.".into()))?;
+        .ok_or_else(|| ApiError::new(Code::Unauthorized, "Required Header authorization is missing. Ensure a valid Authorization token is passed."))?;
     let date = headers
         .get("x-ms-date")
         .or_else(|| headers.get("date"))
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| {
-            ApiError::Unauthorized(
-                "Required Header x-ms-date is missing. Ensure a valid date header is passed."
-                    .into(),
+            ApiError::new(
+                Code::Unauthorized,
+                "Required Header x-ms-date is missing. Ensure a valid date header is passed.",
             )
         })?;
     let wrong_key = || {
-        ApiError::Unauthorized(format!(
+        ApiError::new(Code::Unauthorized, format!(
             "The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. Server used the following payload to sign: '{}\n{}\n{}\n{}\n\n'",
             method.as_str().to_ascii_lowercase(),
             path.resource_type.to_ascii_lowercase(),
@@ -46,8 +46,9 @@ pub fn authenticate(
     };
     let token = auth::parse_authorization(header).ok_or_else(wrong_key)?;
     if token.kind != "master" {
-        return Err(ApiError::Unauthorized(
-            "Only master-key authorization (type=master) is supported.".into(),
+        return Err(ApiError::new(
+            Code::Unauthorized,
+            "Only master-key authorization (type=master) is supported.",
         ));
     }
     let verb = method.as_str();
@@ -65,9 +66,10 @@ pub fn authenticate(
         return Err(wrong_key());
     }
     let sent = httpdate::parse_http_date(date).map_err(|_| {
-        ApiError::Unauthorized(format!(
-            "The x-ms-date header '{date}' is not a valid RFC 1123 date."
-        ))
+        ApiError::new(
+            Code::Unauthorized,
+            format!("The x-ms-date header '{date}' is not a valid RFC 1123 date."),
+        )
     })?;
     let sent_secs = match sent.duration_since(std::time::UNIX_EPOCH) {
         Ok(elapsed) => elapsed.as_secs() as i64,
@@ -75,7 +77,7 @@ pub fn authenticate(
     };
     let now_secs = state.engine.now_ms().div_euclid(1000);
     if (now_secs - sent_secs).abs() > auth::CLOCK_SKEW_MAX_SECS {
-        return Err(ApiError::Forbidden(format!(
+        return Err(ApiError::new(Code::ClockSkew, format!(
             "The authorization token is not valid at the current time. Please create another token and retry (token start time: {date}, current server time: {}).",
             httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(now_secs.max(0) as u64))
         )));

@@ -7,7 +7,7 @@
 //! when these paths were compared inside it, so a client never sees axum's plain-text errors.
 
 use crate::cosmos::dispatch;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::handlers;
 use crate::respond::add_common_headers;
 use crate::state::AppState;
@@ -93,20 +93,20 @@ async fn outside_explorer(state: State<AppState>, mut request: Request) -> Respo
         .to_string();
     match format!("{EXPLORER_PREFIX}{stripped}").parse::<Uri>() {
         Ok(uri) => *request.uri_mut() = uri,
-        Err(_) => {
-            return ApiError::BadRequest("The request path is not a valid URI.".into())
-                .into_response()
-        }
+        Err(_) => return ApiError::from_code(Code::InvalidUri).into_response(),
     }
     dispatch(state, request).await
 }
 
 async fn metrics_port_only(request: Request) -> Response {
-    ApiError::NotFound(format!(
-        "The metrics port serves only GET /metrics, not {} {}.",
-        request.method(),
-        request.uri().path()
-    ))
+    ApiError::new(
+        Code::RouteNotFound,
+        format!(
+            "The metrics port serves only GET /metrics, not {} {}.",
+            request.method(),
+            request.uri().path()
+        ),
+    )
     .into_response()
 }
 

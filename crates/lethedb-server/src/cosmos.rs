@@ -89,7 +89,7 @@ fn admit(
     state
         .engine
         .admit(&container)
-        .map_err(|retry_after_ms| ApiError::TooManyRequests { retry_after_ms })?;
+        .map_err(ApiError::too_many_requests)?;
     Ok(Some(container))
 }
 

@@ -1,125 +1,265 @@
-//! Every failure a client can see, and the one table that maps it to an HTTP status and a Cosmos
-//! error body `{"code": ..., "message": ...}`.
+//! Every failure a client can see, and the one table that maps it to an HTTP status, a substatus
+//! (`x-ms-substatus`) and a Cosmos error body `{"code": ..., "message": ...}`.
 //!
-//! Engine errors convert into [`ApiError`] here and nowhere else. A 5xx never carries internal
-//! detail: the detail goes to the log, the client gets a generic message and an activity id.
+//! The codes are the engine's [`ErrorCode`]s and the few that only the wire layer raises
+//! (authorization, routing, headers, bodies, admission). Nothing else in the crate decides a
+//! status for a failure: handlers raise a [`Code`], batch results look their status up here, and
+//! [`ApiError`] renders the body. A 5xx whose message is hidden never carries internal detail:
+//! the detail goes to the log, the client gets a generic message and an activity id.
 
 use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use lethedb_engine::EngineError;
+use lethedb_engine::{EngineError, ErrorCode};
+
+/// Every failure a client can see: one of the engine's, or one raised by the wire layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Code {
+    Engine(ErrorCode),
+    /// The request path is not a valid URI, or not UTF-8 once decoded.
+    InvalidUri,
+    /// A request header has a value that cannot be parsed.
+    BadRequestHeader,
+    /// The body is missing, or is not JSON.
+    InvalidJson,
+    /// A query body lacks its `query` text or has malformed parameters.
+    InvalidQueryBody,
+    /// The change feed, which LetheDB does not serve yet.
+    ChangeFeedUnsupported,
+    /// Authorization is missing or wrong.
+    Unauthorized,
+    /// The request's date is too far from the server's clock.
+    ClockSkew,
+    /// The path names no resource type LetheDB serves.
+    UnknownResource,
+    /// A route that this listener does not serve (the metrics port serves only `/metrics`).
+    RouteNotFound,
+    /// `/metrics` on a server started with metrics turned off.
+    MetricsOff,
+    /// The certificate on a server that does not serve TLS.
+    NoCertificate,
+    /// The verb is not one the resource type accepts.
+    MethodNotAllowed,
+    /// The request body is larger than the body size limit.
+    RequestTooLarge,
+    /// The container's throughput budget for this second is spent.
+    TooManyRequests,
+}
+
+/// Whether a client may see the message, or only a generic one naming the activity id.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shown {
+    Shown,
+    Hidden,
+}
+
+/// One row of the table.
+#[derive(Clone, Copy, Debug)]
+struct Row {
+    status: StatusCode,
+    substatus: u32,
+    cosmos_code: &'static str,
+    shown: Shown,
+}
+
+/// Writes the table as aligned rows, `code => status, substatus, Cosmos code, shown;`, and
+/// generates from them the lookup (a `match` with no wildcard arm, so a new engine code does not
+/// compile until it has a row) and the list of every code.
+macro_rules! error_table {
+    ($($variant:ident $(($engine:ident))? => $status:ident, $substatus:literal, $cosmos_code:literal, $shown:ident;)*) => {
+        impl Code {
+            /// Every code, in table order.
+            pub const ALL: &'static [Code] = &[$(Code::$variant $((ErrorCode::$engine))?),*];
+
+            fn row(self) -> Row {
+                match self {
+                    $(Code::$variant $((ErrorCode::$engine))? => Row {
+                        status: StatusCode::$status,
+                        substatus: $substatus,
+                        cosmos_code: $cosmos_code,
+                        shown: Shown::$shown,
+                    },)*
+                }
+            }
+        }
+    };
+}
+
+// Substatus values are 0 except where the service sends another and the official SDKs name it
+// (azure-cosmos `SubStatusCodes`, @azure/cosmos `SubStatusCodes`). Some substatus values make the
+// SDKs retry or refresh caches (404/1002 "read session not available", 410/*, 400/1004 "cross
+// partition query not servable"), so a plain failure never carries one of those.
+error_table! {
+    Engine(DatabaseNotFound)            => NOT_FOUND,             0,    "NotFound",              Shown;
+    Engine(ContainerNotFound)           => NOT_FOUND,             0,    "NotFound",              Shown;
+    Engine(ResourceNotFound)            => NOT_FOUND,             0,    "NotFound",              Shown;
+    Engine(ItemNotFound)                => NOT_FOUND,             0,    "NotFound",              Shown;
+    Engine(ResourceIdConflict)          => CONFLICT,              0,    "Conflict",              Shown;
+    Engine(ItemIdConflict)              => CONFLICT,              0,    "Conflict",              Shown;
+    Engine(PreconditionFailed)          => PRECONDITION_FAILED,   0,    "PreconditionFailed",    Shown;
+    Engine(InvalidId)                   => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(IdMismatch)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidDocument)             => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidResourcePath)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidPartitionKey)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(PartitionKeyMismatch)        => BAD_REQUEST,           1001, "BadRequest",            Shown;
+    Engine(PartitionKeyMissing)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidPartitionKeyDefinition) => BAD_REQUEST,         0,    "BadRequest",            Shown;
+    Engine(InvalidPartitionKeyRange)    => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidTtl)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidIndexingPolicy)       => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidThroughput)           => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidBatch)                => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidPatch)                => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(CrossPartitionQueryDisabled) => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(QuerySyntax)                 => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(QuerySemantic)               => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(QueryLimit)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidContinuation)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(ItemTooLarge)                => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
+    Engine(BatchOperationNotAttempted)  => FAILED_DEPENDENCY,     0,    "FailedDependency",      Shown;
+    Engine(StorageUnavailable)          => SERVICE_UNAVAILABLE,   0,    "ServiceUnavailable",    Hidden;
+    // Retrying reads the same bytes, so corruption is a 500, which the SDKs do not retry.
+    Engine(StoreCorrupted)              => INTERNAL_SERVER_ERROR, 0,    "InternalServerError",   Hidden;
+    Engine(StorePoisoned)               => SERVICE_UNAVAILABLE,   0,    "ServiceUnavailable",    Shown;
+    Engine(WriterStopped)               => SERVICE_UNAVAILABLE,   0,    "ServiceUnavailable",    Hidden;
+    Engine(WriterBusy)                  => TOO_MANY_REQUESTS,     0,    "TooManyRequests",       Shown;
+    Engine(Internal)                    => INTERNAL_SERVER_ERROR, 0,    "InternalServerError",   Hidden;
+    InvalidUri                          => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    BadRequestHeader                    => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    InvalidJson                         => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    InvalidQueryBody                    => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    ChangeFeedUnsupported               => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Unauthorized                        => UNAUTHORIZED,          0,    "Unauthorized",          Shown;
+    ClockSkew                           => FORBIDDEN,             0,    "Forbidden",             Shown;
+    UnknownResource                     => NOT_FOUND,             0,    "NotFound",              Shown;
+    RouteNotFound                       => NOT_FOUND,             0,    "NotFound",              Shown;
+    MetricsOff                          => NOT_FOUND,             0,    "NotFound",              Shown;
+    NoCertificate                       => NOT_FOUND,             0,    "NotFound",              Shown;
+    MethodNotAllowed                    => METHOD_NOT_ALLOWED,    0,    "MethodNotAllowed",      Shown;
+    RequestTooLarge                     => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
+    // 3200: the request-unit budget is spent, as the service reports it.
+    TooManyRequests                     => TOO_MANY_REQUESTS,     3200, "TooManyRequests",       Shown;
+}
+
+/// How long a client should wait before retrying a write the busy writer refused.
+const WRITER_BUSY_RETRY_AFTER_MS: i64 = 100;
+
+impl Code {
+    /// The HTTP status a failure with this code gets.
+    pub fn status(self) -> StatusCode {
+        self.row().status
+    }
+
+    /// The `x-ms-substatus` (and a batch entry's `subStatusCode`) for this code.
+    pub fn substatus(self) -> u32 {
+        self.row().substatus
+    }
+
+    /// The text a client sees when the raise site gives no message of its own.
+    pub fn default_message(self) -> &'static str {
+        match self {
+            Code::Engine(code) => code.default_message(),
+            Code::InvalidUri => "The request path is not a valid URI.",
+            Code::BadRequestHeader => "A request header has an invalid value.",
+            Code::InvalidJson => "The request payload is invalid JSON.",
+            Code::InvalidQueryBody => "The query body must have a string property 'query'.",
+            Code::ChangeFeedUnsupported => "The change feed is not supported by LetheDB yet.",
+            Code::Unauthorized => "The authorization token is invalid.",
+            Code::ClockSkew => "The authorization token is not valid at the current time.",
+            Code::UnknownResource => "The path names no resource.",
+            Code::RouteNotFound => "This listener does not serve the path.",
+            Code::MetricsOff => "Metrics are turned off on this server.",
+            Code::NoCertificate => "This server does not serve TLS, so it has no certificate.",
+            Code::MethodNotAllowed => "The requested verb is not supported on this resource type.",
+            Code::RequestTooLarge => "Request size is too large",
+            Code::TooManyRequests => {
+                "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later."
+            }
+        }
+    }
+}
 
 /// A failure to report to the client.
 #[derive(Debug)]
-pub enum ApiError {
-    BadRequest(String),
-    Unauthorized(String),
-    Forbidden(String),
-    NotFound(String),
-    MethodNotAllowed(String),
-    Conflict(String),
-    PreconditionFailed(String),
-    TooLarge(String),
-    /// The container's throughput budget for this second is spent.
-    TooManyRequests {
-        retry_after_ms: i64,
-    },
-    Unavailable(String),
-    Internal(String),
+pub struct ApiError {
+    pub code: Code,
+    pub message: String,
+    /// For a 429: how long the client should wait before retrying.
+    pub retry_after_ms: Option<i64>,
 }
 
-/// The one table: variant → status, Cosmos code, and whether the message may be shown.
-fn describe(error: &ApiError) -> (StatusCode, &'static str, &str, bool) {
-    match error {
-        ApiError::BadRequest(m) => (StatusCode::BAD_REQUEST, "BadRequest", m, true),
-        ApiError::Unauthorized(m) => (StatusCode::UNAUTHORIZED, "Unauthorized", m, true),
-        ApiError::Forbidden(m) => (StatusCode::FORBIDDEN, "Forbidden", m, true),
-        ApiError::NotFound(m) => (StatusCode::NOT_FOUND, "NotFound", m, true),
-        ApiError::MethodNotAllowed(m) => {
-            (StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", m, true)
+impl ApiError {
+    /// A failure with a message of its own.
+    pub fn new(code: Code, message: impl Into<String>) -> ApiError {
+        ApiError {
+            code,
+            message: message.into(),
+            retry_after_ms: None,
         }
-        ApiError::Conflict(m) => (StatusCode::CONFLICT, "Conflict", m, true),
-        ApiError::PreconditionFailed(m) => (
-            StatusCode::PRECONDITION_FAILED,
-            "PreconditionFailed",
-            m,
-            true,
-        ),
-        ApiError::TooLarge(m) => (
-            StatusCode::PAYLOAD_TOO_LARGE,
-            "RequestEntityTooLarge",
-            m,
-            true,
-        ),
-        ApiError::TooManyRequests { .. } => (
-            StatusCode::TOO_MANY_REQUESTS,
-            "TooManyRequests",
-            "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later.",
-            true,
-        ),
-        ApiError::Unavailable(m) => (
-            StatusCode::SERVICE_UNAVAILABLE,
-            "ServiceUnavailable",
-            m,
-            false,
-        ),
-        ApiError::Internal(m) => (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "InternalServerError",
-            m,
-            false,
-        ),
+    }
+
+    /// A failure shown with its code's default message.
+    pub fn from_code(code: Code) -> ApiError {
+        ApiError::new(code, code.default_message())
+    }
+
+    /// The container's throughput budget for this second is spent.
+    pub fn too_many_requests(retry_after_ms: i64) -> ApiError {
+        ApiError {
+            retry_after_ms: Some(retry_after_ms),
+            ..ApiError::from_code(Code::TooManyRequests)
+        }
+    }
+
+    pub fn status(&self) -> StatusCode {
+        self.code.status()
     }
 }
 
 impl From<EngineError> for ApiError {
     fn from(error: EngineError) -> ApiError {
-        match error {
-            EngineError::NotFound(m) => ApiError::NotFound(m),
-            EngineError::Conflict(m) => ApiError::Conflict(m),
-            EngineError::PreconditionFailed(m) => ApiError::PreconditionFailed(m),
-            EngineError::BadRequest(m) | EngineError::Query(m) => ApiError::BadRequest(m),
-            EngineError::TooLarge(m) => ApiError::TooLarge(m),
-            EngineError::Storage(e) => ApiError::Unavailable(e.to_string()),
-            EngineError::Unavailable(m) => ApiError::Unavailable(m),
+        let code = error.code;
+        ApiError {
+            code: Code::Engine(code),
+            message: error.to_string(),
+            retry_after_ms: (code == ErrorCode::WriterBusy).then_some(WRITER_BUSY_RETRY_AFTER_MS),
         }
-    }
-}
-
-impl ApiError {
-    pub fn status(&self) -> StatusCode {
-        describe(self).0
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, code, message, shown) = describe(&self);
-        let message = message.to_string();
+        let row = self.code.row();
         let activity_id = crate::activity::activity_id();
-        let message = if shown {
-            message
-        } else {
-            tracing::error!(%activity_id, code, detail = message, "request failed");
-            format!("The request could not be completed. ActivityId: {activity_id}")
+        let message = match row.shown {
+            Shown::Shown => self.message,
+            Shown::Hidden => {
+                tracing::error!(
+                    %activity_id,
+                    code = ?self.code,
+                    detail = self.message,
+                    "request failed"
+                );
+                format!("The request could not be completed. ActivityId: {activity_id}")
+            }
         };
-        let body = serde_json::json!({ "code": code, "message": message }).to_string();
-        let mut response = (status, body).into_response();
+        let body = serde_json::json!({ "code": row.cosmos_code, "message": message }).to_string();
+        let mut response = (row.status, body).into_response();
         let headers = response.headers_mut();
         headers.insert("content-type", HeaderValue::from_static("application/json"));
         if let Ok(value) = HeaderValue::from_str(&activity_id) {
             headers.insert("x-ms-activity-id", value);
         }
         headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
-        if let ApiError::TooManyRequests { retry_after_ms } = &self {
-            // The SDKs retry 429s after this many milliseconds; substatus 3200 is "RU budget spent".
-            if let Ok(value) = HeaderValue::from_str(&retry_after_ms.max(&1).to_string()) {
-                headers.insert("x-ms-retry-after-ms", value);
-            }
-            headers.insert("x-ms-substatus", HeaderValue::from_static("3200"));
-        }
-        if status == StatusCode::SERVICE_UNAVAILABLE {
-            // Tells the SDKs' retry policies this is transient.
-            headers.insert("x-ms-substatus", HeaderValue::from_static("0"));
+        // The SDKs read the substatus to tell apart failures with one status; sending it always
+        // (0 when the status says it all) matches the service.
+        headers.insert("x-ms-substatus", HeaderValue::from(row.substatus));
+        if let Some(retry_after_ms) = self.retry_after_ms {
+            // The SDKs retry 429s after this many milliseconds.
+            headers.insert(
+                "x-ms-retry-after-ms",
+                HeaderValue::from(retry_after_ms.max(1)),
+            );
         }
         response
     }

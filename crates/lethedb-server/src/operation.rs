@@ -5,7 +5,7 @@
 //! so they cannot drift apart. This module looks only at the request line and headers: it reads
 //! no body, touches no engine, and does not know whether the named resources exist.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{header, header_is_true, is_query};
 use crate::routes::ResourcePath;
 use axum::http::{HeaderMap, Method};
@@ -295,18 +295,24 @@ pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> Ap
             Operation::ReadConflictFeed
         }
         _ => {
-            return Err(ApiError::NotFound(format!(
-                "The resource type '{}' at '{}' is not supported by LetheDB.",
-                path.resource_type, path.link
-            )))
+            return Err(ApiError::new(
+                Code::UnknownResource,
+                format!(
+                    "The resource type '{}' at '{}' is not supported by LetheDB.",
+                    path.resource_type, path.link
+                ),
+            ))
         }
     };
     Ok(operation)
 }
 
 fn method_not_allowed(method: &Method, path: &ResourcePath) -> ApiError {
-    ApiError::MethodNotAllowed(format!(
-        "The requested verb {method} is not supported on resource type '{}'.",
-        path.resource_type
-    ))
+    ApiError::new(
+        Code::MethodNotAllowed,
+        format!(
+            "The requested verb {method} is not supported on resource type '{}'.",
+            path.resource_type
+        ),
+    )
 }

@@ -5,7 +5,7 @@
 //! This module parses; it does not decide what a request is (that is `operation`) and does not
 //! call the engine.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
 use lethedb_engine::throughput::Throughput;
@@ -69,9 +69,10 @@ pub fn page_items_max(headers: &HeaderMap) -> ApiResult<Option<usize>> {
         None => Ok(None),
         Some(text) => {
             let count: i64 = text.trim().parse().map_err(|_| {
-                ApiError::BadRequest(format!(
-                    "Invalid value '{text}' for header x-ms-max-item-count."
-                ))
+                ApiError::new(
+                    Code::BadRequestHeader,
+                    format!("Invalid value '{text}' for header x-ms-max-item-count."),
+                )
             })?;
             // -1 (and 0) ask for the service's dynamic page size.
             Ok((count > 0).then_some(count as usize))
@@ -89,17 +90,21 @@ pub fn continuation(headers: &HeaderMap) -> Option<String> {
 pub async fn read_body(body: Body) -> ApiResult<Bytes> {
     axum::body::to_bytes(body, REQUEST_BODY_BYTES_MAX)
         .await
-        .map_err(|_| ApiError::TooLarge("Request size is too large".into()))
+        .map_err(|_| ApiError::from_code(Code::RequestTooLarge))
 }
 
 pub fn parse_json(body: &Bytes) -> ApiResult<Value> {
     if body.is_empty() {
-        return Err(ApiError::BadRequest(
-            "The request body is missing; a JSON body is required.".into(),
+        return Err(ApiError::new(
+            Code::InvalidJson,
+            "The request body is missing; a JSON body is required.",
         ));
     }
     serde_json::from_slice(body).map_err(|error| {
-        ApiError::BadRequest(format!("The request payload is invalid JSON: {error}."))
+        ApiError::new(
+            Code::InvalidJson,
+            format!("The request payload is invalid JSON: {error}."),
+        )
     })
 }
 
@@ -108,11 +113,7 @@ pub fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryReques
     let value = parse_json(body)?;
     let text = match value.get("query") {
         Some(Value::String(text)) => text.clone(),
-        _ => {
-            return Err(ApiError::BadRequest(
-                "The query body must have a string property 'query'.".into(),
-            ))
-        }
+        _ => return Err(ApiError::from_code(Code::InvalidQueryBody)),
     };
     let mut parameters = Vec::new();
     match value.get("parameters") {
@@ -120,8 +121,9 @@ pub fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryReques
         Some(Value::Array(list)) => {
             for parameter in list {
                 let Some(name) = parameter.get("name").and_then(Value::as_str) else {
-                    return Err(ApiError::BadRequest(
-                        "Each query parameter needs a string 'name'.".into(),
+                    return Err(ApiError::new(
+                        Code::InvalidQueryBody,
+                        "Each query parameter needs a string 'name'.",
                     ));
                 };
                 // A parameter without a value is undefined: queries referring to it see nothing.
@@ -131,8 +133,9 @@ pub fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryReques
             }
         }
         Some(_) => {
-            return Err(ApiError::BadRequest(
-                "The query 'parameters' must be an array.".into(),
+            return Err(ApiError::new(
+                Code::InvalidQueryBody,
+                "The query 'parameters' must be an array.",
             ))
         }
     }

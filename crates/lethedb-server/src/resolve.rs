@@ -5,9 +5,9 @@
 //! Resolution reads the catalog, so it runs only after the request is authenticated: a caller
 //! without the key must not learn which resource ids exist.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::ResourcePath;
-use lethedb_engine::Engine;
+use lethedb_engine::{Engine, ErrorCode};
 
 /// Rewrites `path` in place. A path is taken as id-addressed only when its database segment is
 /// a database's `_rid`; then an unknown container or item rid is a 404.
@@ -24,21 +24,13 @@ pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResu
     if types.get(1) == Some(&"colls") && path.segments.len() >= 4 {
         let container_id = engine
             .container_id_by_rid(&database_id, path.id(1))?
-            .ok_or_else(|| {
-                ApiError::NotFound(
-                    "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found".into(),
-                )
-            })?;
+            .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ContainerNotFound)))?;
         path.set_id(1, container_id.clone());
         if types.get(2) == Some(&"docs") && path.segments.len() >= 6 {
             let container = engine.read_container(&database_id, &container_id)?;
             let item_id = engine
                 .item_id_by_rid(&container, path.id(2))?
-                .ok_or_else(|| {
-                    ApiError::NotFound(
-                        "Entity with the specified id does not exist in the system.".into(),
-                    )
-                })?;
+                .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ItemNotFound)))?;
             path.set_id(2, item_id);
         }
     }

@@ -5,7 +5,7 @@
 //! even number names one resource, whose link is the whole path. Doubled and trailing slashes
 //! are ignored, and each id is percent-decoded. This module does not look at methods or bodies.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 
 /// The most path segments a route may have (`dbs/x/colls/y/docs/z/attachments/w`).
 pub const PATH_SEGMENTS_MAX: usize = 8;
@@ -33,17 +33,19 @@ impl ResourcePath {
             .filter(|segment| !segment.is_empty())
             .collect();
         if raw.len() > PATH_SEGMENTS_MAX {
-            return Err(ApiError::NotFound(format!(
-                "The path '{path}' names no resource."
-            )));
+            return Err(ApiError::new(
+                Code::UnknownResource,
+                format!("The path '{path}' names no resource."),
+            ));
         }
         let mut segments = Vec::with_capacity(raw.len());
         for segment in &raw {
             let decoded = percent_encoding::percent_decode_str(segment)
                 .decode_utf8()
                 .map_err(|_| {
-                    ApiError::BadRequest(
-                        "The request path is not valid UTF-8 after decoding.".into(),
+                    ApiError::new(
+                        Code::InvalidUri,
+                        "The request path is not valid UTF-8 after decoding.",
                     )
                 })?;
             segments.push(decoded.into_owned());

@@ -4,15 +4,19 @@
 //! Pure functions of a request body; nothing here reads or writes storage or decides TTL
 //! behaviour beyond parsing `defaultTtl`.
 
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partition_key::PartitionKeyDefinition;
 use crate::ttl;
 use serde_json::{json, Map, Value};
 
 /// The indexing policy as the service stores and returns it, with its defaults filled in.
 pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<Value> {
-    let bad =
-        |why: &str| EngineError::BadRequest(format!("The indexing policy is invalid: {why}."));
+    let bad = |why: &str| {
+        EngineError::with_message(
+            ErrorCode::InvalidIndexingPolicy,
+            format!("The indexing policy is invalid: {why}."),
+        )
+    };
     let mut policy = match policy {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map.clone(),
@@ -89,8 +93,9 @@ pub(crate) fn container_resource(
     let default_ttl = ttl::parse_default_ttl(body.get("defaultTtl"))?;
     let indexing_policy = normalize_indexing_policy(body.get("indexingPolicy"))?;
     if default_ttl.is_some() && indexing_mode_is_none(&indexing_policy) {
-        return Err(EngineError::BadRequest(
-            "The time to live (defaultTtl) cannot be set on a collection whose indexing mode is 'none'.".into(),
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidTtl,
+            "The time to live (defaultTtl) cannot be set on a collection whose indexing mode is 'none'.",
         ));
     }
     let mut resource = Map::new();

@@ -5,7 +5,7 @@
 //! Adding a kind means adding a variant and its lines in each descriptor here; the operations
 //! in `resource.rs` need no change. Nothing here reads or writes storage.
 
-use crate::error::{EngineError, EngineResult};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::rids;
 
 /// The kinds of child resource the generic catalog holds.
@@ -172,10 +172,13 @@ impl ResourceParent {
         if self.level() == kind.parent_level() {
             Ok(())
         } else {
-            Err(EngineError::BadRequest(format!(
-                "{} cannot be addressed under this resource.",
-                kind.feed_name()
-            )))
+            Err(EngineError::with_message(
+                ErrorCode::InvalidResourcePath,
+                format!(
+                    "{} cannot be addressed under this resource.",
+                    kind.feed_name()
+                ),
+            ))
         }
     }
 }

@@ -15,7 +15,10 @@ mod usage;
 
 use crate::container::{Container, ContainerParts};
 use crate::engine::Engine;
-use crate::error::{conflict, not_found, precondition_failed, EngineError, EngineResult};
+use crate::error::{
+    conflict, container_not_found, database_not_found, precondition_failed, EngineError,
+    EngineResult, ErrorCode,
+};
 use crate::items::delete_container_items;
 use crate::keys;
 use crate::partition_key::PartitionKeyDefinition;
@@ -81,7 +84,7 @@ impl Engine {
         let reader = self.inner.store.read()?;
         load_database(&*reader, database_id)?
             .map(|record| record.resource)
-            .ok_or_else(not_found)
+            .ok_or_else(database_not_found)
     }
 
     pub fn list_databases(&self) -> EngineResult<Vec<Value>> {
@@ -121,7 +124,7 @@ impl Engine {
             .write(move |context| {
                 let key = keys::database_key(&database_id);
                 if context.get(Table::Catalog, &key)?.is_none() {
-                    return Err(not_found());
+                    return Err(database_not_found());
                 }
                 let mut containers = Vec::new();
                 context.scan(
@@ -165,8 +168,8 @@ impl Engine {
         self.inner
             .writer
             .write(move |context| {
-                let database =
-                    load_database(context.reader(), &database_id)?.ok_or_else(not_found)?;
+                let database = load_database(context.reader(), &database_id)?
+                    .ok_or_else(database_not_found)?;
                 let key = keys::container_key(&database_id, &id);
                 if context.get(Table::Catalog, &key)?.is_some() {
                     return Err(conflict());
@@ -213,8 +216,9 @@ impl Engine {
         }
         let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
         let reader = self.inner.store.read()?;
-        let container =
-            Arc::new(load_container(&*reader, database_id, container_id)?.ok_or_else(not_found)?);
+        let container = Arc::new(
+            load_container(&*reader, database_id, container_id)?.ok_or_else(container_not_found)?,
+        );
         cache.insert_if_current(generation, Arc::clone(&container));
         Ok(container)
     }
@@ -238,7 +242,7 @@ impl Engine {
     pub fn list_containers(&self, database_id: &str) -> EngineResult<Vec<Value>> {
         let reader = self.inner.store.read()?;
         if load_database(&*reader, database_id)?.is_none() {
-            return Err(not_found());
+            return Err(database_not_found());
         }
         list_records(
             &*reader,
@@ -260,8 +264,9 @@ impl Engine {
         let body = body_object(body)?;
         let id = body_id(&body)?;
         if id != container_id {
-            return Err(EngineError::BadRequest(
-                "The id in the request body does not match the id in the request URI; a container's id cannot be changed.".into(),
+            return Err(EngineError::with_message(
+                ErrorCode::IdMismatch,
+                "The id in the request body does not match the id in the request URI; a container's id cannot be changed.",
             ));
         }
         let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
@@ -269,7 +274,7 @@ impl Engine {
             .writer
             .write(move |context| {
                 let existing = load_container(context.reader(), &database_id, &container_id)?
-                    .ok_or_else(not_found)?;
+                    .ok_or_else(container_not_found)?;
                 if let Some(expected) = &if_match {
                     if expected != "*" && expected != existing.etag() {
                         return Err(precondition_failed());
@@ -278,8 +283,9 @@ impl Engine {
                 if let Some(sent) = body.get("partitionKey").filter(|v| !v.is_null()) {
                     let sent = PartitionKeyDefinition::from_container_body(Some(sent))?;
                     if sent.paths != existing.partition_key.paths {
-                        return Err(EngineError::BadRequest(
-                            "Document collection partition key cannot be changed.".into(),
+                        return Err(EngineError::with_message(
+                            ErrorCode::InvalidPartitionKeyDefinition,
+                            "Document collection partition key cannot be changed.",
                         ));
                     }
                 }
@@ -319,7 +325,7 @@ impl Engine {
             .writer
             .write(move |context| {
                 let existing = load_container(context.reader(), &database_id, &container_id)?
-                    .ok_or_else(not_found)?;
+                    .ok_or_else(container_not_found)?;
                 delete_container_items(context, existing.key_number())?;
                 delete_children(
                     context,

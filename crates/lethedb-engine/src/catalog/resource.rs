@@ -13,7 +13,8 @@ use super::kinds::{ParentLevel, ResourceKind, ResourceParent};
 use super::shared::{body_id, body_object, id_with_rid, list_records};
 use crate::engine::Engine;
 use crate::error::{
-    conflict, corrupted, not_found, precondition_failed, EngineError, EngineResult,
+    conflict, container_not_found, corrupted, database_not_found, precondition_failed,
+    resource_not_found, EngineError, EngineResult, ErrorCode,
 };
 use crate::keys;
 use crate::records::{
@@ -100,7 +101,7 @@ fn parent_links(reader: &dyn ReadTxn, parent: &ResourceParent) -> EngineResult<P
     let resource = match parent {
         ResourceParent::Database { database_id } => {
             load_database(reader, database_id)?
-                .ok_or_else(not_found)?
+                .ok_or_else(database_not_found)?
                 .resource
         }
         ResourceParent::Container {
@@ -108,7 +109,7 @@ fn parent_links(reader: &dyn ReadTxn, parent: &ResourceParent) -> EngineResult<P
             container_id,
         } => {
             load_container(reader, database_id, container_id)?
-                .ok_or_else(not_found)?
+                .ok_or_else(container_not_found)?
                 .resource
         }
         ResourceParent::User {
@@ -116,7 +117,7 @@ fn parent_links(reader: &dyn ReadTxn, parent: &ResourceParent) -> EngineResult<P
             user_id,
         } => {
             load_record(reader, ResourceKind::User, &[database_id], user_id)?
-                .ok_or_else(not_found)?
+                .ok_or_else(resource_not_found)?
                 .resource
         }
     };
@@ -207,7 +208,8 @@ fn apply_replace(
     if_match: Option<&str>,
 ) -> EngineResult<Value> {
     let parent_ids = parent.ids();
-    let existing = load_record(context.reader(), kind, &parent_ids, id)?.ok_or_else(not_found)?;
+    let existing =
+        load_record(context.reader(), kind, &parent_ids, id)?.ok_or_else(resource_not_found)?;
     let text = |name: &str| {
         existing
             .resource
@@ -287,9 +289,7 @@ fn move_children(
 fn replacement_id(kind: ResourceKind, id: &str, body: &Map<String, Value>) -> EngineResult<String> {
     let new_id = body_id(body)?;
     if new_id != id && !kind.renames_allowed() {
-        return Err(EngineError::BadRequest(
-            "The id in the request body does not match the id in the request URI.".into(),
-        ));
+        return Err(EngineError::new(ErrorCode::IdMismatch));
     }
     Ok(new_id)
 }
@@ -322,7 +322,7 @@ impl Engine {
         let reader = self.inner.store.read()?;
         load_record(&*reader, kind, &parent.ids(), id)?
             .map(|record| record.resource)
-            .ok_or_else(not_found)
+            .ok_or_else(resource_not_found)
     }
 
     /// Replaces a child resource's body; with a new id in the body where the kind allows it.
@@ -392,8 +392,8 @@ impl Engine {
             .writer
             .write(move |context| {
                 let parent_ids = parent.ids();
-                let existing =
-                    load_record(context.reader(), kind, &parent_ids, &id)?.ok_or_else(not_found)?;
+                let existing = load_record(context.reader(), kind, &parent_ids, &id)?
+                    .ok_or_else(resource_not_found)?;
                 if let Some(expected) = &if_match {
                     let etag = existing.resource.get("_etag").and_then(Value::as_str);
                     if expected != "*" && Some(expected.as_str()) != etag {

@@ -3,7 +3,7 @@
 //!
 //! It decides nothing about any one kind and writes nothing.
 
-use crate::error::{corrupted, EngineError, EngineResult};
+use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::limits::validate_id;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde::de::DeserializeOwned;
@@ -14,9 +14,7 @@ use std::ops::ControlFlow;
 pub(crate) fn body_object(body: Value) -> EngineResult<Map<String, Value>> {
     match body {
         Value::Object(map) => Ok(map),
-        _ => Err(EngineError::BadRequest(
-            "The request body must be a JSON object.".into(),
-        )),
+        _ => Err(EngineError::new(ErrorCode::InvalidDocument)),
     }
 }
 
@@ -27,9 +25,9 @@ pub(crate) fn body_id(body: &Map<String, Value>) -> EngineResult<String> {
             validate_id(id)?;
             Ok(id.clone())
         }
-        _ => Err(EngineError::BadRequest(
-            "The input content is invalid because the required properties - 'id; ' - are missing"
-                .into(),
+        _ => Err(EngineError::with_message(
+            ErrorCode::InvalidDocument,
+            "The input content is invalid because the required properties - 'id; ' - are missing",
         )),
     }
 }

@@ -3,7 +3,8 @@
 
 use crate::common::{engine_with_container, pk};
 
-use lethedb_engine::batch::parse_batch;
+use lethedb_engine::batch::{parse_batch, BatchEffect, BatchEntry};
+use lethedb_engine::ErrorCode;
 use lethedb_engine::{Engine, ManualClock, PartitionKeyValue, WriteMode};
 use serde_json::json;
 use std::sync::Arc;
@@ -46,6 +47,17 @@ fn ids(engine: &Engine) -> Vec<String> {
     ids
 }
 
+/// Each entry's effect, or its error's code.
+fn outcomes(results: &[BatchEntry]) -> Vec<Result<BatchEffect, ErrorCode>> {
+    results
+        .iter()
+        .map(|entry| match entry {
+            Ok(outcome) => Ok(outcome.effect),
+            Err(error) => Err(error.code),
+        })
+        .collect()
+}
+
 #[tokio::test]
 async fn a_successful_batch_applies_every_operation_in_order() {
     let engine = engine().await;
@@ -63,10 +75,21 @@ async fn a_successful_batch_applies_every_operation_in_order() {
         .await
         .expect("batch");
     assert!(succeeded);
-    let statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
-    assert_eq!(statuses, vec![201, 201, 200, 200, 200, 204]);
+    assert_eq!(
+        outcomes(&results),
+        vec![
+            Ok(BatchEffect::Created),
+            Ok(BatchEffect::Created),
+            Ok(BatchEffect::Read),
+            Ok(BatchEffect::Replaced),
+            Ok(BatchEffect::Replaced),
+            Ok(BatchEffect::Deleted)
+        ]
+    );
     assert_eq!(
         results[3]
+            .as_ref()
+            .expect("patched")
             .item
             .as_ref()
             .expect("patched")
@@ -92,8 +115,15 @@ async fn a_failing_operation_undoes_the_whole_batch() {
         .await
         .expect("batch");
     assert!(!succeeded);
-    let statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
-    assert_eq!(statuses, vec![424, 424, 424, 409]);
+    assert_eq!(
+        outcomes(&results),
+        vec![
+            Err(ErrorCode::BatchOperationNotAttempted),
+            Err(ErrorCode::BatchOperationNotAttempted),
+            Err(ErrorCode::BatchOperationNotAttempted),
+            Err(ErrorCode::ItemIdConflict)
+        ]
+    );
     assert_eq!(
         ids(&engine),
         vec!["existing"],
@@ -128,8 +158,14 @@ async fn bulk_operations_succeed_or_fail_one_by_one_with_their_own_keys() {
         .execute_batch("db", "c", None, operations, false)
         .await
         .expect("bulk");
-    let statuses: Vec<u16> = results.iter().map(|r| r.status).collect();
-    assert_eq!(statuses, vec![201, 409, 201]);
+    assert_eq!(
+        outcomes(&results),
+        vec![
+            Ok(BatchEffect::Created),
+            Err(ErrorCode::ItemIdConflict),
+            Ok(BatchEffect::Created)
+        ]
+    );
     assert_eq!(ids(&engine), vec!["a", "b", "existing"]);
 }
 

@@ -4,7 +4,7 @@
 
 use crate::common::*;
 
-use lethedb_engine::{EngineError, ManualClock, QueryRequest, WriteMode};
+use lethedb_engine::{EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -44,7 +44,10 @@ async fn the_engine_agrees_with_a_btreemap() {
                     assert!(current.is_none(), "create succeeded over an existing item");
                     model.insert(key, (step, outcome.item.etag()));
                 }
-                Err(EngineError::Conflict(_)) => assert!(current.is_some()),
+                Err(EngineError {
+                    code: ErrorCode::ItemIdConflict,
+                    ..
+                }) => assert!(current.is_some()),
                 Err(other) => panic!("create: {other}"),
             },
             1 => {
@@ -73,8 +76,14 @@ async fn the_engine_agrees_with_a_btreemap() {
                     );
                     model.insert(key, (step, outcome.item.etag()));
                 }
-                Err(EngineError::NotFound(_)) => assert!(current.is_none()),
-                Err(EngineError::PreconditionFailed(_)) => assert!(stale),
+                Err(EngineError {
+                    code: ErrorCode::ItemNotFound,
+                    ..
+                }) => assert!(current.is_none()),
+                Err(EngineError {
+                    code: ErrorCode::PreconditionFailed,
+                    ..
+                }) => assert!(stale),
                 Err(other) => panic!("replace: {other}"),
             },
             3 => {
@@ -87,8 +96,14 @@ async fn the_engine_agrees_with_a_btreemap() {
                         assert!(current.is_some() && !stale);
                         model.insert(key, (step, outcome.item.etag()));
                     }
-                    Err(EngineError::NotFound(_)) => assert!(current.is_none()),
-                    Err(EngineError::PreconditionFailed(_)) => assert!(stale),
+                    Err(EngineError {
+                        code: ErrorCode::ItemNotFound,
+                        ..
+                    }) => assert!(current.is_none()),
+                    Err(EngineError {
+                        code: ErrorCode::PreconditionFailed,
+                        ..
+                    }) => assert!(stale),
                     Err(other) => panic!("patch: {other}"),
                 }
             }
@@ -100,8 +115,14 @@ async fn the_engine_agrees_with_a_btreemap() {
                     assert!(current.is_some() && !stale);
                     model.remove(&key);
                 }
-                Err(EngineError::NotFound(_)) => assert!(current.is_none()),
-                Err(EngineError::PreconditionFailed(_)) => assert!(stale),
+                Err(EngineError {
+                    code: ErrorCode::ItemNotFound,
+                    ..
+                }) => assert!(current.is_none()),
+                Err(EngineError {
+                    code: ErrorCode::PreconditionFailed,
+                    ..
+                }) => assert!(stale),
                 Err(other) => panic!("delete: {other}"),
             },
         }
@@ -117,7 +138,13 @@ async fn the_engine_agrees_with_a_btreemap() {
                     assert_eq!(item.to_value().expect("value")["n"], json!(n));
                     assert_eq!(&item.etag(), etag);
                 }
-                None => assert!(matches!(found, Err(EngineError::NotFound(_)))),
+                None => assert!(matches!(
+                    found,
+                    Err(EngineError {
+                        code: ErrorCode::ItemNotFound,
+                        ..
+                    })
+                )),
             }
         }
     }

@@ -7,7 +7,7 @@ use crate::common::engine_with_container;
 
 use base64::Engine as _;
 use lethedb_engine::{
-    Engine, EngineError, ManualClock, QueryRequest, ResourceKind, ResourceParent,
+    Engine, EngineError, ErrorCode, ManualClock, QueryRequest, ResourceKind, ResourceParent,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -141,7 +141,10 @@ async fn ids_follow_the_shared_rules() {
     create(json!({"id": "t"})).await.expect("create");
     assert!(matches!(
         create(json!({"id": "t"})).await,
-        Err(EngineError::Conflict(_))
+        Err(EngineError {
+            code: ErrorCode::ResourceIdConflict,
+            ..
+        })
     ));
     for bad in [
         json!({"id": "a/b"}),
@@ -150,7 +153,13 @@ async fn ids_follow_the_shared_rules() {
         json!([1]),
     ] {
         assert!(
-            matches!(create(bad.clone()).await, Err(EngineError::BadRequest(_))),
+            matches!(
+                create(bad.clone()).await,
+                Err(EngineError {
+                    code: ErrorCode::InvalidId | ErrorCode::InvalidDocument,
+                    ..
+                })
+            ),
             "{bad} should be refused"
         );
     }
@@ -168,7 +177,10 @@ async fn ids_follow_the_shared_rules() {
         engine
             .create_resource(ResourceKind::User, container(), json!({"id": "u"}))
             .await,
-        Err(EngineError::BadRequest(_))
+        Err(EngineError {
+            code: ErrorCode::InvalidResourcePath,
+            ..
+        })
     ));
     let missing = ResourceParent::Container {
         database_id: "db".into(),
@@ -178,11 +190,17 @@ async fn ids_follow_the_shared_rules() {
         engine
             .create_resource(ResourceKind::Trigger, missing.clone(), json!({"id": "t"}))
             .await,
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::ContainerNotFound,
+            ..
+        })
     ));
     assert!(matches!(
         engine.list_resources(ResourceKind::Trigger, &missing),
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::ContainerNotFound,
+            ..
+        })
     ));
 }
 
@@ -221,20 +239,29 @@ async fn replace_upsert_and_delete() {
         engine
             .replace_resource(kind, container(), "f", json!({"id": "f"}), stale)
             .await,
-        Err(EngineError::PreconditionFailed(_))
+        Err(EngineError {
+            code: ErrorCode::PreconditionFailed,
+            ..
+        })
     ));
     // Functions cannot be renamed by a replace; a missing one is not found.
     assert!(matches!(
         engine
             .replace_resource(kind, container(), "f", json!({"id": "g"}), None)
             .await,
-        Err(EngineError::BadRequest(_))
+        Err(EngineError {
+            code: ErrorCode::IdMismatch,
+            ..
+        })
     ));
     assert!(matches!(
         engine
             .replace_resource(kind, container(), "h", json!({"id": "h"}), None)
             .await,
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::ResourceNotFound,
+            ..
+        })
     ));
 
     let (upserted, created_now) = engine
@@ -257,11 +284,17 @@ async fn replace_upsert_and_delete() {
         .expect("delete");
     assert!(matches!(
         engine.read_resource(kind, &container(), "f"),
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::ResourceNotFound,
+            ..
+        })
     ));
     assert!(matches!(
         engine.delete_resource(kind, container(), "f", None).await,
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::ResourceNotFound,
+            ..
+        })
     ));
     let left = engine.list_resources(kind, &container()).expect("list");
     assert_eq!(ids(&left), ["g"]);
@@ -292,7 +325,10 @@ async fn a_user_renamed_keeps_its_rid_and_its_permissions() {
                 None
             )
             .await,
-        Err(EngineError::Conflict(_))
+        Err(EngineError {
+            code: ErrorCode::ResourceIdConflict,
+            ..
+        })
     ));
     let renamed = engine
         .replace_resource(
@@ -307,7 +343,10 @@ async fn a_user_renamed_keeps_its_rid_and_its_permissions() {
     assert_eq!(renamed["_rid"], alice["_rid"]);
     assert!(matches!(
         engine.read_resource(ResourceKind::User, &database(), "alice"),
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::ResourceNotFound,
+            ..
+        })
     ));
     let users = engine
         .list_resources(ResourceKind::User, &database())
@@ -319,7 +358,10 @@ async fn a_user_renamed_keeps_its_rid_and_its_permissions() {
     assert_eq!(ids(&moved), ["p"]);
     assert!(matches!(
         engine.list_resources(ResourceKind::Permission, &user("alice")),
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::ResourceNotFound,
+            ..
+        })
     ));
     // Deleting a user deletes its permissions.
     engine
@@ -456,7 +498,10 @@ async fn deleting_a_parent_deletes_its_children() {
     engine.delete_database("db").await.expect("delete database");
     assert!(matches!(
         engine.list_resources(ResourceKind::User, &database()),
-        Err(EngineError::NotFound(_))
+        Err(EngineError {
+            code: ErrorCode::DatabaseNotFound,
+            ..
+        })
     ));
     engine
         .create_database(json!({"id": "db"}), None)

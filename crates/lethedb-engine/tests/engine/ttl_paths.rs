@@ -4,7 +4,9 @@
 
 use crate::common::pk;
 
-use lethedb_engine::{Engine, EngineConfig, EngineError, ManualClock, QueryRequest, WriteMode};
+use lethedb_engine::{
+    Engine, EngineConfig, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode,
+};
 use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -65,7 +67,13 @@ fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
     let read = engine.read_item(&found, pk("p"), id);
     assert_eq!(read.is_ok(), visible, "point read of {id}");
     if !visible {
-        assert!(matches!(read, Err(EngineError::NotFound(_))));
+        assert!(matches!(
+            read,
+            Err(EngineError {
+                code: ErrorCode::ItemNotFound,
+                ..
+            })
+        ));
     }
     let feed = engine.read_feed(&found, None, 1000, None).expect("feed");
     let in_feed = feed
@@ -157,7 +165,14 @@ async fn check_writes(
         )
         .await;
     match (visible, patch) {
-        (true, Ok(_)) | (false, Err(EngineError::NotFound(_))) => {}
+        (true, Ok(_))
+        | (
+            false,
+            Err(EngineError {
+                code: ErrorCode::ItemNotFound,
+                ..
+            }),
+        ) => {}
         (_, other) => panic!("patch {id} (visible: {visible}): {other:?}"),
     }
     let create = engine
@@ -171,7 +186,14 @@ async fn check_writes(
         )
         .await;
     match (visible, create) {
-        (true, Err(EngineError::Conflict(_))) | (false, Ok(_)) => {}
+        (
+            true,
+            Err(EngineError {
+                code: ErrorCode::ItemIdConflict,
+                ..
+            }),
+        )
+        | (false, Ok(_)) => {}
         (_, other) => panic!("create over {id} (visible: {visible}): {other:?}"),
     }
     let upsert = engine
@@ -200,7 +222,14 @@ async fn check_writes(
         )
         .await;
     match (visible, if_match) {
-        (true, Ok(_)) | (false, Err(EngineError::PreconditionFailed(_))) => {}
+        (true, Ok(_))
+        | (
+            false,
+            Err(EngineError {
+                code: ErrorCode::PreconditionFailed,
+                ..
+            }),
+        ) => {}
         (_, other) => panic!("If-Match on {id} (visible: {visible}): {other:?}"),
     }
 }
@@ -443,7 +472,10 @@ async fn invalid_item_ttl_is_rejected_only_while_ttl_is_on() {
             .write_item("db", "on", WriteMode::Create, pk("p"), body, None)
             .await;
         match result {
-            Err(EngineError::BadRequest(message)) => {
+            Err(EngineError {
+                code: ErrorCode::InvalidTtl,
+                message: Some(message),
+            }) => {
                 assert!(message.starts_with("The input ttl '"), "{message}")
             }
             other => panic!("ttl {ttl}: {other:?}"),
@@ -467,13 +499,19 @@ async fn indexing_mode_none_and_default_ttl_exclude_each_other() {
     let none_with_ttl = json!({"id": "a", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 5, "indexingPolicy": {"indexingMode": "none", "automatic": false}});
     assert!(matches!(
         engine.create_container("db", none_with_ttl, None).await,
-        Err(EngineError::BadRequest(_))
+        Err(EngineError {
+            code: ErrorCode::InvalidTtl,
+            ..
+        })
     ));
     container(&engine, "b", Some(5)).await;
     let to_none = json!({"id": "b", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 5, "indexingPolicy": {"indexingMode": "none", "automatic": false}});
     assert!(matches!(
         engine.replace_container("db", "b", to_none, None).await,
-        Err(EngineError::BadRequest(_))
+        Err(EngineError {
+            code: ErrorCode::InvalidTtl,
+            ..
+        })
     ));
     container(&engine, "c", None).await;
     let none = json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "indexingPolicy": {"indexingMode": "none", "automatic": false}});
@@ -484,6 +522,9 @@ async fn indexing_mode_none_and_default_ttl_exclude_each_other() {
     let add_ttl = json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 5, "indexingPolicy": {"indexingMode": "none", "automatic": false}});
     assert!(matches!(
         engine.replace_container("db", "c", add_ttl, None).await,
-        Err(EngineError::BadRequest(_))
+        Err(EngineError {
+            code: ErrorCode::InvalidTtl,
+            ..
+        })
     ));
 }

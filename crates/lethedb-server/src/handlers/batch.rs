@@ -1,17 +1,28 @@
 //! Transactional batches and bulk requests: one POST carrying many item operations, answered
 //! with one result per operation.
 //!
-//! Atomicity and each operation's rules are the engine's. Result bodies are written from the
-//! items' stored bytes without parsing them.
+//! Atomicity and each operation's rules are the engine's; each operation's status is decided
+//! here, a failed one's through the error table. Result bodies are written from the items'
+//! stored bytes without parsing them.
 
 use super::context::Context;
-use crate::error::ApiResult;
+use crate::error::{ApiResult, Code};
 use crate::json_text::{write_array, ObjectWriter};
 use crate::request::{header, parse_json, partition_key, prefers_minimal};
 use crate::respond::Reply;
 use axum::http::StatusCode;
+use lethedb_engine::batch::{entry_request_units, BatchEffect};
 use lethedb_engine::{request_units, Container};
 use std::sync::Arc;
+
+/// The status a successful operation gets, as its single-item counterpart would.
+fn success_status(effect: BatchEffect) -> StatusCode {
+    match effect {
+        BatchEffect::Created => StatusCode::CREATED,
+        BatchEffect::Read | BatchEffect::Replaced => StatusCode::OK,
+        BatchEffect::Deleted => StatusCode::NO_CONTENT,
+    }
+}
 
 pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let headers = context.headers;
@@ -31,26 +42,39 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
         )
         .await?;
     let minimal = prefers_minimal(headers);
-    let charge: f64 = results.iter().map(|r| r.request_units).sum();
+    let charge: f64 = results.iter().map(entry_request_units).sum();
     let lsn = results
         .iter()
-        .filter_map(|r| r.item.as_ref().map(|i| i.record.lsn))
+        .filter_map(|entry| entry.as_ref().ok())
+        .filter_map(|outcome| outcome.item.as_ref().map(|item| item.record.lsn))
         .max()
         .unwrap_or(0);
-    let entries = results.iter().map(|result| {
-        let mut entry = ObjectWriter::new()
-            .value("statusCode", result.status)
-            .value("requestCharge", result.request_units);
-        if let Some(item) = &result.item {
-            entry = entry.value("eTag", item.etag());
-            if !minimal {
-                entry = entry.fragment("resourceBody", &item.to_json_bytes());
+    let entries = results.iter().map(|entry| {
+        let request_units = entry_request_units(entry);
+        match entry {
+            Ok(outcome) => {
+                let mut object = ObjectWriter::new()
+                    .value("statusCode", success_status(outcome.effect).as_u16())
+                    .value("requestCharge", request_units);
+                if let Some(item) = &outcome.item {
+                    object = object.value("eTag", item.etag());
+                    if !minimal {
+                        object = object.fragment("resourceBody", &item.to_json_bytes());
+                    }
+                }
+                object.finish()
+            }
+            // A failed operation's status comes from the one error table, as a whole request's
+            // would.
+            Err(error) => {
+                let code = Code::Engine(error.code);
+                ObjectWriter::new()
+                    .value("statusCode", code.status().as_u16())
+                    .value("requestCharge", request_units)
+                    .value("subStatusCode", code.substatus())
+                    .finish()
             }
         }
-        if result.status >= 400 {
-            entry = entry.value("subStatusCode", 0);
-        }
-        entry.finish()
     });
     let mut body = Vec::new();
     write_array(&mut body, entries);

@@ -5,11 +5,11 @@
 //! engine's; this module adds the usage and session headers the SDKs read.
 
 use super::context::{list_resources, Context, Listing};
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{if_match, if_none_match, parse_json, partition_key, throughput};
 use crate::respond::Reply;
 use axum::http::StatusCode;
-use lethedb_engine::{request_units, Container};
+use lethedb_engine::{request_units, Container, ErrorCode};
 use serde_json::{json, Value};
 
 pub fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
@@ -138,8 +138,9 @@ pub fn partition_key_ranges(context: &Context<'_>) -> ApiResult<Reply> {
 
 pub async fn delete_partition(context: &Context<'_>) -> ApiResult<Reply> {
     let key = partition_key(context.headers)?.ok_or_else(|| {
-        ApiError::BadRequest(
-            "Deleting a partition needs the x-ms-documentdb-partitionkey header.".into(),
+        ApiError::new(
+            Code::Engine(ErrorCode::PartitionKeyMissing),
+            "Deleting a partition needs the x-ms-documentdb-partitionkey header.",
         )
     })?;
     let deleted = context

@@ -4,11 +4,12 @@
 //! They are routed by `app`, not by `route`: no `Operation` names them and no metrics count
 //! them.
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::respond::Reply;
 use crate::state::AppState;
 use axum::http::StatusCode;
 use axum::response::Response;
+use lethedb_engine::ErrorCode;
 use serde_json::{json, Value};
 
 /// Internal statistics: the writer's counters and the TTL sweeper's per-container backlog, lag
@@ -39,13 +40,14 @@ pub fn stats(state: &AppState) -> ApiResult<Response> {
 /// The Prometheus text exposition.
 pub fn metrics(state: &AppState) -> ApiResult<Response> {
     let Some(metrics) = &state.metrics else {
-        return Err(ApiError::NotFound(
-            "Metrics are turned off on this server.".into(),
-        ));
+        return Err(ApiError::from_code(Code::MetricsOff));
     };
-    let text = metrics
-        .render()
-        .map_err(|_| ApiError::Internal("the metrics could not be encoded".into()))?;
+    let text = metrics.render().map_err(|_| {
+        ApiError::new(
+            Code::Engine(ErrorCode::Internal),
+            "the metrics could not be encoded",
+        )
+    })?;
     Ok(Reply::json(StatusCode::OK, text.into_bytes())
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .finish())
@@ -57,8 +59,6 @@ pub fn certificate(state: &AppState) -> ApiResult<Response> {
         Some(pem) => Ok(Reply::json(StatusCode::OK, pem.as_bytes().to_vec())
             .header("content-type", "application/x-pem-file")
             .finish()),
-        None => Err(ApiError::NotFound(
-            "This server does not serve TLS, so it has no certificate.".into(),
-        )),
+        None => Err(ApiError::from_code(Code::NoCertificate)),
     }
 }

@@ -5,7 +5,7 @@
 //! rules (ids, partition keys, TTL, preconditions) are the engine's.
 
 use super::context::Context;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{
     continuation, header_is_true, if_match, if_none_match, page_items_max, parse_json,
     partition_key, prefers_minimal, query_request,
@@ -155,9 +155,7 @@ pub fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> ApiResult
 /// A change-feed read; answering it as a plain read feed would make clients re-read every item
 /// forever, so it is refused until the change feed exists.
 pub fn read_change_feed() -> ApiResult<Reply> {
-    Err(ApiError::BadRequest(
-        "The change feed is not supported by LetheDB yet.".into(),
-    ))
+    Err(ApiError::from_code(Code::ChangeFeedUnsupported))
 }
 
 pub fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {

@@ -20,10 +20,10 @@ pub use internal::{certificate, metrics, stats};
 
 use context::Listing;
 
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::operation::Operation;
 use crate::respond::Reply;
-use lethedb_engine::Container;
+use lethedb_engine::{Container, ErrorCode};
 use std::sync::Arc;
 
 /// Runs `operation`. Item operations get the container the dispatcher loaded and admitted.
@@ -34,10 +34,13 @@ pub async fn route(
 ) -> ApiResult<Reply> {
     let container = || {
         admitted.ok_or_else(|| {
-            ApiError::Internal(format!(
-                "{} reached its handler without an admitted container",
-                operation.name()
-            ))
+            ApiError::new(
+                Code::Engine(ErrorCode::Internal),
+                format!(
+                    "{} reached its handler without an admitted container",
+                    operation.name()
+                ),
+            )
         })
     };
     match operation {

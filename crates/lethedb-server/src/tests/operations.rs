@@ -31,7 +31,8 @@ fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
 fn classified(method: &str, path: &str, pairs: &[(&str, &str)]) -> Result<Operation, String> {
     let method = Method::from_bytes(method.as_bytes()).expect("method");
     let path = ResourcePath::parse(path).expect("path");
-    classify(&method, &path, &headers(pairs)).map_err(|error| format!("{error:?}"))
+    classify(&method, &path, &headers(pairs))
+        .map_err(|error| format!("{} {:?}", error.status().as_u16(), error.message))
 }
 
 #[test]
@@ -153,7 +154,7 @@ fn requests_that_name_no_operation_get_404_or_405() {
     let not_found = |method: &str, path: &str| {
         let error = classified(method, path, &[]).expect_err(path);
         assert!(
-            error.starts_with("NotFound(") && error.contains("is not supported by LetheDB"),
+            error.starts_with("404 ") && error.contains("is not supported by LetheDB"),
             "{method} {path}: {error}"
         );
     };
@@ -168,7 +169,10 @@ fn requests_that_name_no_operation_get_404_or_405() {
     not_found("DELETE", "/dbs/d/colls/c/sprocs");
     assert_eq!(
         classified("GET", "/nothing/here", &[]),
-        Err("NotFound(\"The resource type 'nothing' at 'nothing/here' is not supported by LetheDB.\")".into())
+        Err(
+            "404 \"The resource type 'nothing' at 'nothing/here' is not supported by LetheDB.\""
+                .into()
+        )
     );
     for (method, path, resource_type) in [
         ("POST", "/", ""),
@@ -185,7 +189,7 @@ fn requests_that_name_no_operation_get_404_or_405() {
         assert_eq!(
             classified(method, path, &[]),
             Err(format!(
-                "MethodNotAllowed(\"The requested verb {method} is not supported on resource type '{resource_type}'.\")"
+                "405 \"The requested verb {method} is not supported on resource type '{resource_type}'.\""
             )),
             "{method} {path}"
         );
