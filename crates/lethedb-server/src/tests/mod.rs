@@ -6,6 +6,7 @@
 mod access;
 mod bodies;
 mod containers;
+mod errors;
 mod items;
 mod operations;
 mod router;
