@@ -93,9 +93,9 @@ pub fn parse_batch(body: &Value) -> EngineResult<Vec<BatchOperation>> {
                 .to_string();
             let partition_key = match raw.get("partitionKey") {
                 None | Some(Value::Null) => None,
-                // Clients send it as a JSON string holding the header form.
-                Some(Value::String(text)) => Some(PartitionKeyValue::from_header(text)?),
-                Some(other) => Some(PartitionKeyValue::from_header(&other.to_string())?),
+                // Clients send it as a JSON string holding the value as JSON text.
+                Some(Value::String(text)) => Some(PartitionKeyValue::parse_json_text(text)?),
+                Some(other) => Some(PartitionKeyValue::parse_json_text(&other.to_string())?),
             };
             Ok(BatchOperation {
                 kind,

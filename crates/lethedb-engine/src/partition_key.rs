@@ -1,5 +1,5 @@
-//! Partition keys: the container's definition, values taken from documents and from the
-//! `x-ms-documentdb-partitionkey` header, and their canonical byte form in storage keys.
+//! Partition keys: the container's definition, values taken from documents and from the JSON
+//! text clients send, and their canonical byte form in storage keys.
 //!
 //! Every value is one of undefined (the path is absent), null, a boolean, a number or a string;
 //! numbers compare as 64-bit floats, as the service hashes them, so `1` and `1.0` name the same
@@ -27,7 +27,7 @@ pub enum PartitionKeyPart {
 }
 
 impl PartitionKeyPart {
-    /// The part a JSON value stands for (`{}` means undefined, as in the header).
+    /// The part a JSON value stands for (`{}` means undefined, as clients write it).
     pub fn from_value(value: &Value) -> PartitionKeyPart {
         match value {
             Value::Object(map) if map.is_empty() => PartitionKeyPart::Undefined,
@@ -47,7 +47,7 @@ impl PartitionKeyPart {
         }
     }
 
-    fn from_header_value(value: &Value) -> EngineResult<PartitionKeyPart> {
+    fn from_json_value(value: &Value) -> EngineResult<PartitionKeyPart> {
         match value {
             Value::Object(map) if map.is_empty() => Ok(PartitionKeyPart::Undefined),
             Value::Array(_) | Value::Object(_) => Err(EngineError::with_message(
@@ -135,21 +135,22 @@ impl PartitionKeyValue {
         }
     }
 
-    /// Parses the `x-ms-documentdb-partitionkey` header: a JSON array of parts.
-    pub fn from_header(header: &str) -> EngineResult<PartitionKeyValue> {
+    /// Parses a partition key value written as JSON text: an array of parts (`{}` for an
+    /// undefined part), as clients send it.
+    pub fn parse_json_text(text: &str) -> EngineResult<PartitionKeyValue> {
         let invalid = || {
             EngineError::with_message(
                 ErrorCode::InvalidPartitionKey,
-                format!("Partition key {header} is invalid: it must be a JSON array of values."),
+                format!("Partition key {text} is invalid: it must be a JSON array of values."),
             )
         };
-        let parsed: Value = serde_json::from_str(header).map_err(|_| invalid())?;
+        let parsed: Value = serde_json::from_str(text).map_err(|_| invalid())?;
         let Value::Array(items) = parsed else {
             return Err(invalid());
         };
         let parts = items
             .iter()
-            .map(PartitionKeyPart::from_header_value)
+            .map(PartitionKeyPart::from_json_value)
             .collect::<EngineResult<Vec<_>>>()?;
         Ok(PartitionKeyValue(parts))
     }
@@ -266,7 +267,7 @@ impl PartitionKeyDefinition {
         self.resource.get("systemKey").and_then(Value::as_bool) == Some(true)
     }
 
-    /// Checks a header value names a whole key (every path), as point operations need. Containers
+    /// Checks a value sent names a whole key (every path), as point operations need. Containers
     /// without a partition key accept `[]` for "no value".
     pub fn require_full(&self, value: PartitionKeyValue) -> EngineResult<PartitionKeyValue> {
         if value.0.len() == self.paths.len() {
@@ -288,17 +289,17 @@ impl PartitionKeyDefinition {
         ))
     }
 
-    /// The partition key a point operation addresses: the header's value, which must name a
-    /// whole key, or the value that stands for a missing header.
+    /// The partition key a point operation addresses: the value sent, which must name a whole
+    /// key, or the value that stands for none sent.
     pub fn point_key(&self, sent: Option<PartitionKeyValue>) -> EngineResult<PartitionKeyValue> {
         match sent {
             Some(sent) => self.require_full(sent),
-            None => self.missing_header(),
+            None => self.missing_value(),
         }
     }
 
-    /// The value to use when a point operation sent no partition key header.
-    pub fn missing_header(&self) -> EngineResult<PartitionKeyValue> {
+    /// The value to use when a point operation sent no partition key.
+    pub fn missing_value(&self) -> EngineResult<PartitionKeyValue> {
         if self.is_system_key() {
             Ok(PartitionKeyValue(vec![
                 PartitionKeyPart::Undefined;
@@ -341,8 +342,8 @@ mod tests {
 
     #[test]
     fn numbers_of_equal_value_encode_alike() {
-        let a = PartitionKeyValue::from_header("[1]").expect("parse");
-        let b = PartitionKeyValue::from_header("[1.0]").expect("parse");
+        let a = PartitionKeyValue::parse_json_text("[1]").expect("parse");
+        let b = PartitionKeyValue::parse_json_text("[1.0]").expect("parse");
         assert_eq!(a.encode(), b.encode());
     }
 
@@ -360,7 +361,7 @@ mod tests {
             (json!({"a": {}}), "[{}]"),
             (json!({}), "[{}]"),
         ] {
-            let header = PartitionKeyValue::from_header(header).expect("header");
+            let header = PartitionKeyValue::parse_json_text(header).expect("header");
             assert_eq!(
                 definition.extract(&document).encode(),
                 header.encode(),
@@ -377,13 +378,13 @@ mod tests {
             &json!({"paths": ["/t", "/u"], "kind": "MultiHash", "version": 2}),
         ))
         .expect("multi");
-        let prefix = PartitionKeyValue::from_header(r#"["t1"]"#).expect("prefix");
+        let prefix = PartitionKeyValue::parse_json_text(r#"["t1"]"#).expect("prefix");
         assert_eq!(prefix.effective(&multi).as_deref(), Some(EXPECTED_T1));
         let hash = PartitionKeyDefinition::from_container_body(Some(
             &json!({"paths": ["/pk"], "kind": "Hash", "version": 2}),
         ))
         .expect("hash");
-        let value = PartitionKeyValue::from_header(r#"["a"]"#).expect("value");
+        let value = PartitionKeyValue::parse_json_text(r#"["a"]"#).expect("value");
         assert_eq!(value.effective(&hash).as_deref(), Some(EXPECTED_A));
         let v1 = PartitionKeyDefinition::from_container_body(Some(
             &json!({"paths": ["/pk"], "kind": "Hash", "version": 1}),

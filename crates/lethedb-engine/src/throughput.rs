@@ -71,12 +71,13 @@ impl Throughput {
         Ok(Throughput::Autoscale(max_ru as u32))
     }
 
-    /// Reads the `x-ms-offer-throughput` and `x-ms-cosmos-offer-autopilot-settings` header values.
-    pub fn from_headers(
-        manual: Option<&str>,
-        autoscale: Option<&str>,
+    /// Reads the throughput a create request asks for: a manual budget as decimal text, or
+    /// autoscale settings as JSON text (`{"maxThroughput": n}`); at most one of them.
+    pub fn from_request(
+        offer_throughput: Option<&str>,
+        autopilot_settings: Option<&str>,
     ) -> EngineResult<Option<Throughput>> {
-        match (manual, autoscale) {
+        match (offer_throughput, autopilot_settings) {
             (None, None) => Ok(None),
             (Some(_), Some(_)) => Err(EngineError::with_message(
                 ErrorCode::InvalidThroughput,
@@ -275,15 +276,15 @@ mod tests {
             assert!(Throughput::autoscale(bad).is_err(), "{bad}");
         }
         assert_eq!(
-            Throughput::from_headers(Some("400"), None).expect("manual"),
+            Throughput::from_request(Some("400"), None).expect("manual"),
             Some(Throughput::Manual(400))
         );
         assert_eq!(
-            Throughput::from_headers(None, Some(r#"{"maxThroughput": 4000}"#)).expect("auto"),
+            Throughput::from_request(None, Some(r#"{"maxThroughput": 4000}"#)).expect("auto"),
             Some(Throughput::Autoscale(4000))
         );
-        assert!(Throughput::from_headers(Some("400"), Some(r#"{"maxThroughput": 4000}"#)).is_err());
-        assert!(Throughput::from_headers(Some("many"), None).is_err());
+        assert!(Throughput::from_request(Some("400"), Some(r#"{"maxThroughput": 4000}"#)).is_err());
+        assert!(Throughput::from_request(Some("many"), None).is_err());
         let content = Throughput::Autoscale(4000).offer_content();
         assert_eq!(
             Throughput::from_offer_content(&content).expect("round trip"),

@@ -37,13 +37,13 @@ pub fn is_query(headers: &HeaderMap) -> bool {
 pub fn partition_key(headers: &HeaderMap) -> ApiResult<Option<PartitionKeyValue>> {
     match header(headers, "x-ms-documentdb-partitionkey") {
         None => Ok(None),
-        Some(text) => Ok(Some(PartitionKeyValue::from_header(text)?)),
+        Some(text) => Ok(Some(PartitionKeyValue::parse_json_text(text)?)),
     }
 }
 
 /// Provisioned throughput asked for on a create.
 pub fn throughput(headers: &HeaderMap) -> ApiResult<Option<Throughput>> {
-    Ok(Throughput::from_headers(
+    Ok(Throughput::from_request(
         header(headers, "x-ms-offer-throughput"),
         header(headers, "x-ms-cosmos-offer-autopilot-settings"),
     )?)

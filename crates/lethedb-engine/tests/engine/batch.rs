@@ -198,7 +198,7 @@ async fn deleting_a_partition_removes_only_its_items() {
         .delete_partition(
             "db",
             "c",
-            PartitionKeyValue::from_header("[\"p\"]").expect("pk"),
+            PartitionKeyValue::parse_json_text("[\"p\"]").expect("pk"),
         )
         .await
         .expect("delete");

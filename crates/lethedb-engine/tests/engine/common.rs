@@ -5,7 +5,7 @@ use lethedb_engine::PartitionKeyValue;
 
 /// The partition key header value for a single string key.
 pub fn pk(value: &str) -> Option<PartitionKeyValue> {
-    Some(PartitionKeyValue::from_header(&serde_json::json!([value]).to_string()).expect("pk"))
+    Some(PartitionKeyValue::parse_json_text(&serde_json::json!([value]).to_string()).expect("pk"))
 }
 
 /// A tiny deterministic generator (xorshift), so a failure replays.
