@@ -1,8 +1,11 @@
 //! The error table pinned whole: every code's response (status, substatus, the headers the SDKs
 //! read, and the JSON body with the activity id redacted) compared with one reviewed snapshot,
-//! and the rules a row cannot show (hidden detail stays in the log, a 429 says when to retry).
+//! the rules a row cannot show (hidden detail stays in the log, a 429 says when to retry), and a
+//! substatus other than 0 through the whole router.
 
+use super::{check_error, partitioned, Server};
 use crate::error::{ApiError, Code};
+use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use http_body_util::BodyExt;
 use lethedb_engine::{EngineError, ErrorCode};
@@ -91,7 +94,7 @@ async fn corruption_is_a_500_and_a_poisoned_store_says_to_restart() {
 #[tokio::test]
 async fn every_429_says_when_to_retry() {
     for code in Code::ALL {
-        if code.status() == axum::http::StatusCode::TOO_MANY_REQUESTS {
+        if code.status() == StatusCode::TOO_MANY_REQUESTS {
             let text = render(raise(*code)).await;
             assert!(text.contains(" retry-after-ms="), "{code:?}: {text}");
         }
@@ -110,4 +113,26 @@ fn the_table_lists_each_code_once() {
         assert!(seen.insert(*code), "{code:?} has two rows");
     }
     assert!(seen.contains(&Code::Engine(ErrorCode::WriterBusy)));
+}
+
+#[tokio::test]
+async fn a_partition_key_that_does_not_match_the_document_is_400_with_substatus_1001() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let mismatch = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(serde_json::json!({"id": "a", "pk": "p"})),
+            &[("x-ms-documentdb-partitionkey", "[\"q\"]")],
+        )
+        .await;
+    check_error(
+        &mismatch,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "PartitionKey extracted from document doesn't match the one specified in the header.",
+    );
+    assert_eq!(mismatch.header("x-ms-substatus"), "1001");
 }
