@@ -48,8 +48,8 @@ pub enum Operation {
     QueryOffers,
     ReadOffer,
     ReplaceOffer,
-    /// LetheDB has no users, scripts or conflicts; their feeds are served empty so that clients
-    /// listing them work.
+    /// The feeds of the child resources the engine's generic catalog holds (users, scripts,
+    /// conflicts); creating them comes with the features that use them.
     ReadUserFeed,
     ReadStoredProcedureFeed,
     ReadUserDefinedFunctionFeed,

@@ -8,6 +8,7 @@
 
 mod account;
 mod batch;
+mod children;
 mod containers;
 mod context;
 mod databases;
@@ -23,7 +24,7 @@ use context::Listing;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::operation::Operation;
 use crate::respond::Reply;
-use lethedb_engine::{Container, ErrorCode};
+use lethedb_engine::{Container, ErrorCode, ResourceKind};
 use std::sync::Arc;
 
 /// Runs `operation`. Item operations get the container the dispatcher loaded and admitted.
@@ -73,15 +74,14 @@ pub async fn route(
         Operation::QueryOffers => offers::feed_or_query(context, Listing::Query),
         Operation::ReadOffer => offers::read(context),
         Operation::ReplaceOffer => offers::replace(context).await,
-        Operation::ReadUserFeed => Ok(empty_feed("Users")),
-        Operation::ReadStoredProcedureFeed => Ok(empty_feed("StoredProcedures")),
-        Operation::ReadUserDefinedFunctionFeed => Ok(empty_feed("UserDefinedFunctions")),
-        Operation::ReadTriggerFeed => Ok(empty_feed("Triggers")),
-        Operation::ReadConflictFeed => Ok(empty_feed("Conflicts")),
+        Operation::ReadUserFeed => children::feed(context, ResourceKind::User),
+        Operation::ReadStoredProcedureFeed => {
+            children::feed(context, ResourceKind::StoredProcedure)
+        }
+        Operation::ReadUserDefinedFunctionFeed => {
+            children::feed(context, ResourceKind::UserDefinedFunction)
+        }
+        Operation::ReadTriggerFeed => children::feed(context, ResourceKind::Trigger),
+        Operation::ReadConflictFeed => children::feed(context, ResourceKind::Conflict),
     }
-}
-
-/// LetheDB has no users or server-side scripts, so these feeds are always empty.
-fn empty_feed(name: &str) -> Reply {
-    Reply::feed("", name, Vec::<Vec<u8>>::new(), None, 1.0)
 }

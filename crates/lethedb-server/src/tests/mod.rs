@@ -5,6 +5,7 @@
 
 mod access;
 mod bodies;
+mod children;
 mod containers;
 mod errors;
 mod items;
