@@ -141,12 +141,11 @@ impl Client {
     /// Sends one signed request and reads the whole response. A connection the server closed
     /// between requests is reopened once; any other transport failure is an error.
     pub async fn send(&mut self, request: &Request<'_>) -> anyhow::Result<Reply> {
-        match tokio::time::timeout(REQUEST_TIMEOUT, self.send_once(request)).await {
-            Ok(result) => result,
-            Err(_) => {
-                self.sender = None;
-                Err(anyhow!("request timed out after {REQUEST_TIMEOUT:?}"))
-            }
+        if let Ok(result) = tokio::time::timeout(REQUEST_TIMEOUT, self.send_once(request)).await {
+            result
+        } else {
+            self.sender = None;
+            Err(anyhow!("request timed out after {REQUEST_TIMEOUT:?}"))
         }
     }
 

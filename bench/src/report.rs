@@ -97,7 +97,7 @@ pub fn whole(value: &Value) -> String {
         .map_or_else(|| value.to_string(), |v| format!("{v:.0}"))
 }
 
-fn cell(measured: &Option<Measured>) -> [String; 4] {
+fn cell(measured: Option<&Measured>) -> [String; 4] {
     match measured {
         Some(m) => [
             if m.summary.ops_per_sec < 100.0 {
@@ -154,8 +154,8 @@ fn workload_table(out: &mut String, report: &Report, peer: bool) {
     out.push_str("| workload | LetheDB ops/s | p50 ms | p99 ms | peak RSS MB | peer ops/s | p50 ms | p99 ms | peak RSS MB | LetheDB/peer | notes |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n");
     for row in &report.rows {
-        let l = cell(&row.lethedb);
-        let p = cell(&row.peer);
+        let l = cell(row.lethedb.as_ref());
+        let p = cell(row.peer.as_ref());
         let ratio = match (&row.lethedb, &row.peer) {
             (Some(l), Some(p)) if p.summary.ops_per_sec > 0.0 => {
                 format!("{:.2}×", l.summary.ops_per_sec / p.summary.ops_per_sec)

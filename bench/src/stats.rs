@@ -24,7 +24,7 @@ pub struct Recorder {
 impl Recorder {
     pub fn record(&mut self, latency: Duration) {
         self.latencies_us
-            .push(latency.as_micros().min(u32::MAX as u128) as u32);
+            .push(latency.as_micros().min(u128::from(u32::MAX)) as u32);
     }
 
     pub fn error(&mut self, kind: String, detail: String) {
@@ -59,7 +59,7 @@ impl Recorder {
             max_ms: self
                 .latencies_us
                 .last()
-                .map_or(0.0, |&us| us as f64 / 1000.0),
+                .map_or(0.0, |&us| f64::from(us) / 1000.0),
             error_count: self.errors.values().sum(),
             errors: self.errors,
             error_samples: self.error_samples,
@@ -73,7 +73,7 @@ pub fn percentile_ms(sorted_us: &[u32], quantile: f64) -> f64 {
         return 0.0;
     }
     let rank = ((quantile * sorted_us.len() as f64).ceil() as usize).clamp(1, sorted_us.len());
-    sorted_us[rank - 1] as f64 / 1000.0
+    f64::from(sorted_us[rank - 1]) / 1000.0
 }
 
 /// The nearest-rank percentile of sorted millisecond values.

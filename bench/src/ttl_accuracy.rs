@@ -127,7 +127,7 @@ async fn poll_item(
             Ok(404) if answered < e_lo => counts.missing_before_expiry += 1,
             Ok(200) if answered < e_lo => {}
             Ok(404) if sent >= e_hi => {}
-            Ok(200) | Ok(404) => counts.undecided += 1,
+            Ok(200 | 404) => counts.undecided += 1,
             _ => counts.other_errors += 1,
         }
         tokio::time::sleep(config.poll_interval).await;

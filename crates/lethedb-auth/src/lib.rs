@@ -116,7 +116,7 @@ pub fn parse_authorization(header: &str) -> Option<Token> {
             "sig" => {
                 signature = base64::engine::general_purpose::STANDARD
                     .decode(value.trim())
-                    .ok()
+                    .ok();
             }
             _ => {}
         }

@@ -91,7 +91,7 @@ mod tests {
         let total: usize = cache
             .shards
             .iter()
-            .map(|s| s.lock().map(|s| s.bytes).unwrap_or(0))
+            .map(|s| s.lock().map_or(0, |s| s.bytes))
             .sum();
         assert!(total <= 16 * 4096, "{total}");
         let disabled = DocumentCache::new(0);

@@ -332,12 +332,11 @@ pub(crate) fn apply_write(
     }
     // Validation is over: from here on the operation writes.
     let mut counters = read_counters(context.reader(), number)?;
-    let document_number = match visible {
-        Some(record) => record.document_number,
-        None => {
-            counters.next_document_number += 1;
-            counters.next_document_number
-        }
+    let document_number = if let Some(record) = visible {
+        record.document_number
+    } else {
+        counters.next_document_number += 1;
+        counters.next_document_number
     };
     let created = visible.is_none();
     if let Some(old) = &existing {

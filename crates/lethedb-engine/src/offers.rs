@@ -132,25 +132,22 @@ impl Engine {
         self.inner
             .writer
             .write(move |context| {
-                match container_id {
-                    Some(container_id) => {
-                        let mut container =
-                            load_container(context.reader(), &database_id, &container_id)?
-                                .ok_or_else(container_not_found)?;
-                        container.throughput = Some(throughput);
-                        store_container(context, &container)?;
-                    }
-                    None => {
-                        let key = keys::database_key(&database_id);
-                        let mut record: DatabaseRecord = context
-                            .get(Table::Catalog, &key)?
-                            .map(|bytes| serde_json::from_slice(&bytes))
-                            .transpose()
-                            .map_err(|_| corrupted("database"))?
-                            .ok_or_else(database_not_found)?;
-                        record.throughput = Some(throughput);
-                        store_database(context, &database_id, &record)?;
-                    }
+                if let Some(container_id) = container_id {
+                    let mut container =
+                        load_container(context.reader(), &database_id, &container_id)?
+                            .ok_or_else(container_not_found)?;
+                    container.throughput = Some(throughput);
+                    store_container(context, &container)?;
+                } else {
+                    let key = keys::database_key(&database_id);
+                    let mut record: DatabaseRecord = context
+                        .get(Table::Catalog, &key)?
+                        .map(|bytes| serde_json::from_slice(&bytes))
+                        .transpose()
+                        .map_err(|_| corrupted("database"))?
+                        .ok_or_else(database_not_found)?;
+                    record.throughput = Some(throughput);
+                    store_database(context, &database_id, &record)?;
                 }
                 Ok(())
             })

@@ -43,7 +43,7 @@ impl PartitionKeyPart {
             Some(Value::Number(n)) => PartitionKeyPart::Number(n.as_f64().unwrap_or(f64::NAN)),
             Some(Value::String(s)) => PartitionKeyPart::String(s.clone()),
             // The service treats a path that ends in an object or array as having no value.
-            Some(Value::Array(_)) | Some(Value::Object(_)) => PartitionKeyPart::Undefined,
+            Some(Value::Array(_) | Value::Object(_)) => PartitionKeyPart::Undefined,
         }
     }
 

@@ -136,26 +136,25 @@ impl Engine {
             if is_expired(container, last_modified_ms, ttl, now_ms) {
                 return ControlFlow::Continue(());
             }
-            let document = match cache.get(key, lsn) {
-                Some(document) => document,
-                None => {
-                    let parsed = ItemRecord::decode(value)
-                        .map(|record| StoredItem {
-                            container: Arc::clone(container),
-                            record,
-                        })
-                        .ok_or_else(|| corrupted("item"))
-                        .and_then(|item| item.to_value());
-                    match parsed {
-                        Ok(document) => {
-                            let document = Arc::new(document);
-                            cache.insert(key, lsn, Arc::clone(&document), value.len());
-                            document
-                        }
-                        Err(error) => {
-                            failure = Some(error);
-                            return ControlFlow::Break(());
-                        }
+            let document = if let Some(document) = cache.get(key, lsn) {
+                document
+            } else {
+                let parsed = ItemRecord::decode(value)
+                    .map(|record| StoredItem {
+                        container: Arc::clone(container),
+                        record,
+                    })
+                    .ok_or_else(|| corrupted("item"))
+                    .and_then(|item| item.to_value());
+                match parsed {
+                    Ok(document) => {
+                        let document = Arc::new(document);
+                        cache.insert(key, lsn, Arc::clone(&document), value.len());
+                        document
+                    }
+                    Err(error) => {
+                        failure = Some(error);
+                        return ControlFlow::Break(());
                     }
                 }
             };

@@ -174,7 +174,7 @@ impl Writer {
                     write_batch_max.max(1),
                     &thread_stats,
                     on_catalog_change,
-                )
+                );
             })
             .map_err(|error| {
                 EngineError::with_message(

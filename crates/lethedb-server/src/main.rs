@@ -38,14 +38,11 @@ async fn shutdown_signal() {
     let interrupt = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut terminate =
-            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-                Ok(signal) => signal,
-                Err(_) => {
-                    let _ = interrupt.await;
-                    return;
-                }
-            };
+        let terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+        let Ok(mut terminate) = terminate else {
+            let _ = interrupt.await;
+            return;
+        };
         tokio::select! {
             _ = interrupt => {}
             _ = terminate.recv() => {}

@@ -163,7 +163,7 @@ pub fn endpoint(headers: &HeaderMap, uri: &Uri, tls: bool) -> String {
         .get("host")
         .and_then(|v| v.to_str().ok())
         .map(str::to_string)
-        .or_else(|| uri.authority().map(|a| a.to_string()))
+        .or_else(|| uri.authority().map(std::string::ToString::to_string))
         .unwrap_or_else(|| "localhost".to_string());
     let scheme = if tls { "https" } else { "http" };
     format!("{scheme}://{host}/")

@@ -1,6 +1,9 @@
 //! One process owns a store: a second `lethedb serve` on the same data directory must stop at
 //! once with a clear message, while the first keeps serving. Runs the real binary.
 
+// Tests assert by panicking, helpers included (clippy allows it only inside #[test] fns).
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -6,6 +6,9 @@
 //!
 //! `unwrap`/`expect` in library code are refused by clippy (`[workspace.lints]`), not here.
 
+// Tests assert by panicking, helpers included (clippy allows it only inside #[test] fns).
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 

@@ -102,9 +102,8 @@ impl KeyRange {
     fn is_empty(&self) -> bool {
         match (&self.start, &self.end) {
             (Bound::Included(s), Bound::Included(e)) => s > e,
-            (Bound::Included(s), Bound::Excluded(e))
-            | (Bound::Excluded(s), Bound::Included(e))
-            | (Bound::Excluded(s), Bound::Excluded(e)) => s >= e,
+            (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
+            | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
             _ => false,
         }
     }

@@ -26,6 +26,9 @@ pub(crate) struct Overlay {
     open_savepoints: usize,
 }
 
+/// A pending change as a merged scan meets it.
+type PendingEntry<'a> = (&'a Vec<u8>, &'a Option<Vec<u8>>);
+
 /// A committed entry a backend feeds into a merged scan.
 pub(crate) type BaseEntry<K, V> = Result<(K, V), StorageError>;
 
@@ -113,7 +116,7 @@ impl Overlay {
             return Ok(());
         }
         let changes = self.tables[table.index()].range((range.start.clone(), range.end.clone()));
-        let mut changes: Box<dyn Iterator<Item = (&Vec<u8>, &Option<Vec<u8>>)>> = if reverse {
+        let mut changes: Box<dyn Iterator<Item = PendingEntry<'_>>> = if reverse {
             Box::new(changes.rev())
         } else {
             Box::new(changes)

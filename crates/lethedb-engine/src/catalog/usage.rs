@@ -32,7 +32,7 @@ impl Engine {
         let bytes = if counters.items == 0 {
             0
         } else {
-            (counters.bytes as u128 * u128::from(items) / u128::from(counters.items)) as u64
+            (u128::from(counters.bytes) * u128::from(items) / u128::from(counters.items)) as u64
         };
         Ok(Usage {
             items,

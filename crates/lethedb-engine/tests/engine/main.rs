@@ -2,6 +2,9 @@
 //! drives the public API of `lethedb-engine` on an in-memory or durable store with a manual
 //! clock.
 
+// Tests assert by panicking, helpers included (clippy allows it only inside #[test] fns).
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
 mod batch;
 mod common;
 mod model;

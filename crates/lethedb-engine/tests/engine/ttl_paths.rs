@@ -476,7 +476,7 @@ async fn invalid_item_ttl_is_rejected_only_while_ttl_is_on() {
                 code: ErrorCode::InvalidTtl,
                 message: Some(message),
             }) => {
-                assert!(message.starts_with("The input ttl '"), "{message}")
+                assert!(message.starts_with("The input ttl '"), "{message}");
             }
             other => panic!("ttl {ttl}: {other:?}"),
         }
