@@ -1,4 +1,4 @@
-//! Time to live: the rules of `../shared/spec/ttl.md` as pure functions of settings and times.
+//! Time to live: the rules of `docs/ttl.md` as pure functions of settings and times.
 //!
 //! A container's [`TtlState`] holds its current `defaultTtl` and two bounds that remember what
 //! expired under earlier settings, so that expiry is final: when the setting changes at instant
