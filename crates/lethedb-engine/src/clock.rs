@@ -3,9 +3,28 @@
 //! Everything that needs "now" (last-modified stamps, `_ts`, expiry checks, the sweeper's
 //! bounds) asks a [`Clock`]. Production uses [`SystemClock`]; tests use [`ManualClock`] and move
 //! time by hand instead of sleeping. Nothing else in LetheDB calls `SystemTime::now()`.
+//!
+//! Work that only needs to know how long something took (pacing the sweeper, timing commits,
+//! noticing recent user activity) uses a [`Stopwatch`] on the monotonic clock. A stopwatch never
+//! decides what a client sees; it lives here so that this module stays the only reader of the
+//! machine's clocks (a tidy test checks it).
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Monotonic time elapsed since a start, for pacing and timing; never for expiry.
+#[derive(Clone, Copy, Debug)]
+pub struct Stopwatch(Instant);
+
+impl Stopwatch {
+    pub fn start() -> Stopwatch {
+        Stopwatch(Instant::now())
+    }
+
+    pub fn elapsed(&self) -> Duration {
+        self.0.elapsed()
+    }
+}
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {

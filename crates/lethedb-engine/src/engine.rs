@@ -5,6 +5,7 @@
 //! queries, offers, the sweeper); this module knows none of them, so they can all depend on it.
 
 use crate::clock::Clock;
+use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::error::EngineResult;
@@ -89,7 +90,7 @@ pub(crate) struct Inner {
     pub(crate) budgets: Budgets,
     pub(crate) documents: DocumentCache,
     /// When the engine started, for the monotonic activity clock below.
-    started: std::time::Instant,
+    started: Stopwatch,
     /// Milliseconds after `started` of the latest user request on an item (0: none yet).
     last_user_request_ms: AtomicU64,
     pub(crate) default_throughput_ru: Option<u32>,
@@ -128,7 +129,7 @@ impl Engine {
                 sweep_stats: SweepRegistry::default(),
                 budgets: Budgets::default(),
                 documents: DocumentCache::new(config.document_cache_bytes),
-                started: std::time::Instant::now(),
+                started: Stopwatch::start(),
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,
                 rate_limit: config.rate_limit,

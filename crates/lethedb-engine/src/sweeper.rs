@@ -17,6 +17,7 @@
 //! the previous second; deletions are never charged to users and never throttle them. Containers
 //! without throughput are paced by the batch size and the pause between batches.
 
+use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
@@ -208,13 +209,13 @@ impl Engine {
     ) -> tokio::task::JoinHandle<()> {
         let engine = self.clone();
         tokio::spawn(async move {
-            let mut last_report = std::time::Instant::now();
+            let mut last_report = Stopwatch::start();
             // The rate cap is measured on the monotonic timer: it paces work, it is not wall time.
-            let mut window_started = std::time::Instant::now();
+            let mut window_started = Stopwatch::start();
             let mut deleted_in_window = 0u64;
             while !stop.load(Ordering::Relaxed) {
                 if window_started.elapsed() >= Duration::from_secs(1) {
-                    window_started = std::time::Instant::now();
+                    window_started = Stopwatch::start();
                     deleted_in_window = 0;
                 }
                 // While users are active the sweeper takes small batches and a small share of
@@ -236,7 +237,7 @@ impl Engine {
                     .await;
                     continue;
                 }
-                let batch_started = std::time::Instant::now();
+                let batch_started = Stopwatch::start();
                 let pause = match engine.sweep_once(batch_items_max).await {
                     Ok((deleted, more)) if more => {
                         deleted_in_window += deleted;
@@ -258,7 +259,7 @@ impl Engine {
                     }
                 };
                 if last_report.elapsed() >= Duration::from_secs(60) {
-                    last_report = std::time::Instant::now();
+                    last_report = Stopwatch::start();
                     for stats in engine
                         .sweep_stats()
                         .into_iter()

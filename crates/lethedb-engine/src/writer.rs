@@ -11,6 +11,7 @@
 //! failure, by contrast, fails the whole group and nothing of it is committed.
 
 use crate::clock::Clock;
+use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use lethedb_storage::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
@@ -257,7 +258,7 @@ fn run(
         } = context;
         containers = cached;
         // A monotonic timer measures how long the durable commit takes; it is not wall time.
-        let commit_started = std::time::Instant::now();
+        let commit_started = Stopwatch::start();
         let committed = match failure {
             Some(error) => {
                 drop(txn);
