@@ -48,8 +48,8 @@
 use serde_json::Value;
 
 use crate::ast::{
-    BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem, SortKey, Source,
-    UnaryOp,
+    expression_height, BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem,
+    SortKey, Source, UnaryOp,
 };
 use crate::error::QueryError;
 use crate::lexer::{tokenize, Spanned, Token};
@@ -721,15 +721,23 @@ impl Parser {
                     self.leave();
                     return self.checked(Expr::Call { name, args: args? });
                 }
-                // `udf.name(...)` calls a user-defined function, which this server cannot run.
+                // `udf.name(...)` calls a user-defined function; whether one by that name exists
+                // is the planner's question, asked of the caller's UDF host.
                 if name.eq_ignore_ascii_case("udf")
                     && self.is_symbol(".")
-                    && matches!(self.peek_at(1), Some(Token::Identifier(_)))
                     && matches!(self.peek_at(2), Some(Token::Symbol("(")))
                 {
-                    return Err(QueryError::unsupported(
-                        "user-defined functions (udf.name(...)) are not supported",
-                    ));
+                    if let Some(Token::Identifier(function)) = self.peek_at(1) {
+                        let function = function.clone();
+                        self.next += 3;
+                        self.enter()?;
+                        let args = self.expr_list(")");
+                        self.leave();
+                        return self.checked(Expr::UdfCall {
+                            name: function,
+                            args: args?,
+                        });
+                    }
                 }
                 Ok(Expr::Identifier(name))
             }
@@ -797,99 +805,6 @@ fn balanced(op: BinaryOp, mut operands: Vec<Expr>) -> Expr {
         Box::new(balanced(op, operands)),
         Box::new(balanced(op, right)),
     )
-}
-
-/// The height of an expression tree, subqueries included, computed without recursion so that
-/// it is safe on any tree.
-pub fn expression_height(expr: &Expr) -> usize {
-    let mut highest = 0;
-    let mut pending: Vec<(&Expr, usize)> = vec![(expr, 1)];
-    while let Some((node, height)) = pending.pop() {
-        highest = highest.max(height);
-        let mut children = Vec::new();
-        for_each_child(node, &mut |child| children.push(child));
-        pending.extend(children.into_iter().map(|child| (child, height + 1)));
-    }
-    highest
-}
-
-/// Calls `visit` on each direct child of `node`, including the expressions of subqueries.
-pub fn for_each_child<'a>(node: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
-    match node {
-        Expr::Undefined | Expr::Literal(_) | Expr::Parameter(_) | Expr::Identifier(_) => {}
-        Expr::Property(base, _) => visit(base),
-        Expr::Index(base, index) => {
-            visit(base);
-            visit(index);
-        }
-        Expr::Array(items) | Expr::Call { args: items, .. } => items.iter().for_each(visit),
-        Expr::Object(fields) => fields.iter().for_each(|(_, value)| visit(value)),
-        Expr::Unary(_, operand) => visit(operand),
-        Expr::Binary(_, left, right) => {
-            visit(left);
-            visit(right);
-        }
-        Expr::Conditional(a, b, c)
-        | Expr::Between {
-            expr: a,
-            low: b,
-            high: c,
-            ..
-        } => {
-            visit(a);
-            visit(b);
-            visit(c);
-        }
-        Expr::In { expr, list, .. } => {
-            visit(expr);
-            list.iter().for_each(visit);
-        }
-        Expr::Like {
-            expr,
-            pattern,
-            escape,
-            ..
-        } => {
-            visit(expr);
-            visit(pattern);
-            if let Some(escape) = escape {
-                visit(escape);
-            }
-        }
-        Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
-            for_each_query_expr(query, visit)
-        }
-    }
-}
-
-/// Calls `visit` on every top-level expression of a query (select list, sources, filter...).
-pub fn for_each_query_expr<'a>(query: &'a Query, visit: &mut dyn FnMut(&'a Expr)) {
-    if let Some(top) = &query.select.top {
-        visit(top);
-    }
-    match &query.select.projection {
-        Projection::Star => {}
-        Projection::Value(expr) => visit(expr),
-        Projection::Items(items) => items.iter().for_each(|item| visit(&item.expr)),
-    }
-    if let Some(from) = &query.from {
-        for source in std::iter::once(&from.source).chain(&from.joins) {
-            match source {
-                Source::Iterate { collection, .. } | Source::Bind { collection, .. } => {
-                    visit(collection)
-                }
-            }
-        }
-    }
-    if let Some(filter) = &query.filter {
-        visit(filter);
-    }
-    query.group_by.iter().for_each(&mut *visit);
-    query.order_by.iter().for_each(|key| visit(&key.expr));
-    if let Some(offset_limit) = &query.offset_limit {
-        visit(&offset_limit.offset);
-        visit(&offset_limit.limit);
-    }
 }
 
 #[cfg(test)]
@@ -1028,10 +943,12 @@ mod tests {
     }
 
     #[test]
-    fn user_defined_functions_are_refused() {
-        assert!(matches!(
-            parse("SELECT udf.f(c) FROM c"),
-            Err(QueryError::Unsupported(_))
-        ));
+    fn user_defined_function_calls_parse_and_print() {
+        let query = parse("SELECT udf.tax(c.price, 2) FROM c").expect("parses");
+        assert_eq!(
+            query.to_string(),
+            parse(&query.to_string()).expect("re-parses").to_string()
+        );
+        assert!(query.to_string().contains("udf.tax("));
     }
 }

@@ -11,6 +11,7 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::ast::{Expr, Projection, Query, Source};
+use crate::context::UdfHost;
 use crate::error::QueryError;
 use crate::functions;
 use crate::value::as_number;
@@ -175,10 +176,11 @@ pub fn path_root(expr: &Expr) -> Option<&str> {
 pub fn validate(
     query: &Query,
     parameters: &HashMap<String, Value>,
+    udfs: Option<&dyn UdfHost>,
     outer: &[String],
     top_level: bool,
 ) -> Result<(), QueryError> {
-    let checker = Checker { parameters };
+    let checker = Checker { parameters, udfs };
     let mut scope: Vec<String> = outer.to_vec();
     let mut own_aliases: Vec<String> = Vec::new();
     if let Some(from) = &query.from {
@@ -210,7 +212,7 @@ pub fn validate(
                 }
             } else {
                 match collection {
-                    Expr::Subquery(inner) => validate(inner, parameters, &scope, false)?,
+                    Expr::Subquery(inner) => validate(inner, parameters, udfs, &scope, false)?,
                     _ if path_root(collection).is_some() => {
                         checker.expr(collection, &scope, false)?
                     }
@@ -308,7 +310,7 @@ fn grouped_projection(expr: &Expr, group_by: &[Expr]) -> Result<(), QueryError> 
         }
         _ => {
             let mut result = Ok(());
-            crate::parser::for_each_child(expr, &mut |child| {
+            crate::ast::for_each_child(expr, &mut |child| {
                 if result.is_ok() {
                     result = grouped_projection(child, group_by);
                 }
@@ -320,6 +322,7 @@ fn grouped_projection(expr: &Expr, group_by: &[Expr]) -> Result<(), QueryError> 
 
 struct Checker<'p> {
     parameters: &'p HashMap<String, Value>,
+    udfs: Option<&'p dyn UdfHost>,
 }
 
 impl Checker<'_> {
@@ -347,7 +350,7 @@ impl Checker<'_> {
                 }
             }
             Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
-                return validate(query, self.parameters, scope, false);
+                return validate(query, self.parameters, self.udfs, scope, false);
             }
             Expr::Call { name, args } => {
                 let upper = name.to_ascii_uppercase();
@@ -367,10 +370,23 @@ impl Checker<'_> {
                 }
                 functions::check_call(name, args.len())?;
             }
+            Expr::UdfCall { name, .. } => match self.udfs {
+                None => {
+                    return Err(QueryError::unsupported(
+                        "user-defined functions (udf.name(...)) are not supported",
+                    ))
+                }
+                Some(host) if !host.defines(name) => {
+                    return Err(QueryError::semantic(format!(
+                        "Unknown user-defined function 'udf.{name}'."
+                    )))
+                }
+                Some(_) => {}
+            },
             _ => {}
         }
         let mut result = Ok(());
-        crate::parser::for_each_child(expr, &mut |child| {
+        crate::ast::for_each_child(expr, &mut |child| {
             if result.is_ok()
                 && !matches!(
                     expr,
