@@ -1,6 +1,6 @@
 //! Transactional batches and bulk: several item operations on one partition key in one writer
-//! job. An atomic batch commits all of its operations or none (an undo log restores what earlier
-//! operations wrote when a later one fails); a non-atomic one (bulk) reports each operation's
+//! job. An atomic batch commits all of its operations or none (it takes a savepoint nested in
+//! the writer's own and rolls back to it when an operation fails); a non-atomic one (bulk) reports each operation's
 //! own outcome. Each operation follows exactly the rules of its single-item counterpart.
 
 use crate::container::Container;
@@ -49,8 +49,11 @@ fn failure_status(error: &EngineError) -> Option<u16> {
         EngineError::PreconditionFailed(_) => Some(412),
         EngineError::BadRequest(_) | EngineError::Query(_) => Some(400),
         EngineError::TooLarge(_) => Some(413),
-        // Storage failures fail the whole request.
-        EngineError::Storage(_) | EngineError::Unavailable(_) => None,
+        // Storage failures and a refusing writer fail the whole request.
+        EngineError::Storage(_)
+        | EngineError::Unavailable(_)
+        | EngineError::WriterBusy(_)
+        | EngineError::StorePoisoned(_) => None,
     }
 }
 
@@ -213,14 +216,13 @@ impl Engine {
             .writer
             .write(move |context| {
                 let container = writer_container(context, &database_id, &container_id)?;
-                if atomic {
-                    if partition_key.is_none() && !container.partition_key.is_system_key() {
-                        return Err(EngineError::BadRequest(
-                            "A transactional batch needs a partition key.".into(),
-                        ));
-                    }
-                    context.begin_undo();
+                if atomic && partition_key.is_none() && !container.partition_key.is_system_key() {
+                    return Err(EngineError::BadRequest(
+                        "A transactional batch needs a partition key.".into(),
+                    ));
                 }
+                // Only an atomic batch undoes earlier operations when a later one fails.
+                let savepoint = atomic.then(|| context.savepoint());
                 let count = operations.len();
                 let mut results = Vec::with_capacity(count);
                 for (index, operation) in operations.into_iter().enumerate() {
@@ -228,7 +230,10 @@ impl Engine {
                         Ok(result) => results.push(result),
                         Err(error) => {
                             let Some(status) = failure_status(&error) else {
-                                context.undo_changes()?;
+                                // The writer rolls the whole job back: it returns an error.
+                                if let Some(savepoint) = savepoint {
+                                    context.rollback_to(savepoint);
+                                }
                                 return Err(error);
                             };
                             let failed = BatchResult {
@@ -237,8 +242,8 @@ impl Engine {
                                 item: None,
                                 message: Some(error.to_string()),
                             };
-                            if atomic {
-                                context.undo_changes()?;
+                            if let Some(savepoint) = savepoint {
+                                context.rollback_to(savepoint);
                                 let mut all: Vec<BatchResult> = (0..count)
                                     .map(|_| BatchResult {
                                         status: 424,
@@ -254,7 +259,9 @@ impl Engine {
                         }
                     }
                 }
-                context.keep_changes();
+                if let Some(savepoint) = savepoint {
+                    context.release(savepoint);
+                }
                 Ok((results, true))
             })
             .await

@@ -3,9 +3,34 @@
 //! Everything that needs "now" (last-modified stamps, `_ts`, expiry checks, the sweeper's
 //! bounds) asks a [`Clock`]. Production uses [`SystemClock`]; tests use [`ManualClock`] and move
 //! time by hand instead of sleeping. Nothing else in LetheDB calls `SystemTime::now()`.
+//!
+//! The monotonic timer lives here too, as [`Stopwatch`]: it times commits, paces the sweeper and
+//! tracks user activity. It never decides expiry or anything a client sees as time, so it is not
+//! behind the injectable [`Clock`]; it is here so that this module is the only one reading the
+//! machine's clocks (a tidy test checks it).
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A monotonic timer started at a point in time: for pacing and measuring, never for expiry.
+#[derive(Clone, Copy, Debug)]
+pub struct Stopwatch {
+    started: Instant,
+}
+
+impl Stopwatch {
+    /// A stopwatch started now.
+    pub fn start() -> Stopwatch {
+        Stopwatch {
+            started: Instant::now(),
+        }
+    }
+
+    /// The time since the stopwatch was started.
+    pub fn elapsed(&self) -> Duration {
+        self.started.elapsed()
+    }
+}
 
 /// A source of wall-clock time in milliseconds since the Unix epoch.
 pub trait Clock: Send + Sync + 'static {

@@ -4,13 +4,13 @@
 //! Resource operations are `impl Engine` blocks in the modules that own them (catalog, items,
 //! queries, offers, the sweeper); this module knows none of them, so they can all depend on it.
 
-use crate::clock::Clock;
+use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::error::EngineResult;
 use crate::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
-use crate::writer::Writer;
+use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
 use lethedb_storage::Storage;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +21,8 @@ use std::sync::{Arc, RwLock};
 pub struct EngineConfig {
     /// The most operations one durable commit may carry (1 disables group commit).
     pub write_batch_max: usize,
+    /// The most writes that may wait for the writer before more are refused (429).
+    pub writer_queue_jobs_max: usize,
     pub sweeper: SweeperConfig,
     /// RU/s for containers with no throughput of their own or shared; `None`: unlimited.
     pub default_throughput_ru: Option<u32>,
@@ -33,7 +35,8 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> EngineConfig {
         EngineConfig {
-            write_batch_max: 512,
+            write_batch_max: WRITE_BATCH_MAX_DEFAULT,
+            writer_queue_jobs_max: WRITER_QUEUE_JOBS_MAX,
             sweeper: SweeperConfig::default(),
             default_throughput_ru: None,
             rate_limit: true,
@@ -89,7 +92,7 @@ pub(crate) struct Inner {
     pub(crate) budgets: Budgets,
     pub(crate) documents: DocumentCache,
     /// When the engine started, for the monotonic activity clock below.
-    started: std::time::Instant,
+    started: Stopwatch,
     /// Milliseconds after `started` of the latest user request on an item (0: none yet).
     last_user_request_ms: AtomicU64,
     pub(crate) default_throughput_ru: Option<u32>,
@@ -116,6 +119,7 @@ impl Engine {
             Arc::clone(&store),
             Arc::clone(&clock),
             config.write_batch_max,
+            config.writer_queue_jobs_max,
             move || invalidated.invalidate(),
         )?;
         Ok(Engine {
@@ -128,7 +132,7 @@ impl Engine {
                 sweep_stats: SweepRegistry::default(),
                 budgets: Budgets::default(),
                 documents: DocumentCache::new(config.document_cache_bytes),
-                started: std::time::Instant::now(),
+                started: Stopwatch::start(),
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,
                 rate_limit: config.rate_limit,
@@ -200,6 +204,12 @@ impl Engine {
     pub fn budget_totals(&self, container: &Container) -> Option<BudgetTotals> {
         self.budget_of(container)
             .map(|(key, _)| self.inner.budgets.totals(key))
+    }
+
+    /// Why the engine stopped accepting writes, if it did (a panic in the writer or the
+    /// sweeper, a failed commit). Reads keep working; a restart is needed to write again.
+    pub fn poisoned(&self) -> Option<String> {
+        self.inner.writer.poison.reason().map(str::to_string)
     }
 
     pub fn now_ms(&self) -> i64 {

@@ -31,6 +31,14 @@ pub enum EngineError {
     /// The engine is shutting down or its writer has stopped.
     #[error("the service is unavailable: {0}")]
     Unavailable(String),
+    /// The writer's queue is full: the write was refused at once and took no effect; retrying
+    /// after a few milliseconds is expected to succeed.
+    #[error("{0}")]
+    WriterBusy(String),
+    /// The engine stopped accepting writes after an internal error (a panic or a failed commit);
+    /// reads still work, and a restart re-opens the store from its last durable state.
+    #[error("{0}")]
+    StorePoisoned(String),
 }
 
 pub type EngineResult<T> = Result<T, EngineError>;
@@ -81,4 +89,18 @@ pub(crate) fn corrupted(what: &str) -> EngineError {
 /// A continuation token the engine did not issue (or issued for another scope).
 pub(crate) fn invalid_continuation() -> EngineError {
     EngineError::BadRequest("The continuation token is invalid.".into())
+}
+
+/// A write refused because the writer's queue is full.
+pub(crate) fn writer_busy() -> EngineError {
+    EngineError::WriterBusy(
+        "The writer's queue is full; no changes were made. Please retry this request later.".into(),
+    )
+}
+
+/// A write refused because the engine is poisoned; `reason` says what happened first.
+pub(crate) fn store_poisoned(reason: &str) -> EngineError {
+    EngineError::StorePoisoned(format!(
+        "The engine stopped accepting writes after an internal error and must be restarted: {reason}"
+    ))
 }

@@ -18,10 +18,10 @@
 //! - `sweeper.rs`: `start_sweeper`, `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
 //!   [`SweeperConfig`], [`SweepStats`]. `offers.rs`: offers (throughput as a resource).
 //! - `container.rs`: [`Container`], [`Usage`]. `limits.rs`: [`ID_CHARS_MAX`], [`ITEM_BYTES_MAX`],
-//!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `clock.rs`, `error.rs`, `partition_key.rs`,
+//!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `clock.rs` ([`Stopwatch`] too), `error.rs`, `poison.rs` (`Engine::poisoned`), `partition_key.rs`,
 //!   `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`, `document_cache.rs`.
 //!
-//! Reading order, from the bottom floor up: error, limits, clock, keys, rids, request units,
+//! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
 //! ttl, partition key, throughput, document cache; container; writer; records; expiry;
 //! sweep stats; engine; items; catalog; item requests, patch, batch, query, offers; sweeper.
 
@@ -40,6 +40,7 @@ mod limits;
 mod offers;
 mod partition_key;
 pub mod patch;
+mod poison;
 mod query;
 mod records;
 pub mod request_units;
@@ -51,7 +52,7 @@ pub mod ttl;
 pub mod writer;
 
 pub use catalog::kinds::{ResourceKind, ResourceParent};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};
 pub use error::{EngineError, EngineResult};

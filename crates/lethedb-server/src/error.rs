@@ -81,6 +81,11 @@ impl From<EngineError> for ApiError {
             EngineError::TooLarge(m) => ApiError::TooLarge(m),
             EngineError::Storage(e) => ApiError::Unavailable(e.to_string()),
             EngineError::Unavailable(m) => ApiError::Unavailable(m),
+            // A full writer queue is throttling like a spent budget: the SDKs retry every 429.
+            EngineError::WriterBusy(_) => ApiError::TooManyRequests {
+                retry_after_ms: lethedb_engine::writer::WRITER_BUSY_RETRY_AFTER_MS,
+            },
+            EngineError::StorePoisoned(m) => ApiError::Unavailable(m),
         }
     }
 }

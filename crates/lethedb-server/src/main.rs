@@ -86,6 +86,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
             ..lethedb_engine::SweeperConfig::default()
         },
+        ..EngineConfig::default()
     };
     let sweeper_config = config.sweeper.clone();
     let engine = Engine::open(store, Arc::new(SystemClock), config)?;

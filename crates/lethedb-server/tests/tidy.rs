@@ -243,7 +243,9 @@ fn expand_use_tree(tree: &str) -> Vec<String> {
         return vec![tree];
     };
     let prefix = &tree[..open];
-    let inner = tree[open + 1..].strip_suffix('}').unwrap_or(&tree[open + 1..]);
+    let inner = tree[open + 1..]
+        .strip_suffix('}')
+        .unwrap_or(&tree[open + 1..]);
     let mut parts = Vec::new();
     let (mut depth, mut start) = (0usize, 0usize);
     for (i, c) in inner.char_indices() {
@@ -457,7 +459,13 @@ fn the_modules_of_each_crate_import_each_other_without_a_cycle() {
         if let Some(cycle) = find_cycle(&graph) {
             let shown: Vec<String> = cycle
                 .iter()
-                .map(|m| if m.is_empty() { "(root)".into() } else { m.clone() })
+                .map(|m| {
+                    if m.is_empty() {
+                        "(root)".into()
+                    } else {
+                        m.clone()
+                    }
+                })
                 .collect();
             cycles.push(format!("{source}: {}", shown.join(" → ")));
         }
@@ -472,9 +480,15 @@ fn the_cycle_finder_sees_a_cycle_through_a_reexport() {
     std::fs::create_dir_all(dir.join("c")).expect("temp dir");
     let files = [
         ("lib.rs", "//! r\nmod a;\nmod c;\npub use a::Alpha;\n"),
-        ("a.rs", "//! a\nuse crate::c::d::Delta;\npub struct Alpha;\n"),
+        (
+            "a.rs",
+            "//! a\nuse crate::c::d::Delta;\npub struct Alpha;\n",
+        ),
         ("c/mod.rs", "//! c\npub mod d;\n"),
-        ("c/d.rs", "//! d\nuse crate::{Alpha, c};\npub struct Delta;\n"),
+        (
+            "c/d.rs",
+            "//! d\nuse crate::{Alpha, c};\npub struct Delta;\n",
+        ),
     ];
     for (name, text) in files {
         std::fs::write(dir.join(name), text).expect("write");
