@@ -8,6 +8,7 @@ use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::error::EngineResult;
+use crate::limits::SCANS_CONCURRENT_MAX;
 use crate::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
 use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
@@ -91,6 +92,8 @@ pub(crate) struct Inner {
     pub(crate) sweep_stats: SweepRegistry,
     pub(crate) budgets: Budgets,
     pub(crate) documents: DocumentCache,
+    /// Permits for scans on the blocking pool (see `scans.rs`).
+    pub(crate) scans: Arc<tokio::sync::Semaphore>,
     /// When the engine started, for the monotonic activity clock below.
     started: Stopwatch,
     /// Milliseconds after `started` of the latest user request on an item (0: none yet).
@@ -132,6 +135,7 @@ impl Engine {
                 sweep_stats: SweepRegistry::default(),
                 budgets: Budgets::default(),
                 documents: DocumentCache::new(config.document_cache_bytes),
+                scans: Arc::new(tokio::sync::Semaphore::new(SCANS_CONCURRENT_MAX)),
                 started: Stopwatch::start(),
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,

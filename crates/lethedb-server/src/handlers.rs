@@ -232,6 +232,8 @@ pub fn stats(state: &AppState) -> ApiResult<Response> {
         .collect();
     let body = json!({
         "writer": {"operations": operations, "commits": commits, "queued": queued},
+        // Why the engine stopped accepting writes, or null while it accepts them.
+        "poisoned": state.engine.poisoned(),
         "containers": containers,
     });
     Ok(Reply::value(StatusCode::OK, &body).finish())
@@ -311,7 +313,7 @@ pub async fn route(
             let charge = request_units::round_total(deleted as f64 * request_units::write(0));
             Reply::value(StatusCode::OK, &json!({})).charge(charge)
         }
-        (["offers"], false) => offers(state, method, headers, path, &body)?,
+        (["offers"], false) => offers(state, method, headers, path, &body).await?,
         (["offers"], true) => offer(state, method, path, &body).await?,
         (["dbs", "users"], false)
         | (["dbs", "colls", "sprocs" | "udfs" | "triggers" | "conflicts"], false)
@@ -372,7 +374,7 @@ fn account(endpoint: &str) -> Reply {
 
 // ----- offers -----
 
-fn offers(
+async fn offers(
     state: &AppState,
     method: &Method,
     headers: &HeaderMap,
@@ -386,7 +388,8 @@ fn offers(
     };
     let page = state
         .engine
-        .query_resources(&state.engine.list_offers()?, &request)?;
+        .query_resources(&state.engine.list_offers().await?, &request)
+        .await?;
     Ok(feed_reply("", "Offers", page.items, page.continuation, 1.0))
 }
 
@@ -425,7 +428,9 @@ async fn databases(
     match *method {
         Method::POST if is_query(headers) => {
             let request = query_request(headers, body)?;
-            let page = engine.query_resources(&engine.list_databases()?, &request)?;
+            let page = engine
+                .query_resources(&engine.list_databases().await?, &request)
+                .await?;
             Ok(feed_reply(
                 "",
                 "Databases",
@@ -442,7 +447,9 @@ async fn databases(
         }
         Method::GET => {
             let request = feed_request(headers)?;
-            let page = engine.query_resources(&engine.list_databases()?, &request)?;
+            let page = engine
+                .query_resources(&engine.list_databases().await?, &request)
+                .await?;
             Ok(feed_reply(
                 "",
                 "Databases",
@@ -501,7 +508,9 @@ async fn containers(
     match *method {
         Method::POST if is_query(headers) => {
             let request = query_request(headers, body)?;
-            let page = engine.query_resources(&engine.list_containers(path.id(0))?, &request)?;
+            let page = engine
+                .query_resources(&engine.list_containers(path.id(0)).await?, &request)
+                .await?;
             Ok(feed_reply(
                 &database_rid()?,
                 "DocumentCollections",
@@ -514,12 +523,15 @@ async fn containers(
             let created = engine
                 .create_container(path.id(0), parse_json(body)?, throughput(headers)?)
                 .await?;
-            Ok(container_reply(state, path, StatusCode::CREATED, &created)?
+            Ok(container_reply(state, path, StatusCode::CREATED, &created)
+                .await?
                 .charge(request_units::CATALOG_WRITE))
         }
         Method::GET => {
             let request = feed_request(headers)?;
-            let page = engine.query_resources(&engine.list_containers(path.id(0))?, &request)?;
+            let page = engine
+                .query_resources(&engine.list_containers(path.id(0)).await?, &request)
+                .await?;
             Ok(feed_reply(
                 &database_rid()?,
                 "DocumentCollections",
@@ -541,13 +553,13 @@ fn alt_path(container: &Container, path: &ResourcePath) -> String {
     }
 }
 
-fn container_reply(
+async fn container_reply(
     state: &AppState,
     path: &ResourcePath,
     status: StatusCode,
-    container: &Container,
+    container: &std::sync::Arc<Container>,
 ) -> ApiResult<Reply> {
-    let usage = state.engine.container_usage(container)?;
+    let usage = state.engine.container_usage(container).await?;
     let kib = usage.bytes.div_ceil(1024);
     Ok(Reply::value(status, &container.resource)
         .header("etag", container.etag().to_string())
@@ -583,7 +595,8 @@ async fn container(
                     Reply::empty(StatusCode::NOT_MODIFIED).header("etag", found.etag().to_string())
                 );
             }
-            Ok(container_reply(state, path, StatusCode::OK, &found)?
+            Ok(container_reply(state, path, StatusCode::OK, &found)
+                .await?
                 .charge(request_units::CATALOG_READ))
         }
         Method::PUT => {
@@ -595,7 +608,8 @@ async fn container(
                     if_match(headers),
                 )
                 .await?;
-            Ok(container_reply(state, path, StatusCode::OK, &replaced)?
+            Ok(container_reply(state, path, StatusCode::OK, &replaced)
+                .await?
                 .charge(request_units::CATALOG_WRITE))
         }
         Method::DELETE => {
@@ -742,7 +756,7 @@ async fn items(
         }
         Method::POST if is_query(headers) => {
             let request = query_request(headers, body)?;
-            let page = engine.query_items(found, &request)?;
+            let page = engine.query_items(found, &request).await?;
             let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
             let metrics = header_is_true(headers, "x-ms-documentdb-populatequerymetrics")
                 .then(|| query_metrics(&page));
@@ -794,12 +808,14 @@ async fn items(
             ))
         }
         Method::GET => {
-            let feed = engine.read_feed(
-                found,
-                partition_key(headers)?,
-                page_items_max(headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
-                continuation(headers).as_deref(),
-            )?;
+            let feed = engine
+                .read_feed(
+                    found,
+                    partition_key(headers)?,
+                    page_items_max(headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
+                    continuation(headers).as_deref(),
+                )
+                .await?;
             let bytes: usize = feed.items.iter().map(|i| i.record.body.len()).sum();
             let documents = feed
                 .items

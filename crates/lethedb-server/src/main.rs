@@ -9,7 +9,6 @@ use lethedb_server::cli::{Cli, Command, ServeArgs};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::{app, tls, AppState};
 use lethedb_storage::{MemoryStore, RedbStore, Storage};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The file of the durable store inside the data directory.
@@ -90,8 +89,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let sweeper_config = config.sweeper.clone();
     let engine = Engine::open(store, Arc::new(SystemClock), config)?;
-    let stop_sweeper = Arc::new(AtomicBool::new(false));
-    let sweeper = engine.start_sweeper(sweeper_config, Arc::clone(&stop_sweeper));
+    let sweeper = engine.start_sweeper(sweeper_config);
 
     let material = if args.tls {
         let explicit = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
@@ -183,8 +181,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .await?;
         }
     }
-    stop_sweeper.store(true, Ordering::Relaxed);
-    let _ = sweeper.await;
+    sweeper.stop().await;
     if let Some(task) = metrics_task {
         task.abort();
         let _ = task.await;

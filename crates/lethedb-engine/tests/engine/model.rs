@@ -123,6 +123,7 @@ async fn the_engine_agrees_with_a_btreemap() {
     }
     let feed = engine
         .read_feed(&container, None, 1000, None)
+        .await
         .expect("feed");
     let mut fed: Vec<(String, String)> = feed
         .items
@@ -146,10 +147,15 @@ async fn the_engine_agrees_with_a_btreemap() {
                 ..QueryRequest::default()
             },
         )
+        .await
         .expect("count");
     assert_eq!(count.items, vec![Value::from(model.len())]);
     assert_eq!(
-        engine.container_usage(&container).expect("usage").items,
+        engine
+            .container_usage(&container)
+            .await
+            .expect("usage")
+            .items,
         model.len() as u64
     );
 }

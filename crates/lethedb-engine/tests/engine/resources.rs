@@ -181,7 +181,7 @@ async fn ids_follow_the_shared_rules() {
         Err(EngineError::NotFound(_))
     ));
     assert!(matches!(
-        engine.list_resources(ResourceKind::Trigger, &missing),
+        engine.list_resources(ResourceKind::Trigger, &missing).await,
         Err(EngineError::NotFound(_))
     ));
 }
@@ -263,7 +263,10 @@ async fn replace_upsert_and_delete() {
         engine.delete_resource(kind, container(), "f", None).await,
         Err(EngineError::NotFound(_))
     ));
-    let left = engine.list_resources(kind, &container()).expect("list");
+    let left = engine
+        .list_resources(kind, &container())
+        .await
+        .expect("list");
     assert_eq!(ids(&left), ["g"]);
 }
 
@@ -311,14 +314,18 @@ async fn a_user_renamed_keeps_its_rid_and_its_permissions() {
     ));
     let users = engine
         .list_resources(ResourceKind::User, &database())
+        .await
         .expect("users");
     assert_eq!(ids(&users), ["bob", "carol"]);
     let moved = engine
         .list_resources(ResourceKind::Permission, &user("carol"))
+        .await
         .expect("permissions");
     assert_eq!(ids(&moved), ["p"]);
     assert!(matches!(
-        engine.list_resources(ResourceKind::Permission, &user("alice")),
+        engine
+            .list_resources(ResourceKind::Permission, &user("alice"))
+            .await,
         Err(EngineError::NotFound(_))
     ));
     // Deleting a user deletes its permissions.
@@ -333,6 +340,7 @@ async fn a_user_renamed_keeps_its_rid_and_its_permissions() {
     assert_eq!(
         engine
             .list_resources(ResourceKind::Permission, &user("carol"))
+            .await
             .expect("permissions"),
         Vec::<Value>::new()
     );
@@ -343,7 +351,10 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
     let engine = engine().await;
     let kind = ResourceKind::StoredProcedure;
     assert_eq!(
-        engine.list_resources(kind, &container()).expect("empty"),
+        engine
+            .list_resources(kind, &container())
+            .await
+            .expect("empty"),
         Vec::<Value>::new()
     );
     let mut rids = Vec::new();
@@ -354,7 +365,10 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
             .expect("create");
         rids.push(text(&created, "_rid").to_string());
     }
-    let listed = engine.list_resources(kind, &container()).expect("list");
+    let listed = engine
+        .list_resources(kind, &container())
+        .await
+        .expect("list");
     assert_eq!(ids(&listed), ["a", "b", "c"]);
     let page = engine
         .query_resources(
@@ -364,6 +378,7 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
                 ..QueryRequest::default()
             },
         )
+        .await
         .expect("query");
     assert_eq!(page.items, vec![json!("a"), json!("c")]);
     assert_eq!(
@@ -436,7 +451,10 @@ async fn deleting_a_parent_deletes_its_children() {
         .expect("container again");
     for kind in container_kinds {
         assert_eq!(
-            engine.list_resources(kind, &container()).expect("list"),
+            engine
+                .list_resources(kind, &container())
+                .await
+                .expect("list"),
             Vec::<Value>::new(),
             "{kind:?} survived its container"
         );
@@ -444,6 +462,7 @@ async fn deleting_a_parent_deletes_its_children() {
     assert_eq!(
         ids(&engine
             .list_resources(ResourceKind::User, &database())
+            .await
             .expect("users")),
         ["u"]
     );
@@ -455,7 +474,7 @@ async fn deleting_a_parent_deletes_its_children() {
         .expect("trigger");
     engine.delete_database("db").await.expect("delete database");
     assert!(matches!(
-        engine.list_resources(ResourceKind::User, &database()),
+        engine.list_resources(ResourceKind::User, &database()).await,
         Err(EngineError::NotFound(_))
     ));
     engine
@@ -477,18 +496,21 @@ async fn deleting_a_parent_deletes_its_children() {
     assert_eq!(
         ids(&engine
             .list_resources(ResourceKind::User, &database())
+            .await
             .expect("users")),
         ["u"]
     );
     assert_eq!(
         engine
             .list_resources(ResourceKind::Permission, &user("u"))
+            .await
             .expect("permissions"),
         Vec::<Value>::new()
     );
     assert_eq!(
         engine
             .list_resources(ResourceKind::Trigger, &container())
+            .await
             .expect("triggers"),
         Vec::<Value>::new()
     );
