@@ -20,7 +20,7 @@
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::EngineResult;
+use crate::error::{EngineError, EngineResult};
 use crate::expiry::{oldest_expired, visit_expired};
 use crate::items::apply_expire;
 use crate::poison::panic_message;
@@ -285,6 +285,10 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
             Ok(Ok((deleted, _))) => {
                 deleted_in_window += deleted;
                 config.idle_interval
+            }
+            Ok(Err(EngineError::StorePoisoned(_))) => {
+                // The engine refuses writes until a restart; the poisoning was logged once.
+                return;
             }
             Ok(Err(error)) => {
                 tracing::warn!(%error, "sweep pass failed; retrying later");

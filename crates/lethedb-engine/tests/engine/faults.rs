@@ -314,3 +314,36 @@ async fn a_scan_runs_off_the_async_worker() {
     );
     assert_eq!(page.items.len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweeper_runs_until_its_handle_stops_it() {
+    let clock = clock();
+    let engine = engine_with_container(
+        clock.clone(),
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 1}),
+    )
+    .await;
+    create_items(&engine, 10).await;
+    clock.advance_ms(2_000);
+    let sweeper = engine.start_sweeper(lethedb_engine::SweeperConfig::default());
+    let mut deleted = 0;
+    for _ in 0..5_000 {
+        deleted = engine
+            .sweep_stats()
+            .iter()
+            .map(|stats| stats.deleted_total)
+            .sum::<u64>();
+        if deleted == 10 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(
+        deleted, 10,
+        "the running sweeper deleted every expired item"
+    );
+    // Stopping wakes the loop from its pause instead of waiting it out.
+    let stopped = tokio::time::timeout(Duration::from_secs(5), sweeper.stop()).await;
+    assert!(stopped.is_ok(), "the sweeper did not stop");
+    assert_eq!(engine.poisoned(), None);
+}
