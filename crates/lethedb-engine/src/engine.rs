@@ -53,6 +53,9 @@ pub(crate) struct ContainerCache {
     pub(crate) generation: AtomicU64,
     /// Database id → container id → definition (nested so lookups need no allocation).
     entries: RwLock<HashMap<String, HashMap<String, Arc<Container>>>>,
+    /// Every container, as the sweeper last listed them, with the generation it listed at: the
+    /// sweeper turns every few milliseconds and must not re-parse the catalog each time.
+    listing: std::sync::Mutex<Option<(u64, Vec<Arc<Container>>)>>,
 }
 
 impl ContainerCache {
@@ -63,6 +66,20 @@ impl ContainerCache {
         };
         self.generation.fetch_add(1, Ordering::SeqCst);
         entries.clear();
+    }
+
+    /// Every container, if listed since the last catalog change.
+    pub(crate) fn listing(&self) -> Option<Vec<Arc<Container>>> {
+        let listing = self.listing.lock().ok()?;
+        let (generation, containers) = listing.as_ref()?;
+        (*generation == self.generation.load(Ordering::SeqCst)).then(|| containers.clone())
+    }
+
+    /// Keeps a listing made at `generation` (read before the catalog was).
+    pub(crate) fn keep_listing(&self, generation: u64, containers: Vec<Arc<Container>>) {
+        if let Ok(mut listing) = self.listing.lock() {
+            *listing = Some((generation, containers));
+        }
     }
 
     pub(crate) fn get(&self, database_id: &str, container_id: &str) -> Option<Arc<Container>> {

@@ -90,8 +90,7 @@ impl Engine {
     /// Runs one turn: at most one batch per container. Returns how many items were deleted and
     /// whether any container still has a backlog.
     pub async fn sweep_once(&self, batch_items_max: usize) -> EngineResult<(u64, bool)> {
-        // Parsing the catalog reads storage: a scan like any other.
-        let containers = self.run_scan(|engine| engine.all_containers()).await?;
+        let containers = self.containers_to_sweep().await?;
         let mut deleted = 0;
         let mut backlog_left = false;
         for container in containers {
@@ -100,6 +99,20 @@ impl Engine {
             backlog_left |= more;
         }
         Ok((deleted, backlog_left))
+    }
+
+    /// Every container, listed again only after a catalog change (the generation is read before
+    /// the catalog, so a change during the listing makes it stale at once).
+    async fn containers_to_sweep(&self) -> EngineResult<Vec<Arc<Container>>> {
+        let cache = &self.inner.containers;
+        if let Some(containers) = cache.listing() {
+            return Ok(containers);
+        }
+        let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
+        // Parsing the catalog reads storage: a scan like any other.
+        let containers = self.run_scan(|engine| engine.all_containers()).await?;
+        cache.keep_listing(generation, containers.clone());
+        Ok(containers)
     }
 
     async fn sweep_container(
