@@ -324,21 +324,20 @@ impl Thread {
                 }
                 continue;
             }
-            let changed = self.commit_group(&mut batch, &mut containers);
-            if changed {
-                containers.clear();
-                on_catalog_change();
-            }
+            self.commit_group(&mut batch, &mut containers, &on_catalog_change);
         }
     }
 
-    /// Applies and commits one group, answering every job. Returns whether cached container
-    /// definitions must be dropped (the catalog changed, or nothing was committed).
+    /// Applies and commits one group, answering every job. Cached container definitions are
+    /// dropped (here and through `on_catalog_change`) when the catalog changed or nothing was
+    /// committed, always before any job is answered: a requester that saw its catalog change
+    /// acknowledged must never read the old definition afterwards.
     fn commit_group(
         &self,
         batch: &mut Vec<Job>,
         containers: &mut HashMap<(String, String), Arc<Container>>,
-    ) -> bool {
+        on_catalog_change: &dyn Fn(),
+    ) {
         let txn = match self.store.write() {
             Ok(txn) => txn,
             Err(error) => {
@@ -352,10 +351,12 @@ impl Thread {
                         EngineError::Unavailable(other.to_string())
                     }
                 };
+                containers.clear();
+                on_catalog_change();
                 for job in batch.drain(..) {
                     (job.abandon)(clone_error(&refusal));
                 }
-                return true;
+                return;
             }
         };
         let mut context = WriteContext {
@@ -373,6 +374,7 @@ impl Thread {
                 Err(message) => {
                     // The transaction may be half-changed: drop it, commit nothing of the group.
                     drop(context);
+                    on_catalog_change();
                     let reason = format!("a write operation panicked: {message}");
                     self.poison.set(reason.clone());
                     (job.abandon)(store_poisoned(&reason));
@@ -382,7 +384,7 @@ impl Thread {
                     for job in jobs {
                         (job.abandon)(store_poisoned(&reason));
                     }
-                    return true;
+                    return;
                 }
             }
         }
@@ -411,6 +413,10 @@ impl Thread {
             }),
         };
         self.stats.record_commit(commit_timer.elapsed());
+        if committed.is_err() || catalog_changed {
+            containers.clear();
+            on_catalog_change();
+        }
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
         self.stats
             .operations
@@ -421,7 +427,6 @@ impl Thread {
                 Err(error) => Err(EngineError::Unavailable(error.to_string())),
             });
         }
-        committed.is_err() || catalog_changed
     }
 }
 
