@@ -1,5 +1,5 @@
 //! Transactional batches and bulk: several item operations on one partition key in one writer
-//! job. An atomic batch commits all of its operations or none (an undo log restores what earlier
+//! job. An atomic batch commits all of its operations or none (a savepoint undoes what earlier
 //! operations wrote when a later one fails); a non-atomic one (bulk) reports each operation's
 //! own outcome. Each operation follows exactly the rules of its single-item counterpart.
 
@@ -234,27 +234,32 @@ impl Engine {
             .writer
             .write(move |context| {
                 let container = writer_container(context, &database_id, &container_id)?;
-                if atomic {
-                    if partition_key.is_none() && !container.partition_key.is_system_key() {
-                        return Err(EngineError::with_message(
-                            ErrorCode::PartitionKeyMissing,
-                            "A transactional batch needs a partition key.",
-                        ));
-                    }
-                    context.begin_undo();
+                if atomic && partition_key.is_none() && !container.partition_key.is_system_key() {
+                    return Err(EngineError::with_message(
+                        ErrorCode::PartitionKeyMissing,
+                        "A transactional batch needs a partition key.",
+                    ));
                 }
+                // The batch and each of its operations run in savepoints: a failed operation
+                // leaves nothing behind, and an atomic batch also undoes the ones before it.
+                let batch_savepoint = context.savepoint();
                 let count = operations.len();
                 let mut results = Vec::with_capacity(count);
                 for (index, operation) in operations.into_iter().enumerate() {
+                    let operation_savepoint = context.savepoint();
                     match run_operation(context, &container, partition_key.as_ref(), operation) {
-                        Ok(outcome) => results.push(Ok(outcome)),
-                        Err(error) if error.code.is_service_failure() => {
-                            context.undo_changes()?;
-                            return Err(error);
+                        Ok(outcome) => {
+                            context.release(operation_savepoint);
+                            results.push(Ok(outcome));
                         }
                         Err(error) => {
+                            context.rollback_to(operation_savepoint);
+                            if error.code.is_service_failure() {
+                                context.rollback_to(batch_savepoint);
+                                return Err(error);
+                            }
                             if atomic {
-                                context.undo_changes()?;
+                                context.rollback_to(batch_savepoint);
                                 let mut all: Vec<BatchEntry> = (0..count)
                                     .map(|_| {
                                         Err(EngineError::new(ErrorCode::BatchOperationNotAttempted))
@@ -267,7 +272,7 @@ impl Engine {
                         }
                     }
                 }
-                context.keep_changes();
+                context.release(batch_savepoint);
                 Ok((results, true))
             })
             .await

@@ -4,25 +4,31 @@
 //! bounds) asks a [`Clock`]. Production uses [`SystemClock`]; tests use [`ManualClock`] and move
 //! time by hand instead of sleeping. Nothing else in LetheDB calls `SystemTime::now()`.
 //!
-//! Work that only needs to know how long something took (pacing the sweeper, timing commits,
-//! noticing recent user activity) uses a [`Stopwatch`] on the monotonic clock. A stopwatch never
-//! decides what a client sees; it lives here so that this module stays the only reader of the
+//! The monotonic timer lives here too, as [`Stopwatch`]: it times commits, paces the sweeper and
+//! tracks user activity. It never decides expiry or anything a client sees as time, so it is not
+//! behind the injectable [`Clock`]; it is here so that this module is the only one reading the
 //! machine's clocks (a tidy test checks it).
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// Monotonic time elapsed since a start, for pacing and timing; never for expiry.
+/// A monotonic timer started at a point in time: for pacing and measuring, never for expiry.
 #[derive(Clone, Copy, Debug)]
-pub struct Stopwatch(Instant);
+pub struct Stopwatch {
+    started: Instant,
+}
 
 impl Stopwatch {
+    /// A stopwatch started now.
     pub fn start() -> Stopwatch {
-        Stopwatch(Instant::now())
+        Stopwatch {
+            started: Instant::now(),
+        }
     }
 
+    /// The time since the stopwatch was started.
     pub fn elapsed(&self) -> Duration {
-        self.0.elapsed()
+        self.started.elapsed()
     }
 }
 

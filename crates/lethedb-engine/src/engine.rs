@@ -4,14 +4,14 @@
 //! Resource operations are `impl Engine` blocks in the modules that own them (catalog, items,
 //! queries, offers, the sweeper); this module knows none of them, so they can all depend on it.
 
-use crate::clock::Clock;
-use crate::clock::Stopwatch;
+use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::error::EngineResult;
+use crate::limits::SCANS_CONCURRENT_MAX;
 use crate::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
-use crate::writer::Writer;
+use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
 use lethedb_storage::Storage;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -22,6 +22,8 @@ use std::sync::{Arc, RwLock};
 pub struct EngineConfig {
     /// The most operations one durable commit may carry (1 disables group commit).
     pub write_batch_max: usize,
+    /// The most writes that may wait for the writer before more are refused (429).
+    pub writer_queue_jobs_max: usize,
     pub sweeper: SweeperConfig,
     /// RU/s for containers with no throughput of their own or shared; `None`: unlimited.
     pub default_throughput_ru: Option<u32>,
@@ -34,7 +36,8 @@ pub struct EngineConfig {
 impl Default for EngineConfig {
     fn default() -> EngineConfig {
         EngineConfig {
-            write_batch_max: 512,
+            write_batch_max: WRITE_BATCH_MAX_DEFAULT,
+            writer_queue_jobs_max: WRITER_QUEUE_JOBS_MAX,
             sweeper: SweeperConfig::default(),
             default_throughput_ru: None,
             rate_limit: true,
@@ -50,6 +53,9 @@ pub(crate) struct ContainerCache {
     pub(crate) generation: AtomicU64,
     /// Database id → container id → definition (nested so lookups need no allocation).
     entries: RwLock<HashMap<String, HashMap<String, Arc<Container>>>>,
+    /// Every container, as the sweeper last listed them, with the generation it listed at: the
+    /// sweeper turns every few milliseconds and must not re-parse the catalog each time.
+    listing: std::sync::Mutex<Option<(u64, Vec<Arc<Container>>)>>,
 }
 
 impl ContainerCache {
@@ -60,6 +66,20 @@ impl ContainerCache {
         };
         self.generation.fetch_add(1, Ordering::SeqCst);
         entries.clear();
+    }
+
+    /// Every container, if listed since the last catalog change.
+    pub(crate) fn listing(&self) -> Option<Vec<Arc<Container>>> {
+        let listing = self.listing.lock().ok()?;
+        let (generation, containers) = listing.as_ref()?;
+        (*generation == self.generation.load(Ordering::SeqCst)).then(|| containers.clone())
+    }
+
+    /// Keeps a listing made at `generation` (read before the catalog was).
+    pub(crate) fn keep_listing(&self, generation: u64, containers: Vec<Arc<Container>>) {
+        if let Ok(mut listing) = self.listing.lock() {
+            *listing = Some((generation, containers));
+        }
     }
 
     pub(crate) fn get(&self, database_id: &str, container_id: &str) -> Option<Arc<Container>> {
@@ -89,6 +109,8 @@ pub(crate) struct Inner {
     pub(crate) sweep_stats: SweepRegistry,
     pub(crate) budgets: Budgets,
     pub(crate) documents: DocumentCache,
+    /// Permits for scans on the blocking pool (see `scans.rs`).
+    pub(crate) scans: Arc<tokio::sync::Semaphore>,
     /// When the engine started, for the monotonic activity clock below.
     started: Stopwatch,
     /// Milliseconds after `started` of the latest user request on an item (0: none yet).
@@ -117,6 +139,7 @@ impl Engine {
             Arc::clone(&store),
             Arc::clone(&clock),
             config.write_batch_max,
+            config.writer_queue_jobs_max,
             move || invalidated.invalidate(),
         )?;
         Ok(Engine {
@@ -129,6 +152,7 @@ impl Engine {
                 sweep_stats: SweepRegistry::default(),
                 budgets: Budgets::default(),
                 documents: DocumentCache::new(config.document_cache_bytes),
+                scans: Arc::new(tokio::sync::Semaphore::new(SCANS_CONCURRENT_MAX)),
                 started: Stopwatch::start(),
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,
@@ -201,6 +225,12 @@ impl Engine {
     pub fn budget_totals(&self, container: &Container) -> Option<BudgetTotals> {
         self.budget_of(container)
             .map(|(key, _)| self.inner.budgets.totals(key))
+    }
+
+    /// Why the engine stopped accepting writes, if it did (a panic in the writer or the
+    /// sweeper, a failed commit). Reads keep working; a restart is needed to write again.
+    pub fn poisoned(&self) -> Option<String> {
+        self.inner.writer.poison.reason().map(str::to_string)
     }
 
     pub fn now_ms(&self) -> i64 {

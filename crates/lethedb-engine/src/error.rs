@@ -284,6 +284,21 @@ pub(crate) fn invalid_continuation() -> EngineError {
     EngineError::new(ErrorCode::InvalidContinuation)
 }
 
+/// A write refused because the writer's queue is full; it took no effect.
+pub(crate) fn writer_busy() -> EngineError {
+    EngineError::new(ErrorCode::WriterBusy)
+}
+
+/// A write refused because the engine is poisoned; `reason` says what happened first.
+pub(crate) fn store_poisoned(reason: &str) -> EngineError {
+    EngineError::with_message(
+        ErrorCode::StorePoisoned,
+        format!(
+            "The engine stopped accepting writes after an internal error and must be restarted: {reason}"
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -118,7 +118,7 @@ impl Engine {
 
     /// One page of a container's (or one partition's) items in key order. The continuation is
     /// the last key returned, so a feed resumes exactly after it even if items changed meanwhile.
-    pub fn read_feed(
+    pub(crate) fn read_feed_blocking(
         &self,
         container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,

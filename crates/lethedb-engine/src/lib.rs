@@ -15,16 +15,18 @@
 //!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`WriteMode`], [`Feed`].
 //! - `query.rs`: `query_items`, `query_resources`, [`QueryRequest`], [`QueryPage`],
 //!   [`validate_query`]. `batch.rs`, `patch.rs`: batches and partial updates.
-//! - `sweeper.rs`: `start_sweeper`, `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
+//! - `sweeper.rs`: `start_sweeper` ([`sweeper::SweeperHandle`]), `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
 //!   [`SweeperConfig`], [`SweepStats`]. `offers.rs`: offers (throughput as a resource).
 //! - `container.rs`: [`Container`], [`Usage`]. `limits.rs`: [`ID_CHARS_MAX`], [`ITEM_BYTES_MAX`],
 //!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `error.rs`: [`EngineError`], [`ErrorCode`] (every
-//!   failure a client can see). `clock.rs`, `partition_key.rs`, `throughput.rs`, `ttl.rs`,
-//!   `request_units.rs`, `writer.rs`, `document_cache.rs`.
+//!   failure a client can see). `clock.rs` ([`Stopwatch`] too), `poison.rs`
+//!   (`Engine::poisoned`), `scans.rs` (where scans run: [`SCANS_CONCURRENT_MAX`]),
+//!   `partition_key.rs`, `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`,
+//!   `document_cache.rs`.
 //!
-//! Reading order, from the bottom floor up: error, limits, clock, keys, rids, request units,
+//! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
 //! ttl, partition key, throughput, document cache; container; writer; records; expiry;
-//! sweep stats; engine; items; catalog; item requests, patch, batch, query, offers; sweeper.
+//! sweep stats; engine; scans; items; catalog; item requests, patch, batch, query, offers; sweeper.
 
 pub mod batch;
 mod catalog;
@@ -41,10 +43,12 @@ mod limits;
 mod offers;
 mod partition_key;
 pub mod patch;
+mod poison;
 mod query;
 mod records;
 pub mod request_units;
 mod rids;
+mod scans;
 mod sweep_stats;
 pub mod sweeper;
 pub mod throughput;
@@ -52,12 +56,14 @@ pub mod ttl;
 pub mod writer;
 
 pub use catalog::kinds::{ResourceKind, ResourceParent};
-pub use clock::{Clock, ManualClock, SystemClock};
+pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
-pub use limits::{ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
+pub use limits::{
+    ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, SCANS_CONCURRENT_MAX,
+};
 pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
 pub use query::{validate_query, QueryPage, QueryRequest};
 pub use rids::etag;

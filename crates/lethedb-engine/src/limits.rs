@@ -36,3 +36,7 @@ pub(crate) fn validate_id(id: &str) -> EngineResult<()> {
     }
     Ok(())
 }
+
+/// How many scans (queries, feeds, usage walks, catalog listings, sweeper searches) may run on
+/// the blocking pool at once; more wait for a permit without holding a request worker.
+pub const SCANS_CONCURRENT_MAX: usize = 8;

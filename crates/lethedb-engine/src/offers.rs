@@ -61,10 +61,10 @@ fn offer(
 
 impl Engine {
     /// Every offer: one per database with shared throughput and per container with its own.
-    pub fn list_offers(&self) -> EngineResult<Vec<Value>> {
+    pub(crate) fn list_offers_blocking(&self) -> EngineResult<Vec<Value>> {
         let reader = self.inner.store.read()?;
         let mut offers = Vec::new();
-        for database in self.list_databases()? {
+        for database in self.list_databases_blocking()? {
             let Some(database_id) = database.get("id").and_then(Value::as_str) else {
                 continue;
             };
@@ -81,7 +81,7 @@ impl Engine {
                     &record.resource["_ts"],
                 ));
             }
-            for container in self.list_containers(database_id)? {
+            for container in self.list_containers_blocking(database_id)? {
                 let Some(container_id) = container.get("id").and_then(Value::as_str) else {
                     continue;
                 };
@@ -103,7 +103,7 @@ impl Engine {
     }
 
     pub fn read_offer(&self, id: &str) -> EngineResult<Value> {
-        self.list_offers()?
+        self.list_offers_blocking()?
             .into_iter()
             .find(|offer| {
                 offer
@@ -157,7 +157,7 @@ impl Engine {
 
     fn owner_ids(&self, kind: u8, number: u32) -> EngineResult<(String, Option<String>)> {
         let reader = self.inner.store.read()?;
-        for database in self.list_databases()? {
+        for database in self.list_databases_blocking()? {
             let Some(database_id) = database.get("id").and_then(Value::as_str) else {
                 continue;
             };
@@ -168,7 +168,7 @@ impl Engine {
                 return Ok((database_id.to_string(), None));
             }
             if kind == CONTAINER_OFFER {
-                for container in self.list_containers(database_id)? {
+                for container in self.list_containers_blocking(database_id)? {
                     let Some(container_id) = container.get("id").and_then(Value::as_str) else {
                         continue;
                     };

@@ -68,8 +68,8 @@ pub fn validate_query(text: &str, parameters: &[(String, Value)], now_ms: i64) -
 }
 
 impl Engine {
-    /// Runs one page of a query over a container's items.
-    pub fn query_items(
+    /// Runs one page of a query over a container's items (synchronously; see `scans.rs`).
+    pub(crate) fn query_items_blocking(
         &self,
         container: &Arc<Container>,
         request: &QueryRequest,
@@ -198,7 +198,7 @@ impl Engine {
     }
 
     /// Runs one page of a query over a list of resources (databases or containers).
-    pub fn query_resources(
+    pub(crate) fn query_resources_blocking(
         &self,
         resources: &[Value],
         request: &QueryRequest,

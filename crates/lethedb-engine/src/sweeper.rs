@@ -20,15 +20,16 @@
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::error::{EngineResult, ErrorCode};
 use crate::expiry::{oldest_expired, visit_expired};
 use crate::items::apply_expire;
+use crate::poison::panic_message;
 use crate::records::ExpiryEntry;
 use crate::request_units;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
+use tokio::sync::Notify;
 
 // The settings and statistics types live below the engine, which holds them; they are named
 // here too so `sweeper::SweeperConfig` keeps working.
@@ -89,7 +90,7 @@ impl Engine {
     /// Runs one turn: at most one batch per container. Returns how many items were deleted and
     /// whether any container still has a backlog.
     pub async fn sweep_once(&self, batch_items_max: usize) -> EngineResult<(u64, bool)> {
-        let containers = self.all_containers()?;
+        let containers = self.containers_to_sweep().await?;
         let mut deleted = 0;
         let mut backlog_left = false;
         for container in containers {
@@ -98,6 +99,20 @@ impl Engine {
             backlog_left |= more;
         }
         Ok((deleted, backlog_left))
+    }
+
+    /// Every container, listed again only after a catalog change (the generation is read before
+    /// the catalog, so a change during the listing makes it stale at once).
+    async fn containers_to_sweep(&self) -> EngineResult<Vec<Arc<Container>>> {
+        let cache = &self.inner.containers;
+        if let Some(containers) = cache.listing() {
+            return Ok(containers);
+        }
+        let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
+        // Parsing the catalog reads storage: a scan like any other.
+        let containers = self.run_scan(super::engine::Engine::all_containers).await?;
+        cache.keep_listing(generation, containers.clone());
+        Ok(containers)
     }
 
     async fn sweep_container(
@@ -118,13 +133,13 @@ impl Engine {
             .inner
             .sweep_stats
             .full_count_due(container.number, now_ms);
-        // The walk reads storage synchronously, so it runs on the blocking pool, not on the
-        // workers that serve requests.
+        // The walk reads storage synchronously, so it runs on the blocking pool under the same
+        // bound as user scans, not on the workers that serve requests.
         let scan = {
-            let (inner, container) = (Arc::clone(&self.inner), Arc::clone(container));
-            tokio::task::spawn_blocking(move || {
+            let container = Arc::clone(container);
+            self.run_scan(move |engine| {
                 choose_candidates(
-                    &*inner.store,
+                    &*engine.inner.store,
                     &container,
                     now_ms,
                     batch_items_max,
@@ -132,10 +147,7 @@ impl Engine {
                     count_everything,
                 )
             })
-            .await
-            .map_err(|_| {
-                EngineError::with_message(ErrorCode::Internal, "the sweep scan stopped")
-            })??
+            .await?
         };
         let Candidates {
             candidates,
@@ -201,75 +213,128 @@ impl Engine {
         }
     }
 
-    /// Runs the sweeper on the current tokio runtime until `stop` is set.
-    pub fn start_sweeper(
-        &self,
-        config: SweeperConfig,
-        stop: Arc<AtomicBool>,
-    ) -> tokio::task::JoinHandle<()> {
-        let engine = self.clone();
-        tokio::spawn(async move {
-            let mut last_report = Stopwatch::start();
-            // The rate cap is measured on the monotonic timer: it paces work, it is not wall time.
-            let mut window_started = Stopwatch::start();
-            let mut deleted_in_window = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                if window_started.elapsed() >= Duration::from_secs(1) {
-                    window_started = Stopwatch::start();
-                    deleted_in_window = 0;
-                }
-                // While users are active the sweeper takes small batches and a small share of
-                // the writer and the CPU; when they are idle it runs at full speed.
-                let busy = engine.users_active_within(config.busy_window);
-                let full_batch = if busy {
-                    config.busy_batch_items_max
-                } else {
-                    config.batch_items_max
-                };
-                let batch_items_max = match config.unlimited_deletions_per_sec_max {
-                    Some(max) => (max.saturating_sub(deleted_in_window) as usize).min(full_batch),
-                    None => full_batch,
-                };
-                if batch_items_max == 0 {
-                    tokio::time::sleep(
-                        Duration::from_secs(1).saturating_sub(window_started.elapsed()),
-                    )
-                    .await;
-                    continue;
-                }
-                let batch_started = Stopwatch::start();
-                let pause = match engine.sweep_once(batch_items_max).await {
-                    Ok((deleted, more)) if more => {
-                        deleted_in_window += deleted;
-                        if busy {
-                            // Work one part in `busy_duty_divisor`: rest that many times as long.
-                            (batch_started.elapsed() * config.busy_duty_divisor.saturating_sub(1))
-                                .max(config.batch_pause)
-                        } else {
-                            config.batch_pause
-                        }
-                    }
-                    Ok((deleted, _)) => {
-                        deleted_in_window += deleted;
-                        config.idle_interval
-                    }
-                    Err(error) => {
-                        tracing::warn!(%error, "sweep pass failed; retrying later");
-                        config.idle_interval
-                    }
-                };
-                if last_report.elapsed() >= Duration::from_secs(60) {
-                    last_report = Stopwatch::start();
-                    for stats in engine
-                        .sweep_stats()
-                        .into_iter()
-                        .filter(|s| s.backlog_items > 0 || s.deleted_total > 0)
-                    {
-                        tracing::info!(database = %stats.database_id, container = %stats.container_id, backlog = stats.backlog_items, oldest_expired_age_ms = stats.oldest_expired_age_ms, deleted_total = stats.deleted_total, "ttl sweeper");
-                    }
-                }
-                tokio::time::sleep(pause).await;
+    /// Runs the sweeper on the current tokio runtime until its handle is stopped or dropped.
+    pub fn start_sweeper(&self, config: SweeperConfig) -> SweeperHandle {
+        let stop = Arc::new(Notify::new());
+        let task = tokio::spawn(run(self.clone(), config, Arc::clone(&stop)));
+        SweeperHandle {
+            stop,
+            task: Some(task),
+        }
+    }
+}
+
+/// Owns the running sweeper: [`SweeperHandle::stop`] (or dropping it) wakes and ends the loop.
+pub struct SweeperHandle {
+    stop: Arc<Notify>,
+    task: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl SweeperHandle {
+    /// Ends the loop after the turn in progress and waits for it.
+    pub async fn stop(mut self) {
+        self.stop.notify_one();
+        if let Some(task) = self.task.take() {
+            let _ = task.await;
+        }
+    }
+}
+
+impl Drop for SweeperHandle {
+    fn drop(&mut self) {
+        // A stored permit: the loop sees it at its next pause even if it is mid-turn now.
+        self.stop.notify_one();
+    }
+}
+
+/// The sweeper's loop: one turn, then a pause that a stop request cuts short.
+async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
+    let mut last_report = Stopwatch::start();
+    // The rate cap is measured on the monotonic timer: it paces work, it is not wall time.
+    let mut window = Stopwatch::start();
+    let mut deleted_in_window = 0u64;
+    loop {
+        if window.elapsed() >= Duration::from_secs(1) {
+            window = Stopwatch::start();
+            deleted_in_window = 0;
+        }
+        // While users are active the sweeper takes small batches and a small share of the
+        // writer and the CPU; when they are idle it runs at full speed.
+        let busy = engine.users_active_within(config.busy_window);
+        let full_batch = if busy {
+            config.busy_batch_items_max
+        } else {
+            config.batch_items_max
+        };
+        let batch_items_max = match config.unlimited_deletions_per_sec_max {
+            Some(max) => (max.saturating_sub(deleted_in_window) as usize).min(full_batch),
+            None => full_batch,
+        };
+        if batch_items_max == 0 {
+            let rest = Duration::from_secs(1).saturating_sub(window.elapsed());
+            if tokio::time::timeout(rest, stop.notified()).await.is_ok() {
+                return;
             }
-        })
+            continue;
+        }
+        let batch = Stopwatch::start();
+        // The turn runs as a task of its own so that a panic in it is caught here, visibly,
+        // instead of silently ending the loop.
+        let turn = {
+            let engine = engine.clone();
+            tokio::spawn(async move { engine.sweep_once(batch_items_max).await }).await
+        };
+        let pause = match turn {
+            Ok(Ok((deleted, more))) if more => {
+                deleted_in_window += deleted;
+                if busy {
+                    // Work one part in `busy_duty_divisor`: rest that many times as long.
+                    (batch.elapsed() * config.busy_duty_divisor.saturating_sub(1))
+                        .max(config.batch_pause)
+                } else {
+                    config.batch_pause
+                }
+            }
+            Ok(Ok((deleted, _))) => {
+                deleted_in_window += deleted;
+                config.idle_interval
+            }
+            Ok(Err(error)) if error.code == ErrorCode::StorePoisoned => {
+                // The engine refuses writes until a restart; the poisoning was logged once.
+                return;
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "sweep pass failed; retrying later");
+                config.idle_interval
+            }
+            Err(failure) => {
+                let message = if failure.is_panic() {
+                    panic_message(&*failure.into_panic())
+                } else {
+                    failure.to_string()
+                };
+                // Poisons the engine like a writer panic: the log, `poisoned()`, the metric
+                // and the stats say why, and the sweeper stops.
+                engine
+                    .inner
+                    .writer
+                    .poison
+                    .set(format!("the sweeper panicked: {message}"));
+                return;
+            }
+        };
+        if last_report.elapsed() >= Duration::from_secs(60) {
+            last_report = Stopwatch::start();
+            for stats in engine
+                .sweep_stats()
+                .into_iter()
+                .filter(|s| s.backlog_items > 0 || s.deleted_total > 0)
+            {
+                tracing::info!(database = %stats.database_id, container = %stats.container_id, backlog = stats.backlog_items, oldest_expired_age_ms = stats.oldest_expired_age_ms, deleted_total = stats.deleted_total, "ttl sweeper");
+            }
+        }
+        if tokio::time::timeout(pause, stop.notified()).await.is_ok() {
+            return;
+        }
     }
 }

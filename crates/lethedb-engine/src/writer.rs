@@ -1,31 +1,65 @@
 //! The single writer: one thread applies every mutation, many requests per durable commit.
 //!
-//! Requests queue [`Job`]s on a channel. The writer takes the first, then whatever else is
+//! Requests queue jobs on a bounded channel ([`WRITER_QUEUE_JOBS_MAX`] by default); when it is
+//! full a write is refused at once with `WriterBusy` (the server answers 429 and the SDKs retry)
+//! instead of queueing without bound. The writer takes the first job, then whatever else is
 //! already waiting (up to `write_batch_max`), applies them in order to one write transaction,
 //! commits once, and only then answers each request. So a request is acknowledged only after its
 //! transaction is durable, and concurrent writers share fsyncs (group commit). Because one thread
 //! applies everything, operations see each other's effects in order and need no locks.
 //!
-//! An operation must validate before it writes: one that returns an error must leave the
-//! transaction untouched, because the other operations of its group still commit. A storage
-//! failure, by contrast, fails the whole group and nothing of it is committed.
+//! Every job runs inside a savepoint of the transaction: one whose operation returns an error is
+//! rolled back to it, so a failing operation leaves the transaction untouched by construction and
+//! the other operations of its group still commit. (A transactional batch nests a savepoint of
+//! its own the same way.) A storage failure, by contrast, fails the whole group and nothing of
+//! it is committed.
+//!
+//! A job that panics, and a commit that fails, poison the engine: the group's transaction is
+//! dropped, every request of the group and every later write answers `StorePoisoned`, and
+//! `Engine::poisoned` says why. Reads keep working. The writer never stops silently.
 
-use crate::clock::Clock;
-use crate::clock::Stopwatch;
+use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
-use crate::error::{EngineError, EngineResult, ErrorCode};
-use lethedb_storage::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
+use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
+use crate::poison::{panic_message, Poison};
+use lethedb_storage::{
+    KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn,
+};
 use std::collections::HashMap;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+/// The most operations one durable commit carries unless configured otherwise.
+pub const WRITE_BATCH_MAX_DEFAULT: usize = 512;
+/// The most jobs that may wait for the writer before writes are refused with `WriterBusy`:
+/// four full groups, enough to keep the disk busy, few enough that a stall is felt at once.
+pub const WRITER_QUEUE_JOBS_MAX: usize = 4 * WRITE_BATCH_MAX_DEFAULT;
+/// How long a client is told to wait before retrying a write the full queue refused: about
+/// one group commit, after which the queue has room again.
+pub const WRITER_BUSY_RETRY_AFTER_MS: i64 = 10;
 
 /// What a job hands back after applying: called with the commit's outcome.
 type Finish = Box<dyn FnOnce(EngineResult<()>) + Send>;
-/// The previous value of every key written while recording: (table, key, value before).
-type UndoLog = Vec<(Table, Vec<u8>, Option<Vec<u8>>)>;
+
+/// What applying a job produced: whether its operation succeeded (if not, the writer rolls its
+/// changes back) and what to call with the commit's outcome.
+struct Applied {
+    succeeded: bool,
+    finish: Finish,
+}
+
+/// A job's operation, run by the writer on the group's transaction.
+type ApplyJob = Box<dyn FnOnce(&mut WriteContext<'_>) -> Applied + Send>;
+
 /// One queued mutation.
-type Job = Box<dyn FnOnce(&mut WriteContext<'_>) -> Finish + Send>;
+struct Job {
+    apply: ApplyJob,
+    /// Answers the request when `apply` never ran to its end (a panic, a poisoned engine); it
+    /// shares the reply with `apply`, so the answer survives a panic inside `apply`.
+    abandon: Box<dyn FnOnce(EngineError) + Send>,
+}
 
 /// The transaction as an operation sees it, plus what the writer needs to know afterwards.
 pub struct WriteContext<'a> {
@@ -36,9 +70,6 @@ pub struct WriteContext<'a> {
     pub(crate) containers: HashMap<(String, String), Arc<Container>>,
     catalog_changed: bool,
     failure: Option<StorageError>,
-    /// While recording, the previous value of every key written, so a transactional batch can
-    /// undo its earlier operations when a later one fails.
-    undo: Option<UndoLog>,
 }
 
 impl WriteContext<'_> {
@@ -61,50 +92,29 @@ impl WriteContext<'_> {
     }
 
     pub fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        self.remember(table, key)?;
         let result = self.txn.put(table, key, value);
         self.note(result)
     }
 
     pub fn delete(&mut self, table: Table, key: &[u8]) -> EngineResult<()> {
-        self.remember(table, key)?;
         let result = self.txn.delete(table, key);
         self.note(result)
     }
 
-    fn remember(&mut self, table: Table, key: &[u8]) -> EngineResult<()> {
-        if self.undo.is_some() {
-            let previous = self.get(table, key)?;
-            if let Some(undo) = &mut self.undo {
-                undo.push((table, key.to_vec(), previous));
-            }
-        }
-        Ok(())
+    /// Marks the transaction's current state (nested inside the writer's own savepoint around
+    /// the job), for a transactional batch that must undo its earlier operations.
+    pub fn savepoint(&mut self) -> Savepoint {
+        self.txn.savepoint()
     }
 
-    /// Starts recording an undo log (for transactional batches).
-    pub fn begin_undo(&mut self) {
-        self.undo = Some(Vec::new());
+    /// Undoes every change made since `savepoint`.
+    pub fn rollback_to(&mut self, savepoint: Savepoint) {
+        self.txn.rollback_to(savepoint);
     }
 
-    /// Stops recording and keeps every change made since [`WriteContext::begin_undo`].
-    pub fn keep_changes(&mut self) {
-        self.undo = None;
-    }
-
-    /// Stops recording and restores every key written since [`WriteContext::begin_undo`].
-    pub fn undo_changes(&mut self) -> EngineResult<()> {
-        let Some(undo) = self.undo.take() else {
-            return Ok(());
-        };
-        for (table, key, previous) in undo.into_iter().rev() {
-            let result = match previous {
-                Some(value) => self.txn.put(table, &key, &value),
-                None => self.txn.delete(table, &key),
-            };
-            self.note(result)?;
-        }
-        Ok(())
+    /// Keeps the changes made since `savepoint`.
+    pub fn release(&mut self, savepoint: Savepoint) {
+        self.txn.release(savepoint);
     }
 
     /// The transaction for read-only helpers shared with snapshot readers.
@@ -116,6 +126,34 @@ impl WriteContext<'_> {
     pub fn catalog_changed(&mut self) {
         self.catalog_changed = true;
         self.containers.clear();
+    }
+
+    /// Applies one job inside a savepoint: kept if it succeeded, rolled back if it failed.
+    /// A panic is returned as its message; the transaction must then be dropped.
+    fn apply(&mut self, apply: ApplyJob) -> Result<Finish, String> {
+        let savepoint = self.txn.savepoint();
+        let changed_before = self.catalog_changed;
+        match catch_unwind(AssertUnwindSafe(|| apply(self))) {
+            Ok(Applied {
+                succeeded: true,
+                finish,
+            }) => {
+                self.txn.release(savepoint);
+                Ok(finish)
+            }
+            Ok(Applied {
+                succeeded: false,
+                finish,
+            }) => {
+                self.txn.rollback_to(savepoint);
+                if self.catalog_changed && !changed_before {
+                    // Definitions cached from the undone changes must not outlive them.
+                    self.containers.clear();
+                }
+                Ok(finish)
+            }
+            Err(payload) => Err(panic_message(&*payload)),
+        }
     }
 }
 
@@ -150,105 +188,210 @@ impl WriterStats {
 
 /// The handle requests use to reach the writer thread.
 pub struct Writer {
-    sender: mpsc::Sender<Job>,
+    sender: mpsc::SyncSender<Job>,
     pub stats: Arc<WriterStats>,
+    pub(crate) poison: Arc<Poison>,
 }
 
 impl Writer {
-    /// Starts the writer thread. `on_catalog_change` runs after a commit that changed the catalog.
+    /// Starts the writer thread with room for `queue_jobs_max` waiting jobs.
+    /// `on_catalog_change` runs after a commit that changed the catalog.
     pub fn start(
         store: Arc<dyn Storage>,
         clock: Arc<dyn Clock>,
         write_batch_max: usize,
+        queue_jobs_max: usize,
         on_catalog_change: impl Fn() + Send + 'static,
     ) -> EngineResult<(Writer, std::thread::JoinHandle<()>)> {
-        let (sender, receiver) = mpsc::channel::<Job>();
+        let (sender, receiver) = mpsc::sync_channel::<Job>(queue_jobs_max.max(1));
         let stats = Arc::new(WriterStats::default());
-        let thread_stats = Arc::clone(&stats);
+        let poison = Arc::new(Poison::default());
+        let thread = Thread {
+            store,
+            clock,
+            write_batch_max: write_batch_max.max(1),
+            stats: Arc::clone(&stats),
+            poison: Arc::clone(&poison),
+        };
         let handle = std::thread::Builder::new()
             .name("lethedb-writer".into())
-            .spawn(move || {
-                run(
-                    &*store,
-                    &*clock,
-                    receiver,
-                    write_batch_max.max(1),
-                    &thread_stats,
-                    on_catalog_change,
-                );
-            })
+            .spawn(move || thread.run(receiver, on_catalog_change))
             .map_err(|error| {
                 EngineError::with_message(
                     ErrorCode::WriterStopped,
                     format!("cannot start the writer: {error}"),
                 )
             })?;
-        Ok((Writer { sender, stats }, handle))
+        Ok((
+            Writer {
+                sender,
+                stats,
+                poison,
+            },
+            handle,
+        ))
     }
 
-    /// Queues an operation and waits until it is durable (or failed).
+    /// Queues an operation and waits until it is durable (or failed). Refused at once with
+    /// `WriterBusy` when the queue is full and with `StorePoisoned` when the engine is poisoned.
     pub async fn write<T, F>(&self, operation: F) -> EngineResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&mut WriteContext<'_>) -> EngineResult<T> + Send + 'static,
     {
-        let (reply, answer) = tokio::sync::oneshot::channel();
-        let job: Job = Box::new(move |context| {
-            let outcome = operation(context);
-            Box::new(move |committed: EngineResult<()>| {
-                // The requester may have gone away; then nobody needs the answer.
-                let _ = reply.send(committed.and(outcome));
-            })
-        });
+        if let Some(reason) = self.poison.reason() {
+            return Err(store_poisoned(reason));
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel::<EngineResult<T>>();
+        // Shared by `apply` and `abandon`, so whichever runs last still finds nobody answered.
+        let reply = Arc::new(Mutex::new(Some(reply)));
+        let abandon_reply = Arc::clone(&reply);
+        let job = Job {
+            apply: Box::new(move |context| {
+                let outcome = operation(context);
+                Applied {
+                    succeeded: outcome.is_ok(),
+                    finish: Box::new(move |committed: EngineResult<()>| {
+                        answer_once(&reply, committed.and(outcome));
+                    }),
+                }
+            }),
+            abandon: Box::new(move |error| answer_once(&abandon_reply, Err(error))),
+        };
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        self.sender.send(job).map_err(|_| {
-            EngineError::with_message(ErrorCode::WriterStopped, "the writer has stopped")
-        })?;
-        answer.await.map_err(|_| {
-            EngineError::with_message(ErrorCode::WriterStopped, "the write was not committed")
-        })?
+        if let Err(refused) = self.sender.try_send(job) {
+            self.stats.queued.fetch_sub(1, Ordering::Relaxed);
+            return Err(match refused {
+                mpsc::TrySendError::Full(_) => writer_busy(),
+                mpsc::TrySendError::Disconnected(_) => self.stopped(),
+            });
+        }
+        match answer.await {
+            Ok(outcome) => outcome,
+            Err(_) => Err(self.stopped()),
+        }
+    }
+
+    /// The error for a write the writer did not answer.
+    fn stopped(&self) -> EngineError {
+        match self.poison.reason() {
+            Some(reason) => store_poisoned(reason),
+            None => EngineError::with_message(ErrorCode::WriterStopped, "the writer has stopped"),
+        }
     }
 }
 
-fn run(
-    store: &dyn Storage,
-    clock: &dyn Clock,
-    receiver: mpsc::Receiver<Job>,
-    write_batch_max: usize,
-    stats: &WriterStats,
-    on_catalog_change: impl Fn(),
+/// Sends a request's answer unless it was already sent.
+fn answer_once<T>(
+    reply: &Mutex<Option<tokio::sync::oneshot::Sender<EngineResult<T>>>>,
+    outcome: EngineResult<T>,
 ) {
-    let mut containers = HashMap::new();
-    let mut batch = Vec::with_capacity(write_batch_max);
-    while let Ok(first) = receiver.recv() {
-        batch.push(first);
-        while batch.len() < write_batch_max {
-            match receiver.try_recv() {
-                Ok(job) => batch.push(job),
-                Err(_) => break,
+    let sender = reply
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(sender) = sender {
+        // The requester may have gone away; then nobody needs the answer.
+        let _ = sender.send(outcome);
+    }
+}
+
+/// What the writer thread owns.
+struct Thread {
+    store: Arc<dyn Storage>,
+    clock: Arc<dyn Clock>,
+    write_batch_max: usize,
+    stats: Arc<WriterStats>,
+    poison: Arc<Poison>,
+}
+
+impl Thread {
+    fn run(self, receiver: mpsc::Receiver<Job>, on_catalog_change: impl Fn()) {
+        let mut containers = HashMap::new();
+        let mut batch = Vec::with_capacity(self.write_batch_max);
+        while let Ok(first) = receiver.recv() {
+            batch.push(first);
+            while batch.len() < self.write_batch_max {
+                match receiver.try_recv() {
+                    Ok(job) => batch.push(job),
+                    Err(_) => break,
+                }
             }
+            self.stats
+                .queued
+                .fetch_sub(batch.len() as u64, Ordering::Relaxed);
+            if let Some(reason) = self.poison.reason() {
+                // Jobs queued before the engine was poisoned: refused like every later write.
+                for job in batch.drain(..) {
+                    (job.abandon)(store_poisoned(reason));
+                }
+                continue;
+            }
+            self.commit_group(&mut batch, &mut containers, &on_catalog_change);
         }
-        stats
-            .queued
-            .fetch_sub(batch.len() as u64, Ordering::Relaxed);
-        let txn = match store.write() {
+    }
+
+    /// Applies and commits one group, answering every job. Cached container definitions are
+    /// dropped (here and through `on_catalog_change`) when the catalog changed or nothing was
+    /// committed, always before any job is answered: a requester that saw its catalog change
+    /// acknowledged must never read the old definition afterwards.
+    fn commit_group(
+        &self,
+        batch: &mut Vec<Job>,
+        containers: &mut HashMap<(String, String), Arc<Container>>,
+        on_catalog_change: &dyn Fn(),
+    ) {
+        let txn = match self.store.write() {
             Ok(txn) => txn,
             Err(error) => {
-                tracing::error!(%error, "cannot begin a write transaction");
-                // Dropping the jobs drops their reply channels: each request sees Unavailable.
-                batch.clear();
-                continue;
+                let refusal = match error {
+                    StorageError::Poisoned => {
+                        self.poison.set(error.to_string());
+                        store_poisoned(&error.to_string())
+                    }
+                    other => {
+                        tracing::error!(error = %other, "cannot begin a write transaction");
+                        EngineError::from(&other)
+                    }
+                };
+                containers.clear();
+                on_catalog_change();
+                for job in batch.drain(..) {
+                    (job.abandon)(refusal.clone());
+                }
+                return;
             }
         };
         let mut context = WriteContext {
             txn,
-            now_ms: clock.now_ms(),
-            containers: std::mem::take(&mut containers),
+            now_ms: self.clock.now_ms(),
+            containers: std::mem::take(containers),
             catalog_changed: false,
             failure: None,
-            undo: None,
         };
-        let finishes: Vec<Finish> = batch.drain(..).map(|job| job(&mut context)).collect();
+        let mut finishes: Vec<Finish> = Vec::with_capacity(batch.len());
+        let mut jobs = batch.drain(..);
+        for job in jobs.by_ref() {
+            match context.apply(job.apply) {
+                Ok(finish) => finishes.push(finish),
+                Err(message) => {
+                    // The transaction may be half-changed: drop it, commit nothing of the group.
+                    drop(context);
+                    on_catalog_change();
+                    let reason = format!("a write operation panicked: {message}");
+                    self.poison.set(reason.clone());
+                    (job.abandon)(store_poisoned(&reason));
+                    for finish in finishes {
+                        finish(Err(store_poisoned(&reason)));
+                    }
+                    for job in jobs {
+                        (job.abandon)(store_poisoned(&reason));
+                    }
+                    return;
+                }
+            }
+        }
+        drop(jobs);
         let WriteContext {
             txn,
             catalog_changed,
@@ -256,23 +399,27 @@ fn run(
             containers: cached,
             ..
         } = context;
-        containers = cached;
-        // A monotonic timer measures how long the durable commit takes; it is not wall time.
-        let commit_started = Stopwatch::start();
+        *containers = cached;
+        let commit_timer = Stopwatch::start();
         let committed = match failure {
             Some(error) => {
                 drop(txn);
                 Err(EngineError::from(error))
             }
-            None => txn.commit().map_err(EngineError::from),
+            None => txn.commit().map_err(|error| {
+                // The store's durable state is unknown after a failed commit; it refuses
+                // further writes, and so does the engine, visibly.
+                self.poison.set(format!("a commit failed: {error}"));
+                EngineError::from(error)
+            }),
         };
+        self.stats.record_commit(commit_timer.elapsed());
         if committed.is_err() || catalog_changed {
             containers.clear();
             on_catalog_change();
         }
-        stats.record_commit(commit_started.elapsed());
-        stats.commits.fetch_add(1, Ordering::Relaxed);
-        stats
+        self.stats.commits.fetch_add(1, Ordering::Relaxed);
+        self.stats
             .operations
             .fetch_add(finishes.len() as u64, Ordering::Relaxed);
         for finish in finishes {

@@ -141,9 +141,6 @@ error_table! {
     TooManyRequests                     => TOO_MANY_REQUESTS,     3200, "TooManyRequests",       Shown;
 }
 
-/// How long a client should wait before retrying a write the busy writer refused.
-const WRITER_BUSY_RETRY_AFTER_MS: i64 = 100;
-
 impl Code {
     /// The HTTP status a failure with this code gets.
     pub fn status(self) -> StatusCode {
@@ -222,7 +219,8 @@ impl From<EngineError> for ApiError {
         ApiError {
             code: Code::Engine(code),
             message: error.to_string(),
-            retry_after_ms: (code == ErrorCode::WriterBusy).then_some(WRITER_BUSY_RETRY_AFTER_MS),
+            retry_after_ms: (code == ErrorCode::WriterBusy)
+                .then_some(lethedb_engine::writer::WRITER_BUSY_RETRY_AFTER_MS),
         }
     }
 }

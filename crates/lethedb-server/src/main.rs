@@ -9,7 +9,6 @@ use lethedb_server::cli::{Cli, Command, ServeArgs};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::{app, metrics_router, tls, AppState};
 use lethedb_storage::{MemoryStore, RedbStore, Storage};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// The file of the durable store inside the data directory.
@@ -83,11 +82,11 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
             ..lethedb_engine::SweeperConfig::default()
         },
+        ..EngineConfig::default()
     };
     let sweeper_config = config.sweeper.clone();
     let engine = Engine::open(store, Arc::new(SystemClock), config)?;
-    let stop_sweeper = Arc::new(AtomicBool::new(false));
-    let sweeper = engine.start_sweeper(sweeper_config, Arc::clone(&stop_sweeper));
+    let sweeper = engine.start_sweeper(sweeper_config);
 
     let material = if args.tls {
         let explicit = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
@@ -164,8 +163,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
                 .await?;
         }
     }
-    stop_sweeper.store(true, Ordering::Relaxed);
-    let _ = sweeper.await;
+    sweeper.stop().await;
     if let Some(task) = metrics_task {
         task.abort();
         let _ = task.await;

@@ -232,6 +232,15 @@ impl Collector for EngineCollector {
         for (labels, value) in &deleted {
             ConstCounter::new(*value).encode(metric.encode_family(labels)?)?;
         }
+        // 1 once the engine stopped accepting writes after an internal error (the log and
+        // `/_lethedb/stats` say why); a restart clears it.
+        let poisoned = i64::from(self.engine.poisoned().is_some());
+        ConstGauge::new(poisoned).encode(encoder.encode_descriptor(
+            "engine_poisoned",
+            "Whether the engine stopped accepting writes after an internal error",
+            None,
+            MetricType::Gauge,
+        )?)?;
         let (operations, commits, queued) = self.engine.writer_stats();
         ConstGauge::new(queued as i64).encode(encoder.encode_descriptor(
             "writer_queue_depth",

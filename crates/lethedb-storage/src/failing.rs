@@ -140,10 +140,15 @@ impl<S: Storage> ReadTxn for FailingWrite<'_, S> {
 
 impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
-        if self
-            .store
-            .strikes(&self.store.puts, self.store.plan.fail_put)
-        {
+        let store = self.store;
+        let count = store.puts.fetch_add(1, Ordering::SeqCst) + 1;
+        if store.plan.panic_put == Some(count) {
+            store.failures.fetch_add(1, Ordering::SeqCst);
+            // On purpose: the engine must survive a bug below it without a silent stop.
+            panic!("injected panic on put {count}");
+        }
+        if store.plan.fail_put == Some(count) {
+            store.failures.fetch_add(1, Ordering::SeqCst);
             return Err(injected("put"));
         }
         self.inner.put(table, key, value)

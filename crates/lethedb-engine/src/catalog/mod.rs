@@ -87,7 +87,7 @@ impl Engine {
             .ok_or_else(database_not_found)
     }
 
-    pub fn list_databases(&self) -> EngineResult<Vec<Value>> {
+    pub(crate) fn list_databases_blocking(&self) -> EngineResult<Vec<Value>> {
         let reader = self.inner.store.read()?;
         list_records(
             &*reader,
@@ -102,7 +102,7 @@ impl Engine {
         if !rids::has_length(rid, rids::DATABASE_RID_BYTES) {
             return Ok(None);
         }
-        Ok(id_with_rid(self.list_databases()?, rid))
+        Ok(id_with_rid(self.list_databases_blocking()?, rid))
     }
 
     /// The id of the container in `database_id` whose `_rid` is `rid`, if any.
@@ -114,7 +114,10 @@ impl Engine {
         if !rids::has_length(rid, rids::CONTAINER_RID_BYTES) {
             return Ok(None);
         }
-        Ok(id_with_rid(self.list_containers(database_id)?, rid))
+        Ok(id_with_rid(
+            self.list_containers_blocking(database_id)?,
+            rid,
+        ))
     }
 
     pub async fn delete_database(&self, database_id: &str) -> EngineResult<()> {
@@ -226,11 +229,11 @@ impl Engine {
     /// Every container of every database.
     pub fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
         let mut found = Vec::new();
-        for database in self.list_databases()? {
+        for database in self.list_databases_blocking()? {
             let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {
                 continue;
             };
-            for container in self.list_containers(database_id)? {
+            for container in self.list_containers_blocking(database_id)? {
                 if let Some(container_id) = container.get("id").and_then(|v| v.as_str()) {
                     found.push(self.read_container(database_id, container_id)?);
                 }
@@ -239,7 +242,7 @@ impl Engine {
         Ok(found)
     }
 
-    pub fn list_containers(&self, database_id: &str) -> EngineResult<Vec<Value>> {
+    pub(crate) fn list_containers_blocking(&self, database_id: &str) -> EngineResult<Vec<Value>> {
         let reader = self.inner.store.read()?;
         if load_database(&*reader, database_id)?.is_none() {
             return Err(database_not_found());

@@ -416,7 +416,7 @@ impl Engine {
     /// Every child resource of one kind under `parent`, as clients see them, for read feeds and
     /// queries (page them with [`Engine::query_resources`]). A parent without children has an
     /// empty list; a parent that does not exist is NotFound.
-    pub fn list_resources(
+    pub(crate) fn list_resources_blocking(
         &self,
         kind: ResourceKind,
         parent: &ResourceParent,
@@ -442,6 +442,9 @@ impl Engine {
         if !rids::has_length(rid, kind.rid_bytes()) {
             return Ok(None);
         }
-        Ok(id_with_rid(self.list_resources(kind, parent)?, rid))
+        Ok(id_with_rid(
+            self.list_resources_blocking(kind, parent)?,
+            rid,
+        ))
     }
 }

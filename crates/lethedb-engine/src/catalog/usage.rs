@@ -24,7 +24,7 @@ impl Engine {
             .find(|s| s.database_id == container.database_id && s.container_id == container.id)
             .map_or(0, |s| s.backlog_items);
         if backlog <= EXACT_BACKLOG_MAX {
-            return self.container_usage(container);
+            return self.container_usage_blocking(container);
         }
         let reader = self.inner.store.read()?;
         let counters = read_counters(&*reader, container.key_number())?;
@@ -43,7 +43,7 @@ impl Engine {
 
     /// Items and bytes a container holds, expired items excluded even before the sweeper has
     /// deleted them. Costs one read of the counters plus a walk over the expired backlog.
-    pub fn container_usage(&self, container: &Container) -> EngineResult<Usage> {
+    pub(crate) fn container_usage_blocking(&self, container: &Container) -> EngineResult<Usage> {
         let reader = self.inner.store.read()?;
         let counters = read_counters(&*reader, container.key_number())?;
         let mut expired_items = 0u64;

@@ -29,10 +29,11 @@ async fn engine() -> Engine {
     engine
 }
 
-fn ids(engine: &Engine) -> Vec<String> {
+async fn ids(engine: &Engine) -> Vec<String> {
     let container = engine.read_container("db", "c").expect("container");
     let mut ids: Vec<String> = engine
         .read_feed(&container, None, 1000, None)
+        .await
         .expect("feed")
         .items
         .iter()
@@ -97,7 +98,7 @@ async fn a_successful_batch_applies_every_operation_in_order() {
             .expect("value")["n"],
         json!(5)
     );
-    assert_eq!(ids(&engine), vec!["b", "existing"]);
+    assert_eq!(ids(&engine).await, vec!["b", "existing"]);
 }
 
 #[tokio::test]
@@ -125,7 +126,7 @@ async fn a_failing_operation_undoes_the_whole_batch() {
         ]
     );
     assert_eq!(
-        ids(&engine),
+        ids(&engine).await,
         vec!["existing"],
         "nothing of the batch remains"
     );
@@ -139,7 +140,11 @@ async fn a_failing_operation_undoes_the_whole_batch() {
         "the replace was undone"
     );
     assert_eq!(
-        engine.container_usage(&container).expect("usage").items,
+        engine
+            .container_usage(&container)
+            .await
+            .expect("usage")
+            .items,
         1,
         "counters were restored"
     );
@@ -166,7 +171,7 @@ async fn bulk_operations_succeed_or_fail_one_by_one_with_their_own_keys() {
             Ok(BatchEffect::Created)
         ]
     );
-    assert_eq!(ids(&engine), vec!["a", "b", "existing"]);
+    assert_eq!(ids(&engine).await, vec!["a", "b", "existing"]);
 }
 
 #[tokio::test]
@@ -203,5 +208,5 @@ async fn deleting_a_partition_removes_only_its_items() {
         .await
         .expect("delete");
     assert_eq!(deleted, 2);
-    assert_eq!(ids(&engine), vec!["other"]);
+    assert_eq!(ids(&engine).await, vec!["other"]);
 }

@@ -26,9 +26,23 @@ pub async fn engine_with_container(
     container: serde_json::Value,
 ) -> lethedb_engine::Engine {
     let store = std::sync::Arc::new(lethedb_storage::MemoryStore::new());
-    let engine =
-        lethedb_engine::Engine::open(store, clock, lethedb_engine::EngineConfig::default())
-            .expect("engine");
+    engine_on_store(
+        store,
+        clock,
+        container,
+        lethedb_engine::EngineConfig::default(),
+    )
+    .await
+}
+
+/// An engine on `store` with database `db` and the container `container` in it.
+pub async fn engine_on_store(
+    store: std::sync::Arc<dyn lethedb_storage::Storage>,
+    clock: std::sync::Arc<lethedb_engine::ManualClock>,
+    container: serde_json::Value,
+    config: lethedb_engine::EngineConfig,
+) -> lethedb_engine::Engine {
+    let engine = lethedb_engine::Engine::open(store, clock, config).expect("engine");
     engine
         .create_database(serde_json::json!({"id": "db"}), None)
         .await

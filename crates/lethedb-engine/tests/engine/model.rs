@@ -1,13 +1,29 @@
 //! The document store against a model: random creates, upserts, replaces, patches and deletes
 //! (with and without ETag conditions) on the engine and on a `BTreeMap`, after which every point
-//! read, the read feed and a count query agree with the model.
+//! read, the read feed and a count query agree with the model. The same run goes through a
+//! `FailingStore` whose put and commit fail once: every acknowledged write is still there,
+//! nothing unacknowledged is, and after the failed commit writes are refused while reads work.
 
 use crate::common::*;
 
-use lethedb_engine::{EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
+use lethedb_engine::{
+    Engine, EngineConfig, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode,
+};
+use lethedb_storage::{FailingStore, FaultPlan, MemoryStore};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// (pk, id) → (document n, etag)
+type Model = BTreeMap<(String, String), (u64, String)>;
+
+/// Whether a write was refused by a failing store (not by the rules of the operation).
+fn refused(error: &EngineError) -> bool {
+    matches!(
+        error.code,
+        ErrorCode::StorageUnavailable | ErrorCode::StorePoisoned
+    )
+}
 
 #[tokio::test]
 async fn the_engine_agrees_with_a_btreemap() {
@@ -17,10 +33,67 @@ async fn the_engine_agrees_with_a_btreemap() {
         json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
     )
     .await;
+    let (model, refusals) = drive(&engine, &clock, 3_000, false).await;
+    assert_eq!(refusals, 0);
+    check(&engine, &model).await;
+}
+
+#[tokio::test]
+async fn a_failed_put_or_commit_acknowledges_nothing_and_loses_nothing_acknowledged() {
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let plan = FaultPlan {
+        fail_put: Some(300),
+        fail_commit: Some(900),
+        panic_put: None,
+    };
+    let store = Arc::new(FailingStore::new(MemoryStore::new(), plan));
+    let engine = engine_on_store(
+        store.clone(),
+        clock.clone(),
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
+        EngineConfig::default(),
+    )
+    .await;
+    let (model, refusals) = drive(&engine, &clock, 1_500, true).await;
+    assert_eq!(store.failures(), 2, "both planned failures happened");
+    // The failed put refused one write; the failed commit refused its own and every later one.
+    assert!(refusals > 500, "{refusals} writes refused");
+    let reason = engine
+        .poisoned()
+        .expect("a failed commit poisons the engine");
+    assert!(reason.contains("commit"), "{reason}");
+    let refused_write = engine
+        .write_item(
+            "db",
+            "c",
+            WriteMode::Upsert,
+            pk("p0"),
+            json!({"id": "late", "pk": "p0"}),
+            None,
+        )
+        .await;
+    assert!(
+        matches!(
+            refused_write,
+            Err(EngineError {
+                code: ErrorCode::StorePoisoned,
+                ..
+            })
+        ),
+        "{refused_write:?}"
+    );
+    // Reads still work and agree with what was acknowledged.
+    check(&engine, &model).await;
+}
+
+/// Runs `steps` random operations on the engine and the model. With `faults`, a write refused by
+/// the store leaves the model unchanged (it was not acknowledged); without, none may be refused.
+/// Returns the model and how many writes were refused.
+async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -> (Model, u64) {
     let mut rng = Rng(0xfeed);
-    // (pk, id) → (document n, etag)
-    let mut model: BTreeMap<(String, String), (u64, String)> = BTreeMap::new();
-    for step in 0..3_000u64 {
+    let mut model = Model::new();
+    let mut refusals = 0u64;
+    for step in 0..steps {
         clock.advance_ms(1);
         let partition = format!("p{}", rng.below(3));
         let id = format!("i{}", rng.below(12));
@@ -48,16 +121,20 @@ async fn the_engine_agrees_with_a_btreemap() {
                     code: ErrorCode::ItemIdConflict,
                     ..
                 }) => assert!(current.is_some()),
+                Err(error) if faults && refused(&error) => refusals += 1,
                 Err(other) => panic!("create: {other}"),
             },
-            1 => {
-                let outcome = engine
-                    .write_item("db", "c", WriteMode::Upsert, pk(&partition), body, None)
-                    .await
-                    .expect("upsert");
-                assert_eq!(outcome.created, current.is_none());
-                model.insert(key, (step, outcome.item.etag()));
-            }
+            1 => match engine
+                .write_item("db", "c", WriteMode::Upsert, pk(&partition), body, None)
+                .await
+            {
+                Ok(outcome) => {
+                    assert_eq!(outcome.created, current.is_none());
+                    model.insert(key, (step, outcome.item.etag()));
+                }
+                Err(error) if faults && refused(&error) => refusals += 1,
+                Err(other) => panic!("upsert: {other}"),
+            },
             2 => match engine
                 .write_item(
                     "db",
@@ -84,6 +161,7 @@ async fn the_engine_agrees_with_a_btreemap() {
                     code: ErrorCode::PreconditionFailed,
                     ..
                 }) => assert!(stale),
+                Err(error) if faults && refused(&error) => refusals += 1,
                 Err(other) => panic!("replace: {other}"),
             },
             3 => {
@@ -104,6 +182,7 @@ async fn the_engine_agrees_with_a_btreemap() {
                         code: ErrorCode::PreconditionFailed,
                         ..
                     }) => assert!(stale),
+                    Err(error) if faults && refused(&error) => refusals += 1,
                     Err(other) => panic!("patch: {other}"),
                 }
             }
@@ -123,10 +202,16 @@ async fn the_engine_agrees_with_a_btreemap() {
                     code: ErrorCode::PreconditionFailed,
                     ..
                 }) => assert!(stale),
+                Err(error) if faults && refused(&error) => refusals += 1,
                 Err(other) => panic!("delete: {other}"),
             },
         }
     }
+    (model, refusals)
+}
+
+/// Every point read, the read feed, a count query and the usage agree with the model.
+async fn check(engine: &Engine, model: &Model) {
     let container = engine.read_container("db", "c").expect("container");
     for partition in ["p0", "p1", "p2"] {
         for i in 0..12 {
@@ -150,6 +235,7 @@ async fn the_engine_agrees_with_a_btreemap() {
     }
     let feed = engine
         .read_feed(&container, None, 1000, None)
+        .await
         .expect("feed");
     let mut fed: Vec<(String, String)> = feed
         .items
@@ -173,10 +259,15 @@ async fn the_engine_agrees_with_a_btreemap() {
                 ..QueryRequest::default()
             },
         )
+        .await
         .expect("count");
     assert_eq!(count.items, vec![Value::from(model.len())]);
     assert_eq!(
-        engine.container_usage(&container).expect("usage").items,
+        engine
+            .container_usage(&container)
+            .await
+            .expect("usage")
+            .items,
         model.len() as u64
     );
 }

@@ -196,7 +196,7 @@ async fn ids_follow_the_shared_rules() {
         })
     ));
     assert!(matches!(
-        engine.list_resources(ResourceKind::Trigger, &missing),
+        engine.list_resources(ResourceKind::Trigger, &missing).await,
         Err(EngineError {
             code: ErrorCode::ContainerNotFound,
             ..
@@ -296,7 +296,10 @@ async fn replace_upsert_and_delete() {
             ..
         })
     ));
-    let left = engine.list_resources(kind, &container()).expect("list");
+    let left = engine
+        .list_resources(kind, &container())
+        .await
+        .expect("list");
     assert_eq!(ids(&left), ["g"]);
 }
 
@@ -350,14 +353,18 @@ async fn a_user_renamed_keeps_its_rid_and_its_permissions() {
     ));
     let users = engine
         .list_resources(ResourceKind::User, &database())
+        .await
         .expect("users");
     assert_eq!(ids(&users), ["bob", "carol"]);
     let moved = engine
         .list_resources(ResourceKind::Permission, &user("carol"))
+        .await
         .expect("permissions");
     assert_eq!(ids(&moved), ["p"]);
     assert!(matches!(
-        engine.list_resources(ResourceKind::Permission, &user("alice")),
+        engine
+            .list_resources(ResourceKind::Permission, &user("alice"))
+            .await,
         Err(EngineError {
             code: ErrorCode::ResourceNotFound,
             ..
@@ -375,6 +382,7 @@ async fn a_user_renamed_keeps_its_rid_and_its_permissions() {
     assert_eq!(
         engine
             .list_resources(ResourceKind::Permission, &user("carol"))
+            .await
             .expect("permissions"),
         Vec::<Value>::new()
     );
@@ -385,7 +393,10 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
     let engine = engine().await;
     let kind = ResourceKind::StoredProcedure;
     assert_eq!(
-        engine.list_resources(kind, &container()).expect("empty"),
+        engine
+            .list_resources(kind, &container())
+            .await
+            .expect("empty"),
         Vec::<Value>::new()
     );
     let mut rids = Vec::new();
@@ -396,7 +407,10 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
             .expect("create");
         rids.push(text(&created, "_rid").to_string());
     }
-    let listed = engine.list_resources(kind, &container()).expect("list");
+    let listed = engine
+        .list_resources(kind, &container())
+        .await
+        .expect("list");
     assert_eq!(ids(&listed), ["a", "b", "c"]);
     let page = engine
         .query_resources(
@@ -406,6 +420,7 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
                 ..QueryRequest::default()
             },
         )
+        .await
         .expect("query");
     assert_eq!(page.items, vec![json!("a"), json!("c")]);
     assert_eq!(
@@ -478,7 +493,10 @@ async fn deleting_a_parent_deletes_its_children() {
         .expect("container again");
     for kind in container_kinds {
         assert_eq!(
-            engine.list_resources(kind, &container()).expect("list"),
+            engine
+                .list_resources(kind, &container())
+                .await
+                .expect("list"),
             Vec::<Value>::new(),
             "{kind:?} survived its container"
         );
@@ -486,6 +504,7 @@ async fn deleting_a_parent_deletes_its_children() {
     assert_eq!(
         ids(&engine
             .list_resources(ResourceKind::User, &database())
+            .await
             .expect("users")),
         ["u"]
     );
@@ -497,7 +516,7 @@ async fn deleting_a_parent_deletes_its_children() {
         .expect("trigger");
     engine.delete_database("db").await.expect("delete database");
     assert!(matches!(
-        engine.list_resources(ResourceKind::User, &database()),
+        engine.list_resources(ResourceKind::User, &database()).await,
         Err(EngineError {
             code: ErrorCode::DatabaseNotFound,
             ..
@@ -522,18 +541,21 @@ async fn deleting_a_parent_deletes_its_children() {
     assert_eq!(
         ids(&engine
             .list_resources(ResourceKind::User, &database())
+            .await
             .expect("users")),
         ["u"]
     );
     assert_eq!(
         engine
             .list_resources(ResourceKind::Permission, &user("u"))
+            .await
             .expect("permissions"),
         Vec::<Value>::new()
     );
     assert_eq!(
         engine
             .list_resources(ResourceKind::Trigger, &container())
+            .await
             .expect("triggers"),
         Vec::<Value>::new()
     );

@@ -182,7 +182,11 @@ async fn a_rewrite_at_the_expiry_instant_is_never_swept() {
             );
         }
         assert_eq!(
-            engine.container_usage(&container).expect("usage").items,
+            engine
+                .container_usage(&container)
+                .await
+                .expect("usage")
+                .items,
             rewritten.len() as u64
         );
     }

@@ -49,7 +49,7 @@ async fn put(engine: &Engine, container: &str, id: &str, ttl: Option<i64>) -> St
     outcome.item.etag()
 }
 
-fn query(engine: &Engine, container: &str, text: &str, id: &str) -> Vec<Value> {
+async fn query(engine: &Engine, container: &str, text: &str, id: &str) -> Vec<Value> {
     let found = engine.read_container("db", container).expect("container");
     let request = QueryRequest {
         text: text.into(),
@@ -58,11 +58,15 @@ fn query(engine: &Engine, container: &str, text: &str, id: &str) -> Vec<Value> {
         page_items_max: Some(1000),
         ..QueryRequest::default()
     };
-    engine.query_items(&found, &request).expect("query").items
+    engine
+        .query_items(&found, &request)
+        .await
+        .expect("query")
+        .items
 }
 
 /// Checks every read-only path agrees that `id` is (or is not) there.
-fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
+async fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
     let found = engine.read_container("db", container).expect("container");
     let read = engine.read_item(&found, pk("p"), id);
     assert_eq!(read.is_ok(), visible, "point read of {id}");
@@ -75,13 +79,19 @@ fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
             })
         ));
     }
-    let feed = engine.read_feed(&found, None, 1000, None).expect("feed");
+    let feed = engine
+        .read_feed(&found, None, 1000, None)
+        .await
+        .expect("feed");
     let in_feed = feed
         .items
         .iter()
         .any(|item| item.to_value().expect("value")["id"] == json!(id));
     assert_eq!(in_feed, visible, "read feed of {id}");
-    let partition_feed = engine.read_feed(&found, pk("p"), 1000, None).expect("feed");
+    let partition_feed = engine
+        .read_feed(&found, pk("p"), 1000, None)
+        .await
+        .expect("feed");
     let in_partition_feed = partition_feed
         .items
         .iter()
@@ -89,7 +99,9 @@ fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
     assert_eq!(in_partition_feed, visible, "partition read feed of {id}");
     let expected = usize::from(visible);
     assert_eq!(
-        query(engine, container, "SELECT * FROM c WHERE c.id = @id", id).len(),
+        query(engine, container, "SELECT * FROM c WHERE c.id = @id", id)
+            .await
+            .len(),
         expected,
         "filter {id}"
     );
@@ -99,7 +111,8 @@ fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
             container,
             "SELECT VALUE COUNT(1) FROM c WHERE c.id = @id",
             id
-        ),
+        )
+        .await,
         vec![json!(expected)],
         "count {id}"
     );
@@ -108,7 +121,8 @@ fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
         container,
         "SELECT c.id FROM c ORDER BY c.n DESC",
         id,
-    );
+    )
+    .await;
     assert_eq!(
         ordered.contains(&json!({"id": id})),
         visible,
@@ -119,7 +133,8 @@ fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) {
         container,
         "SELECT c.pk, COUNT(1) AS n FROM c WHERE c.id = @id GROUP BY c.pk",
         id,
-    );
+    )
+    .await;
     assert_eq!(grouped.len(), expected, "group by {id}");
 }
 
@@ -268,33 +283,33 @@ async fn check_cell(
     };
     let Some(secs) = expires_after_secs else {
         clock.advance_ms(400 * 86_400_000);
-        check_reads(&engine, name, "before", true);
+        check_reads(&engine, name, "before", true).await;
         check_writes(&engine, name, "before", &etags_of("before"), true).await;
         return;
     };
     let found = engine.read_container("db", name).expect("container");
     clock.set_ms(START_MS + secs * 1000 - 1);
     assert_eq!(
-        engine.container_usage(&found).expect("usage").items,
+        engine.container_usage(&found).await.expect("usage").items,
         14,
         "{name}: all counted before"
     );
-    check_reads(&engine, name, "before", true);
-    check_reads(&engine, name, "at", true);
+    check_reads(&engine, name, "before", true).await;
+    check_reads(&engine, name, "at", true).await;
     check_writes(&engine, name, "before", &etags_of("before"), true).await;
     clock.set_ms(START_MS + secs * 1000);
-    check_reads(&engine, name, "at", false);
+    check_reads(&engine, name, "at", false).await;
     // Items of "before" that were rewritten 1 ms ago restarted their countdown.
     let rewritten_survivors = 4; // replace, upsert, ifmatch, patch
     assert_eq!(
-        engine.container_usage(&found).expect("usage").items,
+        engine.container_usage(&found).await.expect("usage").items,
         rewritten_survivors,
         "{name}: expired not counted"
     );
     check_writes(&engine, name, "at", &etags_of("at"), false).await;
     // The sweeper has not run in any of this; running it changes nothing visible.
     engine.sweep_once(1000).await.expect("sweep");
-    check_reads(&engine, name, "at", false);
+    check_reads(&engine, name, "at", false).await;
 }
 
 #[tokio::test]
@@ -361,14 +376,14 @@ async fn a_new_default_applies_at_once_without_reindexing() {
     container(&engine, "c", None).await;
     put(&engine, "c", "old", None).await;
     clock.advance_ms(60_000);
-    check_reads(&engine, "c", "old", true);
+    check_reads(&engine, "c", "old", true).await;
     replace_default(&engine, "c", Some(30)).await;
-    check_reads(&engine, "c", "old", false);
+    check_reads(&engine, "c", "old", false).await;
     put(&engine, "c", "new", None).await;
     clock.advance_ms(29_999);
-    check_reads(&engine, "c", "new", true);
+    check_reads(&engine, "c", "new", true).await;
     clock.advance_ms(1);
-    check_reads(&engine, "c", "new", false);
+    check_reads(&engine, "c", "new", false).await;
 }
 
 #[tokio::test]
@@ -381,18 +396,18 @@ async fn expiry_is_final_when_ttl_is_turned_off_or_raised() {
         clock.advance_ms(8_000);
         put(&engine, "c", "alive", None).await;
         clock.advance_ms(4_000);
-        check_reads(&engine, "c", "expired", false);
-        check_reads(&engine, "c", "own", false);
+        check_reads(&engine, "c", "expired", false).await;
+        check_reads(&engine, "c", "own", false).await;
         replace_default(&engine, "c", new_default).await;
         clock.advance_ms(1_000);
-        check_reads(&engine, "c", "expired", false);
-        check_reads(&engine, "c", "own", false);
+        check_reads(&engine, "c", "expired", false).await;
+        check_reads(&engine, "c", "own", false).await;
         // Not expired at the change: follows the new setting from then on.
         clock.advance_ms(60_000);
-        check_reads(&engine, "c", "alive", true);
+        check_reads(&engine, "c", "alive", true).await;
         let found = engine.read_container("db", "c").expect("container");
         assert_eq!(
-            engine.container_usage(&found).expect("usage").items,
+            engine.container_usage(&found).await.expect("usage").items,
             1,
             "{new_default:?}"
         );
@@ -417,9 +432,9 @@ async fn a_write_restarts_the_countdown() {
         .await
         .expect("upsert");
     clock.advance_ms(4_999);
-    check_reads(&engine, "c", "x", true);
+    check_reads(&engine, "c", "x", true).await;
     clock.advance_ms(1);
-    check_reads(&engine, "c", "x", false);
+    check_reads(&engine, "c", "x", false).await;
 }
 
 #[tokio::test]
@@ -483,7 +498,7 @@ async fn invalid_item_ttl_is_rejected_only_while_ttl_is_on() {
     }
     let found = engine.read_container("db", "on").expect("container");
     assert_eq!(
-        engine.container_usage(&found).expect("usage").items,
+        engine.container_usage(&found).await.expect("usage").items,
         0,
         "nothing stored"
     );

@@ -11,7 +11,7 @@ use crate::respond::Reply;
 use lethedb_engine::{ResourceKind, ResourceParent};
 use serde_json::Value;
 
-pub fn feed(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
+pub async fn feed(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
     let engine = &context.state.engine;
     let database_id = context.path.id(0);
     let parent = match kind {
@@ -27,7 +27,7 @@ pub fn feed(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
         context,
         Listing::Feed,
         kind.feed_name(),
-        || Ok(engine.list_resources(kind, &parent)?),
+        async { Ok(engine.list_resources(kind, &parent).await?) },
         || match &parent {
             ResourceParent::Container {
                 database_id,
@@ -44,4 +44,5 @@ pub fn feed(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
                 .to_string()),
         },
     )
+    .await
 }

@@ -11,15 +11,16 @@ use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{request_units, Container, ErrorCode};
 use serde_json::{json, Value};
+use std::sync::Arc;
 
-pub fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
+pub async fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
     let engine = &context.state.engine;
     let database_id = context.path.id(0);
     list_resources(
         context,
         listing,
         "DocumentCollections",
-        || Ok(engine.list_containers(database_id)?),
+        async { Ok(engine.list_containers(database_id).await?) },
         || {
             Ok(engine
                 .read_database(database_id)?
@@ -29,15 +30,16 @@ pub fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult<Reply
                 .to_string())
         },
     )
+    .await
 }
 
 /// A container resource with its ETag, quota, usage and session headers.
-fn container_reply(
+async fn container_reply(
     context: &Context<'_>,
     status: StatusCode,
-    container: &Container,
+    container: &Arc<Container>,
 ) -> ApiResult<Reply> {
-    let usage = context.state.engine.container_usage(container)?;
+    let usage = context.state.engine.container_usage(container).await?;
     let kib = usage.bytes.div_ceil(1024);
     Ok(Reply::value(status, &container.resource)
         .header("etag", container.etag().to_string())
@@ -66,11 +68,12 @@ pub async fn create(context: &Context<'_>) -> ApiResult<Reply> {
             throughput(context.headers)?,
         )
         .await?;
-    Ok(container_reply(context, StatusCode::CREATED, &created)?
+    Ok(container_reply(context, StatusCode::CREATED, &created)
+        .await?
         .charge(request_units::CATALOG_WRITE))
 }
 
-pub fn read(context: &Context<'_>) -> ApiResult<Reply> {
+pub async fn read(context: &Context<'_>) -> ApiResult<Reply> {
     let found = context
         .state
         .engine
@@ -78,7 +81,9 @@ pub fn read(context: &Context<'_>) -> ApiResult<Reply> {
     if if_none_match(context.headers, found.etag()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", found.etag().to_string()));
     }
-    Ok(container_reply(context, StatusCode::OK, &found)?.charge(request_units::CATALOG_READ))
+    Ok(container_reply(context, StatusCode::OK, &found)
+        .await?
+        .charge(request_units::CATALOG_READ))
 }
 
 pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
@@ -92,7 +97,9 @@ pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
             if_match(context.headers),
         )
         .await?;
-    Ok(container_reply(context, StatusCode::OK, &replaced)?.charge(request_units::CATALOG_WRITE))
+    Ok(container_reply(context, StatusCode::OK, &replaced)
+        .await?
+        .charge(request_units::CATALOG_WRITE))
 }
 
 pub async fn delete(context: &Context<'_>) -> ApiResult<Reply> {

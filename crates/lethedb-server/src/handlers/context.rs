@@ -13,6 +13,7 @@ use axum::body::Bytes;
 use axum::http::{HeaderMap, Uri};
 use lethedb_engine::QueryRequest;
 use serde_json::Value;
+use std::future::Future;
 
 /// One classified, authenticated request as the handlers see it.
 pub struct Context<'a> {
@@ -42,19 +43,21 @@ impl Listing {
 }
 
 /// Runs a listing over catalog resources and answers one feed page. The request is read
-/// before the resources are listed, so a malformed query is a 400 even when the parent is gone.
-pub fn list_resources(
+/// before the resources are listed (the listing is a future, awaited only then), so a malformed
+/// query is a 400 even when the parent is gone.
+pub async fn list_resources(
     context: &Context<'_>,
     listing: Listing,
     name: &str,
-    resources: impl FnOnce() -> ApiResult<Vec<Value>>,
+    resources: impl Future<Output = ApiResult<Vec<Value>>>,
     rid: impl FnOnce() -> ApiResult<String>,
 ) -> ApiResult<Reply> {
     let request = listing.request(context)?;
     let page = context
         .state
         .engine
-        .query_resources(&resources()?, &request)?;
+        .query_resources(&resources.await?, &request)
+        .await?;
     Ok(Reply::value_feed(
         &rid()?,
         name,

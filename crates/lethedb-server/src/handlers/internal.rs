@@ -33,6 +33,8 @@ pub fn stats(state: &AppState) -> ApiResult<Response> {
     let body = json!({
         "writer": {"operations": operations, "commits": commits, "queued": queued},
         "containers": containers,
+        // Why the engine stopped accepting writes, if it did (a panic or a failed commit).
+        "poisoned": state.engine.poisoned(),
     });
     Ok(Reply::value(StatusCode::OK, &body).finish())
 }

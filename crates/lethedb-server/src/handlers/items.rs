@@ -133,13 +133,17 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
 
 /// One page of a container's items, in the engine's order; each item's stored bytes are
 /// copied into the body unparsed.
-pub fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let feed = context.state.engine.read_feed(
-        container,
-        partition_key(context.headers)?,
-        page_items_max(context.headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
-        continuation(context.headers).as_deref(),
-    )?;
+pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+    let feed = context
+        .state
+        .engine
+        .read_feed(
+            container,
+            partition_key(context.headers)?,
+            page_items_max(context.headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
+            continuation(context.headers).as_deref(),
+        )
+        .await?;
     let bytes: usize = feed.items.iter().map(|i| i.record.body.len()).sum();
     let documents = feed.items.iter().map(StoredItem::to_json_bytes);
     Ok(Reply::feed(
@@ -158,9 +162,13 @@ pub fn read_change_feed() -> ApiResult<Reply> {
     Err(ApiError::from_code(Code::ChangeFeedUnsupported))
 }
 
-pub fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let request = query_request(context.headers, context.body)?;
-    let page = context.state.engine.query_items(container, &request)?;
+    let page = context
+        .state
+        .engine
+        .query_items(container, &request)
+        .await?;
     let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
     let metrics = header_is_true(context.headers, "x-ms-documentdb-populatequerymetrics")
         .then(|| query_metrics(&page));

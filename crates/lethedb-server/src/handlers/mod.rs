@@ -46,22 +46,22 @@ pub async fn route(
     };
     match operation {
         Operation::ReadAccount => Ok(account::read(context)),
-        Operation::ReadDatabaseFeed => databases::feed_or_query(context, Listing::Feed),
-        Operation::QueryDatabases => databases::feed_or_query(context, Listing::Query),
+        Operation::ReadDatabaseFeed => databases::feed_or_query(context, Listing::Feed).await,
+        Operation::QueryDatabases => databases::feed_or_query(context, Listing::Query).await,
         Operation::CreateDatabase => databases::create(context).await,
         Operation::ReadDatabase => databases::read(context),
         Operation::DeleteDatabase => databases::delete(context).await,
-        Operation::ReadContainerFeed => containers::feed_or_query(context, Listing::Feed),
-        Operation::QueryContainers => containers::feed_or_query(context, Listing::Query),
+        Operation::ReadContainerFeed => containers::feed_or_query(context, Listing::Feed).await,
+        Operation::QueryContainers => containers::feed_or_query(context, Listing::Query).await,
         Operation::CreateContainer => containers::create(context).await,
-        Operation::ReadContainer => containers::read(context),
+        Operation::ReadContainer => containers::read(context).await,
         Operation::ReplaceContainer => containers::replace(context).await,
         Operation::DeleteContainer => containers::delete(context).await,
         Operation::ReadPartitionKeyRanges => containers::partition_key_ranges(context),
         Operation::DeletePartition => containers::delete_partition(context).await,
-        Operation::ReadFeed => items::read_feed(context, container()?),
+        Operation::ReadFeed => items::read_feed(context, container()?).await,
         Operation::ReadChangeFeed => items::read_change_feed(),
-        Operation::Query => items::query(context, container()?),
+        Operation::Query => items::query(context, container()?).await,
         Operation::QueryPlan => items::query_plan(context),
         Operation::Batch => batch::execute(context, container()?).await,
         Operation::Create => items::create(context, lethedb_engine::WriteMode::Create).await,
@@ -70,18 +70,18 @@ pub async fn route(
         Operation::Replace => items::replace(context).await,
         Operation::Patch => items::patch(context).await,
         Operation::Delete => items::delete(context, container()?).await,
-        Operation::ReadOfferFeed => offers::feed_or_query(context, Listing::Feed),
-        Operation::QueryOffers => offers::feed_or_query(context, Listing::Query),
+        Operation::ReadOfferFeed => offers::feed_or_query(context, Listing::Feed).await,
+        Operation::QueryOffers => offers::feed_or_query(context, Listing::Query).await,
         Operation::ReadOffer => offers::read(context),
         Operation::ReplaceOffer => offers::replace(context).await,
-        Operation::ReadUserFeed => children::feed(context, ResourceKind::User),
+        Operation::ReadUserFeed => children::feed(context, ResourceKind::User).await,
         Operation::ReadStoredProcedureFeed => {
-            children::feed(context, ResourceKind::StoredProcedure)
+            children::feed(context, ResourceKind::StoredProcedure).await
         }
         Operation::ReadUserDefinedFunctionFeed => {
-            children::feed(context, ResourceKind::UserDefinedFunction)
+            children::feed(context, ResourceKind::UserDefinedFunction).await
         }
-        Operation::ReadTriggerFeed => children::feed(context, ResourceKind::Trigger),
-        Operation::ReadConflictFeed => children::feed(context, ResourceKind::Conflict),
+        Operation::ReadTriggerFeed => children::feed(context, ResourceKind::Trigger).await,
+        Operation::ReadConflictFeed => children::feed(context, ResourceKind::Conflict).await,
     }
 }

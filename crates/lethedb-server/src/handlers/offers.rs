@@ -10,15 +10,16 @@ use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::request_units;
 
-pub fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
+pub async fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
     let engine = &context.state.engine;
     list_resources(
         context,
         listing,
         "Offers",
-        || Ok(engine.list_offers()?),
+        async { Ok(engine.list_offers().await?) },
         || Ok(String::new()),
     )
+    .await
 }
 
 pub fn read(context: &Context<'_>) -> ApiResult<Reply> {

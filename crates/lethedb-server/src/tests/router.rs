@@ -26,7 +26,7 @@ async fn internal_endpoints_answer_without_a_signature() {
     assert_eq!(stats.header("content-type"), "application/json");
     assert_eq!(
         stats.body,
-        json!({"writer": {"operations": 0, "commits": 0, "queued": 0}, "containers": []})
+        json!({"writer": {"operations": 0, "commits": 0, "queued": 0}, "containers": [], "poisoned": null})
     );
     check_common_headers(&stats);
     let metrics = get(&server, "/metrics").await;

@@ -1,0 +1,137 @@
+//! Where scans run: on tokio's blocking pool, at most `SCANS_CONCURRENT_MAX` (limits.rs) at a time, so the
+//! async workers that serve requests only await them.
+//!
+//! A scan (a query, a read feed, a storage-usage walk, a catalog listing, the sweeper's search
+//! for expired entries) reads storage synchronously for as long as its range is long; on the
+//! two workers of a 2-core machine one inline scan would stall half the server. Point reads
+//! (`read_item`, `read_container`) stay inline on the caller's thread: they cost one or two
+//! lookups, less than handing them to another thread. This module decides only where and how
+//! many scans run, and is the async front door of every public scan; what each scan reads is
+//! in the module that owns it (its `*_blocking` function).
+
+use crate::catalog::kinds::{ResourceKind, ResourceParent};
+use crate::container::{Container, Usage};
+use crate::engine::Engine;
+use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::items::Feed;
+use crate::partition_key::PartitionKeyValue;
+use crate::poison::panic_message;
+use crate::query::{QueryPage, QueryRequest};
+use serde_json::Value;
+use std::sync::Arc;
+
+impl Engine {
+    /// Runs a synchronous scan on the blocking pool under the scan semaphore.
+    pub(crate) async fn run_scan<T, F>(&self, scan: F) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine) -> EngineResult<T> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.inner.scans)
+            .acquire_owned()
+            .await
+            .map_err(|_| {
+                EngineError::with_message(ErrorCode::WriterStopped, "the engine is shutting down")
+            })?;
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            scan(&engine)
+        })
+        .await
+        .map_err(|error| {
+            // A scan only reads: its panic fails this request and poisons nothing.
+            let reason = if error.is_panic() {
+                panic_message(&*error.into_panic())
+            } else {
+                error.to_string()
+            };
+            tracing::error!(%reason, "a scan stopped");
+            EngineError::with_message(ErrorCode::Internal, format!("a scan stopped: {reason}"))
+        })?
+    }
+
+    /// Runs one page of a query over a container's items.
+    pub async fn query_items(
+        &self,
+        container: &Arc<Container>,
+        request: &QueryRequest,
+    ) -> EngineResult<QueryPage> {
+        let (container, request) = (Arc::clone(container), request.clone());
+        self.run_scan(move |engine| engine.query_items_blocking(&container, &request))
+            .await
+    }
+
+    /// Runs one page of a query over a list of resources (databases, containers, offers, ...).
+    pub async fn query_resources(
+        &self,
+        resources: &[Value],
+        request: &QueryRequest,
+    ) -> EngineResult<QueryPage> {
+        let (resources, request) = (resources.to_vec(), request.clone());
+        self.run_scan(move |engine| engine.query_resources_blocking(&resources, &request))
+            .await
+    }
+
+    /// One page of a container's (or one partition's) items in key order. The continuation is
+    /// the last key returned, so a feed resumes exactly after it even if items changed meanwhile.
+    pub async fn read_feed(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        page_items_max: usize,
+        continuation: Option<&str>,
+    ) -> EngineResult<Feed> {
+        let container = Arc::clone(container);
+        let continuation = continuation.map(str::to_string);
+        self.run_scan(move |engine| {
+            engine.read_feed_blocking(
+                &container,
+                partition_key,
+                page_items_max,
+                continuation.as_deref(),
+            )
+        })
+        .await
+    }
+
+    /// Items and bytes a container holds, expired items excluded even before the sweeper has
+    /// deleted them. Costs one read of the counters plus a walk over the expired backlog.
+    pub async fn container_usage(&self, container: &Arc<Container>) -> EngineResult<Usage> {
+        let container = Arc::clone(container);
+        self.run_scan(move |engine| engine.container_usage_blocking(&container))
+            .await
+    }
+
+    /// Every database, as clients see them.
+    pub async fn list_databases(&self) -> EngineResult<Vec<Value>> {
+        self.run_scan(super::engine::Engine::list_databases_blocking)
+            .await
+    }
+
+    /// Every container of a database, as clients see them; NotFound without the database.
+    pub async fn list_containers(&self, database_id: &str) -> EngineResult<Vec<Value>> {
+        let database_id = database_id.to_string();
+        self.run_scan(move |engine| engine.list_containers_blocking(&database_id))
+            .await
+    }
+
+    /// Every child resource of one kind under `parent`, as clients see them, for read feeds and
+    /// queries (page them with [`Engine::query_resources`]). A parent without children has an
+    /// empty list; a parent that does not exist is NotFound.
+    pub async fn list_resources(
+        &self,
+        kind: ResourceKind,
+        parent: &ResourceParent,
+    ) -> EngineResult<Vec<Value>> {
+        let parent = parent.clone();
+        self.run_scan(move |engine| engine.list_resources_blocking(kind, &parent))
+            .await
+    }
+
+    /// Every offer (the throughput of each database and container that has its own).
+    pub async fn list_offers(&self) -> EngineResult<Vec<Value>> {
+        self.run_scan(super::engine::Engine::list_offers_blocking)
+            .await
+    }
+}
