@@ -4,49 +4,19 @@
 //! instead of copying. Each match arm says how `undefined` and `null` behave, following the
 //! service: operators on mistyped operands yield `undefined` rather than an error, so a bad row
 //! is filtered out instead of failing the query. The evaluator does no I/O; subqueries run over
-//! values already in the row (`exec.rs`). Names were resolved by `plan.rs`, so an unknown name
+//! values already in the row, through the context's `SubqueryRunner` (`exec.rs` installs it). Names were resolved by `plan.rs`, so an unknown name
 //! here is an internal inconsistency reported as an error, never a panic.
 
 use std::borrow::Cow;
-use std::collections::HashMap;
 
 use serde_json::{Map, Value};
 
 use crate::ast::{BinaryOp, Expr, UnaryOp};
+use crate::context::{Context, Scope, Val};
 use crate::error::QueryError;
-use crate::exec;
 use crate::functions;
 use crate::like;
 use crate::value::{as_number, compare_scalars, equals, number_value};
-
-/// A value that may be `undefined` (`None`), borrowed from the row when possible.
-pub type Val<'a> = Option<Cow<'a, Value>>;
-
-/// One bound input alias, linked to the aliases bound before it (outer rows, earlier JOINs).
-pub struct Scope<'a> {
-    pub name: &'a str,
-    pub value: &'a Value,
-    pub parent: Option<&'a Scope<'a>>,
-}
-
-impl<'a> Scope<'a> {
-    pub fn lookup(&self, name: &str) -> Option<&'a Value> {
-        let mut current = Some(self);
-        while let Some(scope) = current {
-            if scope.name == name {
-                return Some(scope.value);
-            }
-            current = scope.parent;
-        }
-        None
-    }
-}
-
-/// What every evaluation needs besides the row: bound parameters and the injected clock.
-pub struct Context {
-    pub parameters: HashMap<String, Value>,
-    pub now_ms: i64,
-}
 
 /// Evaluates expressions. `substitutions` replaces whole subexpressions by precomputed values:
 /// GROUP BY keys and aggregate results when a group's projection is computed.
@@ -284,16 +254,25 @@ impl<'c> Evaluator<'c> {
                 Ok(functions::call(&upper, values, self.context)?.map(Cow::Owned))
             }
             Expr::Exists(query) => {
-                let results = exec::run_subquery(self.context, query, scope, Some(1))?;
+                let results = self
+                    .context
+                    .subqueries
+                    .run(self.context, query, scope, Some(1))?;
                 Ok(owned(Value::Bool(!results.is_empty())))
             }
             Expr::ArrayQuery(query) => {
-                let results = exec::run_subquery(self.context, query, scope, None)?;
+                let results = self
+                    .context
+                    .subqueries
+                    .run(self.context, query, scope, None)?;
                 Ok(owned(Value::Array(results)))
             }
             // A scalar subquery yields its first result, or undefined when it has none.
             Expr::Subquery(query) => {
-                let results = exec::run_subquery(self.context, query, scope, Some(1))?;
+                let results = self
+                    .context
+                    .subqueries
+                    .run(self.context, query, scope, Some(1))?;
                 Ok(results.into_iter().next().map(Cow::Owned))
             }
         }
@@ -436,6 +415,7 @@ mod tests {
     use crate::ast::Projection;
     use crate::parser::parse;
     use serde_json::json;
+    use std::collections::HashMap;
 
     fn eval_text(text: &str, document: &Value) -> Result<Option<Value>, QueryError> {
         let query = parse(&format!("SELECT VALUE {text} FROM c"))?;
@@ -445,6 +425,8 @@ mod tests {
         let context = Context {
             parameters: HashMap::from([("p".to_string(), json!(5))]),
             now_ms: 0,
+            subqueries: &crate::exec::SUBQUERIES,
+            udfs: None,
         };
         let evaluator = Evaluator::new(&context);
         let scope = Scope {

@@ -13,8 +13,9 @@ use std::ops::ControlFlow;
 use serde_json::{Map, Value};
 
 use crate::ast::{Expr, From, Projection, Query, Source};
+use crate::context::{Context, Scope, SubqueryRunner};
 use crate::error::QueryError;
-use crate::eval::{is_true, Context, Evaluator, Scope};
+use crate::eval::{is_true, Evaluator};
 use crate::plan::{analyze, path_root, source_alias, QueryPlan};
 use crate::value::{canonical_key, number_value, total_order};
 
@@ -446,9 +447,28 @@ impl Accumulator {
     }
 }
 
+/// The `SubqueryRunner` that every `Context` carries: subqueries run here, over the rows of the
+/// values already bound in the outer scope.
+pub struct Subqueries;
+
+/// The one runner; a `Context` holds a `&'static` reference to it.
+pub static SUBQUERIES: Subqueries = Subqueries;
+
+impl SubqueryRunner for Subqueries {
+    fn run(
+        &self,
+        context: &Context,
+        query: &Query,
+        outer: Option<&Scope<'_>>,
+        wanted: Option<usize>,
+    ) -> Result<Vec<Value>, QueryError> {
+        run_subquery(context, query, outer, wanted)
+    }
+}
+
 /// Runs a subquery over the values of the current row and returns its results, stopping
 /// after `wanted` results when the caller needs only the first (EXISTS, scalar subquery).
-pub fn run_subquery(
+fn run_subquery(
     context: &Context,
     query: &Query,
     outer: Option<&Scope<'_>>,

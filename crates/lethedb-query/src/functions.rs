@@ -10,9 +10,9 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
+use crate::context::Context;
 use crate::datetime;
 use crate::error::QueryError;
-use crate::eval::Context;
 use crate::value::{as_number, canonical_key, equals, number_value};
 
 /// The longest string REPLICATE may build, in characters, as in the service.

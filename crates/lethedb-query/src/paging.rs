@@ -23,8 +23,8 @@ use serde_json::Value;
 use crate::error::QueryError;
 use crate::eval::Evaluator;
 use crate::exec::{self, Accumulator, ACCUMULATED_ROWS_MAX};
+use crate::prepared::{Mode, Prepared, PreparedInner};
 use crate::token::{self, OrderedPosition, Position};
-use crate::{Mode, PreparedInner};
 
 /// One page of results.
 #[derive(Debug, Clone, PartialEq)]
@@ -125,6 +125,18 @@ pub struct PageRun {
     /// The engine was told to stop; further pushes are ignored.
     stopped: bool,
     state: RunState,
+}
+
+impl Prepared {
+    /// Begins one page. `continuation` is a token from an earlier `Page` of this same query
+    /// (with the same parameters); anything else is refused with `InvalidContinuation`.
+    pub fn start_page(
+        &self,
+        continuation: Option<&str>,
+        page_items_max: usize,
+    ) -> Result<PageRun, QueryError> {
+        PageRun::new(Arc::clone(&self.inner), continuation, page_items_max)
+    }
 }
 
 impl PageRun {

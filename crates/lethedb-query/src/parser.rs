@@ -48,8 +48,8 @@
 use serde_json::Value;
 
 use crate::ast::{
-    BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem, SortKey, Source,
-    UnaryOp,
+    expression_height, BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem,
+    SortKey, Source, UnaryOp,
 };
 use crate::error::QueryError;
 use crate::lexer::{tokenize, Spanned, Token};
@@ -797,99 +797,6 @@ fn balanced(op: BinaryOp, mut operands: Vec<Expr>) -> Expr {
         Box::new(balanced(op, operands)),
         Box::new(balanced(op, right)),
     )
-}
-
-/// The height of an expression tree, subqueries included, computed without recursion so that
-/// it is safe on any tree.
-pub fn expression_height(expr: &Expr) -> usize {
-    let mut highest = 0;
-    let mut pending: Vec<(&Expr, usize)> = vec![(expr, 1)];
-    while let Some((node, height)) = pending.pop() {
-        highest = highest.max(height);
-        let mut children = Vec::new();
-        for_each_child(node, &mut |child| children.push(child));
-        pending.extend(children.into_iter().map(|child| (child, height + 1)));
-    }
-    highest
-}
-
-/// Calls `visit` on each direct child of `node`, including the expressions of subqueries.
-pub fn for_each_child<'a>(node: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
-    match node {
-        Expr::Undefined | Expr::Literal(_) | Expr::Parameter(_) | Expr::Identifier(_) => {}
-        Expr::Property(base, _) => visit(base),
-        Expr::Index(base, index) => {
-            visit(base);
-            visit(index);
-        }
-        Expr::Array(items) | Expr::Call { args: items, .. } => items.iter().for_each(visit),
-        Expr::Object(fields) => fields.iter().for_each(|(_, value)| visit(value)),
-        Expr::Unary(_, operand) => visit(operand),
-        Expr::Binary(_, left, right) => {
-            visit(left);
-            visit(right);
-        }
-        Expr::Conditional(a, b, c)
-        | Expr::Between {
-            expr: a,
-            low: b,
-            high: c,
-            ..
-        } => {
-            visit(a);
-            visit(b);
-            visit(c);
-        }
-        Expr::In { expr, list, .. } => {
-            visit(expr);
-            list.iter().for_each(visit);
-        }
-        Expr::Like {
-            expr,
-            pattern,
-            escape,
-            ..
-        } => {
-            visit(expr);
-            visit(pattern);
-            if let Some(escape) = escape {
-                visit(escape);
-            }
-        }
-        Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
-            for_each_query_expr(query, visit)
-        }
-    }
-}
-
-/// Calls `visit` on every top-level expression of a query (select list, sources, filter...).
-pub fn for_each_query_expr<'a>(query: &'a Query, visit: &mut dyn FnMut(&'a Expr)) {
-    if let Some(top) = &query.select.top {
-        visit(top);
-    }
-    match &query.select.projection {
-        Projection::Star => {}
-        Projection::Value(expr) => visit(expr),
-        Projection::Items(items) => items.iter().for_each(|item| visit(&item.expr)),
-    }
-    if let Some(from) = &query.from {
-        for source in std::iter::once(&from.source).chain(&from.joins) {
-            match source {
-                Source::Iterate { collection, .. } | Source::Bind { collection, .. } => {
-                    visit(collection)
-                }
-            }
-        }
-    }
-    if let Some(filter) = &query.filter {
-        visit(filter);
-    }
-    query.group_by.iter().for_each(&mut *visit);
-    query.order_by.iter().for_each(|key| visit(&key.expr));
-    if let Some(offset_limit) = &query.offset_limit {
-        visit(&offset_limit.offset);
-        visit(&offset_limit.limit);
-    }
 }
 
 #[cfg(test)]

@@ -308,7 +308,7 @@ fn grouped_projection(expr: &Expr, group_by: &[Expr]) -> Result<(), QueryError> 
         }
         _ => {
             let mut result = Ok(());
-            crate::parser::for_each_child(expr, &mut |child| {
+            crate::ast::for_each_child(expr, &mut |child| {
                 if result.is_ok() {
                     result = grouped_projection(child, group_by);
                 }
@@ -370,7 +370,7 @@ impl Checker<'_> {
             _ => {}
         }
         let mut result = Ok(());
-        crate::parser::for_each_child(expr, &mut |child| {
+        crate::ast::for_each_child(expr, &mut |child| {
             if result.is_ok()
                 && !matches!(
                     expr,

@@ -1,0 +1,75 @@
+//! What an expression is evaluated in: the bound input aliases of a row (`Scope`), the
+//! query's bound parameters and clock (`Context`), and two hooks the evaluator calls through
+//! without knowing who fills them: a `SubqueryRunner` (installed by `exec.rs`) and a
+//! `UdfHost` (for user-defined functions; empty today, the engine will fill it).
+//!
+//! This module evaluates nothing itself. It exists so that `eval.rs` reaches subqueries through
+//! a trait object instead of importing `exec.rs`, which imports `eval.rs`.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::ast::Query;
+use crate::error::QueryError;
+
+/// A value that may be `undefined` (`None`), borrowed from the row when possible.
+pub type Val<'a> = Option<Cow<'a, Value>>;
+
+/// One bound input alias, linked to the aliases bound before it (outer rows, earlier JOINs).
+pub struct Scope<'a> {
+    pub name: &'a str,
+    pub value: &'a Value,
+    pub parent: Option<&'a Scope<'a>>,
+}
+
+impl<'a> Scope<'a> {
+    pub fn lookup(&self, name: &str) -> Option<&'a Value> {
+        let mut current = Some(self);
+        while let Some(scope) = current {
+            if scope.name == name {
+                return Some(scope.value);
+            }
+            current = scope.parent;
+        }
+        None
+    }
+}
+
+/// Runs a subquery (`EXISTS`, `ARRAY(...)`, a scalar subquery, or a subquery in FROM) over the
+/// values already bound in `outer`, returning at most `wanted` results.
+pub trait SubqueryRunner: Send + Sync {
+    fn run(
+        &self,
+        context: &Context,
+        query: &Query,
+        outer: Option<&Scope<'_>>,
+        wanted: Option<usize>,
+    ) -> Result<Vec<Value>, QueryError>;
+}
+
+/// Calls user-defined functions (`udf.name(...)`). No host is installed today and the parser
+/// refuses such calls, so nothing reaches this yet.
+pub trait UdfHost: Send + Sync {
+    /// Returns the function's result, `None` for `undefined`.
+    #[expect(
+        dead_code,
+        reason = "the hook is empty until the engine installs a host"
+    )]
+    fn call(&self, name: &str, args: &[Value]) -> Result<Option<Value>, QueryError>;
+}
+
+/// What every evaluation needs besides the row: bound parameters, the injected clock, and the
+/// hooks for subqueries and user-defined functions.
+pub struct Context {
+    pub parameters: HashMap<String, Value>,
+    pub now_ms: i64,
+    pub subqueries: &'static dyn SubqueryRunner,
+    #[expect(
+        dead_code,
+        reason = "the hook is empty until the engine installs a host"
+    )]
+    pub udfs: Option<Arc<dyn UdfHost>>,
+}

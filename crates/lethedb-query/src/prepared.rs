@@ -1,0 +1,209 @@
+//! Preparing a query: parse, bind parameters, check, analyse, and choose how it is paged
+//! (`Mode`). `Prepared` is what the engine holds between pages; it also answers the engine's
+//! questions about the query before any document is read (does it scan, does it pin the
+//! partition key).
+//!
+//! Paging itself is in `paging.rs`, which also adds `Prepared::start_page`; this module runs
+//! no rows.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::ast::{BinaryOp, Expr, Query, Source};
+use crate::context::Context;
+use crate::error::QueryError;
+use crate::exec::SUBQUERIES;
+use crate::parser;
+use crate::plan::{self, QueryPlan};
+use crate::token;
+use crate::value;
+
+/// The most parameters one query may bind.
+pub const PARAMETERS_MAX: usize = 1_000;
+
+/// How a query is paged; see `paging.rs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    Stream,
+    Ordered,
+    Materialized,
+    NoSource,
+}
+
+pub struct PreparedInner {
+    pub(crate) query: Query,
+    pub(crate) plan: QueryPlan,
+    pub(crate) context: Context,
+    pub(crate) fingerprint: u64,
+    pub(crate) mode: Mode,
+}
+
+/// A parsed and checked query with its parameters bound. Cheap to clone; a `PageRun` keeps
+/// its own reference, so it can outlive the `Prepared` it came from.
+#[derive(Clone)]
+pub struct Prepared {
+    pub(crate) inner: Arc<PreparedInner>,
+}
+
+impl std::fmt::Debug for Prepared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Prepared")
+            .field("query", &self.inner.query.to_string())
+            .finish()
+    }
+}
+
+/// Parses `text`, binds `parameters` (names with or without the leading `@`) and checks
+/// everything that can be checked without documents. `now_ms` (Unix milliseconds) is what
+/// GetCurrentDateTime and friends return, for every page of this query.
+pub fn prepare(
+    text: &str,
+    parameters: &[(String, Value)],
+    now_ms: i64,
+) -> Result<Prepared, QueryError> {
+    let query = parser::parse(text)?;
+    if parameters.len() > PARAMETERS_MAX {
+        return Err(QueryError::LimitExceeded(format!(
+            "at most {PARAMETERS_MAX} parameters are allowed"
+        )));
+    }
+    let mut bound = HashMap::new();
+    for (name, value) in parameters {
+        let bare = name.strip_prefix('@').unwrap_or(name);
+        if bound.insert(bare.to_string(), value.clone()).is_some() {
+            return Err(QueryError::semantic(format!(
+                "Parameter '@{bare}' is specified more than once."
+            )));
+        }
+    }
+    plan::validate(&query, &bound, &[], true)?;
+    let plan = plan::analyze(&query, &bound)?;
+    let mode = if query.from.is_none() {
+        Mode::NoSource
+    } else if plan.grouped || query.select.distinct {
+        Mode::Materialized
+    } else if !query.order_by.is_empty() {
+        Mode::Ordered
+    } else {
+        Mode::Stream
+    };
+    // The token fingerprint covers the text and the bound values, so a token is honoured only
+    // by the very query that made it.
+    let mut sorted_parameters: Vec<(&String, &Value)> = bound.iter().collect();
+    sorted_parameters.sort_by(|a, b| a.0.cmp(b.0));
+    let parameters_text = sorted_parameters
+        .iter()
+        .map(|(name, value)| format!("{name}={}", value::canonical_key(Some(value))))
+        .collect::<Vec<_>>()
+        .join("\u{0}");
+    let fingerprint = token::fingerprint(&[text.as_bytes(), parameters_text.as_bytes()]);
+    Ok(Prepared {
+        inner: Arc::new(PreparedInner {
+            query,
+            plan,
+            context: Context {
+                parameters: bound,
+                now_ms,
+                subqueries: &SUBQUERIES,
+                udfs: None,
+            },
+            fingerprint,
+            mode,
+        }),
+    })
+}
+
+impl Prepared {
+    /// The parsed query.
+    pub fn query(&self) -> &Query {
+        &self.inner.query
+    }
+
+    /// False for a query without FROM, which reads no documents (the engine may skip the scan
+    /// and call `finish(true)` right away).
+    pub fn scans_documents(&self) -> bool {
+        self.inner.mode != Mode::NoSource
+    }
+
+    /// When the WHERE clause pins every partition key path to a constant with top-level
+    /// AND-ed equalities, returns those values in path order. Paths are lists of property
+    /// names, e.g. `[["tenant"], ["user", "id"]]`.
+    pub fn partition_key_equality(
+        &self,
+        partition_key_paths: &[Vec<String>],
+    ) -> Option<Vec<Value>> {
+        let query = &self.inner.query;
+        let from = query.from.as_ref()?;
+        // Only a root source that binds the whole document makes `alias.path` a document path.
+        let alias = match &from.source {
+            Source::Bind {
+                collection: Expr::Identifier(container),
+                alias,
+            } => alias.as_deref().unwrap_or(container),
+            _ => return None,
+        };
+        let mut conjuncts = Vec::new();
+        let mut pending = vec![query.filter.as_ref()?];
+        while let Some(expr) = pending.pop() {
+            match expr {
+                Expr::Binary(BinaryOp::And, left, right) => {
+                    pending.push(left);
+                    pending.push(right);
+                }
+                other => conjuncts.push(other),
+            }
+        }
+        let mut values = Vec::with_capacity(partition_key_paths.len());
+        for path in partition_key_paths {
+            let pinned = conjuncts.iter().find_map(|conjunct| match conjunct {
+                Expr::Binary(BinaryOp::Equal, left, right) => {
+                    if document_path(left, alias).as_deref() == Some(path.as_slice()) {
+                        self.constant(right)
+                    } else if document_path(right, alias).as_deref() == Some(path.as_slice()) {
+                        self.constant(left)
+                    } else {
+                        None
+                    }
+                }
+                _ => None,
+            })?;
+            values.push(pinned);
+        }
+        Some(values)
+    }
+
+    fn constant(&self, expr: &Expr) -> Option<Value> {
+        match expr {
+            Expr::Literal(value) => Some(value.clone()),
+            Expr::Parameter(name) => self.inner.context.parameters.get(name).cloned(),
+            _ => None,
+        }
+    }
+}
+
+/// `alias.a.b` or `alias["a"]["b"]` as the property names `["a", "b"]`.
+fn document_path(expr: &Expr, alias: &str) -> Option<Vec<String>> {
+    let mut names = Vec::new();
+    let mut current = expr;
+    loop {
+        match current {
+            Expr::Identifier(name) if name == alias => break,
+            Expr::Property(base, name) => {
+                names.push(name.clone());
+                current = base;
+            }
+            Expr::Index(base, index) => match &**index {
+                Expr::Literal(Value::String(name)) => {
+                    names.push(name.clone());
+                    current = base;
+                }
+                _ => return None,
+            },
+            _ => return None,
+        }
+    }
+    names.reverse();
+    Some(names)
+}
