@@ -12,6 +12,7 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::ast::{BinaryOp, Expr, UnaryOp};
+use crate::builtins::Builtin;
 use crate::context::{Context, Scope, Val};
 use crate::error::QueryError;
 use crate::functions;
@@ -241,8 +242,12 @@ impl<'c> Evaluator<'c> {
                 })
             }
             Expr::Call { name, args } => {
-                let upper = name.to_ascii_uppercase();
-                if functions::is_aggregate(&upper) {
+                let Some(builtin) = Builtin::lookup(name) else {
+                    return Err(QueryError::semantic(format!(
+                        "'{name}' is not a recognized built-in function name."
+                    )));
+                };
+                if builtin.is_aggregate() {
                     return Err(QueryError::semantic(format!(
                         "Aggregate function '{name}' is not allowed in this context."
                     )));
@@ -251,7 +256,7 @@ impl<'c> Evaluator<'c> {
                 for arg in args {
                     values.push(self.eval(arg, scope)?.map(Cow::into_owned));
                 }
-                Ok(functions::call(&upper, values, self.context)?.map(Cow::Owned))
+                Ok(functions::call(builtin, &values, self.context)?.map(Cow::Owned))
             }
             Expr::Exists(query) => {
                 let results = self

@@ -10,13 +10,15 @@
 //! - `ast` (syntax tree, `Display`, tree walkers), `value`, `error`, `datetime`, `like`;
 //! - `lexer` → `parser` (text to tree); `context` (scopes, parameters, the subquery and
 //!   user-defined-function hooks); `token` (continuation tokens);
-//! - `functions` (built-ins) → `plan` (checks and derived facts) → `eval` (one expression over
+//! - `builtins` (the table of built-in names, arities and kinds) → `functions` (scalar
+//!   built-ins, one module per family) → `plan` (checks and derived facts) → `eval` (one expression over
 //!   one row) → `exec` (rows, projection, grouping, subqueries);
 //! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages).
 //!
 //! This file is only the front door: module declarations and re-exports.
 
 mod ast;
+mod builtins;
 mod context;
 mod datetime;
 mod error;

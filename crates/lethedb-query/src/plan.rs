@@ -11,8 +11,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::ast::{Expr, Projection, Query, Source};
+use crate::builtins::{check_call, is_aggregate_name};
 use crate::error::QueryError;
-use crate::functions;
 use crate::value::as_number;
 
 /// What the executor needs to know about one query (top-level or subquery).
@@ -41,7 +41,7 @@ impl QueryPlan {
 }
 
 pub fn is_aggregate_call(expr: &Expr) -> bool {
-    matches!(expr, Expr::Call { name, .. } if functions::is_aggregate(&name.to_ascii_uppercase()))
+    matches!(expr, Expr::Call { name, .. } if is_aggregate_name(name))
 }
 
 /// Derives the plan of a query whose names were already checked by `validate`.
@@ -350,8 +350,8 @@ impl Checker<'_> {
                 return validate(query, self.parameters, scope, false);
             }
             Expr::Call { name, args } => {
-                let upper = name.to_ascii_uppercase();
-                if functions::is_aggregate(&upper) {
+                if is_aggregate_name(name) {
+                    let upper = name.to_ascii_uppercase();
                     if !aggregates_allowed {
                         return Err(QueryError::semantic(format!(
                             "Aggregate function '{name}' is not allowed in this context; aggregates may appear only in the SELECT list."
@@ -365,7 +365,7 @@ impl Checker<'_> {
                     // No aggregate inside an aggregate.
                     return self.expr(&args[0], scope, false);
                 }
-                functions::check_call(name, args.len())?;
+                check_call(name, args.len())?;
             }
             _ => {}
         }
