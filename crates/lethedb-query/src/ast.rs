@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::builtins::Builtin;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
     pub select: Select,
@@ -171,10 +173,13 @@ pub enum Expr {
         escape: Option<Box<Expr>>,
         negated: bool,
     },
-    /// A built-in function or aggregate, name as written.
+    /// A built-in function or aggregate, name as written. `builtin` is the name resolved
+    /// against the table of built-ins when the call is parsed (`None`: unknown, which the
+    /// planner refuses), so evaluation never looks a name up again.
     Call {
         name: String,
         args: Vec<Expr>,
+        builtin: Option<Builtin>,
     },
     /// `EXISTS(SELECT ...)`
     Exists(Box<Query>),
@@ -262,7 +267,7 @@ impl fmt::Display for Expr {
                 }
                 f.write_str(")")
             }
-            Expr::Call { name, args } => {
+            Expr::Call { name, args, .. } => {
                 write!(f, "{name}(")?;
                 write_list(f, args)?;
                 f.write_str(")")

@@ -12,7 +12,6 @@ use std::borrow::Cow;
 use serde_json::{Map, Value};
 
 use crate::ast::{BinaryOp, Expr, UnaryOp};
-use crate::builtins::Builtin;
 use crate::context::{Context, Scope, Val};
 use crate::error::QueryError;
 use crate::functions;
@@ -241,8 +240,12 @@ impl<'c> Evaluator<'c> {
                     _ => None,
                 })
             }
-            Expr::Call { name, args } => {
-                let Some(builtin) = Builtin::lookup(name) else {
+            Expr::Call {
+                name,
+                args,
+                builtin,
+            } => {
+                let Some(builtin) = *builtin else {
                     return Err(QueryError::semantic(format!(
                         "'{name}' is not a recognized built-in function name."
                     )));

@@ -13,6 +13,7 @@ use std::ops::ControlFlow;
 use serde_json::{Map, Value};
 
 use crate::ast::{Expr, From, Projection, Query, Source};
+use crate::builtins::Builtin;
 use crate::context::{Context, Scope, SubqueryRunner};
 use crate::error::QueryError;
 use crate::eval::{is_true, Evaluator};
@@ -220,26 +221,26 @@ enum AggregateState {
 
 impl AggregateState {
     fn new(aggregate: &Expr) -> Self {
-        let name = match aggregate {
-            Expr::Call { name, .. } => name.to_ascii_uppercase(),
-            _ => String::new(),
+        let builtin = match aggregate {
+            Expr::Call { builtin, .. } => *builtin,
+            _ => None,
         };
-        match name.as_str() {
-            "SUM" => AggregateState::Sum {
+        match builtin {
+            Some(Builtin::Sum) => AggregateState::Sum {
                 total: 0.0,
                 valid: true,
             },
-            "AVG" => AggregateState::Average {
+            Some(Builtin::Average) => AggregateState::Average {
                 total: 0.0,
                 count: 0,
                 valid: true,
             },
-            "MIN" => AggregateState::Extreme {
+            Some(Builtin::Min) => AggregateState::Extreme {
                 best: None,
                 valid: true,
                 maximum: false,
             },
-            "MAX" => AggregateState::Extreme {
+            Some(Builtin::Max) => AggregateState::Extreme {
                 best: None,
                 valid: true,
                 maximum: true,

@@ -51,6 +51,7 @@ use crate::ast::{
     expression_height, BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem,
     SortKey, Source, UnaryOp,
 };
+use crate::builtins::Builtin;
 use crate::error::QueryError;
 use crate::lexer::{tokenize, Keyword, Spanned, Symbol, Token};
 use crate::value::number_value;
@@ -723,7 +724,12 @@ impl Parser {
                     self.enter()?;
                     let args = self.expr_list(Symbol::CloseParenthesis);
                     self.leave();
-                    return self.checked(Expr::Call { name, args: args? });
+                    let builtin = Builtin::lookup(&name);
+                    return self.checked(Expr::Call {
+                        name,
+                        args: args?,
+                        builtin,
+                    });
                 }
                 // `udf.name(...)` calls a user-defined function, which this server cannot run.
                 if name.eq_ignore_ascii_case("udf")

@@ -41,7 +41,7 @@ impl QueryPlan {
 }
 
 pub fn is_aggregate_call(expr: &Expr) -> bool {
-    matches!(expr, Expr::Call { name, .. } if is_aggregate_name(name))
+    matches!(expr, Expr::Call { builtin: Some(builtin), .. } if builtin.is_aggregate())
 }
 
 /// Derives the plan of a query whose names were already checked by `validate`.
@@ -349,7 +349,7 @@ impl Checker<'_> {
             Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
                 return validate(query, self.parameters, scope, false);
             }
-            Expr::Call { name, args } => {
+            Expr::Call { name, args, .. } => {
                 if is_aggregate_name(name) {
                     let upper = name.to_ascii_uppercase();
                     if !aggregates_allowed {
