@@ -66,7 +66,7 @@ pub trait UdfHost: Send + Sync {
 pub struct Context {
     pub parameters: HashMap<String, Value>,
     pub now_ms: i64,
-    pub subqueries: &'static dyn SubqueryRunner,
+    pub subqueries: Arc<dyn SubqueryRunner>,
     #[expect(
         dead_code,
         reason = "the hook is empty until the engine installs a host"

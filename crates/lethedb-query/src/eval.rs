@@ -424,6 +424,7 @@ mod tests {
     use crate::parser::parse;
     use serde_json::json;
     use std::collections::HashMap;
+    use std::sync::Arc;
 
     fn eval_text(text: &str, document: &Value) -> Result<Option<Value>, QueryError> {
         let query = parse(&format!("SELECT VALUE {text} FROM c"))?;
@@ -433,7 +434,7 @@ mod tests {
         let context = Context {
             parameters: HashMap::from([("p".to_string(), json!(5))]),
             now_ms: 0,
-            subqueries: &crate::exec::SUBQUERIES,
+            subqueries: Arc::new(crate::subquery::Subqueries::default()),
             udfs: None,
         };
         let evaluator = Evaluator::new(&context);

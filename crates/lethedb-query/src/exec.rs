@@ -14,10 +14,10 @@ use serde_json::{Map, Value};
 
 use crate::ast::{Expr, From, Projection, Query, Source};
 use crate::builtins::Builtin;
-use crate::context::{Context, Scope, SubqueryRunner};
+use crate::context::{Context, Scope};
 use crate::error::QueryError;
 use crate::eval::{is_true, Evaluator};
-use crate::plan::{analyze, path_root, source_alias, QueryPlan};
+use crate::plan::{path_root, source_alias, QueryPlan};
 use crate::value::{canonical_key, number_value, total_order};
 
 /// The most rows, groups or distinct values one query (or subquery) may hold in memory.
@@ -30,7 +30,7 @@ pub const DOCUMENT_ROWS_MAX: u64 = 1_000_000;
 /// What a row visitor returns: keep going, or stop the scan.
 pub type Flow = Result<ControlFlow<()>, QueryError>;
 
-fn limit_error() -> QueryError {
+pub fn limit_error() -> QueryError {
     QueryError::LimitExceeded(format!(
         "the query needs to hold more than {ACCUMULATED_ROWS_MAX} rows, groups or distinct values in memory"
     ))
@@ -38,7 +38,7 @@ fn limit_error() -> QueryError {
 
 /// The values a source binds to its alias in the given scope: the elements of an array for
 /// `x IN expr`, the results of a subquery, or the single value of a path (none if undefined).
-fn expand<'a>(
+pub fn expand<'a>(
     evaluator: &Evaluator<'_>,
     source: &Source,
     scope: Option<&'a Scope<'a>>,
@@ -53,7 +53,10 @@ fn expand<'a>(
         Source::Bind {
             collection: Expr::Subquery(query),
             ..
-        } => Ok(run_subquery(evaluator.context, query, scope, None)?
+        } => Ok(evaluator
+            .context
+            .subqueries
+            .run(evaluator.context, query, scope, None)?
             .into_iter()
             .map(Cow::Owned)
             .collect()),
@@ -64,7 +67,7 @@ fn expand<'a>(
 }
 
 /// Calls `visit` once per row of the cross product of `sources`, each bound on top of `scope`.
-fn join_rows<'a>(
+pub fn join_rows<'a>(
     evaluator: &Evaluator<'_>,
     sources: &[Source],
     scope: Option<&'a Scope<'a>>,
@@ -446,90 +449,4 @@ impl Accumulator {
         });
         Ok(outputs.into_iter().take(end).skip(start).collect())
     }
-}
-
-/// The `SubqueryRunner` that every `Context` carries: subqueries run here, over the rows of the
-/// values already bound in the outer scope.
-pub struct Subqueries;
-
-/// The one runner; a `Context` holds a `&'static` reference to it.
-pub static SUBQUERIES: Subqueries = Subqueries;
-
-impl SubqueryRunner for Subqueries {
-    fn run(
-        &self,
-        context: &Context,
-        query: &Query,
-        outer: Option<&Scope<'_>>,
-        wanted: Option<usize>,
-    ) -> Result<Vec<Value>, QueryError> {
-        run_subquery(context, query, outer, wanted)
-    }
-}
-
-/// Runs a subquery over the values of the current row and returns its results, stopping
-/// after `wanted` results when the caller needs only the first (EXISTS, scalar subquery).
-fn run_subquery(
-    context: &Context,
-    query: &Query,
-    outer: Option<&Scope<'_>>,
-    wanted: Option<usize>,
-) -> Result<Vec<Value>, QueryError> {
-    let plan = analyze(query, &context.parameters)?;
-    let evaluator = Evaluator::new(context);
-    let needs_all_rows = plan.grouped || query.select.distinct || !query.order_by.is_empty();
-    let from = query.from.as_ref();
-    let visit_rows = |visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow| -> Result<(), QueryError> {
-        match from {
-            Some(from) => {
-                let sources: Vec<Source> = std::iter::once(from.source.clone())
-                    .chain(from.joins.iter().cloned())
-                    .collect();
-                // Whether the visitor stopped early makes no difference here.
-                let _ = join_rows(&evaluator, &sources, outer, &mut 0, visit)?;
-            }
-            None => {
-                let _ = visit(outer)?;
-            }
-        }
-        Ok(())
-    };
-    if needs_all_rows {
-        let mut accumulator = Accumulator::default();
-        visit_rows(&mut |scope| {
-            if passes_filter(&evaluator, query, scope)? {
-                accumulator.push(&evaluator, query, &plan, scope)?;
-            }
-            Ok(ControlFlow::Continue(()))
-        })?;
-        let mut results = accumulator.finish(context, query, &plan)?;
-        if let Some(wanted) = wanted {
-            results.truncate(wanted);
-        }
-        return Ok(results);
-    }
-    let mut results = Vec::new();
-    let mut index: u64 = 0;
-    let end = plan.end();
-    visit_rows(&mut |scope| {
-        if end.is_some_and(|end| index >= end)
-            || wanted.is_some_and(|wanted| results.len() >= wanted)
-        {
-            return Ok(ControlFlow::Break(()));
-        }
-        if !passes_filter(&evaluator, query, scope)? {
-            return Ok(ControlFlow::Continue(()));
-        }
-        if let Some(output) = project(&evaluator, query, &plan, scope)? {
-            if index >= plan.offset {
-                if results.len() >= ACCUMULATED_ROWS_MAX {
-                    return Err(limit_error());
-                }
-                results.push(output);
-            }
-            index += 1;
-        }
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(results)
 }

@@ -12,7 +12,7 @@
 //!   user-defined-function hooks); `token` (continuation tokens);
 //! - `builtins` (the table of built-in names, arities and kinds) → `functions` (scalar
 //!   built-ins, one module per family) → `plan` (checks and derived facts) → `eval` (one expression over
-//!   one row) → `exec` (rows, projection, grouping, subqueries);
+//!   one row) → `exec` (rows, projection, grouping) → `subquery` (the subquery runner, plans made once);
 //! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages).
 //!
 //! This file is only the front door: module declarations and re-exports.
@@ -31,6 +31,7 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod subquery;
 mod token;
 mod value;
 

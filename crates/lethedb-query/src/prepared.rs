@@ -14,9 +14,9 @@ use serde_json::Value;
 use crate::ast::{BinaryOp, Expr, Query, Source};
 use crate::context::Context;
 use crate::error::QueryError;
-use crate::exec::SUBQUERIES;
 use crate::parser;
 use crate::plan::{self, QueryPlan};
+use crate::subquery::Subqueries;
 use crate::token;
 use crate::value;
 
@@ -80,6 +80,7 @@ pub fn prepare(
     }
     plan::validate(&query, &bound, &[], true)?;
     let plan = plan::analyze(&query, &bound)?;
+    let subqueries = Subqueries::prepare(&query, &bound);
     let mode = if query.from.is_none() {
         Mode::NoSource
     } else if plan.grouped || query.select.distinct {
@@ -106,7 +107,7 @@ pub fn prepare(
             context: Context {
                 parameters: bound,
                 now_ms,
-                subqueries: &SUBQUERIES,
+                subqueries: Arc::new(subqueries),
                 udfs: None,
             },
             fingerprint,
