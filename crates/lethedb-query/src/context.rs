@@ -1,5 +1,5 @@
 //! What an expression is evaluated in: the bound input aliases of a row (`Scope`), the
-//! query's bound parameters and clock (`Context`), and two hooks the evaluator calls through
+//! query's bound parameters, clock and REGEXMATCH patterns compiled once (`Context`), and two hooks the evaluator calls through
 //! without knowing who fills them: a `SubqueryRunner` (installed by `exec.rs`) and a
 //! `UdfHost` (for user-defined functions; empty today, the engine will fill it).
 //!
@@ -10,6 +10,7 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use regex::Regex;
 use serde_json::Value;
 
 use crate::ast::Query;
@@ -61,12 +62,37 @@ pub trait UdfHost: Send + Sync {
     fn call(&self, name: &str, args: &[Value]) -> Result<Option<Value>, QueryError>;
 }
 
+/// REGEXMATCH patterns compiled once at prepare time (literal or parameter patterns),
+/// by pattern and then modifiers. A pattern not here is compiled when the call runs.
+#[derive(Default)]
+pub struct Regexes {
+    compiled: HashMap<String, Vec<(String, Regex)>>,
+}
+
+impl Regexes {
+    pub fn insert(&mut self, pattern: &str, modifiers: &str, regex: Regex) {
+        let entries = self.compiled.entry(pattern.to_string()).or_default();
+        if !entries.iter().any(|(known, _)| known == modifiers) {
+            entries.push((modifiers.to_string(), regex));
+        }
+    }
+
+    pub fn get(&self, pattern: &str, modifiers: &str) -> Option<&Regex> {
+        self.compiled
+            .get(pattern)?
+            .iter()
+            .find(|(known, _)| known == modifiers)
+            .map(|(_, regex)| regex)
+    }
+}
+
 /// What every evaluation needs besides the row: bound parameters, the injected clock, and the
 /// hooks for subqueries and user-defined functions.
 pub struct Context {
     pub parameters: HashMap<String, Value>,
     pub now_ms: i64,
     pub subqueries: Arc<dyn SubqueryRunner>,
+    pub regexes: Regexes,
     #[expect(
         dead_code,
         reason = "the hook is empty until the engine installs a host"

@@ -435,6 +435,7 @@ mod tests {
             parameters: HashMap::from([("p".to_string(), json!(5))]),
             now_ms: 0,
             subqueries: Arc::new(crate::subquery::Subqueries::default()),
+            regexes: crate::context::Regexes::default(),
             udfs: None,
         };
         let evaluator = Evaluator::new(&context);

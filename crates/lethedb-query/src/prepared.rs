@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::ast::{BinaryOp, Expr, Query, Source};
 use crate::context::Context;
 use crate::error::QueryError;
+use crate::functions;
 use crate::parser;
 use crate::plan::{self, QueryPlan};
 use crate::subquery::Subqueries;
@@ -81,6 +82,7 @@ pub fn prepare(
     plan::validate(&query, &bound, &[], true)?;
     let plan = plan::analyze(&query, &bound)?;
     let subqueries = Subqueries::prepare(&query, &bound);
+    let regexes = functions::literal_regexes(&query, &bound);
     let mode = if query.from.is_none() {
         Mode::NoSource
     } else if plan.grouped || query.select.distinct {
@@ -108,6 +110,7 @@ pub fn prepare(
                 parameters: bound,
                 now_ms,
                 subqueries: Arc::new(subqueries),
+                regexes,
                 udfs: None,
             },
             fingerprint,

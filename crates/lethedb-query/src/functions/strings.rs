@@ -7,7 +7,10 @@
 use serde_json::Value;
 
 use super::args::{char_slice, integer, optional_flag, string, text};
+use regex::{Regex, RegexBuilder};
+
 use crate::builtins::Builtin;
+use crate::context::Context;
 use crate::error::QueryError;
 
 /// The longest string REPLICATE may build, in characters, as in the service.
@@ -19,7 +22,11 @@ const REGEX_PATTERN_BYTES_MAX: usize = 4_096;
 const REGEX_COMPILED_BYTES_MAX: usize = 1 << 20;
 
 /// Computes a strings built-in; any other built-in is an internal inconsistency.
-pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, QueryError> {
+pub fn call(
+    builtin: Builtin,
+    args: &[Option<Value>],
+    context: &Context,
+) -> Result<Option<Value>, QueryError> {
     let arg = |index: usize| -> &Option<Value> { args.get(index).unwrap_or(&None) };
     let result = match builtin {
         Builtin::Concat => {
@@ -50,7 +57,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
                 _ => None,
             }
         }
-        Builtin::RegexMatch => regex_match(arg(0), arg(1), args.get(2))?,
+        Builtin::RegexMatch => regex_match(arg(0), arg(1), args.get(2), context)?,
         Builtin::Substring => match (string(arg(0)), integer(arg(1)), integer(arg(2))) {
             (Some(source), Some(start), Some(length)) => text(char_slice(
                 source,
@@ -150,6 +157,7 @@ fn regex_match(
     source: &Option<Value>,
     pattern: &Option<Value>,
     modifiers: Option<&Option<Value>>,
+    context: &Context,
 ) -> Result<Option<Value>, QueryError> {
     let (Some(source), Some(pattern)) = (string(source), string(pattern)) else {
         return Ok(None);
@@ -161,12 +169,30 @@ fn regex_match(
             None => return Ok(None),
         },
     };
+    let compiled;
+    let regex = match context.regexes.get(pattern, modifiers) {
+        Some(regex) => regex,
+        None => match compile_regex(pattern, modifiers)? {
+            Some(regex) => {
+                compiled = regex;
+                &compiled
+            }
+            None => return Ok(None),
+        },
+    };
+    Ok(Some(Value::Bool(regex.is_match(source))))
+}
+
+/// Compiles a REGEXMATCH pattern with its modifiers, within the size limits. `None` (an
+/// unknown modifier or an invalid pattern) makes the call undefined rather than failing the
+/// query; only a pattern over the length limit is an error.
+pub fn compile_regex(pattern: &str, modifiers: &str) -> Result<Option<Regex>, QueryError> {
     if pattern.len() > REGEX_PATTERN_BYTES_MAX {
         return Err(QueryError::LimitExceeded(format!(
             "a REGEXMATCH pattern is longer than {REGEX_PATTERN_BYTES_MAX} bytes"
         )));
     }
-    let mut builder = regex::RegexBuilder::new(pattern);
+    let mut builder = RegexBuilder::new(pattern);
     builder.size_limit(REGEX_COMPILED_BYTES_MAX);
     for modifier in modifiers.chars() {
         match modifier {
@@ -177,9 +203,5 @@ fn regex_match(
             _ => return Ok(None),
         };
     }
-    // An invalid pattern makes the call undefined rather than failing the query.
-    Ok(builder
-        .build()
-        .ok()
-        .map(|regex| Value::Bool(regex.is_match(source))))
+    Ok(builder.build().ok())
 }
