@@ -386,7 +386,7 @@ impl Expr {
                 index.walk(visit);
             }
             Expr::Array(items) | Expr::Call { args: items, .. } => {
-                items.iter().for_each(|item| item.walk(visit))
+                items.iter().for_each(|item| item.walk(visit));
             }
             Expr::Object(fields) => fields.iter().for_each(|(_, value)| value.walk(visit)),
             Expr::Unary(_, operand) => operand.walk(visit),
@@ -483,7 +483,7 @@ pub fn for_each_child<'a>(node: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
             }
         }
         Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
-            for_each_query_expr(query, visit)
+            for_each_query_expr(query, visit);
         }
     }
 }
@@ -502,7 +502,7 @@ pub fn for_each_query_expr<'a>(query: &'a Query, visit: &mut dyn FnMut(&'a Expr)
         for source in std::iter::once(&from.source).chain(&from.joins) {
             match source {
                 Source::Iterate { collection, .. } | Source::Bind { collection, .. } => {
-                    visit(collection)
+                    visit(collection);
                 }
             }
         }

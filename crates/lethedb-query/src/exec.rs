@@ -84,7 +84,7 @@ pub fn join_rows<'a>(
         return visit(scope);
     };
     let alias = source_alias(first)?;
-    for value in expand(evaluator, first, scope)?.iter() {
+    for value in &expand(evaluator, first, scope)? {
         let bound = Scope {
             name: alias,
             value,
@@ -116,7 +116,7 @@ pub fn document_rows(
     };
     let alias = source_alias(&from.source)?;
     let mut rows_count = 0;
-    for value in expand(evaluator, &from.source, Some(&container))?.iter() {
+    for value in &expand(evaluator, &from.source, Some(&container))? {
         let bound = Scope {
             name: alias,
             value,
@@ -359,19 +359,18 @@ impl Accumulator {
             key_text.push('\u{0}');
             keys.push(key);
         }
-        let index = match self.group_index.get(&key_text) {
-            Some(index) => *index,
-            None => {
-                if self.groups.len() >= ACCUMULATED_ROWS_MAX {
-                    return Err(limit_error());
-                }
-                self.groups.push(Group {
-                    keys,
-                    states: plan.aggregates.iter().map(AggregateState::new).collect(),
-                });
-                self.group_index.insert(key_text, self.groups.len() - 1);
-                self.groups.len() - 1
+        let index = if let Some(index) = self.group_index.get(&key_text) {
+            *index
+        } else {
+            if self.groups.len() >= ACCUMULATED_ROWS_MAX {
+                return Err(limit_error());
             }
+            self.groups.push(Group {
+                keys,
+                states: plan.aggregates.iter().map(AggregateState::new).collect(),
+            });
+            self.group_index.insert(key_text, self.groups.len() - 1);
+            self.groups.len() - 1
         };
         for (aggregate, state_index) in plan.aggregates.iter().zip(0..) {
             let argument = match aggregate {

@@ -174,10 +174,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Spanned>, QueryError> {
                 position: start,
             });
         } else if character.is_ascii_digit()
-            || (character == '.'
-                && chars
-                    .get(index + 1)
-                    .is_some_and(|next| next.is_ascii_digit()))
+            || (character == '.' && chars.get(index + 1).is_some_and(char::is_ascii_digit))
         {
             let (number, end) = lex_number(&chars, start)?;
             index = end;
@@ -225,7 +222,7 @@ fn syntax_error(chars: &[char], position: usize) -> QueryError {
 /// Decimal numbers with optional fraction and exponent, and `0x` hexadecimal integers.
 fn lex_number(chars: &[char], start: usize) -> Result<(f64, usize), QueryError> {
     let mut index = start;
-    if chars[index] == '0' && matches!(chars.get(index + 1), Some('x') | Some('X')) {
+    if chars[index] == '0' && matches!(chars.get(index + 1), Some('x' | 'X')) {
         index += 2;
         let digits_start = index;
         while index < chars.len() && chars[index].is_ascii_hexdigit() {
@@ -238,18 +235,18 @@ fn lex_number(chars: &[char], start: usize) -> Result<(f64, usize), QueryError> 
     while index < chars.len() && chars[index].is_ascii_digit() {
         index += 1;
     }
-    if chars.get(index) == Some(&'.') && chars.get(index + 1).is_some_and(|c| c.is_ascii_digit()) {
+    if chars.get(index) == Some(&'.') && chars.get(index + 1).is_some_and(char::is_ascii_digit) {
         index += 1;
         while index < chars.len() && chars[index].is_ascii_digit() {
             index += 1;
         }
     }
-    if matches!(chars.get(index), Some('e') | Some('E')) {
+    if matches!(chars.get(index), Some('e' | 'E')) {
         let mut lookahead = index + 1;
-        if matches!(chars.get(lookahead), Some('+') | Some('-')) {
+        if matches!(chars.get(lookahead), Some('+' | '-')) {
             lookahead += 1;
         }
-        if chars.get(lookahead).is_some_and(|c| c.is_ascii_digit()) {
+        if chars.get(lookahead).is_some_and(char::is_ascii_digit) {
             index = lookahead;
             while index < chars.len() && chars[index].is_ascii_digit() {
                 index += 1;

@@ -123,38 +123,35 @@ impl Parser {
     }
 
     fn error_here(&self) -> QueryError {
-        match self.tokens.get(self.next) {
-            Some(spanned) => {
-                let end = self
-                    .tokens
-                    .get(self.next + 1)
-                    .map_or(self.chars.len(), |following| following.position);
-                let near: String = self.chars[spanned.position..end]
+        if let Some(spanned) = self.tokens.get(self.next) {
+            let end = self
+                .tokens
+                .get(self.next + 1)
+                .map_or(self.chars.len(), |following| following.position);
+            let near: String = self.chars[spanned.position..end]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .chars()
+                .take(40)
+                .collect();
+            QueryError::Syntax {
+                near,
+                position: spanned.position,
+            }
+        } else {
+            let near = self.tokens.last().map_or(String::new(), |last| {
+                self.chars[last.position..]
                     .iter()
                     .collect::<String>()
                     .trim()
                     .chars()
                     .take(40)
-                    .collect();
-                QueryError::Syntax {
-                    near,
-                    position: spanned.position,
-                }
-            }
-            None => {
-                let near = self.tokens.last().map_or(String::new(), |last| {
-                    self.chars[last.position..]
-                        .iter()
-                        .collect::<String>()
-                        .trim()
-                        .chars()
-                        .take(40)
-                        .collect()
-                });
-                QueryError::Syntax {
-                    near,
-                    position: self.chars.len(),
-                }
+                    .collect()
+            });
+            QueryError::Syntax {
+                near,
+                position: self.chars.len(),
             }
         }
     }
@@ -283,9 +280,9 @@ impl Parser {
             let mut items = Vec::new();
             loop {
                 let expr = self.expr()?;
-                let alias = if self.eat_keyword(Keyword::As) {
-                    Some(self.identifier()?)
-                } else if matches!(self.peek(), Some(Token::Identifier(_))) {
+                let alias = if self.eat_keyword(Keyword::As)
+                    || matches!(self.peek(), Some(Token::Identifier(_)))
+                {
                     Some(self.identifier()?)
                 } else {
                     None
@@ -393,13 +390,12 @@ impl Parser {
             return Ok(Source::Iterate { alias, collection });
         }
         let collection = self.collection()?;
-        let alias = if self.eat_keyword(Keyword::As) {
-            Some(self.identifier()?)
-        } else if matches!(self.peek(), Some(Token::Identifier(_))) {
-            Some(self.identifier()?)
-        } else {
-            None
-        };
+        let alias =
+            if self.eat_keyword(Keyword::As) || matches!(self.peek(), Some(Token::Identifier(_))) {
+                Some(self.identifier()?)
+            } else {
+                None
+            };
         Ok(Source::Bind { collection, alias })
     }
 

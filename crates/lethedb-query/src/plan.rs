@@ -65,9 +65,7 @@ pub fn analyze(
                 item.expr.walk(&mut collect);
                 let name = match (&item.alias, &item.expr) {
                     (Some(alias), _) => alias.clone(),
-                    (None, Expr::Identifier(name)) | (None, Expr::Property(_, name)) => {
-                        name.clone()
-                    }
+                    (None, Expr::Identifier(name) | Expr::Property(_, name)) => name.clone(),
                     (None, Expr::Index(_, index))
                         if matches!(**index, Expr::Literal(Value::String(_))) =>
                     {
@@ -190,29 +188,26 @@ pub fn validate(
             if is_root && top_level {
                 // The container is named by any identifier (`FROM products p`, `FROM root`),
                 // and only the collection expression can see that name.
-                match collection {
-                    Expr::Subquery(_) => {
-                        return Err(QueryError::unsupported(
-                            "a subquery as the root FROM source",
-                        ))
-                    }
-                    _ => {
-                        let Some(container) = path_root(collection) else {
-                            return Err(QueryError::Syntax {
-                                near: collection.to_string(),
-                                position: 0,
-                            });
-                        };
-                        let mut container_scope = scope.clone();
-                        container_scope.push(container.to_string());
-                        checker.expr(collection, &container_scope, false)?;
-                    }
+                if let Expr::Subquery(_) = collection {
+                    return Err(QueryError::unsupported(
+                        "a subquery as the root FROM source",
+                    ));
+                } else {
+                    let Some(container) = path_root(collection) else {
+                        return Err(QueryError::Syntax {
+                            near: collection.to_string(),
+                            position: 0,
+                        });
+                    };
+                    let mut container_scope = scope.clone();
+                    container_scope.push(container.to_string());
+                    checker.expr(collection, &container_scope, false)?;
                 }
             } else {
                 match collection {
                     Expr::Subquery(inner) => validate(inner, parameters, &scope, false)?,
                     _ if path_root(collection).is_some() => {
-                        checker.expr(collection, &scope, false)?
+                        checker.expr(collection, &scope, false)?;
                     }
                     _ => {
                         return Err(QueryError::Syntax {
@@ -332,19 +327,15 @@ impl Checker<'_> {
         aggregates_allowed: bool,
     ) -> Result<(), QueryError> {
         match expr {
-            Expr::Identifier(name) => {
-                if !scope.contains(name) {
-                    return Err(QueryError::semantic(format!(
-                        "Identifier '{name}' could not be resolved."
-                    )));
-                }
+            Expr::Identifier(name) if !scope.contains(name) => {
+                return Err(QueryError::semantic(format!(
+                    "Identifier '{name}' could not be resolved."
+                )));
             }
-            Expr::Parameter(name) => {
-                if !self.parameters.contains_key(name) {
-                    return Err(QueryError::semantic(format!(
-                        "Parameter '@{name}' is not defined."
-                    )));
-                }
+            Expr::Parameter(name) if !self.parameters.contains_key(name) => {
+                return Err(QueryError::semantic(format!(
+                    "Parameter '@{name}' is not defined."
+                )));
             }
             Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
                 return validate(query, self.parameters, scope, false);

@@ -58,12 +58,11 @@ impl SubqueryRunner for Subqueries {
         outer: Option<&Scope<'_>>,
         wanted: Option<usize>,
     ) -> Result<Vec<Value>, QueryError> {
-        match self.plans.get(&std::ptr::from_ref(query).addr()) {
-            Some(plan) => run_subquery(context, query, plan, outer, wanted),
-            None => {
-                let plan = analyze(query, &context.parameters)?;
-                run_subquery(context, query, &plan, outer, wanted)
-            }
+        if let Some(plan) = self.plans.get(&std::ptr::from_ref(query).addr()) {
+            run_subquery(context, query, plan, outer, wanted)
+        } else {
+            let plan = analyze(query, &context.parameters)?;
+            run_subquery(context, query, &plan, outer, wanted)
         }
     }
 }
@@ -87,7 +86,7 @@ fn run_subquery(
                 // the sources into one list for every outer row.
                 let alias = source_alias(&from.source)?;
                 let mut rows_count = 0;
-                for value in expand(&evaluator, &from.source, outer)?.iter() {
+                for value in &expand(&evaluator, &from.source, outer)? {
                     let bound = Scope {
                         name: alias,
                         value,

@@ -6,19 +6,19 @@ use serde_json::Value;
 
 use crate::value::{as_number, number_value};
 
-pub fn string(value: &Option<Value>) -> Option<&str> {
+pub fn string(value: Option<&Value>) -> Option<&str> {
     match value {
         Some(Value::String(text)) => Some(text),
         _ => None,
     }
 }
 
-pub fn number(value: &Option<Value>) -> Option<f64> {
-    value.as_ref().and_then(as_number)
+pub fn number(value: Option<&Value>) -> Option<f64> {
+    value.and_then(as_number)
 }
 
 /// A whole number that fits an `i64`, as the Int* functions and string positions require.
-pub fn integer(value: &Option<Value>) -> Option<i64> {
+pub fn integer(value: Option<&Value>) -> Option<i64> {
     match value {
         Some(Value::Number(number)) => {
             if let Some(whole) = number.as_i64() {
@@ -31,14 +31,14 @@ pub fn integer(value: &Option<Value>) -> Option<i64> {
     }
 }
 
-pub fn boolean_argument(value: &Option<Value>) -> Option<bool> {
+pub fn boolean_argument(value: Option<&Value>) -> Option<bool> {
     match value {
         Some(Value::Bool(b)) => Some(*b),
         _ => None,
     }
 }
 
-pub fn array(value: &Option<Value>) -> Option<&Vec<Value>> {
+pub fn array(value: Option<&Value>) -> Option<&Vec<Value>> {
     match value {
         Some(Value::Array(items)) => Some(items),
         _ => None,
@@ -49,7 +49,7 @@ pub fn text(value: String) -> Option<Value> {
     Some(Value::String(value))
 }
 
-pub fn math(value: &Option<Value>, operation: impl Fn(f64) -> f64) -> Option<Value> {
+pub fn math(value: Option<&Value>, operation: impl Fn(f64) -> f64) -> Option<Value> {
     number(value).and_then(|n| number_value(operation(n)))
 }
 
@@ -57,7 +57,10 @@ pub fn int_binary(
     args: &[Option<Value>],
     operation: impl Fn(i64, i64) -> Option<i64>,
 ) -> Option<Value> {
-    let (a, b) = (integer(args.first()?)?, integer(args.get(1)?)?);
+    let (a, b) = (
+        integer(args.first()?.as_ref())?,
+        integer(args.get(1)?.as_ref())?,
+    );
     operation(a, b).map(Value::from)
 }
 
@@ -66,7 +69,7 @@ pub fn int_binary(
 pub fn optional_flag(args: &[Option<Value>], index: usize) -> Option<bool> {
     match args.get(index) {
         None => Some(false),
-        Some(value) => boolean_argument(value),
+        Some(value) => boolean_argument(value.as_ref()),
     }
 }
 

@@ -14,7 +14,7 @@ use crate::value::{as_number, canonical_key, equals, number_value, total_order};
 
 /// Computes a arrays built-in; any other built-in is an internal inconsistency.
 pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> &Option<Value> { args.get(index).unwrap_or(&None) };
+    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
     let result = match builtin {
         Builtin::ArrayContains => match (array(arg(0)), arg(1), optional_flag(args, 2)) {
             (Some(items), Some(wanted), Some(partial)) => {
@@ -93,7 +93,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
                 };
                 let count = match args.get(2) {
                     None => length - start,
-                    Some(value) => match integer(value) {
+                    Some(value) => match integer(value.as_ref()) {
                         Some(count) => count.max(0).min(length - start),
                         None => return Ok(None),
                     },
@@ -107,7 +107,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         Builtin::ArrayConcat => {
             let mut joined = Vec::new();
             for value in args {
-                match array(value) {
+                match array(value.as_ref()) {
                     Some(items) => joined.extend(items.iter().cloned()),
                     None => return Ok(None),
                 }

@@ -18,7 +18,7 @@ pub fn call(
     args: &[Option<Value>],
     context: &Context,
 ) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> &Option<Value> { args.get(index).unwrap_or(&None) };
+    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
     let result = match builtin {
         Builtin::GetCurrentDateTime | Builtin::GetCurrentDateTimeStatic => {
             datetime::format(datetime::ticks_from_unix_ms(context.now_ms)).map(Value::String)
@@ -48,11 +48,11 @@ pub fn call(
         Builtin::DateTimeBin => {
             let size = match args.get(2) {
                 None => Some(1),
-                Some(value) => integer(value),
+                Some(value) => integer(value.as_ref()),
             };
             let origin = match args.get(3) {
                 None => Some(datetime::UNIX_EPOCH_TEXT),
-                Some(value) => string(value),
+                Some(value) => string(value.as_ref()),
             };
             match (string(arg(0)), string(arg(1)), size, origin) {
                 (Some(moment), Some(part), Some(size), Some(origin)) => {
@@ -68,7 +68,7 @@ pub fn call(
             for (index, slot) in parts.iter_mut().enumerate() {
                 match args.get(index) {
                     None => {}
-                    Some(value) => match integer(value) {
+                    Some(value) => match integer(value.as_ref()) {
                         Some(part) => *slot = part,
                         None => return Ok(None),
                     },

@@ -12,7 +12,7 @@ use crate::value::number_value;
 
 /// Computes a math built-in; any other built-in is an internal inconsistency.
 pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> &Option<Value> { args.get(index).unwrap_or(&None) };
+    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
     let result = match builtin {
         Builtin::Abs => math(arg(0), f64::abs),
         Builtin::Ceiling => math(arg(0), f64::ceil),
@@ -44,7 +44,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         // ROUND rounds half away from zero; with a precision it rounds to that many decimals.
         Builtin::Round => match (number(arg(0)), args.get(1)) {
             (Some(n), None) => number_value(n.round()),
-            (Some(n), Some(precision)) => match integer(precision) {
+            (Some(n), Some(precision)) => match integer(precision.as_ref()) {
                 Some(digits) => {
                     let scale = 10f64.powi(digits.clamp(-308, 308) as i32);
                     number_value((n * scale).round() / scale)
@@ -55,7 +55,9 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         },
         Builtin::Log => match (number(arg(0)), args.get(1)) {
             (Some(n), None) => number_value(n.ln()),
-            (Some(n), Some(base)) => number(base).and_then(|base| number_value(n.ln() / base.ln())),
+            (Some(n), Some(base)) => {
+                number(base.as_ref()).and_then(|base| number_value(n.ln() / base.ln()))
+            }
             _ => None,
         },
         Builtin::Power => match (number(arg(0)), number(arg(1))) {
@@ -70,7 +72,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         Builtin::NumberBin => {
             let size = match args.get(1) {
                 None => Some(1.0),
-                Some(size) => number(size),
+                Some(size) => number(size.as_ref()),
             };
             match (number(arg(0)), size) {
                 (Some(n), Some(size)) if size > 0.0 => number_value((n / size).floor() * size),
@@ -80,8 +82,8 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         Builtin::IntAdd => int_binary(args, |a, b| Some(a.wrapping_add(b))),
         Builtin::IntSub => int_binary(args, |a, b| Some(a.wrapping_sub(b))),
         Builtin::IntMul => int_binary(args, |a, b| Some(a.wrapping_mul(b))),
-        Builtin::IntDiv => int_binary(args, |a, b| a.checked_div(b)),
-        Builtin::IntMod => int_binary(args, |a, b| a.checked_rem(b)),
+        Builtin::IntDiv => int_binary(args, i64::checked_div),
+        Builtin::IntMod => int_binary(args, i64::checked_rem),
         Builtin::IntBitAnd => int_binary(args, |a, b| Some(a & b)),
         Builtin::IntBitOr => int_binary(args, |a, b| Some(a | b)),
         Builtin::IntBitXor => int_binary(args, |a, b| Some(a ^ b)),

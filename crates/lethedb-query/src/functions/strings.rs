@@ -27,12 +27,12 @@ pub fn call(
     args: &[Option<Value>],
     context: &Context,
 ) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> &Option<Value> { args.get(index).unwrap_or(&None) };
+    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
     let result = match builtin {
         Builtin::Concat => {
             let mut joined = String::new();
             for value in args {
-                match string(value) {
+                match string(value.as_ref()) {
                     Some(part) => joined.push_str(part),
                     None => return Ok(None),
                 }
@@ -70,7 +70,7 @@ pub fn call(
             (Some(haystack), Some(needle)) => {
                 let start = match args.get(2) {
                     None => 0,
-                    Some(value) => match integer(value) {
+                    Some(value) => match integer(value.as_ref()) {
                         Some(start) => start,
                         None => return Ok(None),
                     },
@@ -154,8 +154,8 @@ pub fn call(
 }
 
 fn regex_match(
-    source: &Option<Value>,
-    pattern: &Option<Value>,
+    source: Option<&Value>,
+    pattern: Option<&Value>,
     modifiers: Option<&Option<Value>>,
     context: &Context,
 ) -> Result<Option<Value>, QueryError> {
@@ -164,7 +164,7 @@ fn regex_match(
     };
     let modifiers = match modifiers {
         None => "",
-        Some(value) => match string(value) {
+        Some(value) => match string(value.as_ref()) {
             Some(modifiers) => modifiers,
             None => return Ok(None),
         },

@@ -13,7 +13,7 @@ use crate::error::QueryError;
 
 /// Computes a types built-in; any other built-in is an internal inconsistency.
 pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> &Option<Value> { args.get(index).unwrap_or(&None) };
+    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
     let result = match builtin {
         // Type checks answer false, never undefined, for an undefined argument.
         Builtin::IsArray => Some(Value::Bool(matches!(arg(0), Some(Value::Array(_))))),
@@ -46,15 +46,15 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         // IIF picks the second argument only for exactly `true`.
         Builtin::Iif => {
             if matches!(arg(0), Some(Value::Bool(true))) {
-                arg(1).clone()
+                arg(1).cloned()
             } else {
-                arg(2).clone()
+                arg(2).cloned()
             }
         }
         // CHOOSE is 1-based; an index outside the list is undefined.
         Builtin::Choose => match integer(arg(0)) {
             Some(index) if index >= 1 && (index as usize) < args.len() => {
-                arg(index as usize).clone()
+                arg(index as usize).cloned()
             }
             _ => None,
         },
@@ -62,11 +62,11 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
             Some(Value::Object(members)) => {
                 let key_name = match args.get(1) {
                     None => Some("k"),
-                    Some(value) => string(value),
+                    Some(value) => string(value.as_ref()),
                 };
                 let value_name = match args.get(2) {
                     None => Some("v"),
-                    Some(value) => string(value),
+                    Some(value) => string(value.as_ref()),
                 };
                 match (key_name, value_name) {
                     (Some(key_name), Some(value_name)) => Some(Value::Array(
@@ -96,6 +96,6 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
 }
 
 /// The string as JSON text, surrounding whitespace allowed; not JSON is undefined.
-fn parse_json_text(value: &Option<Value>) -> Option<Value> {
+fn parse_json_text(value: Option<&Value>) -> Option<Value> {
     serde_json::from_str::<Value>(string(value)?.trim()).ok()
 }
