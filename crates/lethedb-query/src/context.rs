@@ -1,5 +1,5 @@
 //! What an expression is evaluated in: the bound input aliases of a row (`Scope`), the
-//! query's bound parameters, clock and REGEXMATCH patterns compiled once (`Context`), and two hooks the evaluator calls through
+//! query's bound parameters, clock and the REGEXMATCH and LIKE patterns compiled once (`Context`), and two hooks the evaluator calls through
 //! without knowing who fills them: a `SubqueryRunner` (installed by `exec.rs`) and a
 //! `UdfHost` (for user-defined functions; empty today, the engine will fill it).
 //!
@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use crate::ast::Query;
 use crate::error::QueryError;
+use crate::like::LikePattern;
 
 /// A value that may be `undefined` (`None`), borrowed from the row when possible.
 pub type Val<'a> = Option<Cow<'a, Value>>;
@@ -86,6 +87,30 @@ impl Regexes {
     }
 }
 
+/// LIKE patterns compiled once at prepare time (literal or parameter patterns, with their
+/// escape character), by pattern. A pattern not here is compiled when the row is matched.
+#[derive(Default)]
+pub struct LikePatterns {
+    compiled: HashMap<String, Vec<(Option<char>, LikePattern)>>,
+}
+
+impl LikePatterns {
+    pub fn insert(&mut self, pattern: &str, escape: Option<char>) {
+        let entries = self.compiled.entry(pattern.to_string()).or_default();
+        if !entries.iter().any(|(known, _)| *known == escape) {
+            entries.push((escape, LikePattern::new(pattern, escape)));
+        }
+    }
+
+    pub fn get(&self, pattern: &str, escape: Option<char>) -> Option<&LikePattern> {
+        self.compiled
+            .get(pattern)?
+            .iter()
+            .find(|(known, _)| *known == escape)
+            .map(|(_, compiled)| compiled)
+    }
+}
+
 /// What every evaluation needs besides the row: bound parameters, the injected clock, and the
 /// hooks for subqueries and user-defined functions.
 pub struct Context {
@@ -93,6 +118,7 @@ pub struct Context {
     pub now_ms: i64,
     pub subqueries: Arc<dyn SubqueryRunner>,
     pub regexes: Regexes,
+    pub like_patterns: LikePatterns,
     #[expect(
         dead_code,
         reason = "the hook is empty until the engine installs a host"

@@ -235,7 +235,11 @@ impl<'c> Evaluator<'c> {
                 };
                 Ok(match (value.as_deref(), pattern.as_deref()) {
                     (Some(Value::String(text)), Some(Value::String(pattern))) => {
-                        boolean(Some(like::matches(text, pattern, escape) != *negated))
+                        let matched = match self.context.like_patterns.get(pattern, escape) {
+                            Some(compiled) => compiled.matches(text),
+                            None => like::matches(text, pattern, escape),
+                        };
+                        boolean(Some(matched != *negated))
                     }
                     _ => None,
                 })
@@ -436,6 +440,7 @@ mod tests {
             now_ms: 0,
             subqueries: Arc::new(crate::subquery::Subqueries::default()),
             regexes: crate::context::Regexes::default(),
+            like_patterns: crate::context::LikePatterns::default(),
             udfs: None,
         };
         let evaluator = Evaluator::new(&context);
