@@ -261,7 +261,7 @@ impl<'c> Evaluator<'c> {
                 }
                 let mut values = Vec::with_capacity(args.len());
                 for arg in args {
-                    values.push(self.eval(arg, scope)?.map(Cow::into_owned));
+                    values.push(self.eval(arg, scope)?);
                 }
                 Ok(functions::call(builtin, &values, self.context)?.map(Cow::Owned))
             }

@@ -4,6 +4,7 @@
 
 use serde_json::Value;
 
+use crate::context::Val;
 use crate::value::{as_number, number_value};
 
 pub fn string(value: Option<&Value>) -> Option<&str> {
@@ -53,23 +54,20 @@ pub fn math(value: Option<&Value>, operation: impl Fn(f64) -> f64) -> Option<Val
     number(value).and_then(|n| number_value(operation(n)))
 }
 
-pub fn int_binary(
-    args: &[Option<Value>],
-    operation: impl Fn(i64, i64) -> Option<i64>,
-) -> Option<Value> {
+pub fn int_binary(args: &[Val<'_>], operation: impl Fn(i64, i64) -> Option<i64>) -> Option<Value> {
     let (a, b) = (
-        integer(args.first()?.as_ref())?,
-        integer(args.get(1)?.as_ref())?,
+        integer(args.first()?.as_deref())?,
+        integer(args.get(1)?.as_deref())?,
     );
     operation(a, b).map(Value::from)
 }
 
 /// An optional trailing boolean argument (ignore-case flags); a non-boolean makes the whole
 /// call undefined, signalled by `None`.
-pub fn optional_flag(args: &[Option<Value>], index: usize) -> Option<bool> {
+pub fn optional_flag(args: &[Val<'_>], index: usize) -> Option<bool> {
     match args.get(index) {
         None => Some(false),
-        Some(value) => boolean_argument(value.as_ref()),
+        Some(value) => boolean_argument(value.as_deref()),
     }
 }
 

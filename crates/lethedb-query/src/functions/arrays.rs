@@ -9,12 +9,14 @@ use serde_json::Value;
 
 use super::args::{array, integer, optional_flag};
 use crate::builtins::Builtin;
+use crate::context::Val;
 use crate::error::QueryError;
 use crate::value::{as_number, canonical_key, equals, number_value, total_order};
 
-/// Computes a arrays built-in; any other built-in is an internal inconsistency.
-pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
+/// Computes a built-in of this family; any other built-in is an internal inconsistency.
+pub fn call(builtin: Builtin, args: &[Val<'_>]) -> Result<Option<Value>, QueryError> {
+    let arg =
+        |index: usize| -> Option<&Value> { args.get(index).and_then(|value| value.as_deref()) };
     let result = match builtin {
         Builtin::ArrayContains => match (array(arg(0)), arg(1), optional_flag(args, 2)) {
             (Some(items), Some(wanted), Some(partial)) => {
@@ -31,7 +33,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         },
         Builtin::ArrayContainsAny | Builtin::ArrayContainsAll => match array(arg(0)) {
             Some(items) => {
-                let contains = |wanted: &Option<Value>| match wanted {
+                let contains = |wanted: &Val<'_>| match wanted {
                     Some(wanted) => items.iter().any(|item| equals(item, wanted) == Some(true)),
                     None => false,
                 };
@@ -93,7 +95,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
                 };
                 let count = match args.get(2) {
                     None => length - start,
-                    Some(value) => match integer(value.as_ref()) {
+                    Some(value) => match integer(value.as_deref()) {
                         Some(count) => count.max(0).min(length - start),
                         None => return Ok(None),
                     },
@@ -107,7 +109,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         Builtin::ArrayConcat => {
             let mut joined = Vec::new();
             for value in args {
-                match array(value.as_ref()) {
+                match array(value.as_deref()) {
                     Some(items) => joined.extend(items.iter().cloned()),
                     None => return Ok(None),
                 }

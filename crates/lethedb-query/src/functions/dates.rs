@@ -8,17 +8,18 @@ use serde_json::Value;
 
 use super::args::{integer, string};
 use crate::builtins::Builtin;
-use crate::context::Context;
+use crate::context::{Context, Val};
 use crate::datetime;
 use crate::error::QueryError;
 
-/// Computes a dates built-in; any other built-in is an internal inconsistency.
+/// Computes a built-in of this family; any other built-in is an internal inconsistency.
 pub fn call(
     builtin: Builtin,
-    args: &[Option<Value>],
+    args: &[Val<'_>],
     context: &Context,
 ) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
+    let arg =
+        |index: usize| -> Option<&Value> { args.get(index).and_then(|value| value.as_deref()) };
     let result = match builtin {
         Builtin::GetCurrentDateTime | Builtin::GetCurrentDateTimeStatic => {
             datetime::format(datetime::ticks_from_unix_ms(context.now_ms)).map(Value::String)
@@ -48,11 +49,11 @@ pub fn call(
         Builtin::DateTimeBin => {
             let size = match args.get(2) {
                 None => Some(1),
-                Some(value) => integer(value.as_ref()),
+                Some(value) => integer(value.as_deref()),
             };
             let origin = match args.get(3) {
                 None => Some(datetime::UNIX_EPOCH_TEXT),
-                Some(value) => string(value.as_ref()),
+                Some(value) => string(value.as_deref()),
             };
             match (string(arg(0)), string(arg(1)), size, origin) {
                 (Some(moment), Some(part), Some(size), Some(origin)) => {
@@ -68,7 +69,7 @@ pub fn call(
             for (index, slot) in parts.iter_mut().enumerate() {
                 match args.get(index) {
                     None => {}
-                    Some(value) => match integer(value.as_ref()) {
+                    Some(value) => match integer(value.as_deref()) {
                         Some(part) => *slot = part,
                         None => return Ok(None),
                     },

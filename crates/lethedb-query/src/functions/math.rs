@@ -7,12 +7,14 @@ use serde_json::Value;
 
 use super::args::{int_binary, integer, math, number};
 use crate::builtins::Builtin;
+use crate::context::Val;
 use crate::error::QueryError;
 use crate::value::number_value;
 
-/// Computes a math built-in; any other built-in is an internal inconsistency.
-pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
+/// Computes a built-in of this family; any other built-in is an internal inconsistency.
+pub fn call(builtin: Builtin, args: &[Val<'_>]) -> Result<Option<Value>, QueryError> {
+    let arg =
+        |index: usize| -> Option<&Value> { args.get(index).and_then(|value| value.as_deref()) };
     let result = match builtin {
         Builtin::Abs => math(arg(0), f64::abs),
         Builtin::Ceiling => math(arg(0), f64::ceil),
@@ -44,7 +46,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         // ROUND rounds half away from zero; with a precision it rounds to that many decimals.
         Builtin::Round => match (number(arg(0)), args.get(1)) {
             (Some(n), None) => number_value(n.round()),
-            (Some(n), Some(precision)) => match integer(precision.as_ref()) {
+            (Some(n), Some(precision)) => match integer(precision.as_deref()) {
                 Some(digits) => {
                     let scale = 10f64.powi(digits.clamp(-308, 308) as i32);
                     number_value((n * scale).round() / scale)
@@ -56,7 +58,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         Builtin::Log => match (number(arg(0)), args.get(1)) {
             (Some(n), None) => number_value(n.ln()),
             (Some(n), Some(base)) => {
-                number(base.as_ref()).and_then(|base| number_value(n.ln() / base.ln()))
+                number(base.as_deref()).and_then(|base| number_value(n.ln() / base.ln()))
             }
             _ => None,
         },
@@ -72,7 +74,7 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
         Builtin::NumberBin => {
             let size = match args.get(1) {
                 None => Some(1.0),
-                Some(size) => number(size.as_ref()),
+                Some(size) => number(size.as_deref()),
             };
             match (number(arg(0)), size) {
                 (Some(n), Some(size)) if size > 0.0 => number_value((n / size).floor() * size),

@@ -19,13 +19,13 @@ use serde_json::Value;
 
 use crate::ast::{for_each_child, for_each_query_expr, Expr, Query};
 use crate::builtins::{Builtin, Family, Kind};
-use crate::context::{Context, Regexes};
+use crate::context::{Context, Regexes, Val};
 use crate::error::QueryError;
 
 /// Computes a scalar built-in over evaluated arguments (`None` is `undefined`).
 pub fn call(
     builtin: Builtin,
-    args: &[Option<Value>],
+    args: &[Val<'_>],
     context: &Context,
 ) -> Result<Option<Value>, QueryError> {
     match builtin.kind() {

@@ -10,7 +10,7 @@ use super::args::{char_slice, integer, optional_flag, string, text};
 use regex::{Regex, RegexBuilder};
 
 use crate::builtins::Builtin;
-use crate::context::Context;
+use crate::context::{Context, Val};
 use crate::error::QueryError;
 
 /// The longest string REPLICATE may build, in characters, as in the service.
@@ -21,18 +21,19 @@ const REPLICATE_RESULT_CHARS_MAX: usize = 10_000;
 const REGEX_PATTERN_BYTES_MAX: usize = 4_096;
 const REGEX_COMPILED_BYTES_MAX: usize = 1 << 20;
 
-/// Computes a strings built-in; any other built-in is an internal inconsistency.
+/// Computes a built-in of this family; any other built-in is an internal inconsistency.
 pub fn call(
     builtin: Builtin,
-    args: &[Option<Value>],
+    args: &[Val<'_>],
     context: &Context,
 ) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
+    let arg =
+        |index: usize| -> Option<&Value> { args.get(index).and_then(|value| value.as_deref()) };
     let result = match builtin {
         Builtin::Concat => {
             let mut joined = String::new();
             for value in args {
-                match string(value.as_ref()) {
+                match string(value.as_deref()) {
                     Some(part) => joined.push_str(part),
                     None => return Ok(None),
                 }
@@ -70,7 +71,7 @@ pub fn call(
             (Some(haystack), Some(needle)) => {
                 let start = match args.get(2) {
                     None => 0,
-                    Some(value) => match integer(value.as_ref()) {
+                    Some(value) => match integer(value.as_deref()) {
                         Some(start) => start,
                         None => return Ok(None),
                     },
@@ -156,7 +157,7 @@ pub fn call(
 fn regex_match(
     source: Option<&Value>,
     pattern: Option<&Value>,
-    modifiers: Option<&Option<Value>>,
+    modifiers: Option<&Val<'_>>,
     context: &Context,
 ) -> Result<Option<Value>, QueryError> {
     let (Some(source), Some(pattern)) = (string(source), string(pattern)) else {
@@ -164,7 +165,7 @@ fn regex_match(
     };
     let modifiers = match modifiers {
         None => "",
-        Some(value) => match string(value.as_ref()) {
+        Some(value) => match string(value.as_deref()) {
             Some(modifiers) => modifiers,
             None => return Ok(None),
         },

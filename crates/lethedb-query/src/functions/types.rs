@@ -8,12 +8,14 @@ use serde_json::{Map, Value};
 
 use super::args::{integer, string, text};
 use crate::builtins::Builtin;
+use crate::context::Val;
 use crate::datetime;
 use crate::error::QueryError;
 
-/// Computes a types built-in; any other built-in is an internal inconsistency.
-pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, QueryError> {
-    let arg = |index: usize| -> Option<&Value> { args.get(index).and_then(Option::as_ref) };
+/// Computes a built-in of this family; any other built-in is an internal inconsistency.
+pub fn call(builtin: Builtin, args: &[Val<'_>]) -> Result<Option<Value>, QueryError> {
+    let arg =
+        |index: usize| -> Option<&Value> { args.get(index).and_then(|value| value.as_deref()) };
     let result = match builtin {
         // Type checks answer false, never undefined, for an undefined argument.
         Builtin::IsArray => Some(Value::Bool(matches!(arg(0), Some(Value::Array(_))))),
@@ -62,11 +64,11 @@ pub fn call(builtin: Builtin, args: &[Option<Value>]) -> Result<Option<Value>, Q
             Some(Value::Object(members)) => {
                 let key_name = match args.get(1) {
                     None => Some("k"),
-                    Some(value) => string(value.as_ref()),
+                    Some(value) => string(value.as_deref()),
                 };
                 let value_name = match args.get(2) {
                     None => Some("v"),
-                    Some(value) => string(value.as_ref()),
+                    Some(value) => string(value.as_deref()),
                 };
                 match (key_name, value_name) {
                     (Some(key_name), Some(value_name)) => Some(Value::Array(
