@@ -9,6 +9,8 @@ use std::fmt;
 
 use serde_json::Value;
 
+use crate::builtins::Builtin;
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Query {
     pub select: Select,
@@ -171,17 +173,18 @@ pub enum Expr {
         escape: Option<Box<Expr>>,
         negated: bool,
     },
-    /// A built-in function or aggregate, name as written.
-    Call {
-        name: String,
-        args: Vec<Expr>,
-    },
-    /// `udf.name(...)`: a user-defined function, run by the caller's [`UdfHost`] if it has one.
-    ///
-    /// [`UdfHost`]: crate::context::UdfHost
+    /// A built-in function or aggregate, name as written. `builtin` is the name resolved
+    /// against the table of built-ins when the call is parsed (`None`: unknown, which the
+    /// planner refuses), so evaluation never looks a name up again.
+    /// `udf.name(...)`: a user-defined function, run by the caller's UDF host if it has one.
     UdfCall {
         name: String,
         args: Vec<Expr>,
+    },
+    Call {
+        name: String,
+        args: Vec<Expr>,
+        builtin: Option<Builtin>,
     },
     /// `EXISTS(SELECT ...)`
     Exists(Box<Query>),
@@ -269,13 +272,13 @@ impl fmt::Display for Expr {
                 }
                 f.write_str(")")
             }
-            Expr::Call { name, args } => {
-                write!(f, "{name}(")?;
+            Expr::UdfCall { name, args } => {
+                write!(f, "udf.{name}(")?;
                 write_list(f, args)?;
                 f.write_str(")")
             }
-            Expr::UdfCall { name, args } => {
-                write!(f, "udf.{name}(")?;
+            Expr::Call { name, args, .. } => {
+                write!(f, "{name}(")?;
                 write_list(f, args)?;
                 f.write_str(")")
             }
@@ -394,7 +397,9 @@ impl Expr {
             }
             Expr::Array(items)
             | Expr::Call { args: items, .. }
-            | Expr::UdfCall { args: items, .. } => items.iter().for_each(|item| item.walk(visit)),
+            | Expr::UdfCall { args: items, .. } => {
+                items.iter().for_each(|item| item.walk(visit));
+            }
             Expr::Object(fields) => fields.iter().for_each(|(_, value)| value.walk(visit)),
             Expr::Unary(_, operand) => operand.walk(visit),
             Expr::Binary(_, left, right) => {
@@ -492,7 +497,7 @@ pub fn for_each_child<'a>(node: &'a Expr, visit: &mut dyn FnMut(&'a Expr)) {
             }
         }
         Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
-            for_each_query_expr(query, visit)
+            for_each_query_expr(query, visit);
         }
     }
 }
@@ -511,7 +516,7 @@ pub fn for_each_query_expr<'a>(query: &'a Query, visit: &mut dyn FnMut(&'a Expr)
         for source in std::iter::once(&from.source).chain(&from.joins) {
             match source {
                 Source::Iterate { collection, .. } | Source::Bind { collection, .. } => {
-                    visit(collection)
+                    visit(collection);
                 }
             }
         }

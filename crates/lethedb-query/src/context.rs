@@ -1,19 +1,21 @@
-//! What evaluating an expression needs besides the expression: the row's bound aliases
-//! ([`Scope`]), the query's parameters and clock ([`Context`]), and two hooks the evaluator calls
-//! out through: the [`SubqueryRunner`] that `exec.rs` installs (so the evaluator runs
-//! subqueries without importing the executor) and a [`UdfHost`] for user-defined functions,
-//! which the engine fills once it stores them.
+//! What an expression is evaluated in: the bound input aliases of a row (`Scope`), the
+//! query's bound parameters, clock and the REGEXMATCH and LIKE patterns compiled once (`Context`), and two hooks the evaluator calls through
+//! without knowing who fills them: a `SubqueryRunner` (installed by `exec.rs`) and a
+//! `UdfHost` (user-defined functions, which the caller supplies: the engine, once it stores UDFs).
 //!
-//! This module holds types only; it evaluates nothing.
+//! This module evaluates nothing itself. It exists so that `eval.rs` reaches subqueries through
+//! a trait object instead of importing `exec.rs`, which imports `eval.rs`.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use regex::Regex;
 use serde_json::Value;
 
 use crate::ast::Query;
 use crate::error::QueryError;
+use crate::like::LikePattern;
 
 /// A value that may be `undefined` (`None`), borrowed from the row when possible.
 pub type Val<'a> = Option<Cow<'a, Value>>;
@@ -38,21 +40,9 @@ impl<'a> Scope<'a> {
     }
 }
 
-/// What every evaluation needs besides the row: bound parameters, the injected clock, and the
-/// hooks for subqueries and user-defined functions.
-pub struct Context {
-    pub parameters: HashMap<String, Value>,
-    pub now_ms: i64,
-    /// Runs `EXISTS`, `ARRAY` and scalar subqueries (the executor's, installed at prepare).
-    pub subqueries: &'static dyn SubqueryRunner,
-    /// User-defined functions, when the caller has any; without a host, `udf.name(...)` is
-    /// refused at prepare time.
-    pub udfs: Option<Arc<dyn UdfHost>>,
-}
-
-/// Runs a subquery over the values of the current row, stopping after `wanted` results when
-/// the caller needs only the first (EXISTS, scalar subquery).
-pub trait SubqueryRunner: Sync {
+/// Runs a subquery (`EXISTS`, `ARRAY(...)`, a scalar subquery, or a subquery in FROM) over the
+/// values already bound in `outer`, returning at most `wanted` results.
+pub trait SubqueryRunner: Send + Sync {
     fn run(
         &self,
         context: &Context,
@@ -64,8 +54,69 @@ pub trait SubqueryRunner: Sync {
 
 /// The user-defined functions a query may call as `udf.name(...)`. The planner asks
 /// [`UdfHost::defines`] at prepare time; the evaluator calls [`UdfHost::call`] per row with the
-/// evaluated arguments (`None` is `undefined`) and takes `None` back as `undefined`.
+/// evaluated arguments (`None` is `undefined`) and takes `None` back as `undefined`. Without a
+/// host, `udf.name(...)` is refused at prepare.
 pub trait UdfHost: Send + Sync {
     fn defines(&self, name: &str) -> bool;
     fn call(&self, name: &str, args: &[Option<Value>]) -> Result<Option<Value>, QueryError>;
+}
+
+/// REGEXMATCH patterns compiled once at prepare time (literal or parameter patterns),
+/// by pattern and then modifiers. A pattern not here is compiled when the call runs.
+#[derive(Default)]
+pub struct Regexes {
+    compiled: HashMap<String, Vec<(String, Regex)>>,
+}
+
+impl Regexes {
+    pub fn insert(&mut self, pattern: &str, modifiers: &str, regex: Regex) {
+        let entries = self.compiled.entry(pattern.to_string()).or_default();
+        if !entries.iter().any(|(known, _)| known == modifiers) {
+            entries.push((modifiers.to_string(), regex));
+        }
+    }
+
+    pub fn get(&self, pattern: &str, modifiers: &str) -> Option<&Regex> {
+        self.compiled
+            .get(pattern)?
+            .iter()
+            .find(|(known, _)| known == modifiers)
+            .map(|(_, regex)| regex)
+    }
+}
+
+/// LIKE patterns compiled once at prepare time (literal or parameter patterns, with their
+/// escape character), by pattern. A pattern not here is compiled when the row is matched.
+#[derive(Default)]
+pub struct LikePatterns {
+    compiled: HashMap<String, Vec<(Option<char>, LikePattern)>>,
+}
+
+impl LikePatterns {
+    pub fn insert(&mut self, pattern: &str, escape: Option<char>) {
+        let entries = self.compiled.entry(pattern.to_string()).or_default();
+        if !entries.iter().any(|(known, _)| *known == escape) {
+            entries.push((escape, LikePattern::new(pattern, escape)));
+        }
+    }
+
+    pub fn get(&self, pattern: &str, escape: Option<char>) -> Option<&LikePattern> {
+        self.compiled
+            .get(pattern)?
+            .iter()
+            .find(|(known, _)| *known == escape)
+            .map(|(_, compiled)| compiled)
+    }
+}
+
+/// What every evaluation needs besides the row: bound parameters, the injected clock, and the
+/// hooks for subqueries and user-defined functions.
+pub struct Context {
+    pub parameters: HashMap<String, Value>,
+    pub now_ms: i64,
+    pub subqueries: Arc<dyn SubqueryRunner>,
+    pub regexes: Regexes,
+    pub like_patterns: LikePatterns,
+    /// User-defined functions, when the caller has any (see [`UdfHost`]).
+    pub udfs: Option<Arc<dyn UdfHost>>,
 }

@@ -4,7 +4,7 @@
 //! instead of copying. Each match arm says how `undefined` and `null` behave, following the
 //! service: operators on mistyped operands yield `undefined` rather than an error, so a bad row
 //! is filtered out instead of failing the query. The evaluator does no I/O; subqueries run over
-//! values already in the row, through the runner the executor installs in the [`Context`]. Names were resolved by `plan.rs`, so an unknown name
+//! values already in the row, through the context's `SubqueryRunner` (`exec.rs` installs it). Names were resolved by `plan.rs`, so an unknown name
 //! here is an internal inconsistency reported as an error, never a panic.
 
 use std::borrow::Cow;
@@ -235,23 +235,35 @@ impl<'c> Evaluator<'c> {
                 };
                 Ok(match (value.as_deref(), pattern.as_deref()) {
                     (Some(Value::String(text)), Some(Value::String(pattern))) => {
-                        boolean(Some(like::matches(text, pattern, escape) != *negated))
+                        let matched = match self.context.like_patterns.get(pattern, escape) {
+                            Some(compiled) => compiled.matches(text),
+                            None => like::matches(text, pattern, escape),
+                        };
+                        boolean(Some(matched != *negated))
                     }
                     _ => None,
                 })
             }
-            Expr::Call { name, args } => {
-                let upper = name.to_ascii_uppercase();
-                if functions::is_aggregate(&upper) {
+            Expr::Call {
+                name,
+                args,
+                builtin,
+            } => {
+                let Some(builtin) = *builtin else {
+                    return Err(QueryError::semantic(format!(
+                        "'{name}' is not a recognized built-in function name."
+                    )));
+                };
+                if builtin.is_aggregate() {
                     return Err(QueryError::semantic(format!(
                         "Aggregate function '{name}' is not allowed in this context."
                     )));
                 }
                 let mut values = Vec::with_capacity(args.len());
                 for arg in args {
-                    values.push(self.eval(arg, scope)?.map(Cow::into_owned));
+                    values.push(self.eval(arg, scope)?);
                 }
-                Ok(functions::call(&upper, values, self.context)?.map(Cow::Owned))
+                Ok(functions::call(builtin, &values, self.context)?.map(Cow::Owned))
             }
             Expr::UdfCall { name, args } => {
                 let Some(host) = &self.context.udfs else {
@@ -428,6 +440,7 @@ mod tests {
     use crate::parser::parse;
     use serde_json::json;
     use std::collections::HashMap;
+    use std::sync::Arc;
 
     fn eval_text(text: &str, document: &Value) -> Result<Option<Value>, QueryError> {
         let query = parse(&format!("SELECT VALUE {text} FROM c"))?;
@@ -437,7 +450,9 @@ mod tests {
         let context = Context {
             parameters: HashMap::from([("p".to_string(), json!(5))]),
             now_ms: 0,
-            subqueries: &crate::exec::SUBQUERIES,
+            subqueries: Arc::new(crate::subquery::Subqueries::default()),
+            regexes: crate::context::Regexes::default(),
+            like_patterns: crate::context::LikePatterns::default(),
             udfs: None,
         };
         let evaluator = Evaluator::new(&context);

@@ -13,10 +13,11 @@ use std::ops::ControlFlow;
 use serde_json::{Map, Value};
 
 use crate::ast::{Expr, From, Projection, Query, Source};
-use crate::context::{Context, Scope, SubqueryRunner};
+use crate::builtins::Builtin;
+use crate::context::{Context, Scope};
 use crate::error::QueryError;
 use crate::eval::{is_true, Evaluator};
-use crate::plan::{analyze, path_root, source_alias, QueryPlan};
+use crate::plan::{path_root, source_alias, QueryPlan};
 use crate::value::{canonical_key, number_value, total_order};
 
 /// The most rows, groups or distinct values one query (or subquery) may hold in memory.
@@ -29,7 +30,7 @@ pub const DOCUMENT_ROWS_MAX: u64 = 1_000_000;
 /// What a row visitor returns: keep going, or stop the scan.
 pub type Flow = Result<ControlFlow<()>, QueryError>;
 
-fn limit_error() -> QueryError {
+pub fn limit_error() -> QueryError {
     QueryError::LimitExceeded(format!(
         "the query needs to hold more than {ACCUMULATED_ROWS_MAX} rows, groups or distinct values in memory"
     ))
@@ -37,7 +38,7 @@ fn limit_error() -> QueryError {
 
 /// The values a source binds to its alias in the given scope: the elements of an array for
 /// `x IN expr`, the results of a subquery, or the single value of a path (none if undefined).
-fn expand<'a>(
+pub fn expand<'a>(
     evaluator: &Evaluator<'_>,
     source: &Source,
     scope: Option<&'a Scope<'a>>,
@@ -52,7 +53,10 @@ fn expand<'a>(
         Source::Bind {
             collection: Expr::Subquery(query),
             ..
-        } => Ok(run_subquery(evaluator.context, query, scope, None)?
+        } => Ok(evaluator
+            .context
+            .subqueries
+            .run(evaluator.context, query, scope, None)?
             .into_iter()
             .map(Cow::Owned)
             .collect()),
@@ -63,7 +67,7 @@ fn expand<'a>(
 }
 
 /// Calls `visit` once per row of the cross product of `sources`, each bound on top of `scope`.
-fn join_rows<'a>(
+pub fn join_rows<'a>(
     evaluator: &Evaluator<'_>,
     sources: &[Source],
     scope: Option<&'a Scope<'a>>,
@@ -80,7 +84,7 @@ fn join_rows<'a>(
         return visit(scope);
     };
     let alias = source_alias(first)?;
-    for value in expand(evaluator, first, scope)?.iter() {
+    for value in &expand(evaluator, first, scope)? {
         let bound = Scope {
             name: alias,
             value,
@@ -112,7 +116,7 @@ pub fn document_rows(
     };
     let alias = source_alias(&from.source)?;
     let mut rows_count = 0;
-    for value in expand(evaluator, &from.source, Some(&container))?.iter() {
+    for value in &expand(evaluator, &from.source, Some(&container))? {
         let bound = Scope {
             name: alias,
             value,
@@ -220,26 +224,26 @@ enum AggregateState {
 
 impl AggregateState {
     fn new(aggregate: &Expr) -> Self {
-        let name = match aggregate {
-            Expr::Call { name, .. } => name.to_ascii_uppercase(),
-            _ => String::new(),
+        let builtin = match aggregate {
+            Expr::Call { builtin, .. } => *builtin,
+            _ => None,
         };
-        match name.as_str() {
-            "SUM" => AggregateState::Sum {
+        match builtin {
+            Some(Builtin::Sum) => AggregateState::Sum {
                 total: 0.0,
                 valid: true,
             },
-            "AVG" => AggregateState::Average {
+            Some(Builtin::Average) => AggregateState::Average {
                 total: 0.0,
                 count: 0,
                 valid: true,
             },
-            "MIN" => AggregateState::Extreme {
+            Some(Builtin::Min) => AggregateState::Extreme {
                 best: None,
                 valid: true,
                 maximum: false,
             },
-            "MAX" => AggregateState::Extreme {
+            Some(Builtin::Max) => AggregateState::Extreme {
                 best: None,
                 valid: true,
                 maximum: true,
@@ -355,19 +359,18 @@ impl Accumulator {
             key_text.push('\u{0}');
             keys.push(key);
         }
-        let index = match self.group_index.get(&key_text) {
-            Some(index) => *index,
-            None => {
-                if self.groups.len() >= ACCUMULATED_ROWS_MAX {
-                    return Err(limit_error());
-                }
-                self.groups.push(Group {
-                    keys,
-                    states: plan.aggregates.iter().map(AggregateState::new).collect(),
-                });
-                self.group_index.insert(key_text, self.groups.len() - 1);
-                self.groups.len() - 1
+        let index = if let Some(index) = self.group_index.get(&key_text) {
+            *index
+        } else {
+            if self.groups.len() >= ACCUMULATED_ROWS_MAX {
+                return Err(limit_error());
             }
+            self.groups.push(Group {
+                keys,
+                states: plan.aggregates.iter().map(AggregateState::new).collect(),
+            });
+            self.group_index.insert(key_text, self.groups.len() - 1);
+            self.groups.len() - 1
         };
         for (aggregate, state_index) in plan.aggregates.iter().zip(0..) {
             let argument = match aggregate {
@@ -445,88 +448,4 @@ impl Accumulator {
         });
         Ok(outputs.into_iter().take(end).skip(start).collect())
     }
-}
-
-/// The executor's subquery runner, which every prepared query installs in its [`Context`].
-pub struct Subqueries;
-
-pub static SUBQUERIES: Subqueries = Subqueries;
-
-impl SubqueryRunner for Subqueries {
-    fn run(
-        &self,
-        context: &Context,
-        query: &Query,
-        outer: Option<&Scope<'_>>,
-        wanted: Option<usize>,
-    ) -> Result<Vec<Value>, QueryError> {
-        run_subquery(context, query, outer, wanted)
-    }
-}
-
-/// Runs a subquery over the values of the current row and returns its results, stopping
-/// after `wanted` results when the caller needs only the first (EXISTS, scalar subquery).
-fn run_subquery(
-    context: &Context,
-    query: &Query,
-    outer: Option<&Scope<'_>>,
-    wanted: Option<usize>,
-) -> Result<Vec<Value>, QueryError> {
-    let plan = analyze(query, &context.parameters)?;
-    let evaluator = Evaluator::new(context);
-    let needs_all_rows = plan.grouped || query.select.distinct || !query.order_by.is_empty();
-    let from = query.from.as_ref();
-    let visit_rows = |visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow| -> Result<(), QueryError> {
-        match from {
-            Some(from) => {
-                let sources: Vec<Source> = std::iter::once(from.source.clone())
-                    .chain(from.joins.iter().cloned())
-                    .collect();
-                // Whether the visitor stopped early makes no difference here.
-                let _ = join_rows(&evaluator, &sources, outer, &mut 0, visit)?;
-            }
-            None => {
-                let _ = visit(outer)?;
-            }
-        }
-        Ok(())
-    };
-    if needs_all_rows {
-        let mut accumulator = Accumulator::default();
-        visit_rows(&mut |scope| {
-            if passes_filter(&evaluator, query, scope)? {
-                accumulator.push(&evaluator, query, &plan, scope)?;
-            }
-            Ok(ControlFlow::Continue(()))
-        })?;
-        let mut results = accumulator.finish(context, query, &plan)?;
-        if let Some(wanted) = wanted {
-            results.truncate(wanted);
-        }
-        return Ok(results);
-    }
-    let mut results = Vec::new();
-    let mut index: u64 = 0;
-    let end = plan.end();
-    visit_rows(&mut |scope| {
-        if end.is_some_and(|end| index >= end)
-            || wanted.is_some_and(|wanted| results.len() >= wanted)
-        {
-            return Ok(ControlFlow::Break(()));
-        }
-        if !passes_filter(&evaluator, query, scope)? {
-            return Ok(ControlFlow::Continue(()));
-        }
-        if let Some(output) = project(&evaluator, query, &plan, scope)? {
-            if index >= plan.offset {
-                if results.len() >= ACCUMULATED_ROWS_MAX {
-                    return Err(limit_error());
-                }
-                results.push(output);
-            }
-            index += 1;
-        }
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(results)
 }

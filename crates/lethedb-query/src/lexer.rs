@@ -7,43 +7,67 @@
 
 use crate::error::QueryError;
 
-/// Reserved words of the language. Identifiers that match one of these (ignoring case) are
-/// keywords, which is why `c.select` still works: the parser accepts a keyword after a dot.
-const KEYWORDS: &[&str] = &[
-    "AND",
-    "ARRAY",
-    "AS",
-    "ASC",
-    "BETWEEN",
-    "BY",
-    "DESC",
-    "DISTINCT",
-    "ESCAPE",
-    "EXISTS",
-    "FALSE",
-    "FROM",
-    "GROUP",
-    "IN",
-    "JOIN",
-    "LIKE",
-    "LIMIT",
-    "NOT",
-    "NULL",
-    "OFFSET",
-    "OR",
-    "ORDER",
-    "SELECT",
-    "TOP",
-    "TRUE",
-    "UNDEFINED",
-    "VALUE",
-    "WHERE",
-];
+/// Declares a closed set of fixed spellings as an enum with a table of its spellings, so a
+/// misspelt keyword or symbol in the parser does not compile.
+macro_rules! spellings {
+    ($(#[$meta:meta])* $name:ident { $($variant:ident = $text:literal,)* }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum $name {
+            $($variant,)*
+        }
+
+        impl $name {
+            /// Every variant with its spelling, in declaration order.
+            const ALL: &'static [($name, &'static str)] = &[$(($name::$variant, $text),)*];
+
+            /// The spelling (upper case for keywords).
+            pub fn text(self) -> &'static str {
+                $name::ALL[self as usize].1
+            }
+        }
+    };
+}
+
+spellings! {
+    /// Reserved words of the language. Identifiers that match one of these (ignoring case)
+    /// are keywords, which is why `c.select` still works: the parser accepts a keyword after a
+    /// dot.
+    Keyword {
+        And = "AND",
+        Array = "ARRAY",
+        As = "AS",
+        Asc = "ASC",
+        Between = "BETWEEN",
+        By = "BY",
+        Desc = "DESC",
+        Distinct = "DISTINCT",
+        Escape = "ESCAPE",
+        Exists = "EXISTS",
+        False = "FALSE",
+        From = "FROM",
+        Group = "GROUP",
+        In = "IN",
+        Join = "JOIN",
+        Like = "LIKE",
+        Limit = "LIMIT",
+        Not = "NOT",
+        Null = "NULL",
+        Offset = "OFFSET",
+        Or = "OR",
+        Order = "ORDER",
+        Select = "SELECT",
+        Top = "TOP",
+        True = "TRUE",
+        Undefined = "UNDEFINED",
+        Value = "VALUE",
+        Where = "WHERE",
+    }
+}
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Token {
-    /// A keyword, stored upper-case.
-    Keyword(&'static str),
+    Keyword(Keyword),
     /// A name as written (identifiers are case-sensitive).
     Identifier(String),
     /// `@name`, stored without the `@`.
@@ -51,7 +75,7 @@ pub enum Token {
     Number(f64),
     String(String),
     /// An operator or punctuation, e.g. `>=`, `??`, `(`.
-    Symbol(&'static str),
+    Symbol(Symbol),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -61,11 +85,42 @@ pub struct Spanned {
     pub position: usize,
 }
 
-/// Operators, longest first so that `>>>` wins over `>>` and `>`.
-const SYMBOLS: &[&str] = &[
-    ">>>", "<<", ">>", "<=", ">=", "!=", "<>", "||", "??", "(", ")", "[", "]", "{", "}", ",", ".",
-    ":", "?", "+", "-", "*", "/", "%", "=", "<", ">", "&", "|", "^", "~",
-];
+spellings! {
+    /// Operators and punctuation, longest first so that `>>>` wins over `>>` and `>`.
+    Symbol {
+        ShiftRightZeroFill = ">>>",
+        ShiftLeft = "<<",
+        ShiftRight = ">>",
+        LessOrEqual = "<=",
+        GreaterOrEqual = ">=",
+        BangEqual = "!=",
+        LessGreater = "<>",
+        DoublePipe = "||",
+        DoubleQuestion = "??",
+        OpenParenthesis = "(",
+        CloseParenthesis = ")",
+        OpenBracket = "[",
+        CloseBracket = "]",
+        OpenBrace = "{",
+        CloseBrace = "}",
+        Comma = ",",
+        Period = ".",
+        Colon = ":",
+        Question = "?",
+        Plus = "+",
+        Minus = "-",
+        Star = "*",
+        Slash = "/",
+        Percent = "%",
+        Equal = "=",
+        Less = "<",
+        Greater = ">",
+        Ampersand = "&",
+        Pipe = "|",
+        Caret = "^",
+        Tilde = "~",
+    }
+}
 
 pub fn tokenize(text: &str) -> Result<Vec<Spanned>, QueryError> {
     let chars: Vec<char> = text.chars().collect();
@@ -92,11 +147,11 @@ pub fn tokenize(text: &str) -> Result<Vec<Spanned>, QueryError> {
                 index += 1;
             }
             let word: String = chars[start..index].iter().collect();
-            let token = match KEYWORDS
+            let token = match Keyword::ALL
                 .iter()
-                .find(|keyword| keyword.eq_ignore_ascii_case(&word))
+                .find(|(_, text)| text.eq_ignore_ascii_case(&word))
             {
-                Some(keyword) => Token::Keyword(keyword),
+                Some((keyword, _)) => Token::Keyword(*keyword),
                 None => Token::Identifier(word),
             };
             tokens.push(Spanned {
@@ -119,10 +174,7 @@ pub fn tokenize(text: &str) -> Result<Vec<Spanned>, QueryError> {
                 position: start,
             });
         } else if character.is_ascii_digit()
-            || (character == '.'
-                && chars
-                    .get(index + 1)
-                    .is_some_and(|next| next.is_ascii_digit()))
+            || (character == '.' && chars.get(index + 1).is_some_and(char::is_ascii_digit))
         {
             let (number, end) = lex_number(&chars, start)?;
             index = end;
@@ -138,17 +190,16 @@ pub fn tokenize(text: &str) -> Result<Vec<Spanned>, QueryError> {
                 position: start,
             });
         } else {
-            let symbol = SYMBOLS.iter().find(|symbol| {
-                symbol
-                    .chars()
+            let symbol = Symbol::ALL.iter().find(|(_, text)| {
+                text.chars()
                     .enumerate()
                     .all(|(offset, expected)| chars.get(start + offset) == Some(&expected))
             });
             match symbol {
-                Some(symbol) => {
-                    index += symbol.chars().count();
+                Some((symbol, _)) => {
+                    index += symbol.text().chars().count();
                     tokens.push(Spanned {
-                        token: Token::Symbol(symbol),
+                        token: Token::Symbol(*symbol),
                         position: start,
                     });
                 }
@@ -171,7 +222,7 @@ fn syntax_error(chars: &[char], position: usize) -> QueryError {
 /// Decimal numbers with optional fraction and exponent, and `0x` hexadecimal integers.
 fn lex_number(chars: &[char], start: usize) -> Result<(f64, usize), QueryError> {
     let mut index = start;
-    if chars[index] == '0' && matches!(chars.get(index + 1), Some('x') | Some('X')) {
+    if chars[index] == '0' && matches!(chars.get(index + 1), Some('x' | 'X')) {
         index += 2;
         let digits_start = index;
         while index < chars.len() && chars[index].is_ascii_hexdigit() {
@@ -184,18 +235,18 @@ fn lex_number(chars: &[char], start: usize) -> Result<(f64, usize), QueryError> 
     while index < chars.len() && chars[index].is_ascii_digit() {
         index += 1;
     }
-    if chars.get(index) == Some(&'.') && chars.get(index + 1).is_some_and(|c| c.is_ascii_digit()) {
+    if chars.get(index) == Some(&'.') && chars.get(index + 1).is_some_and(char::is_ascii_digit) {
         index += 1;
         while index < chars.len() && chars[index].is_ascii_digit() {
             index += 1;
         }
     }
-    if matches!(chars.get(index), Some('e') | Some('E')) {
+    if matches!(chars.get(index), Some('e' | 'E')) {
         let mut lookahead = index + 1;
-        if matches!(chars.get(lookahead), Some('+') | Some('-')) {
+        if matches!(chars.get(lookahead), Some('+' | '-')) {
             lookahead += 1;
         }
-        if chars.get(lookahead).is_some_and(|c| c.is_ascii_digit()) {
+        if chars.get(lookahead).is_some_and(char::is_ascii_digit) {
             index = lookahead;
             while index < chars.len() && chars[index].is_ascii_digit() {
                 index += 1;
@@ -292,11 +343,11 @@ mod tests {
         assert_eq!(
             kinds("select C.Name from c"),
             vec![
-                Token::Keyword("SELECT"),
+                Token::Keyword(Keyword::Select),
                 Token::Identifier("C".into()),
-                Token::Symbol("."),
+                Token::Symbol(Symbol::Period),
                 Token::Identifier("Name".into()),
-                Token::Keyword("FROM"),
+                Token::Keyword(Keyword::From),
                 Token::Identifier("c".into()),
             ]
         );
@@ -312,13 +363,25 @@ mod tests {
                 Token::String("it's".into()),
                 Token::String("é".into()),
                 Token::Parameter("p".into()),
-                Token::Symbol(">>>"),
-                Token::Symbol("??"),
-                Token::Symbol("!="),
-                Token::Symbol("<>"),
-                Token::Symbol("."),
+                Token::Symbol(Symbol::ShiftRightZeroFill),
+                Token::Symbol(Symbol::DoubleQuestion),
+                Token::Symbol(Symbol::BangEqual),
+                Token::Symbol(Symbol::LessGreater),
+                Token::Symbol(Symbol::Period),
             ]
         );
+    }
+
+    #[test]
+    fn every_keyword_and_symbol_lexes_to_itself() {
+        for (keyword, text) in Keyword::ALL {
+            assert_eq!(keyword.text(), *text);
+            assert_eq!(kinds(&text.to_lowercase()), vec![Token::Keyword(*keyword)]);
+        }
+        for (symbol, text) in Symbol::ALL {
+            assert_eq!(symbol.text(), *text);
+            assert_eq!(kinds(text), vec![Token::Symbol(*symbol)]);
+        }
     }
 
     #[test]

@@ -6,11 +6,19 @@
 //! pushes visible documents in ascending storage-key order (`PageRun::push`) until told to
 //! stop, and takes the page with its continuation token (`PageRun::finish`).
 //!
-//! Module map: `lexer` → `parser` → `ast` (syntax), `plan` (checks and derived facts),
-//! `eval` + `functions` + `datetime` + `like` + `value` (expression semantics), `exec` (rows,
-//! projection, grouping), `paging` + `token` (pages and continuations).
+//! Module map, lowest first (each module imports only modules listed before it):
+//! - `ast` (syntax tree, `Display`, tree walkers), `value`, `error`, `datetime`, `like`;
+//! - `lexer` → `parser` (text to tree); `context` (scopes, parameters, the subquery and
+//!   user-defined-function hooks); `token` (continuation tokens);
+//! - `builtins` (the table of built-in names, arities and kinds) → `functions` (scalar
+//!   built-ins, one module per family) → `plan` (checks and derived facts) → `eval` (one expression over
+//!   one row) → `exec` (rows, projection, grouping) → `subquery` (the subquery runner, plans made once);
+//! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages).
+//!
+//! This file is only the front door: module declarations and re-exports.
 
 mod ast;
+mod builtins;
 mod context;
 mod datetime;
 mod error;
@@ -23,6 +31,7 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod subquery;
 mod token;
 mod value;
 

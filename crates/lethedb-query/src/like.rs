@@ -77,13 +77,34 @@ fn piece_matches(piece: &Piece, character: char) -> bool {
     }
 }
 
+/// A LIKE pattern compiled once, for patterns known at prepare time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LikePattern {
+    pieces: Vec<Piece>,
+}
+
+impl LikePattern {
+    pub fn new(pattern: &str, escape: Option<char>) -> LikePattern {
+        LikePattern {
+            pieces: compile(pattern, escape),
+        }
+    }
+
+    pub fn matches(&self, text: &str) -> bool {
+        matches_pieces(text, &self.pieces)
+    }
+}
+
 pub fn matches(text: &str, pattern: &str, escape: Option<char>) -> bool {
-    let pieces = compile(pattern, escape);
+    matches_pieces(text, &compile(pattern, escape))
+}
+
+fn matches_pieces(text: &str, pieces: &[Piece]) -> bool {
     let text: Vec<char> = text.chars().collect();
     // reachable[i] is true when the pieces seen so far can consume exactly text[..i].
     let mut reachable = vec![false; text.len() + 1];
     reachable[0] = true;
-    for piece in &pieces {
+    for piece in pieces {
         let mut next = vec![false; text.len() + 1];
         match piece {
             Piece::AnyRun => {

@@ -127,6 +127,18 @@ pub struct PageRun {
     state: RunState,
 }
 
+impl Prepared {
+    /// Begins one page. `continuation` is a token from an earlier `Page` of this same query
+    /// (with the same parameters); anything else is refused with `InvalidContinuation`.
+    pub fn start_page(
+        &self,
+        continuation: Option<&str>,
+        page_items_max: usize,
+    ) -> Result<PageRun, QueryError> {
+        PageRun::new(Arc::clone(&self.inner), continuation, page_items_max)
+    }
+}
+
 impl PageRun {
     pub(crate) fn new(
         prepared: Arc<PreparedInner>,
@@ -463,17 +475,5 @@ impl StreamRun {
             next: None,
             done: false,
         }
-    }
-}
-
-impl Prepared {
-    /// Begins one page. `continuation` is a token from an earlier `Page` of this same query
-    /// (with the same parameters); anything else is refused with `InvalidContinuation`.
-    pub fn start_page(
-        &self,
-        continuation: Option<&str>,
-        page_items_max: usize,
-    ) -> Result<PageRun, QueryError> {
-        PageRun::new(Arc::clone(&self.inner), continuation, page_items_max)
     }
 }

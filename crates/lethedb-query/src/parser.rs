@@ -51,8 +51,9 @@ use crate::ast::{
     expression_height, BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem,
     SortKey, Source, UnaryOp,
 };
+use crate::builtins::Builtin;
 use crate::error::QueryError;
-use crate::lexer::{tokenize, Spanned, Token};
+use crate::lexer::{tokenize, Keyword, Spanned, Symbol, Token};
 use crate::value::number_value;
 
 /// The longest query text accepted, in characters. The service's own limit is in this range;
@@ -122,51 +123,48 @@ impl Parser {
     }
 
     fn error_here(&self) -> QueryError {
-        match self.tokens.get(self.next) {
-            Some(spanned) => {
-                let end = self
-                    .tokens
-                    .get(self.next + 1)
-                    .map_or(self.chars.len(), |following| following.position);
-                let near: String = self.chars[spanned.position..end]
+        if let Some(spanned) = self.tokens.get(self.next) {
+            let end = self
+                .tokens
+                .get(self.next + 1)
+                .map_or(self.chars.len(), |following| following.position);
+            let near: String = self.chars[spanned.position..end]
+                .iter()
+                .collect::<String>()
+                .trim()
+                .chars()
+                .take(40)
+                .collect();
+            QueryError::Syntax {
+                near,
+                position: spanned.position,
+            }
+        } else {
+            let near = self.tokens.last().map_or(String::new(), |last| {
+                self.chars[last.position..]
                     .iter()
                     .collect::<String>()
                     .trim()
                     .chars()
                     .take(40)
-                    .collect();
-                QueryError::Syntax {
-                    near,
-                    position: spanned.position,
-                }
-            }
-            None => {
-                let near = self.tokens.last().map_or(String::new(), |last| {
-                    self.chars[last.position..]
-                        .iter()
-                        .collect::<String>()
-                        .trim()
-                        .chars()
-                        .take(40)
-                        .collect()
-                });
-                QueryError::Syntax {
-                    near,
-                    position: self.chars.len(),
-                }
+                    .collect()
+            });
+            QueryError::Syntax {
+                near,
+                position: self.chars.len(),
             }
         }
     }
 
-    fn is_keyword(&self, keyword: &str) -> bool {
+    fn is_keyword(&self, keyword: Keyword) -> bool {
         matches!(self.peek(), Some(Token::Keyword(found)) if *found == keyword)
     }
 
-    fn is_symbol(&self, symbol: &str) -> bool {
+    fn is_symbol(&self, symbol: Symbol) -> bool {
         matches!(self.peek(), Some(Token::Symbol(found)) if *found == symbol)
     }
 
-    fn eat_keyword(&mut self, keyword: &str) -> bool {
+    fn eat_keyword(&mut self, keyword: Keyword) -> bool {
         let found = self.is_keyword(keyword);
         if found {
             self.next += 1;
@@ -174,7 +172,7 @@ impl Parser {
         found
     }
 
-    fn eat_symbol(&mut self, symbol: &str) -> bool {
+    fn eat_symbol(&mut self, symbol: Symbol) -> bool {
         let found = self.is_symbol(symbol);
         if found {
             self.next += 1;
@@ -182,7 +180,7 @@ impl Parser {
         found
     }
 
-    fn expect_keyword(&mut self, keyword: &str) -> Result<(), QueryError> {
+    fn expect_keyword(&mut self, keyword: Keyword) -> Result<(), QueryError> {
         if self.eat_keyword(keyword) {
             Ok(())
         } else {
@@ -190,7 +188,7 @@ impl Parser {
         }
     }
 
-    fn expect_symbol(&mut self, symbol: &str) -> Result<(), QueryError> {
+    fn expect_symbol(&mut self, symbol: Symbol) -> Result<(), QueryError> {
         if self.eat_symbol(symbol) {
             Ok(())
         } else {
@@ -224,7 +222,7 @@ impl Parser {
                 token: Token::Keyword(keyword),
                 position,
             }) => {
-                let name: String = self.chars[*position..*position + keyword.len()]
+                let name: String = self.chars[*position..*position + keyword.text().len()]
                     .iter()
                     .collect();
                 self.next += 1;
@@ -267,39 +265,39 @@ impl Parser {
     }
 
     fn query_inner(&mut self) -> Result<Query, QueryError> {
-        self.expect_keyword("SELECT")?;
-        let distinct = self.eat_keyword("DISTINCT");
-        let top = if self.eat_keyword("TOP") {
+        self.expect_keyword(Keyword::Select)?;
+        let distinct = self.eat_keyword(Keyword::Distinct);
+        let top = if self.eat_keyword(Keyword::Top) {
             Some(self.count()?)
         } else {
             None
         };
-        let projection = if self.eat_symbol("*") {
+        let projection = if self.eat_symbol(Symbol::Star) {
             Projection::Star
-        } else if self.eat_keyword("VALUE") {
+        } else if self.eat_keyword(Keyword::Value) {
             Projection::Value(self.expr()?)
         } else {
             let mut items = Vec::new();
             loop {
                 let expr = self.expr()?;
-                let alias = if self.eat_keyword("AS") {
-                    Some(self.identifier()?)
-                } else if matches!(self.peek(), Some(Token::Identifier(_))) {
+                let alias = if self.eat_keyword(Keyword::As)
+                    || matches!(self.peek(), Some(Token::Identifier(_)))
+                {
                     Some(self.identifier()?)
                 } else {
                     None
                 };
                 items.push(SelectItem { expr, alias });
-                if !self.eat_symbol(",") {
+                if !self.eat_symbol(Symbol::Comma) {
                     break;
                 }
             }
             Projection::Items(items)
         };
-        let from = if self.eat_keyword("FROM") {
+        let from = if self.eat_keyword(Keyword::From) {
             let source = self.source()?;
             let mut joins = Vec::new();
-            while self.eat_keyword("JOIN") {
+            while self.eat_keyword(Keyword::Join) {
                 if joins.len() == JOINS_MAX {
                     return Err(QueryError::LimitExceeded(format!(
                         "a FROM clause may have at most {JOINS_MAX} JOINs"
@@ -311,41 +309,41 @@ impl Parser {
         } else {
             None
         };
-        let filter = if self.eat_keyword("WHERE") {
+        let filter = if self.eat_keyword(Keyword::Where) {
             Some(self.expr()?)
         } else {
             None
         };
         let mut group_by = Vec::new();
-        if self.eat_keyword("GROUP") {
-            self.expect_keyword("BY")?;
+        if self.eat_keyword(Keyword::Group) {
+            self.expect_keyword(Keyword::By)?;
             loop {
                 group_by.push(self.expr()?);
-                if !self.eat_symbol(",") {
+                if !self.eat_symbol(Symbol::Comma) {
                     break;
                 }
             }
         }
         let mut order_by = Vec::new();
-        if self.eat_keyword("ORDER") {
-            self.expect_keyword("BY")?;
+        if self.eat_keyword(Keyword::Order) {
+            self.expect_keyword(Keyword::By)?;
             loop {
                 let expr = self.expr()?;
-                let descending = if self.eat_keyword("DESC") {
+                let descending = if self.eat_keyword(Keyword::Desc) {
                     true
                 } else {
-                    self.eat_keyword("ASC");
+                    self.eat_keyword(Keyword::Asc);
                     false
                 };
                 order_by.push(SortKey { expr, descending });
-                if !self.eat_symbol(",") {
+                if !self.eat_symbol(Symbol::Comma) {
                     break;
                 }
             }
         }
-        let offset_limit = if self.eat_keyword("OFFSET") {
+        let offset_limit = if self.eat_keyword(Keyword::Offset) {
             let offset = self.count()?;
-            self.expect_keyword("LIMIT")?;
+            self.expect_keyword(Keyword::Limit)?;
             let limit = self.count()?;
             Some(OffsetLimit { offset, limit })
         } else {
@@ -384,38 +382,39 @@ impl Parser {
 
     fn source(&mut self) -> Result<Source, QueryError> {
         if matches!(self.peek(), Some(Token::Identifier(_)))
-            && matches!(self.peek_at(1), Some(Token::Keyword("IN")))
+            && matches!(self.peek_at(1), Some(Token::Keyword(Keyword::In)))
         {
             let alias = self.identifier()?;
-            self.expect_keyword("IN")?;
+            self.expect_keyword(Keyword::In)?;
             let collection = self.collection()?;
             return Ok(Source::Iterate { alias, collection });
         }
         let collection = self.collection()?;
-        let alias = if self.eat_keyword("AS") {
-            Some(self.identifier()?)
-        } else if matches!(self.peek(), Some(Token::Identifier(_))) {
-            Some(self.identifier()?)
-        } else {
-            None
-        };
+        let alias =
+            if self.eat_keyword(Keyword::As) || matches!(self.peek(), Some(Token::Identifier(_))) {
+                Some(self.identifier()?)
+            } else {
+                None
+            };
         Ok(Source::Bind { collection, alias })
     }
 
     fn collection(&mut self) -> Result<Expr, QueryError> {
-        if self.is_symbol("(") && matches!(self.peek_at(1), Some(Token::Keyword("SELECT"))) {
+        if self.is_symbol(Symbol::OpenParenthesis)
+            && matches!(self.peek_at(1), Some(Token::Keyword(Keyword::Select)))
+        {
             self.next += 1;
             let query = self.query()?;
-            self.expect_symbol(")")?;
+            self.expect_symbol(Symbol::CloseParenthesis)?;
             return self.checked(Expr::Subquery(Box::new(query)));
         }
         let mut expr = Expr::Identifier(self.identifier()?);
         loop {
-            if self.eat_symbol(".") {
+            if self.eat_symbol(Symbol::Period) {
                 expr = Expr::Property(Box::new(expr), self.property_name()?);
-            } else if self.eat_symbol("[") {
+            } else if self.eat_symbol(Symbol::OpenBracket) {
                 let index = self.nested_expr()?;
-                self.expect_symbol("]")?;
+                self.expect_symbol(Symbol::CloseBracket)?;
                 expr = Expr::Index(Box::new(expr), Box::new(index));
             } else {
                 break;
@@ -435,9 +434,9 @@ impl Parser {
 
     fn expr(&mut self) -> Result<Expr, QueryError> {
         let condition = self.coalesce()?;
-        if self.eat_symbol("?") {
+        if self.eat_symbol(Symbol::Question) {
             let if_true = self.nested_expr()?;
-            self.expect_symbol(":")?;
+            self.expect_symbol(Symbol::Colon)?;
             let if_false = self.nested_expr()?;
             return self.checked(Expr::Conditional(
                 Box::new(condition),
@@ -450,7 +449,7 @@ impl Parser {
 
     fn coalesce(&mut self) -> Result<Expr, QueryError> {
         let left = self.binary(LOWEST_PRECEDENCE)?;
-        if self.eat_symbol("??") {
+        if self.eat_symbol(Symbol::DoubleQuestion) {
             self.enter()?;
             let right = self.coalesce();
             self.leave();
@@ -466,29 +465,29 @@ impl Parser {
     /// The binary operator at the cursor and its precedence, if any.
     fn binary_operator(&self) -> Option<(u8, BinaryOp)> {
         let found = match self.peek()? {
-            Token::Keyword("OR") => (1, BinaryOp::Or),
-            Token::Keyword("AND") => (2, BinaryOp::And),
+            Token::Keyword(Keyword::Or) => (1, BinaryOp::Or),
+            Token::Keyword(Keyword::And) => (2, BinaryOp::And),
             Token::Symbol(symbol) => match *symbol {
-                "||" => (4, BinaryOp::Concat),
-                "|" => (5, BinaryOp::BitOr),
-                "^" => (6, BinaryOp::BitXor),
-                "&" => (7, BinaryOp::BitAnd),
-                "=" => (8, BinaryOp::Equal),
-                "!=" | "<>" => (8, BinaryOp::NotEqual),
-                "<" => (9, BinaryOp::Less),
-                "<=" => (9, BinaryOp::LessOrEqual),
-                ">" => (9, BinaryOp::Greater),
-                ">=" => (9, BinaryOp::GreaterOrEqual),
-                "<<" => (10, BinaryOp::ShiftLeft),
-                ">>" => (10, BinaryOp::ShiftRight),
-                ">>>" => (10, BinaryOp::ShiftRightZeroFill),
-                "+" => (11, BinaryOp::Add),
-                "-" => (11, BinaryOp::Subtract),
-                "*" | "/" | "%" => (
+                Symbol::DoublePipe => (4, BinaryOp::Concat),
+                Symbol::Pipe => (5, BinaryOp::BitOr),
+                Symbol::Caret => (6, BinaryOp::BitXor),
+                Symbol::Ampersand => (7, BinaryOp::BitAnd),
+                Symbol::Equal => (8, BinaryOp::Equal),
+                Symbol::BangEqual | Symbol::LessGreater => (8, BinaryOp::NotEqual),
+                Symbol::Less => (9, BinaryOp::Less),
+                Symbol::LessOrEqual => (9, BinaryOp::LessOrEqual),
+                Symbol::Greater => (9, BinaryOp::Greater),
+                Symbol::GreaterOrEqual => (9, BinaryOp::GreaterOrEqual),
+                Symbol::ShiftLeft => (10, BinaryOp::ShiftLeft),
+                Symbol::ShiftRight => (10, BinaryOp::ShiftRight),
+                Symbol::ShiftRightZeroFill => (10, BinaryOp::ShiftRightZeroFill),
+                Symbol::Plus => (11, BinaryOp::Add),
+                Symbol::Minus => (11, BinaryOp::Subtract),
+                Symbol::Star | Symbol::Slash | Symbol::Percent => (
                     12,
                     match *symbol {
-                        "*" => BinaryOp::Multiply,
-                        "/" => BinaryOp::Divide,
+                        Symbol::Star => BinaryOp::Multiply,
+                        Symbol::Slash => BinaryOp::Divide,
                         _ => BinaryOp::Modulo,
                     },
                 ),
@@ -503,7 +502,7 @@ impl Parser {
     /// IN/BETWEEN/LIKE predicates at `PREDICATE_PRECEDENCE`. One function instead of one per
     /// level keeps the stack shallow for each level of parentheses.
     fn binary(&mut self, lowest: u8) -> Result<Expr, QueryError> {
-        let mut left = if self.is_keyword("NOT") {
+        let mut left = if self.is_keyword(Keyword::Not) {
             self.next += 1;
             self.enter()?;
             let operand = self.binary(PREDICATE_PRECEDENCE);
@@ -513,15 +512,17 @@ impl Parser {
             self.unary()?
         };
         loop {
-            let negated = self.is_keyword("NOT")
+            let negated = self.is_keyword(Keyword::Not)
                 && matches!(
                     self.peek_at(1),
-                    Some(Token::Keyword("IN" | "BETWEEN" | "LIKE"))
+                    Some(Token::Keyword(
+                        Keyword::In | Keyword::Between | Keyword::Like
+                    ))
                 );
             let is_predicate = negated
-                || self.is_keyword("IN")
-                || self.is_keyword("BETWEEN")
-                || self.is_keyword("LIKE");
+                || self.is_keyword(Keyword::In)
+                || self.is_keyword(Keyword::Between)
+                || self.is_keyword(Keyword::Like);
             if is_predicate {
                 if PREDICATE_PRECEDENCE < lowest {
                     return Ok(left);
@@ -565,25 +566,25 @@ impl Parser {
     /// The rest of `expr [NOT] IN (...)`, `BETWEEN low AND high` or `LIKE pattern [ESCAPE e]`.
     fn predicate(&mut self, expr: Expr, negated: bool) -> Result<Expr, QueryError> {
         let operand_precedence = PREDICATE_PRECEDENCE + 1;
-        if self.eat_keyword("IN") {
-            self.expect_symbol("(")?;
+        if self.eat_keyword(Keyword::In) {
+            self.expect_symbol(Symbol::OpenParenthesis)?;
             let mut list = Vec::new();
             loop {
                 list.push(self.nested_expr()?);
-                if !self.eat_symbol(",") {
+                if !self.eat_symbol(Symbol::Comma) {
                     break;
                 }
             }
-            self.expect_symbol(")")?;
+            self.expect_symbol(Symbol::CloseParenthesis)?;
             return self.checked(Expr::In {
                 expr: Box::new(expr),
                 list,
                 negated,
             });
         }
-        if self.eat_keyword("BETWEEN") {
+        if self.eat_keyword(Keyword::Between) {
             let low = self.binary(operand_precedence)?;
-            self.expect_keyword("AND")?;
+            self.expect_keyword(Keyword::And)?;
             let high = self.binary(operand_precedence)?;
             return self.checked(Expr::Between {
                 expr: Box::new(expr),
@@ -592,9 +593,9 @@ impl Parser {
                 negated,
             });
         }
-        self.expect_keyword("LIKE")?;
+        self.expect_keyword(Keyword::Like)?;
         let pattern = self.binary(operand_precedence)?;
-        let escape = if self.eat_keyword("ESCAPE") {
+        let escape = if self.eat_keyword(Keyword::Escape) {
             Some(Box::new(self.binary(operand_precedence)?))
         } else {
             None
@@ -609,9 +610,9 @@ impl Parser {
 
     fn unary(&mut self) -> Result<Expr, QueryError> {
         let op = match self.peek() {
-            Some(Token::Symbol("-")) => UnaryOp::Negate,
-            Some(Token::Symbol("+")) => UnaryOp::Plus,
-            Some(Token::Symbol("~")) => UnaryOp::BitNot,
+            Some(Token::Symbol(Symbol::Minus)) => UnaryOp::Negate,
+            Some(Token::Symbol(Symbol::Plus)) => UnaryOp::Plus,
+            Some(Token::Symbol(Symbol::Tilde)) => UnaryOp::BitNot,
             _ => return self.postfix(),
         };
         self.next += 1;
@@ -634,11 +635,11 @@ impl Parser {
     fn postfix(&mut self) -> Result<Expr, QueryError> {
         let mut expr = self.primary()?;
         loop {
-            if self.eat_symbol(".") {
+            if self.eat_symbol(Symbol::Period) {
                 expr = Expr::Property(Box::new(expr), self.property_name()?);
-            } else if self.eat_symbol("[") {
+            } else if self.eat_symbol(Symbol::OpenBracket) {
                 let index = self.nested_expr()?;
-                self.expect_symbol("]")?;
+                self.expect_symbol(Symbol::CloseBracket)?;
                 expr = Expr::Index(Box::new(expr), Box::new(index));
             } else {
                 return Ok(expr);
@@ -648,13 +649,13 @@ impl Parser {
     }
 
     fn subquery_in_parentheses(&mut self) -> Result<Query, QueryError> {
-        self.expect_symbol("(")?;
+        self.expect_symbol(Symbol::OpenParenthesis)?;
         let query = self.query()?;
-        self.expect_symbol(")")?;
+        self.expect_symbol(Symbol::CloseParenthesis)?;
         Ok(query)
     }
 
-    fn expr_list(&mut self, close: &str) -> Result<Vec<Expr>, QueryError> {
+    fn expr_list(&mut self, close: Symbol) -> Result<Vec<Expr>, QueryError> {
         let mut items = Vec::new();
         if self.eat_symbol(close) {
             return Ok(items);
@@ -664,7 +665,7 @@ impl Parser {
             if self.eat_symbol(close) {
                 return Ok(items);
             }
-            self.expect_symbol(",")?;
+            self.expect_symbol(Symbol::Comma)?;
         }
     }
 
@@ -687,51 +688,59 @@ impl Parser {
                 self.next += 1;
                 Ok(Expr::Parameter(name))
             }
-            Token::Keyword("TRUE") => {
+            Token::Keyword(Keyword::True) => {
                 self.next += 1;
                 Ok(Expr::Literal(Value::Bool(true)))
             }
-            Token::Keyword("FALSE") => {
+            Token::Keyword(Keyword::False) => {
                 self.next += 1;
                 Ok(Expr::Literal(Value::Bool(false)))
             }
-            Token::Keyword("NULL") => {
+            Token::Keyword(Keyword::Null) => {
                 self.next += 1;
                 Ok(Expr::Literal(Value::Null))
             }
-            Token::Keyword("UNDEFINED") => {
+            Token::Keyword(Keyword::Undefined) => {
                 self.next += 1;
                 Ok(Expr::Undefined)
             }
-            Token::Keyword("EXISTS") => {
+            Token::Keyword(Keyword::Exists) => {
                 self.next += 1;
                 let query = self.subquery_in_parentheses()?;
                 self.checked(Expr::Exists(Box::new(query)))
             }
-            Token::Keyword("ARRAY") => {
+            Token::Keyword(Keyword::Array) => {
                 self.next += 1;
                 let query = self.subquery_in_parentheses()?;
                 self.checked(Expr::ArrayQuery(Box::new(query)))
             }
             Token::Identifier(name) => {
                 self.next += 1;
-                if self.eat_symbol("(") {
+                if self.eat_symbol(Symbol::OpenParenthesis) {
                     self.enter()?;
-                    let args = self.expr_list(")");
+                    let args = self.expr_list(Symbol::CloseParenthesis);
                     self.leave();
-                    return self.checked(Expr::Call { name, args: args? });
+                    let builtin = Builtin::lookup(&name);
+                    return self.checked(Expr::Call {
+                        name,
+                        args: args?,
+                        builtin,
+                    });
                 }
                 // `udf.name(...)` calls a user-defined function; whether one by that name exists
                 // is the planner's question, asked of the caller's UDF host.
                 if name.eq_ignore_ascii_case("udf")
-                    && self.is_symbol(".")
-                    && matches!(self.peek_at(2), Some(Token::Symbol("(")))
+                    && self.is_symbol(Symbol::Period)
+                    && matches!(
+                        self.peek_at(2),
+                        Some(Token::Symbol(Symbol::OpenParenthesis))
+                    )
                 {
                     if let Some(Token::Identifier(function)) = self.peek_at(1) {
                         let function = function.clone();
                         self.next += 3;
                         self.enter()?;
-                        let args = self.expr_list(")");
+                        let args = self.expr_list(Symbol::CloseParenthesis);
                         self.leave();
                         return self.checked(Expr::UdfCall {
                             name: function,
@@ -741,25 +750,25 @@ impl Parser {
                 }
                 Ok(Expr::Identifier(name))
             }
-            Token::Symbol("(") => {
+            Token::Symbol(Symbol::OpenParenthesis) => {
                 self.next += 1;
-                if self.is_keyword("SELECT") {
+                if self.is_keyword(Keyword::Select) {
                     let query = self.query()?;
-                    self.expect_symbol(")")?;
+                    self.expect_symbol(Symbol::CloseParenthesis)?;
                     return self.checked(Expr::Subquery(Box::new(query)));
                 }
                 let expr = self.nested_expr()?;
-                self.expect_symbol(")")?;
+                self.expect_symbol(Symbol::CloseParenthesis)?;
                 Ok(expr)
             }
-            Token::Symbol("[") => {
+            Token::Symbol(Symbol::OpenBracket) => {
                 self.next += 1;
                 self.enter()?;
-                let items = self.expr_list("]");
+                let items = self.expr_list(Symbol::CloseBracket);
                 self.leave();
                 self.checked(Expr::Array(items?))
             }
-            Token::Symbol("{") => {
+            Token::Symbol(Symbol::OpenBrace) => {
                 self.next += 1;
                 self.enter()?;
                 let fields = self.object_fields();
@@ -772,7 +781,7 @@ impl Parser {
 
     fn object_fields(&mut self) -> Result<Vec<(String, Expr)>, QueryError> {
         let mut fields = Vec::new();
-        if self.eat_symbol("}") {
+        if self.eat_symbol(Symbol::CloseBrace) {
             return Ok(fields);
         }
         loop {
@@ -784,12 +793,12 @@ impl Parser {
                 }
                 _ => self.property_name()?,
             };
-            self.expect_symbol(":")?;
+            self.expect_symbol(Symbol::Colon)?;
             fields.push((name, self.nested_expr()?));
-            if self.eat_symbol("}") {
+            if self.eat_symbol(Symbol::CloseBrace) {
                 return Ok(fields);
             }
-            self.expect_symbol(",")?;
+            self.expect_symbol(Symbol::Comma)?;
         }
     }
 }

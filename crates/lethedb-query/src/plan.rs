@@ -11,9 +11,9 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use crate::ast::{Expr, Projection, Query, Source};
+use crate::builtins::{check_call, is_aggregate_name};
 use crate::context::UdfHost;
 use crate::error::QueryError;
-use crate::functions;
 use crate::value::as_number;
 
 /// What the executor needs to know about one query (top-level or subquery).
@@ -42,7 +42,7 @@ impl QueryPlan {
 }
 
 pub fn is_aggregate_call(expr: &Expr) -> bool {
-    matches!(expr, Expr::Call { name, .. } if functions::is_aggregate(&name.to_ascii_uppercase()))
+    matches!(expr, Expr::Call { builtin: Some(builtin), .. } if builtin.is_aggregate())
 }
 
 /// Derives the plan of a query whose names were already checked by `validate`.
@@ -66,9 +66,7 @@ pub fn analyze(
                 item.expr.walk(&mut collect);
                 let name = match (&item.alias, &item.expr) {
                     (Some(alias), _) => alias.clone(),
-                    (None, Expr::Identifier(name)) | (None, Expr::Property(_, name)) => {
-                        name.clone()
-                    }
+                    (None, Expr::Identifier(name) | Expr::Property(_, name)) => name.clone(),
                     (None, Expr::Index(_, index))
                         if matches!(**index, Expr::Literal(Value::String(_))) =>
                     {
@@ -192,29 +190,26 @@ pub fn validate(
             if is_root && top_level {
                 // The container is named by any identifier (`FROM products p`, `FROM root`),
                 // and only the collection expression can see that name.
-                match collection {
-                    Expr::Subquery(_) => {
-                        return Err(QueryError::unsupported(
-                            "a subquery as the root FROM source",
-                        ))
-                    }
-                    _ => {
-                        let Some(container) = path_root(collection) else {
-                            return Err(QueryError::Syntax {
-                                near: collection.to_string(),
-                                position: 0,
-                            });
-                        };
-                        let mut container_scope = scope.clone();
-                        container_scope.push(container.to_string());
-                        checker.expr(collection, &container_scope, false)?;
-                    }
+                if let Expr::Subquery(_) = collection {
+                    return Err(QueryError::unsupported(
+                        "a subquery as the root FROM source",
+                    ));
+                } else {
+                    let Some(container) = path_root(collection) else {
+                        return Err(QueryError::Syntax {
+                            near: collection.to_string(),
+                            position: 0,
+                        });
+                    };
+                    let mut container_scope = scope.clone();
+                    container_scope.push(container.to_string());
+                    checker.expr(collection, &container_scope, false)?;
                 }
             } else {
                 match collection {
                     Expr::Subquery(inner) => validate(inner, parameters, udfs, &scope, false)?,
                     _ if path_root(collection).is_some() => {
-                        checker.expr(collection, &scope, false)?
+                        checker.expr(collection, &scope, false)?;
                     }
                     _ => {
                         return Err(QueryError::Syntax {
@@ -335,26 +330,22 @@ impl Checker<'_> {
         aggregates_allowed: bool,
     ) -> Result<(), QueryError> {
         match expr {
-            Expr::Identifier(name) => {
-                if !scope.contains(name) {
-                    return Err(QueryError::semantic(format!(
-                        "Identifier '{name}' could not be resolved."
-                    )));
-                }
+            Expr::Identifier(name) if !scope.contains(name) => {
+                return Err(QueryError::semantic(format!(
+                    "Identifier '{name}' could not be resolved."
+                )));
             }
-            Expr::Parameter(name) => {
-                if !self.parameters.contains_key(name) {
-                    return Err(QueryError::semantic(format!(
-                        "Parameter '@{name}' is not defined."
-                    )));
-                }
+            Expr::Parameter(name) if !self.parameters.contains_key(name) => {
+                return Err(QueryError::semantic(format!(
+                    "Parameter '@{name}' is not defined."
+                )));
             }
             Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
                 return validate(query, self.parameters, self.udfs, scope, false);
             }
-            Expr::Call { name, args } => {
-                let upper = name.to_ascii_uppercase();
-                if functions::is_aggregate(&upper) {
+            Expr::Call { name, args, .. } => {
+                if is_aggregate_name(name) {
+                    let upper = name.to_ascii_uppercase();
                     if !aggregates_allowed {
                         return Err(QueryError::semantic(format!(
                             "Aggregate function '{name}' is not allowed in this context; aggregates may appear only in the SELECT list."
@@ -368,7 +359,7 @@ impl Checker<'_> {
                     // No aggregate inside an aggregate.
                     return self.expr(&args[0], scope, false);
                 }
-                functions::check_call(name, args.len())?;
+                check_call(name, args.len())?;
             }
             Expr::UdfCall { name, .. } => match self.udfs {
                 None => {

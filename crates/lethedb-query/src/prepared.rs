@@ -1,33 +1,40 @@
-//! A prepared query: parsed, checked, planned once, with its parameters bound, ready to run
-//! page after page (`paging.rs` starts each page).
+//! Preparing a query: parse, bind parameters, check, analyse, and choose how it is paged
+//! (`Mode`). `Prepared` is what the engine holds between pages; it also answers the engine's
+//! questions about the query before any document is read (does it scan, does it pin the
+//! partition key).
 //!
-//! This module decides how a query is paged (its [`Mode`]) and fingerprints it for continuation
-//! tokens; it runs nothing itself.
+//! Paging itself is in `paging.rs`, which also adds `Prepared::start_page`; this module runs
+//! no rows.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::ast::{for_each_child, for_each_query_expr};
 use crate::ast::{BinaryOp, Expr, Query, Source};
-use crate::context::{Context, UdfHost};
+use crate::context::{Context, LikePatterns, UdfHost};
 use crate::error::QueryError;
-use crate::plan::QueryPlan;
-use crate::{exec, parser, plan, token, value};
+use crate::functions;
+use crate::parser;
+use crate::plan::{self, QueryPlan};
+use crate::subquery::Subqueries;
+use crate::token;
+use crate::value;
 
 /// The most parameters one query may bind.
 pub const PARAMETERS_MAX: usize = 1_000;
 
 /// How a query is paged; see `paging.rs`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Mode {
+pub enum Mode {
     Stream,
     Ordered,
     Materialized,
     NoSource,
 }
 
-pub(crate) struct PreparedInner {
+pub struct PreparedInner {
     pub(crate) query: Query,
     pub(crate) plan: QueryPlan,
     pub(crate) context: Context,
@@ -86,6 +93,9 @@ pub fn prepare_with_udfs(
     }
     plan::validate(&query, &bound, udfs.as_deref(), &[], true)?;
     let plan = plan::analyze(&query, &bound)?;
+    let subqueries = Subqueries::prepare(&query, &bound);
+    let regexes = functions::literal_regexes(&query, &bound);
+    let like_patterns = literal_like_patterns(&query, &bound);
     let mode = if query.from.is_none() {
         Mode::NoSource
     } else if plan.grouped || query.select.distinct {
@@ -112,7 +122,9 @@ pub fn prepare_with_udfs(
             context: Context {
                 parameters: bound,
                 now_ms,
-                subqueries: &exec::SUBQUERIES,
+                subqueries: Arc::new(subqueries),
+                regexes,
+                like_patterns,
                 udfs,
             },
             fingerprint,
@@ -212,4 +224,69 @@ fn document_path(expr: &Expr, alias: &str) -> Option<Vec<String>> {
     }
     names.reverse();
     Some(names)
+}
+
+/// Compiles once every LIKE pattern of `query` (subqueries included) known before any row: a
+/// literal or a bound parameter, with no escape or a one-character literal or parameter escape.
+/// Anything else (including an escape that is not one character, which fails when the row is
+/// matched) is left to the evaluator.
+fn literal_like_patterns(query: &Query, parameters: &HashMap<String, Value>) -> LikePatterns {
+    let constant = |expr: &Expr| match expr {
+        Expr::Literal(Value::String(text)) => Some(text.clone()),
+        Expr::Parameter(name) => match parameters.get(name) {
+            Some(Value::String(text)) => Some(text.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    let mut patterns = LikePatterns::default();
+    let mut pending = Vec::new();
+    for_each_query_expr(query, &mut |expr| pending.push(expr));
+    while let Some(expr) = pending.pop() {
+        if let Expr::Like {
+            pattern, escape, ..
+        } = expr
+        {
+            let escape = match escape {
+                None => Some(None),
+                Some(escape) => constant(escape).and_then(|text| {
+                    let mut characters = text.chars();
+                    match (characters.next(), characters.next()) {
+                        (Some(character), None) => Some(Some(character)),
+                        _ => None,
+                    }
+                }),
+            };
+            if let (Some(pattern), Some(escape)) = (constant(pattern), escape) {
+                patterns.insert(&pattern, escape);
+            }
+        }
+        for_each_child(expr, &mut |child| pending.push(child));
+    }
+    patterns
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn known_like_patterns_are_compiled_once_at_prepare() -> Result<(), QueryError> {
+        let query = parser::parse(
+            "SELECT VALUE [c.a LIKE 'a%', c.b LIKE @p ESCAPE '!', c.c LIKE 'x' ESCAPE 'too long', \
+             c.d LIKE c.e, EXISTS(SELECT VALUE 1 WHERE c.f NOT LIKE '_b')] FROM c",
+        )?;
+        let parameters = HashMap::from([("p".to_string(), json!("50!%"))]);
+        let patterns = literal_like_patterns(&query, &parameters);
+        assert!(patterns.get("a%", None).is_some_and(|p| p.matches("abc")));
+        assert!(patterns
+            .get("50!%", Some('!'))
+            .is_some_and(|p| p.matches("50%")));
+        assert!(patterns.get("50!%", None).is_none());
+        assert!(patterns.get("_b", None).is_some_and(|p| p.matches("ab")));
+        // An escape that is not one character fails when matched, so it is not compiled.
+        assert!(patterns.get("x", None).is_none());
+        Ok(())
+    }
 }

@@ -154,7 +154,7 @@ fn normalized(value: &Value) -> String {
         Value::Number(number) => {
             let float = number.as_f64().unwrap_or(f64::NAN);
             // Tolerate the last bits of floating-point results written as decimals.
-            format!("{:.9e}", float)
+            format!("{float:.9e}")
         }
         Value::Array(items) => format!(
             "[{}]",

@@ -395,8 +395,7 @@ fn metrics_count_documents_and_matches() {
     for (document_key, document) in &store {
         if run
             .push(document_key, document)
-            .map(|flow| flow.is_break())
-            .unwrap_or(true)
+            .map_or(true, |flow| flow.is_break())
         {
             break;
         }
@@ -420,8 +419,7 @@ fn top_stops_the_scan_early() {
         pushed += 1;
         if run
             .push(document_key, document)
-            .map(|flow| flow.is_break())
-            .unwrap_or(true)
+            .map_or(true, |flow| flow.is_break())
         {
             break;
         }
@@ -437,7 +435,7 @@ fn partition_key_equality_finds_pinned_paths() {
     let pk = |query: &str, parameters: &[(String, Value)], paths: &[&[&str]]| {
         let paths: Vec<Vec<String>> = paths
             .iter()
-            .map(|path| path.iter().map(|name| name.to_string()).collect())
+            .map(|path| path.iter().map(std::string::ToString::to_string).collect())
             .collect();
         prepare(query, parameters, NOW_MS)
             .unwrap_or_else(|error| panic!("{query}: {error}"))
