@@ -5,6 +5,7 @@
 //! no bound values: parameters stay `Expr::Parameter` and are looked up when evaluated. Nothing
 //! here knows how to evaluate an expression.
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -199,6 +200,21 @@ fn write_string(f: &mut fmt::Formatter<'_>, text: &str) -> fmt::Result {
     match serde_json::to_string(text) {
         Ok(quoted) => f.write_str(&quoted),
         Err(_) => Err(fmt::Error),
+    }
+}
+
+impl Expr {
+    /// The string this expression is before any row is read: a string literal, or a parameter
+    /// bound to a string. Used to compile patterns once at prepare.
+    pub fn known_string(&self, parameters: &HashMap<String, Value>) -> Option<String> {
+        match self {
+            Expr::Literal(Value::String(text)) => Some(text.clone()),
+            Expr::Parameter(name) => match parameters.get(name) {
+                Some(Value::String(text)) => Some(text.clone()),
+                _ => None,
+            },
+            _ => None,
+        }
     }
 }
 

@@ -231,14 +231,7 @@ fn document_path(expr: &Expr, alias: &str) -> Option<Vec<String>> {
 /// Anything else (including an escape that is not one character, which fails when the row is
 /// matched) is left to the evaluator.
 fn literal_like_patterns(query: &Query, parameters: &HashMap<String, Value>) -> LikePatterns {
-    let constant = |expr: &Expr| match expr {
-        Expr::Literal(Value::String(text)) => Some(text.clone()),
-        Expr::Parameter(name) => match parameters.get(name) {
-            Some(Value::String(text)) => Some(text.clone()),
-            _ => None,
-        },
-        _ => None,
-    };
+    let constant = |expr: &Expr| expr.known_string(parameters);
     let mut patterns = LikePatterns::default();
     let mut pending = Vec::new();
     for_each_query_expr(query, &mut |expr| pending.push(expr));

@@ -49,14 +49,7 @@ pub fn call(
 /// before any row: a literal or a bound parameter, with literal or parameter modifiers.
 /// Patterns that would not compile are left to fail (or be undefined) when the call runs.
 pub fn literal_regexes(query: &Query, parameters: &HashMap<String, Value>) -> Regexes {
-    let constant = |expr: &Expr| match expr {
-        Expr::Literal(Value::String(text)) => Some(text.clone()),
-        Expr::Parameter(name) => match parameters.get(name) {
-            Some(Value::String(text)) => Some(text.clone()),
-            _ => None,
-        },
-        _ => None,
-    };
+    let constant = |expr: &Expr| expr.known_string(parameters);
     let mut regexes = Regexes::default();
     let mut pending = Vec::new();
     for_each_query_expr(query, &mut |expr| pending.push(expr));
