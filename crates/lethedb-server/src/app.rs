@@ -18,6 +18,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
+use lethedb_engine::ErrorCode;
 
 /// Where the explorer's endpoints are nested.
 const EXPLORER_PREFIX: &str = "/_explorer";
@@ -71,8 +72,16 @@ async fn stats(State(state): State<AppState>) -> Response {
     answer(handlers::stats(&state))
 }
 
+/// A scrape reads every container's counters and TTL backlog from storage, so it runs on the
+/// blocking pool, not on a request worker.
 async fn metrics(State(state): State<AppState>) -> Response {
-    answer(handlers::metrics(&state))
+    match tokio::task::spawn_blocking(move || handlers::metrics(&state)).await {
+        Ok(result) => answer(result),
+        Err(_) => answer(Err(ApiError::new(
+            Code::Engine(ErrorCode::Internal),
+            "the metrics scrape stopped",
+        ))),
+    }
 }
 
 async fn certificate(State(state): State<AppState>) -> Response {
