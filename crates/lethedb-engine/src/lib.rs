@@ -21,11 +21,12 @@
 //!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `error.rs`: [`EngineError`], [`ErrorCode`] (every
 //!   failure a client can see). `clock.rs` ([`Stopwatch`] too), `poison.rs`
 //!   (`Engine::poisoned`), `scans.rs` (where scans run: [`SCANS_CONCURRENT_MAX`]),
-//!   `partition_key.rs`, `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`,
+//!   `partition_key.rs`, `epk.rs` ([`HashScheme`], `prefix_range`, `even_boundaries`,
+//!   `split_point`: effective partition keys), `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`,
 //!   `document_cache.rs`.
 //!
 //! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
-//! ttl, partition key, throughput, document cache; container; writer; records; expiry;
+//! ttl, partition key, epk, throughput, document cache; container; writer; records; expiry;
 //! sweep stats; engine; scans; items; catalog; item requests, patch, batch, query, offers; sweeper.
 
 pub mod batch;
@@ -34,6 +35,7 @@ mod clock;
 mod container;
 pub mod document_cache;
 mod engine;
+pub mod epk;
 mod error;
 mod expiry;
 mod item_requests;
@@ -59,6 +61,7 @@ pub use catalog::kinds::{ResourceKind, ResourceParent};
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};
+pub use epk::HashScheme;
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
 pub use limits::{

@@ -3,7 +3,7 @@
 //!
 //! Every value is one of undefined (the path is absent), null, a boolean, a number or a string;
 //! numbers compare as 64-bit floats, as the service hashes them, so `1` and `1.0` name the same
-//! partition. This module does not hash: LetheDB serves one partition key range.
+//! partition. Hashing values into effective partition keys is `epk.rs`'s work.
 
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use serde_json::{json, Map, Value};
@@ -72,40 +72,6 @@ impl PartitionKeyPart {
     }
 }
 
-/// The hashing encoding of one component (the service's hash v2 layout): a type marker, then
-/// the value; strings end with 0xFF.
-fn write_for_hashing(part: &PartitionKeyPart, out: &mut Vec<u8>) {
-    match part {
-        PartitionKeyPart::Undefined => out.push(0x00),
-        PartitionKeyPart::Null => out.push(0x01),
-        PartitionKeyPart::Bool(false) => out.push(0x02),
-        PartitionKeyPart::Bool(true) => out.push(0x03),
-        PartitionKeyPart::Number(n) => {
-            out.push(0x05);
-            out.extend_from_slice(&n.to_le_bytes());
-        }
-        PartitionKeyPart::String(s) => {
-            out.push(0x08);
-            out.extend_from_slice(s.as_bytes());
-            out.push(0xFF);
-        }
-    }
-}
-
-/// MurmurHash3 x64-128 of the encoded parts, as upper-case hex, most significant byte first,
-/// with the top two bits cleared so every key sorts below the range end `FF`.
-fn hash_v2(parts: &[PartitionKeyPart]) -> String {
-    let mut encoded = Vec::new();
-    for part in parts {
-        write_for_hashing(part, &mut encoded);
-    }
-    // Reading from a byte slice cannot fail.
-    let hash = murmur3::murmur3_x64_128(&mut encoded.as_slice(), 0).unwrap_or_default();
-    let mut bytes = hash.to_be_bytes();
-    bytes[0] &= 0x3F;
-    bytes.iter().map(|b| format!("{b:02X}")).collect()
-}
-
 /// A full or prefix partition key value.
 #[derive(Clone, Debug, PartialEq)]
 pub struct PartitionKeyValue(pub Vec<PartitionKeyPart>);
@@ -116,23 +82,6 @@ impl PartitionKeyValue {
         let parts: Vec<Value> = self.0.iter().map(PartitionKeyPart::to_json).collect();
         // Serialising a Value built from plain parts cannot fail.
         serde_json::to_vec(&Value::Array(parts)).unwrap_or_default()
-    }
-
-    /// The effective partition key clients compute for hash v2 and MultiHash containers (the
-    /// key the service orders partitions by). `None` for hash v1, which LetheDB does not compute.
-    pub fn effective(&self, definition: &PartitionKeyDefinition) -> Option<String> {
-        let kind = definition.resource.get("kind").and_then(Value::as_str);
-        let version = definition.resource.get("version").and_then(Value::as_u64);
-        match (kind, version) {
-            (Some("MultiHash"), _) => Some(
-                self.0
-                    .iter()
-                    .map(|part| hash_v2(std::slice::from_ref(part)))
-                    .collect(),
-            ),
-            (_, Some(2)) => Some(hash_v2(&self.0)),
-            _ => None,
-        }
     }
 
     /// Parses a partition key value written as JSON text: an array of parts (`{}` for an
@@ -369,32 +318,6 @@ mod tests {
             );
         }
     }
-
-    #[test]
-    fn effective_partition_keys_match_the_sdks() {
-        // Figures computed by the Python SDK (azure-cosmos 4.17.1,
-        // PartitionKey._get_effective_partition_key_string) for the same values.
-        let multi = PartitionKeyDefinition::from_container_body(Some(
-            &json!({"paths": ["/t", "/u"], "kind": "MultiHash", "version": 2}),
-        ))
-        .expect("multi");
-        let prefix = PartitionKeyValue::parse_json_text(r#"["t1"]"#).expect("prefix");
-        assert_eq!(prefix.effective(&multi).as_deref(), Some(EXPECTED_T1));
-        let hash = PartitionKeyDefinition::from_container_body(Some(
-            &json!({"paths": ["/pk"], "kind": "Hash", "version": 2}),
-        ))
-        .expect("hash");
-        let value = PartitionKeyValue::parse_json_text(r#"["a"]"#).expect("value");
-        assert_eq!(value.effective(&hash).as_deref(), Some(EXPECTED_A));
-        let v1 = PartitionKeyDefinition::from_container_body(Some(
-            &json!({"paths": ["/pk"], "kind": "Hash", "version": 1}),
-        ))
-        .expect("v1");
-        assert_eq!(value.effective(&v1), None);
-    }
-
-    const EXPECTED_T1: &str = "3D48BB14DA9D090D22112C96695028B6";
-    const EXPECTED_A: &str = "3A5381E1114EB8D3FCC90795045B49B7";
 
     #[test]
     fn definitions_are_validated() {

@@ -90,13 +90,6 @@ impl Engine {
             .effective_range
             .as_ref()
             .filter(|(start, end)| !(start.is_empty() && end == "FF"));
-        if effective_range.is_some()
-            && PartitionKeyValue(Vec::new())
-                .effective(definition)
-                .is_none()
-        {
-            return Err(EngineError::new(ErrorCode::InvalidPartitionKeyRange));
-        }
         if scope.is_none()
             && request.effective_range.is_none()
             && !request.enable_cross_partition
@@ -159,10 +152,7 @@ impl Engine {
                 }
             };
             if let Some((start, end)) = effective_range {
-                let effective = definition
-                    .extract(&document)
-                    .effective(definition)
-                    .unwrap_or_default();
+                let effective = definition.extract(&document).effective(definition);
                 if effective.as_str() < start.as_str() || effective.as_str() >= end.as_str() {
                     return ControlFlow::Continue(());
                 }

@@ -7,6 +7,7 @@
 
 mod batch;
 mod common;
+mod epk;
 mod faults;
 mod model;
 mod resources;
