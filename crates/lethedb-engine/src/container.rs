@@ -5,7 +5,10 @@
 //! for every path that builds a container. This module does not read or write storage (the
 //! stored form is in `records.rs`) and does not decide what expired means (`expiry.rs` does).
 
+use crate::epk::HashScheme;
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partition_key::PartitionKeyDefinition;
+use crate::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
 use crate::rids;
 use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::TtlState;
@@ -19,6 +22,10 @@ pub struct Container {
     pub database_number: u32,
     pub number: u32,
     pub partition_key: PartitionKeyDefinition,
+    /// How its partition key values hash to effective partition keys.
+    pub hash_scheme: HashScheme,
+    /// Its physical partitions (partition key ranges).
+    pub ranges: RangeLayout,
     pub ttl: TtlState,
     /// The container as clients see it, system properties included.
     pub resource: Value,
@@ -44,6 +51,7 @@ pub(crate) struct ContainerParts {
     pub(crate) database_number: u32,
     pub(crate) number: u32,
     pub(crate) partition_key: PartitionKeyDefinition,
+    pub(crate) ranges: RangeLayout,
     pub(crate) ttl: TtlState,
     pub(crate) resource: Value,
     pub(crate) throughput: Option<Throughput>,
@@ -59,11 +67,13 @@ impl Container {
             database_number,
             number,
             partition_key,
+            ranges,
             ttl,
             resource,
             throughput,
             database_throughput,
         } = parts;
+        let hash_scheme = HashScheme::of(&partition_key);
         let id = resource
             .get("id")
             .and_then(Value::as_str)
@@ -83,6 +93,8 @@ impl Container {
             database_number,
             number,
             partition_key,
+            hash_scheme,
+            ranges,
             ttl,
             resource,
             throughput,
@@ -109,6 +121,43 @@ impl Container {
             .get("_rid")
             .and_then(Value::as_str)
             .unwrap_or_default()
+    }
+
+    /// The EPKs a request reads: the partition key range it names
+    /// (`x-ms-documentdb-partitionkeyrangeid`), narrowed to the EPK range it names
+    /// (`x-ms-start-epk`/`x-ms-end-epk`), or everything.
+    pub fn range_filter(
+        &self,
+        range_id: Option<&str>,
+        effective_range: Option<&(String, String)>,
+    ) -> EngineResult<RangeFilter> {
+        let mut filter = match range_id {
+            None => RangeFilter::everything(),
+            Some(id) => RangeFilter::of(self.range(id)?),
+        };
+        if let Some((start, end)) = effective_range {
+            if !end.is_empty() && start > end {
+                return Err(EngineError::new(ErrorCode::InvalidPartitionKeyRange));
+            }
+            let end = if end.is_empty() { "FF" } else { end.as_str() };
+            filter = filter.intersect(&RangeFilter {
+                start: start.clone(),
+                end: end.to_string(),
+            });
+        }
+        Ok(filter)
+    }
+
+    /// The online range with this id, or the error that tells clients to refresh their map.
+    pub fn range(&self, id: &str) -> EngineResult<&PartitionKeyRange> {
+        self.ranges
+            .find(id)
+            .map_err(|_| EngineError::new(ErrorCode::PartitionKeyRangeGone))
+    }
+
+    /// The id of the range that owns a partition key value.
+    pub fn range_of(&self, value: &crate::partition_key::PartitionKeyValue) -> u32 {
+        self.ranges.owner(&value.effective(&self.partition_key)).id
     }
 
     pub fn etag(&self) -> &str {

@@ -31,6 +31,9 @@ pub struct EngineConfig {
     pub rate_limit: bool,
     /// The memory parsed documents may take to speed up scans (0 turns the cache off).
     pub document_cache_bytes: usize,
+    /// Gives every new container this many partition key ranges, whatever its throughput, and
+    /// never splits them (`None`: one range per 10,000 RU/s, as the service lays them out).
+    pub partition_key_ranges: Option<usize>,
 }
 
 impl Default for EngineConfig {
@@ -42,6 +45,7 @@ impl Default for EngineConfig {
             default_throughput_ru: None,
             rate_limit: true,
             document_cache_bytes: DOCUMENT_CACHE_BYTES_DEFAULT,
+            partition_key_ranges: None,
         }
     }
 }
@@ -117,6 +121,7 @@ pub(crate) struct Inner {
     last_user_request_ms: AtomicU64,
     pub(crate) default_throughput_ru: Option<u32>,
     pub(crate) rate_limit: bool,
+    pub(crate) partition_key_ranges: Option<usize>,
 }
 
 /// The engine. Cloning it is cheap and shares everything.
@@ -157,6 +162,7 @@ impl Engine {
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,
                 rate_limit: config.rate_limit,
+                partition_key_ranges: config.partition_key_ranges,
             }),
         })
     }

@@ -47,6 +47,9 @@ pub enum ErrorCode {
     InvalidPartitionKeyDefinition,
     /// A range of effective partition keys cannot be served for this container.
     InvalidPartitionKeyRange,
+    /// The request names a partition key range that was split (or never existed): the
+    /// client's routing map is stale.
+    PartitionKeyRangeGone,
     /// A `ttl` or `defaultTtl` value is invalid.
     InvalidTtl,
     /// An indexing policy is invalid.
@@ -119,7 +122,10 @@ impl ErrorCode {
                 "The partition key definition is invalid."
             }
             ErrorCode::InvalidPartitionKeyRange => {
-                "Effective partition key ranges are supported only for hash v2 and MultiHash partition keys."
+                "The effective partition key range is invalid."
+            }
+            ErrorCode::PartitionKeyRangeGone => {
+                "The requested partition key range is no longer available: it has been split. Refresh the partition key ranges and retry."
             }
             ErrorCode::InvalidTtl => "The time to live is invalid.",
             ErrorCode::InvalidIndexingPolicy => "The indexing policy is invalid.",

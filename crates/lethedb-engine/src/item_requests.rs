@@ -18,6 +18,7 @@ use crate::items::{
 use crate::keys;
 use crate::limits::PAGE_ITEMS_MAX;
 use crate::partition_key::PartitionKeyValue;
+use crate::ranges::{RangeFilter, RangeMatcher};
 use crate::records::{read_counters, writer_container, ItemRecord};
 use crate::rids;
 use base64::Engine as _;
@@ -80,6 +81,28 @@ impl Engine {
         partition_key: Option<PartitionKeyValue>,
         id: &str,
     ) -> EngineResult<StoredItem> {
+        self.read_item_in(container, partition_key, id, false)
+            .map(|(item, _)| item)
+    }
+
+    /// Reads one item and, from the same snapshot, the container's latest LSN: the session
+    /// token a read answers with is the partition's latest, not the item's own.
+    pub fn read_item_with_lsn(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+    ) -> EngineResult<(StoredItem, u64)> {
+        self.read_item_in(container, partition_key, id, true)
+    }
+
+    fn read_item_in(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+        with_lsn: bool,
+    ) -> EngineResult<(StoredItem, u64)> {
         let partition_key = container.partition_key.point_key(partition_key)?;
         let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
         let reader = self.inner.store.read()?;
@@ -87,10 +110,18 @@ impl Engine {
         if record_is_expired(container, &record, self.now_ms()) {
             return Err(item_not_found());
         }
-        Ok(StoredItem {
-            container: Arc::clone(container),
-            record,
-        })
+        let lsn = if with_lsn {
+            read_counters(&*reader, container.key_number())?.lsn
+        } else {
+            record.lsn
+        };
+        Ok((
+            StoredItem {
+                container: Arc::clone(container),
+                record,
+            },
+            lsn,
+        ))
     }
 
     /// Deletes one item; returns the container LSN of the deletion.
@@ -122,10 +153,12 @@ impl Engine {
         &self,
         container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
+        filter: RangeFilter,
         page_items_max: usize,
         continuation: Option<&str>,
     ) -> EngineResult<Feed> {
         let number = container.key_number();
+        let mut matcher = RangeMatcher::new(filter, &container.partition_key);
         let scope = match &partition_key {
             Some(value) => keys::partition_prefix(number, &value.encode()),
             None => keys::container_items_prefix(number),
@@ -150,7 +183,7 @@ impl Engine {
                 broken = true;
                 return ControlFlow::Break(());
             };
-            if record_is_expired(container, &record, now_ms) {
+            if record_is_expired(container, &record, now_ms) || !matcher.admits(key) {
                 return ControlFlow::Continue(());
             }
             if items.len() == page_items_max {

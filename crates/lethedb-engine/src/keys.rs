@@ -102,6 +102,13 @@ pub fn partition_prefix(container_number: u64, partition_key: &[u8]) -> Vec<u8> 
     key
 }
 
+/// The partition key bytes of an item key (what `partition_prefix` wrapped), if well formed.
+pub fn partition_bytes(item_key: &[u8]) -> Option<&[u8]> {
+    let rest = item_key.get(CONTAINER_PREFIX_BYTES..)?;
+    let length = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
+    rest.get(4..4 + length)
+}
+
 /// The storage key of one item.
 pub fn item_key(container_number: u64, partition_key: &[u8], id: &str) -> Vec<u8> {
     let mut key = container_items_prefix(container_number);

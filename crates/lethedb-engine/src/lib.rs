@@ -21,12 +21,13 @@
 //!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `error.rs`: [`EngineError`], [`ErrorCode`] (every
 //!   failure a client can see). `clock.rs` ([`Stopwatch`] too), `poison.rs`
 //!   (`Engine::poisoned`), `scans.rs` (where scans run: [`SCANS_CONCURRENT_MAX`]),
-//!   `partition_key.rs`, `epk.rs` ([`HashScheme`], `prefix_range`, `even_boundaries`,
+//!   `ranges.rs` (partition key ranges: `RangeLayout`, `RangeFilter`), `partition_key.rs`,
+//!   `epk.rs` ([`HashScheme`], `prefix_range`, `even_boundaries`,
 //!   `split_point`: effective partition keys), `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`,
 //!   `document_cache.rs`.
 //!
 //! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
-//! ttl, partition key, epk, throughput, document cache; container; writer; records; expiry;
+//! ttl, partition key, epk, throughput, document cache; ranges; container; writer; records; expiry;
 //! sweep stats; engine; scans; items; catalog; item requests, patch, batch, query, offers; sweeper.
 
 pub mod batch;
@@ -47,6 +48,7 @@ mod partition_key;
 pub mod patch;
 mod poison;
 mod query;
+pub mod ranges;
 mod records;
 pub mod request_units;
 mod rids;
@@ -69,5 +71,5 @@ pub use limits::{
 };
 pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
 pub use query::{validate_query, QueryPage, QueryRequest};
-pub use rids::etag;
+pub use rids::{etag, partition_key_range_rid};
 pub use sweep_stats::{SweepStats, SweeperConfig};

@@ -9,6 +9,7 @@ use crate::error::{
     EngineResult, ErrorCode,
 };
 use crate::keys;
+use crate::ranges::ranges_for_throughput;
 use crate::records::{
     load_container, load_database, store_container, store_database, DatabaseRecord,
 };
@@ -129,6 +130,7 @@ impl Engine {
         let throughput = Throughput::from_offer_content(content)?;
         // Find the owner's ids from the offer id, then rewrite its record in the writer.
         let (database_id, container_id) = self.owner_ids(kind, number)?;
+        let fixed_ranges = self.inner.partition_key_ranges;
         self.inner
             .writer
             .write(move |context| {
@@ -137,6 +139,15 @@ impl Engine {
                         load_container(context.reader(), &database_id, &container_id)?
                             .ok_or_else(container_not_found)?;
                     container.throughput = Some(throughput);
+                    // More throughput than the ranges carry splits them, as on the service.
+                    if fixed_ranges.is_none() {
+                        let needed = ranges_for_throughput(Some(throughput));
+                        if let Some(split) =
+                            container.ranges.split_to(container.hash_scheme, needed)
+                        {
+                            container.ranges = split;
+                        }
+                    }
                     store_container(context, &container)?;
                 } else {
                     let key = keys::database_key(&database_id);

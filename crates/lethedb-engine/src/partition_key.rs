@@ -84,6 +84,14 @@ impl PartitionKeyValue {
         serde_json::to_vec(&Value::Array(parts)).unwrap_or_default()
     }
 
+    /// The value `encode` wrote, or `None` if the bytes are not its output.
+    pub fn decode(bytes: &[u8]) -> Option<PartitionKeyValue> {
+        let parsed: Vec<Value> = serde_json::from_slice(bytes).ok()?;
+        Some(PartitionKeyValue(
+            parsed.iter().map(PartitionKeyPart::from_value).collect(),
+        ))
+    }
+
     /// Parses a partition key value written as JSON text: an array of parts (`{}` for an
     /// undefined part), as clients send it.
     pub fn parse_json_text(text: &str) -> EngineResult<PartitionKeyValue> {

@@ -13,6 +13,7 @@ use crate::items::StoredItem;
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partition_key::{PartitionKeyPart, PartitionKeyValue};
+use crate::ranges::RangeMatcher;
 use crate::records::{read_counters, ItemRecord};
 use lethedb_storage::{KeyRange, Table};
 use serde_json::Value;
@@ -32,8 +33,10 @@ pub struct QueryRequest {
     /// `x-ms-documentdb-query-enablecrosspartition`.
     pub enable_cross_partition: bool,
     /// `x-ms-start-epk` and `x-ms-end-epk`: a range of effective partition keys the query is
-    /// scoped to (clients send this for prefixes of hierarchical keys).
+    /// scoped to (clients send this for prefixes of hierarchical keys and feed ranges).
     pub effective_range: Option<(String, String)>,
+    /// `x-ms-documentdb-partitionkeyrangeid`: the one physical partition the query runs on.
+    pub range_id: Option<String>,
 }
 
 /// One page of results.
@@ -86,17 +89,20 @@ impl Engine {
                 .partition_key_equality(&definition.paths)
                 .map(parts_from_values),
         };
-        let effective_range = request
-            .effective_range
-            .as_ref()
-            .filter(|(start, end)| !(start.is_empty() && end == "FF"));
+        let filter = container.range_filter(
+            request.range_id.as_deref(),
+            request.effective_range.as_ref(),
+        )?;
         if scope.is_none()
+            && request.range_id.is_none()
             && request.effective_range.is_none()
             && !request.enable_cross_partition
             && !definition.is_system_key()
+            && container.ranges.ranges.len() > 1
         {
             return Err(EngineError::new(ErrorCode::CrossPartitionQueryDisabled));
         }
+        let mut matcher = RangeMatcher::new(filter, definition);
         let number = container.key_number();
         // A full key reads one contiguous range; a hierarchical prefix filters the container.
         let (range_prefix, prefix_filter) = match &scope {
@@ -126,7 +132,7 @@ impl Engine {
                 failure = Some(corrupted("item"));
                 return ControlFlow::Break(());
             };
-            if is_expired(container, last_modified_ms, ttl, now_ms) {
+            if is_expired(container, last_modified_ms, ttl, now_ms) || !matcher.admits(key) {
                 return ControlFlow::Continue(());
             }
             let document = if let Some(document) = cache.get(key, lsn) {
@@ -151,12 +157,6 @@ impl Engine {
                     }
                 }
             };
-            if let Some((start, end)) = effective_range {
-                let effective = definition.extract(&document).effective(definition);
-                if effective.as_str() < start.as_str() || effective.as_str() >= end.as_str() {
-                    return ControlFlow::Continue(());
-                }
-            }
             if let Some(prefix) = &prefix_filter {
                 let full = definition.extract(&document);
                 if full.0[..prefix.0.len()] != prefix.0[..] {

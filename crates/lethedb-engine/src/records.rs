@@ -8,9 +8,11 @@
 //! values. Nothing here decides visibility or validates a request.
 
 use crate::container::{Container, ContainerParts};
+use crate::epk::HashScheme;
 use crate::error::{container_not_found, corrupted, EngineResult};
 use crate::keys;
 use crate::partition_key::PartitionKeyDefinition;
+use crate::ranges::RangeLayout;
 use crate::throughput::Throughput;
 use crate::ttl::{ItemTtl, TtlState};
 use crate::writer::WriteContext;
@@ -202,6 +204,9 @@ pub(crate) struct ContainerRecord {
     pub(crate) resource: Value,
     #[serde(default)]
     pub(crate) throughput: Option<Throughput>,
+    /// Added with physical partitions; a container stored before them has one range.
+    #[serde(default)]
+    pub(crate) ranges: Option<RangeLayout>,
 }
 
 impl ContainerRecord {
@@ -216,6 +221,9 @@ impl ContainerRecord {
             database_id: self.database_id,
             database_number: self.database_number,
             number: self.number,
+            ranges: self
+                .ranges
+                .unwrap_or_else(|| RangeLayout::even(HashScheme::of(&partition_key), 1)),
             partition_key,
             ttl: self.ttl,
             resource: self.resource,
@@ -314,6 +322,7 @@ pub(crate) fn store_container(
         ttl: container.ttl,
         resource: container.resource.clone(),
         throughput: container.throughput,
+        ranges: Some(container.ranges.clone()),
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
     context.put(

@@ -48,6 +48,21 @@ pub fn document_rid(database_number: u32, container_number: u32, document_number
     encode_rid(&bytes)
 }
 
+/// The `_rid` of a partition key range: its container's rid, then 8 bytes whose last byte marks
+/// a range (as the service's do) and whose first ones count the range ids from 2.
+pub fn partition_key_range_rid(
+    database_number: u32,
+    container_number: u32,
+    range_id: u32,
+) -> String {
+    let mut bytes = database_number.to_le_bytes().to_vec();
+    bytes.extend_from_slice(&(container_number | 0x8000_0000).to_be_bytes());
+    let mut tail = (u64::from(range_id) + 2).to_le_bytes();
+    tail[7] = 0x50;
+    bytes.extend_from_slice(&tail);
+    encode_rid(&bytes)
+}
+
 /// The document number an item's rid carries; `None` if `rid` is not an item's.
 pub(crate) fn document_number_of(rid: &str) -> Option<u64> {
     let bytes = decode_rid(rid).filter(|b| b.len() == DOCUMENT_RID_BYTES)?;

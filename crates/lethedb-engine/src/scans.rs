@@ -17,6 +17,7 @@ use crate::items::Feed;
 use crate::partition_key::PartitionKeyValue;
 use crate::poison::panic_message;
 use crate::query::{QueryPage, QueryRequest};
+use crate::ranges::RangeFilter;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -79,6 +80,7 @@ impl Engine {
         &self,
         container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
+        filter: RangeFilter,
         page_items_max: usize,
         continuation: Option<&str>,
     ) -> EngineResult<Feed> {
@@ -88,6 +90,7 @@ impl Engine {
             engine.read_feed_blocking(
                 &container,
                 partition_key,
+                filter,
                 page_items_max,
                 continuation.as_deref(),
             )

@@ -66,6 +66,10 @@ pub struct ServeArgs {
     /// RU/s for containers with no throughput of their own or shared (default: unlimited).
     #[arg(long, env = "LETHEDB_DEFAULT_THROUGHPUT")]
     pub default_throughput: Option<u32>,
+    /// Give every new container this many partition key ranges (physical partitions), whatever
+    /// its throughput, and never split them (default: one per 10,000 RU/s, as the service does).
+    #[arg(long, env = "LETHEDB_PARTITION_KEY_RANGES", value_parser = clap::value_parser!(u16).range(1..=100))]
+    pub partition_key_ranges: Option<u16>,
     /// The most TTL deletions per second on containers without provisioned throughput
     /// (default: as fast as bounded batches allow).
     #[arg(long, env = "LETHEDB_SWEEP_MAX_PER_SEC")]

@@ -105,6 +105,8 @@ error_table! {
     Engine(PartitionKeyMissing)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidPartitionKeyDefinition) => BAD_REQUEST,         0,    "BadRequest",            Shown;
     Engine(InvalidPartitionKeyRange)    => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    // 1002: the SDKs refresh their routing map and retry on the ranges that replaced it.
+    Engine(PartitionKeyRangeGone)       => GONE,                  1002, "Gone",                  Shown;
     Engine(InvalidTtl)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidIndexingPolicy)       => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidThroughput)           => BAD_REQUEST,           0,    "BadRequest",            Shown;

@@ -149,10 +149,23 @@ pub fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryReques
             headers,
             "x-ms-documentdb-query-enablecrosspartition",
         ),
-        effective_range: header(headers, "x-ms-start-epk")
-            .zip(header(headers, "x-ms-end-epk"))
-            .map(|(start, end)| (start.to_ascii_uppercase(), end.to_ascii_uppercase())),
+        effective_range: epk_range(headers),
+        range_id: range_id(headers).map(str::to_string),
     })
+}
+
+/// `x-ms-documentdb-partitionkeyrangeid`: the id of the partition key range a request runs on.
+/// Clients send the bare id; a `collection rid,id` pair names the range after its comma.
+pub fn range_id(headers: &HeaderMap) -> Option<&str> {
+    header(headers, "x-ms-documentdb-partitionkeyrangeid")
+        .map(|value| value.rsplit(',').next().unwrap_or(value).trim())
+}
+
+/// `x-ms-start-epk` and `x-ms-end-epk`: the effective partition keys a request is narrowed to.
+pub fn epk_range(headers: &HeaderMap) -> Option<(String, String)> {
+    header(headers, "x-ms-start-epk")
+        .zip(header(headers, "x-ms-end-epk"))
+        .map(|(start, end)| (start.to_ascii_uppercase(), end.to_ascii_uppercase()))
 }
 
 /// A read feed is the query `SELECT * FROM root`, paged the same way.

@@ -59,19 +59,58 @@ impl Reply {
             .unwrap_or(0.0)
     }
 
-    /// Session and LSN headers of a container-scoped response.
-    fn session(self, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
-        self.header("x-ms-session-token", format!("0:-1#{lsn}"))
+    /// Session and LSN headers of a container-scoped response: the session token names every
+    /// partition key range (`0:-1#5,1:-1#5`), as for a response that read them all.
+    fn session(self, token: String, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
+        self.header("x-ms-session-token", token)
             .header("lsn", lsn.to_string())
             .header("x-ms-global-committed-lsn", lsn.to_string())
             .header("x-ms-content-path", container_rid.to_string())
             .header("x-ms-alt-content-path", alt_path.to_string())
     }
 
-    /// Session and LSN headers of a response about `container` or its items, with the
-    /// container path keyed as the client sent it.
+    /// Session and LSN headers of a response about `container` or its items as a whole, with
+    /// the container path keyed as the client sent it.
     pub fn container_scoped(self, container: &Container, path: &ResourcePath, lsn: u64) -> Reply {
-        self.session(lsn, container.rid(), &alt_path(container, path))
+        let token = container
+            .ranges
+            .ranges
+            .iter()
+            .map(|range| session_token(range.id, lsn))
+            .collect::<Vec<_>>()
+            .join(",");
+        self.session(token, lsn, container.rid(), &alt_path(container, path))
+    }
+
+    /// Session and LSN headers of a feed or query page: of the one range the request named
+    /// (`x-ms-documentdb-partitionkeyrangeid`), else of every range.
+    pub fn scoped_to(
+        self,
+        container: &Container,
+        path: &ResourcePath,
+        lsn: u64,
+        range_id: Option<&str>,
+    ) -> Reply {
+        match range_id.and_then(|id| container.range(id).ok()) {
+            Some(range) => {
+                let id = range.id;
+                self.range_scoped(container, path, lsn, id)
+                    .header("x-ms-documentdb-partitionkeyrangeid", id.to_string())
+            }
+            None => self.container_scoped(container, path, lsn),
+        }
+    }
+
+    /// Session and LSN headers of a response served by one partition key range.
+    pub fn range_scoped(
+        self,
+        container: &Container,
+        path: &ResourcePath,
+        lsn: u64,
+        range_id: u32,
+    ) -> Reply {
+        let token = session_token(range_id, lsn);
+        self.session(token, lsn, container.rid(), &alt_path(container, path))
     }
 
     /// A feed page: `{"_rid": ..., "<name>": [...], "_count": n}` from documents that are
@@ -167,6 +206,11 @@ pub fn endpoint(headers: &HeaderMap, uri: &Uri, tls: bool) -> String {
         .unwrap_or_else(|| "localhost".to_string());
     let scheme = if tls { "https" } else { "http" };
     format!("{scheme}://{host}/")
+}
+
+/// One range's session token: `range id:-1#LSN` (the `-1` is the version the SDKs expect).
+fn session_token(range_id: u32, lsn: u64) -> String {
+    format!("{range_id}:-1#{lsn}")
 }
 
 /// The container path clients key session tokens by; they expect it as they sent it.

@@ -15,6 +15,7 @@ mod usage;
 
 use crate::container::{Container, ContainerParts};
 use crate::engine::Engine;
+use crate::epk::HashScheme;
 use crate::error::{
     conflict, container_not_found, database_not_found, precondition_failed, EngineError,
     EngineResult, ErrorCode,
@@ -22,6 +23,7 @@ use crate::error::{
 use crate::items::delete_container_items;
 use crate::keys;
 use crate::partition_key::PartitionKeyDefinition;
+use crate::ranges::{ranges_for_throughput, RangeLayout};
 use crate::records::{
     load_container, load_database, next_sequences, store_container, store_database,
     store_sequences, ContainerRecord, DatabaseRecord,
@@ -168,6 +170,7 @@ impl Engine {
         let partition_key = PartitionKeyDefinition::from_container_body(body.get("partitionKey"))?;
         let (resource, default_ttl) = container_resource(&body, &id, &partition_key)?;
         let database_id = database_id.to_string();
+        let fixed_ranges = self.inner.partition_key_ranges;
         self.inner
             .writer
             .write(move |context| {
@@ -190,10 +193,13 @@ impl Engine {
                     &catalog_etag(u64::from(number), context.now_ms),
                     context.now_ms,
                 );
+                let range_count = fixed_ranges
+                    .unwrap_or_else(|| ranges_for_throughput(throughput.or(database.throughput)));
                 let container = Container::new(ContainerParts {
                     database_id: database_id.clone(),
                     database_number: database.number,
                     number,
+                    ranges: RangeLayout::even(HashScheme::of(&partition_key), range_count),
                     partition_key,
                     ttl: TtlState::new(default_ttl),
                     resource,

@@ -2,6 +2,7 @@
 //! each operation on its own; partition deletes.
 
 use crate::common::{engine_with_container, pk};
+use lethedb_engine::ranges::RangeFilter;
 
 use lethedb_engine::batch::{parse_batch, BatchEffect, BatchEntry};
 use lethedb_engine::ErrorCode;
@@ -32,7 +33,7 @@ async fn engine() -> Engine {
 async fn ids(engine: &Engine) -> Vec<String> {
     let container = engine.read_container("db", "c").expect("container");
     let mut ids: Vec<String> = engine
-        .read_feed(&container, None, 1000, None)
+        .read_feed(&container, None, RangeFilter::everything(), 1000, None)
         .await
         .expect("feed")
         .items

@@ -3,6 +3,7 @@
 //! group committed and nothing of itself, and a scan runs off the async workers.
 
 use crate::common::*;
+use lethedb_engine::ranges::RangeFilter;
 
 use lethedb_engine::writer::Writer;
 use lethedb_engine::{
@@ -98,7 +99,7 @@ async fn a_panic_in_the_writer_poisons_the_engine_and_reads_keep_working() {
     }
     let container = engine.read_container("db", "c").expect("container");
     let feed = engine
-        .read_feed(&container, None, 1000, None)
+        .read_feed(&container, None, RangeFilter::everything(), 1000, None)
         .await
         .expect("feed");
     assert_eq!(feed.items.len(), acknowledged.len());
@@ -160,7 +161,7 @@ async fn a_full_writer_queue_refuses_writes_at_once() {
     }
     let container = engine.read_container("db", "c").expect("container");
     let feed = engine
-        .read_feed(&container, None, 1000, None)
+        .read_feed(&container, None, RangeFilter::everything(), 1000, None)
         .await
         .expect("feed");
     assert_eq!(feed.items.len(), accepted);

@@ -5,6 +5,7 @@
 //! nothing unacknowledged is, and after the failed commit writes are refused while reads work.
 
 use crate::common::*;
+use lethedb_engine::ranges::RangeFilter;
 
 use lethedb_engine::{
     Engine, EngineConfig, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode,
@@ -234,7 +235,7 @@ async fn check(engine: &Engine, model: &Model) {
         }
     }
     let feed = engine
-        .read_feed(&container, None, 1000, None)
+        .read_feed(&container, None, RangeFilter::everything(), 1000, None)
         .await
         .expect("feed");
     let mut fed: Vec<(String, String)> = feed

@@ -3,6 +3,7 @@
 //! path at it, whether or not the sweeper has run.
 
 use crate::common::pk;
+use lethedb_engine::ranges::RangeFilter;
 
 use lethedb_engine::{
     Engine, EngineConfig, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode,
@@ -80,7 +81,7 @@ async fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) 
         ));
     }
     let feed = engine
-        .read_feed(&found, None, 1000, None)
+        .read_feed(&found, None, RangeFilter::everything(), 1000, None)
         .await
         .expect("feed");
     let in_feed = feed
@@ -89,7 +90,7 @@ async fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) 
         .any(|item| item.to_value().expect("value")["id"] == json!(id));
     assert_eq!(in_feed, visible, "read feed of {id}");
     let partition_feed = engine
-        .read_feed(&found, pk("p"), 1000, None)
+        .read_feed(&found, pk("p"), RangeFilter::everything(), 1000, None)
         .await
         .expect("feed");
     let in_partition_feed = partition_feed

@@ -114,30 +114,48 @@ pub async fn delete(context: &Context<'_>) -> ApiResult<Reply> {
 pub fn partition_key_ranges(context: &Context<'_>) -> ApiResult<Reply> {
     let engine = &context.state.engine;
     let found = engine.read_container(context.path.id(0), context.path.id(1))?;
-    // One range that never splits, so its ETag never changes: clients polling for changes
-    // (If-None-Match) learn at once that there are none.
-    let etag = format!("\"{}-pkranges\"", found.rid());
+    // The ETag changes only when ranges split, so clients polling with If-None-Match learn of
+    // a split at once and otherwise that nothing changed.
+    let etag = format!("\"{}-pkranges-{}\"", found.rid(), found.ranges.generation);
     if if_none_match(context.headers, &etag) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", etag));
     }
     let lsn = engine.container_lsn(&found)?;
-    let range = json!({
-        "_rid": format!("{}AgAAAAAAAAA=", &found.rid()[..found.rid().len().saturating_sub(4)]),
-        "id": "0",
-        "_etag": etag,
-        "minInclusive": "",
-        "maxExclusive": "FF",
-        "ridPrefix": 0,
-        "_self": format!("{}pkranges/0/", found.resource.get("_self").and_then(Value::as_str).unwrap_or_default()),
-        "throughputFraction": 1,
-        "status": "online",
-        "parents": [],
-        "ownedArchivalPKRangeIds": [],
-        "_ts": found.resource.get("_ts").cloned().unwrap_or(json!(0)),
-        "lsn": lsn,
-    });
+    let container_self = found
+        .resource
+        .get("_self")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let count = found.ranges.ranges.len() as f64;
+    let ranges: Vec<Value> = found
+        .ranges
+        .ranges
+        .iter()
+        .map(|range| {
+            let rid = lethedb_engine::partition_key_range_rid(
+                found.database_number,
+                found.number,
+                range.id,
+            );
+            json!({
+                "_rid": rid,
+                "id": range.id.to_string(),
+                "_etag": etag,
+                "minInclusive": range.min,
+                "maxExclusive": range.max,
+                "ridPrefix": range.id,
+                "_self": format!("{container_self}pkranges/{rid}/"),
+                "throughputFraction": 1.0 / count,
+                "status": "online",
+                "parents": range.parents.iter().map(u32::to_string).collect::<Vec<_>>(),
+                "ownedArchivalPKRangeIds": [],
+                "_ts": found.resource.get("_ts").cloned().unwrap_or(json!(0)),
+                "lsn": lsn,
+            })
+        })
+        .collect();
     Ok(
-        Reply::value_feed(found.rid(), "PartitionKeyRanges", &[range], None, 1.0)
+        Reply::value_feed(found.rid(), "PartitionKeyRanges", &ranges, None, 1.0)
             .header("etag", etag)
             .container_scoped(&found, context.path, lsn),
     )

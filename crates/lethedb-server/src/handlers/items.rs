@@ -7,8 +7,8 @@
 use super::context::Context;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{
-    continuation, header_is_true, if_match, if_none_match, page_items_max, parse_json,
-    partition_key, prefers_minimal, query_request,
+    continuation, epk_range, header_is_true, if_match, if_none_match, page_items_max, parse_json,
+    partition_key, prefers_minimal, query_request, range_id,
 };
 use crate::respond::Reply;
 use axum::http::StatusCode;
@@ -20,13 +20,15 @@ use std::sync::Arc;
 fn written_reply(context: &Context<'_>, status: StatusCode, outcome: &ItemOutcome) -> Reply {
     let charge = request_units::write(outcome.item.record.body.len());
     let minimal = prefers_minimal(context.headers);
-    item_reply(context, status, &outcome.item, minimal, charge)
+    let lsn = outcome.item.record.lsn;
+    item_reply(context, status, &outcome.item, lsn, minimal, charge)
 }
 
 fn item_reply(
     context: &Context<'_>,
     status: StatusCode,
     item: &StoredItem,
+    lsn: u64,
     minimal: bool,
     request_units: f64,
 ) -> Reply {
@@ -35,11 +37,25 @@ fn item_reply(
     } else {
         item.to_json_bytes()
     };
+    let range = item_range(context, &item.container, Some(item));
     Reply::json(status, body)
         .header("etag", item.etag())
         .charge(request_units)
-        .container_scoped(&item.container, context.path, item.record.lsn)
-        .header("x-ms-documentdb-partitionkeyrangeid", "0")
+        .range_scoped(&item.container, context.path, lsn, range)
+        .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
+}
+
+/// The partition key range that owns the item a point operation addresses: from the partition
+/// key header, else from the document.
+fn item_range(context: &Context<'_>, container: &Container, item: Option<&StoredItem>) -> u32 {
+    if let [only] = container.ranges.ranges.as_slice() {
+        return only.id;
+    }
+    let value = partition_key(context.headers).ok().flatten().or_else(|| {
+        item.and_then(|item| item.to_value().ok())
+            .map(|document| container.partition_key.extract(&document))
+    });
+    value.map_or(0, |value| container.range_of(&value))
 }
 
 /// `POST` to a container's items without a query or batch flag: a create, or an upsert when
@@ -66,20 +82,28 @@ pub async fn create(context: &Context<'_>, mode: WriteMode) -> ApiResult<Reply> 
 }
 
 pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let item = context.state.engine.read_item(
+    let (item, lsn) = context.state.engine.read_item_with_lsn(
         container,
         partition_key(context.headers)?,
         context.path.id(2),
     )?;
     let etag = item.etag();
     if if_none_match(context.headers, &etag) {
+        let range = item_range(context, container, Some(&item));
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED)
             .header("etag", etag)
-            .container_scoped(container, context.path, item.record.lsn));
+            .range_scoped(container, context.path, lsn, range));
     }
     let charge = request_units::read(item.record.body.len());
     // A read always returns the document, whatever `Prefer` says.
-    Ok(item_reply(context, StatusCode::OK, &item, false, charge))
+    Ok(item_reply(
+        context,
+        StatusCode::OK,
+        &item,
+        lsn,
+        false,
+        charge,
+    ))
 }
 
 pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
@@ -126,9 +150,10 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
             if_match(context.headers),
         )
         .await?;
+    let range = item_range(context, container, None);
     Ok(Reply::empty(StatusCode::NO_CONTENT)
         .charge(request_units::write(0))
-        .container_scoped(container, context.path, lsn))
+        .range_scoped(container, context.path, lsn, range))
 }
 
 /// One page of a container's items, in the engine's order; each item's stored bytes are
@@ -140,6 +165,10 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
         .read_feed(
             container,
             partition_key(context.headers)?,
+            container.range_filter(
+                range_id(context.headers),
+                epk_range(context.headers).as_ref(),
+            )?,
             page_items_max(context.headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
             continuation(context.headers).as_deref(),
         )
@@ -153,7 +182,7 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
         feed.continuation,
         request_units::read(bytes),
     )
-    .container_scoped(container, context.path, feed.lsn))
+    .scoped_to(container, context.path, feed.lsn, range_id(context.headers)))
 }
 
 /// A change-feed read; answering it as a plain read feed would make clients re-read every item
@@ -179,7 +208,12 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
         page.continuation,
         charge,
     )
-    .container_scoped(container, context.path, page.lsn);
+    .scoped_to(
+        container,
+        context.path,
+        page.lsn,
+        request.range_id.as_deref(),
+    );
     if let Some(metrics) = metrics {
         reply = reply.header("x-ms-documentdb-query-metrics", metrics);
     }

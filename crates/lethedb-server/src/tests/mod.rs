@@ -10,6 +10,7 @@ mod containers;
 mod errors;
 mod items;
 mod operations;
+mod ranges;
 mod router;
 mod throughput;
 

@@ -1,0 +1,352 @@
+//! Physical partitions: a container's partition key ranges, laid out as the service lays them
+//! out, and split when its throughput grows past what its ranges can carry.
+//!
+//! A range owns the effective partition keys (EPKs) in `[min, max)`; together the online ranges
+//! cover `["", "FF")` without gaps. A container gets one range per 10,000 RU/s of its throughput
+//! (its own, else its database's; the autoscale maximum counts), at least one, unless the server
+//! fixes the count. Raising throughput past what the ranges carry halves ranges (the ones with
+//! the fewest ancestors first, leftmost first) until there are enough; the halves get new ids
+//! and name their ancestors in `parents`, and the old ids are gone for good, so a client that
+//! names one learns to refresh its routing map. Ranges never merge, as on the service.
+//!
+//! Items are not moved by a split: storage is keyed by partition key value, and a range is a
+//! filter on EPKs over it (see `RangeFilter`). This module decides only the layout.
+
+use crate::epk::{even_boundaries, split_point, HashScheme};
+use crate::keys;
+use crate::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
+use crate::throughput::Throughput;
+use serde::{Deserialize, Serialize};
+
+/// The RU/s one physical partition carries on the service.
+pub const RANGE_RU_MAX: u32 = 10_000;
+/// The most ranges one container may have here (a container at the 1,000,000 RU/s maximum).
+pub const RANGES_MAX: usize = 100;
+
+/// One partition key range.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartitionKeyRange {
+    pub id: u32,
+    /// The smallest EPK it owns ("" for the first range).
+    pub min: String,
+    /// The first EPK it does not own ("FF" for the last range).
+    pub max: String,
+    /// The ids of the ranges it was split from, oldest first.
+    #[serde(default)]
+    pub parents: Vec<u32>,
+}
+
+impl PartitionKeyRange {
+    /// Whether this range owns an EPK.
+    pub fn contains(&self, epk: &str) -> bool {
+        epk >= self.min.as_str() && (self.max == "FF" || epk < self.max.as_str())
+    }
+}
+
+/// A container's online ranges, in EPK order.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RangeLayout {
+    pub ranges: Vec<PartitionKeyRange>,
+    /// The id the next new range gets; every smaller id that is not online is gone.
+    pub next_id: u32,
+    /// Counts the splits, so the ranges' ETag changes when they do.
+    pub generation: u32,
+}
+
+/// Why a range id names no online range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RangeLookup {
+    /// The range was split: the client's routing map is stale.
+    Gone,
+    /// No range ever had this id.
+    Unknown,
+}
+
+impl Default for RangeLayout {
+    fn default() -> RangeLayout {
+        RangeLayout::even(HashScheme::V2, 1)
+    }
+}
+
+impl RangeLayout {
+    /// `count` ranges of equal width, ids from 0.
+    pub fn even(scheme: HashScheme, count: usize) -> RangeLayout {
+        let count = count.clamp(1, RANGES_MAX);
+        let bounds = even_boundaries(scheme, count);
+        let ranges = bounds
+            .windows(2)
+            .zip(0u32..)
+            .map(|(pair, id)| PartitionKeyRange {
+                id,
+                min: pair[0].clone(),
+                max: pair[1].clone(),
+                parents: Vec::new(),
+            })
+            .collect::<Vec<_>>();
+        RangeLayout {
+            next_id: ranges.len() as u32,
+            ranges,
+            generation: 0,
+        }
+    }
+
+    /// The layout after splitting until there are at least `count` ranges, or `None` when
+    /// there already are (ranges never merge).
+    pub fn split_to(&self, scheme: HashScheme, count: usize) -> Option<RangeLayout> {
+        let count = count.min(RANGES_MAX);
+        if self.ranges.len() >= count {
+            return None;
+        }
+        let mut layout = self.clone();
+        while layout.ranges.len() < count {
+            // The range with the fewest ancestors, leftmost among equals, that can be halved.
+            let Some(index) = layout
+                .ranges
+                .iter()
+                .enumerate()
+                .filter(|(_, range)| split_point(scheme, &range.min, &range.max).is_some())
+                .min_by_key(|(index, range)| (range.parents.len(), *index))
+                .map(|(index, _)| index)
+            else {
+                break;
+            };
+            let parent = layout.ranges.remove(index);
+            let Some(middle) = split_point(scheme, &parent.min, &parent.max) else {
+                break;
+            };
+            let mut parents = parent.parents.clone();
+            parents.push(parent.id);
+            let left = PartitionKeyRange {
+                id: layout.next_id,
+                min: parent.min.clone(),
+                max: middle.clone(),
+                parents: parents.clone(),
+            };
+            let right = PartitionKeyRange {
+                id: layout.next_id + 1,
+                min: middle,
+                max: parent.max,
+                parents,
+            };
+            layout.next_id += 2;
+            layout.ranges.insert(index, right);
+            layout.ranges.insert(index, left);
+        }
+        layout.generation += 1;
+        Some(layout)
+    }
+
+    /// The online range with this id (as clients send it: decimal text).
+    pub fn find(&self, id: &str) -> Result<&PartitionKeyRange, RangeLookup> {
+        let number: u32 = id.trim().parse().map_err(|_| RangeLookup::Unknown)?;
+        match self.ranges.iter().find(|range| range.id == number) {
+            Some(range) => Ok(range),
+            None if number < self.next_id => Err(RangeLookup::Gone),
+            None => Err(RangeLookup::Unknown),
+        }
+    }
+
+    /// The online range that owns an EPK.
+    pub fn owner(&self, epk: &str) -> &PartitionKeyRange {
+        // The ranges cover every EPK, so the search always finds one; the last is the fallback.
+        let index = self
+            .ranges
+            .iter()
+            .position(|range| range.contains(epk))
+            .unwrap_or(self.ranges.len().saturating_sub(1));
+        &self.ranges[index]
+    }
+
+    /// Whether the layout is the single range `["", "FF")`.
+    pub fn is_single(&self) -> bool {
+        self.ranges.len() == 1
+    }
+}
+
+/// How many ranges a throughput needs: one per [`RANGE_RU_MAX`], at least one.
+pub fn ranges_for_throughput(throughput: Option<Throughput>) -> usize {
+    let ru = match throughput {
+        None => return 1,
+        Some(Throughput::Manual(ru) | Throughput::Autoscale(ru)) => ru,
+    };
+    (ru.div_ceil(RANGE_RU_MAX) as usize).clamp(1, RANGES_MAX)
+}
+
+/// An EPK interval `[start, end)` a request reads, with "FF" as the open top.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeFilter {
+    pub start: String,
+    pub end: String,
+}
+
+impl RangeFilter {
+    /// Every EPK.
+    pub fn everything() -> RangeFilter {
+        RangeFilter {
+            start: String::new(),
+            end: "FF".to_string(),
+        }
+    }
+
+    pub fn of(range: &PartitionKeyRange) -> RangeFilter {
+        RangeFilter {
+            start: range.min.clone(),
+            end: range.max.clone(),
+        }
+    }
+
+    pub fn is_everything(&self) -> bool {
+        self.start.is_empty() && self.end == "FF"
+    }
+
+    pub fn contains(&self, epk: &str) -> bool {
+        epk >= self.start.as_str() && (self.end == "FF" || epk < self.end.as_str())
+    }
+
+    /// The EPKs both filters admit (possibly none: `start >= end`).
+    pub fn intersect(&self, other: &RangeFilter) -> RangeFilter {
+        let start = self.start.clone().max(other.start.clone());
+        let end = match (self.end.as_str(), other.end.as_str()) {
+            ("FF", _) => other.end.clone(),
+            (_, "FF") => self.end.clone(),
+            (a, b) => a.min(b).to_string(),
+        };
+        RangeFilter { start, end }
+    }
+}
+
+/// Decides, item key by item key, whether an item belongs to a [`RangeFilter`]. Items of one
+/// logical partition are adjacent in key order, so it hashes each partition key once.
+pub(crate) struct RangeMatcher<'a> {
+    filter: RangeFilter,
+    definition: &'a PartitionKeyDefinition,
+    last_partition: Vec<u8>,
+    last_admitted: bool,
+}
+
+impl<'a> RangeMatcher<'a> {
+    pub(crate) fn new(filter: RangeFilter, definition: &'a PartitionKeyDefinition) -> Self {
+        RangeMatcher {
+            filter,
+            definition,
+            last_partition: Vec::new(),
+            last_admitted: false,
+        }
+    }
+
+    /// Whether the filter admits every item (nothing to hash).
+    pub(crate) fn admits_everything(&self) -> bool {
+        self.filter.is_everything()
+    }
+
+    /// Whether the item with this storage key is in the filter's range. A key whose partition
+    /// key cannot be decoded is admitted, so the caller's own decoding reports the corruption.
+    pub(crate) fn admits(&mut self, item_key: &[u8]) -> bool {
+        if self.admits_everything() {
+            return true;
+        }
+        let Some(partition) = keys::partition_bytes(item_key) else {
+            return true;
+        };
+        if partition != self.last_partition.as_slice() || self.last_partition.is_empty() {
+            self.last_admitted = match PartitionKeyValue::decode(partition) {
+                Some(value) => self.filter.contains(&value.effective(self.definition)),
+                None => true,
+            };
+            self.last_partition.clear();
+            self.last_partition.extend_from_slice(partition);
+        }
+        self.last_admitted
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn throughput_decides_the_count() {
+        assert_eq!(ranges_for_throughput(None), 1);
+        assert_eq!(ranges_for_throughput(Some(Throughput::Manual(400))), 1);
+        assert_eq!(ranges_for_throughput(Some(Throughput::Manual(10_000))), 1);
+        assert_eq!(ranges_for_throughput(Some(Throughput::Manual(10_100))), 2);
+        assert_eq!(ranges_for_throughput(Some(Throughput::Manual(30_000))), 3);
+        assert_eq!(
+            ranges_for_throughput(Some(Throughput::Autoscale(50_000))),
+            5
+        );
+        assert_eq!(
+            ranges_for_throughput(Some(Throughput::Manual(1_000_000))),
+            RANGES_MAX
+        );
+    }
+
+    #[test]
+    fn an_even_layout_covers_everything_once() {
+        for scheme in [HashScheme::V1, HashScheme::V2, HashScheme::MultiHash] {
+            for count in [1, 2, 3, 5] {
+                let layout = RangeLayout::even(scheme, count);
+                assert_eq!(layout.ranges.len(), count);
+                assert_eq!(layout.ranges[0].min, "");
+                assert_eq!(layout.ranges[count - 1].max, "FF");
+                for pair in layout.ranges.windows(2) {
+                    assert_eq!(pair[0].max, pair[1].min);
+                    assert!(pair[0].min < pair[0].max);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn splits_halve_the_oldest_ranges_and_retire_their_ids() {
+        let one = RangeLayout::even(HashScheme::V2, 1);
+        assert_eq!(one.split_to(HashScheme::V2, 1), None);
+        let three = one.split_to(HashScheme::V2, 3).expect("splits");
+        let ids: Vec<u32> = three.ranges.iter().map(|range| range.id).collect();
+        // 0 → 1, 2; then 1 (fewest ancestors, leftmost) → 3, 4.
+        assert_eq!(ids, vec![3, 4, 2]);
+        assert_eq!(three.ranges[0].parents, vec![0, 1]);
+        assert_eq!(three.ranges[2].parents, vec![0]);
+        assert_eq!(three.generation, 1);
+        assert_eq!(three.find("0"), Err(RangeLookup::Gone));
+        assert_eq!(three.find("1"), Err(RangeLookup::Gone));
+        assert_eq!(three.find("9"), Err(RangeLookup::Unknown));
+        assert_eq!(three.find("x"), Err(RangeLookup::Unknown));
+        assert_eq!(three.find("2").map(|range| range.id), Ok(2));
+        assert_eq!(three.ranges[0].min, "");
+        assert_eq!(three.ranges[2].max, "FF");
+        for pair in three.ranges.windows(2) {
+            assert_eq!(pair[0].max, pair[1].min);
+        }
+        // Every EPK has exactly one owner.
+        for epk in ["", "05", "1FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF", "3F", "FE"] {
+            let owners = three.ranges.iter().filter(|r| r.contains(epk)).count();
+            assert_eq!(owners, 1, "{epk}");
+            assert!(three.owner(epk).contains(epk));
+        }
+    }
+
+    #[test]
+    fn filters_intersect() {
+        let all = RangeFilter::everything();
+        let left = RangeFilter {
+            start: String::new(),
+            end: "20".into(),
+        };
+        let middle = RangeFilter {
+            start: "10".into(),
+            end: "30".into(),
+        };
+        assert_eq!(all.intersect(&left), left);
+        assert_eq!(
+            left.intersect(&middle),
+            RangeFilter {
+                start: "10".into(),
+                end: "20".into()
+            }
+        );
+        assert!(all.is_everything());
+        assert!(all.contains("FE"));
+        assert!(!left.contains("20"));
+    }
+}

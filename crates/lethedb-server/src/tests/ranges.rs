@@ -1,0 +1,279 @@
+//! Physical partitions over HTTP: the partition key ranges a container's throughput gives it,
+//! requests served per range, per-range session tokens, and splits that retire range ids.
+
+use super::{check_error, Answer, Server};
+use axum::http::StatusCode;
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+
+/// A database `db` with the hash v2 container `c` at `throughput` RU/s.
+async fn setup(server: &Server, throughput: u32) {
+    let created = server
+        .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let created = server
+        .send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(super::partitioned()),
+            &[("x-ms-offer-throughput", &throughput.to_string())],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+}
+
+async fn ranges(server: &Server) -> Answer {
+    server
+        .send(
+            "GET",
+            "/dbs/db/colls/c/pkranges",
+            ("pkranges", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await
+}
+
+fn range_ids(answer: &Answer) -> Vec<String> {
+    answer.body["PartitionKeyRanges"]
+        .as_array()
+        .expect("ranges")
+        .iter()
+        .map(|range| range["id"].as_str().expect("id").to_string())
+        .collect()
+}
+
+/// The ids a query returns on one range, following continuations.
+async fn ids_on_range(server: &Server, range: &str, page: usize) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut continuation: Option<String> = None;
+    loop {
+        let page_size = page.to_string();
+        let mut headers = vec![
+            ("x-ms-documentdb-partitionkeyrangeid", range),
+            ("x-ms-max-item-count", page_size.as_str()),
+        ];
+        if let Some(token) = &continuation {
+            headers.push(("x-ms-continuation", token.as_str()));
+        }
+        let answer = server.query("SELECT c.id FROM c", &headers).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        assert!(answer
+            .header("x-ms-session-token")
+            .starts_with(&format!("{range}:-1#")));
+        for document in answer.body["Documents"].as_array().expect("documents") {
+            ids.push(document["id"].as_str().expect("id").to_string());
+        }
+        match answer.headers.get("x-ms-continuation") {
+            Some(token) => continuation = Some(token.to_str().expect("token").to_string()),
+            None => return ids,
+        }
+    }
+}
+
+#[tokio::test]
+async fn throughput_lays_out_ranges_that_partition_the_items() {
+    let server = Server::new();
+    setup(&server, 50_000).await;
+    let listed = ranges(&server).await;
+    assert_eq!(range_ids(&listed), ["0", "1", "2", "3", "4"]);
+    let list = listed.body["PartitionKeyRanges"]
+        .as_array()
+        .expect("ranges");
+    assert_eq!(list[0]["minInclusive"], json!(""));
+    assert_eq!(list[4]["maxExclusive"], json!("FF"));
+    for pair in list.windows(2) {
+        assert_eq!(pair[0]["maxExclusive"], pair[1]["minInclusive"]);
+    }
+    // Each item is served by the range its create named, and only by it.
+    let mut owner = std::collections::BTreeMap::new();
+    for i in 0..40 {
+        let created = server
+            .create_item(json!({"id": format!("i{i}"), "pk": format!("p{i}")}))
+            .await;
+        assert_eq!(created.status, StatusCode::CREATED);
+        let range = created
+            .header("x-ms-documentdb-partitionkeyrangeid")
+            .to_string();
+        assert!(created
+            .header("x-ms-session-token")
+            .starts_with(&format!("{range}:-1#")));
+        // A point read answers with the same range and the range's latest LSN.
+        let read = server.read_item(&format!("i{i}"), &format!("p{i}")).await;
+        assert_eq!(read.header("x-ms-documentdb-partitionkeyrangeid"), range);
+        owner.insert(format!("i{i}"), range);
+    }
+    let used: BTreeSet<&String> = owner.values().collect();
+    assert!(used.len() > 1, "40 keys all hashed to one range: {owner:?}");
+    let mut seen = BTreeSet::new();
+    for range in range_ids(&listed) {
+        for id in ids_on_range(&server, &range, 3).await {
+            assert_eq!(owner[&id], range, "{id} served by the wrong range");
+            assert!(seen.insert(id), "served twice");
+        }
+        // The read feed of one range serves the same items.
+        let feed = server
+            .send(
+                "GET",
+                "/dbs/db/colls/c/docs",
+                ("docs", "dbs/db/colls/c"),
+                None,
+                &[("x-ms-documentdb-partitionkeyrangeid", &range)],
+            )
+            .await;
+        for document in feed.body["Documents"].as_array().expect("documents") {
+            assert_eq!(owner[document["id"].as_str().expect("id")], range);
+        }
+    }
+    assert_eq!(seen.len(), 40);
+    // Several ranges: a query that needs them all must say so.
+    let refused = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"query": "SELECT * FROM c"})),
+            &[
+                ("content-type", "application/query+json"),
+                ("x-ms-documentdb-isquery", "True"),
+            ],
+        )
+        .await;
+    check_error(
+        &refused,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "Cross partition query is required",
+    );
+    // A whole-container answer carries every range's session token.
+    let all = server.query("SELECT VALUE COUNT(1) FROM c", &[]).await;
+    assert_eq!(all.body["Documents"], json!([40]));
+    assert_eq!(all.header("x-ms-session-token").split(',').count(), 5);
+}
+
+#[tokio::test]
+async fn one_range_serves_a_query_without_the_cross_partition_header() {
+    let server = Server::new();
+    setup(&server, 400).await;
+    server.create_item(json!({"id": "a", "pk": "p"})).await;
+    let answer = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"query": "SELECT c.id FROM c"})),
+            &[
+                ("content-type", "application/query+json"),
+                ("x-ms-documentdb-isquery", "True"),
+            ],
+        )
+        .await;
+    assert_eq!(answer.body["Documents"], json!([{"id": "a"}]));
+}
+
+async fn replace_throughput(server: &Server, throughput: u32) {
+    let offers = server
+        .send("GET", "/offers", ("offers", ""), None, &[])
+        .await;
+    let mut offer: Value = offers.body["Offers"][0].clone();
+    let id = offer["id"].as_str().expect("id").to_string();
+    offer["content"]["offerThroughput"] = json!(throughput);
+    let answer = server
+        .send(
+            "PUT",
+            &format!("/offers/{id}"),
+            ("offers", &id.to_ascii_lowercase()),
+            Some(offer),
+            &[],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+}
+
+#[tokio::test]
+async fn raising_throughput_splits_ranges_and_retires_the_parent() {
+    let server = Server::new();
+    setup(&server, 10_000).await;
+    for i in 0..30 {
+        server
+            .create_item(json!({"id": format!("i{i}"), "pk": format!("p{i}")}))
+            .await;
+    }
+    let before = ranges(&server).await;
+    assert_eq!(range_ids(&before), ["0"]);
+    // A page of range 0 taken before the split...
+    let first = server
+        .query(
+            "SELECT c.id FROM c",
+            &[
+                ("x-ms-documentdb-partitionkeyrangeid", "0"),
+                ("x-ms-max-item-count", "7"),
+            ],
+        )
+        .await;
+    let token = first.header("x-ms-continuation").to_string();
+    let mut seen: BTreeSet<String> = first.body["Documents"]
+        .as_array()
+        .expect("documents")
+        .iter()
+        .map(|d| d["id"].as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(seen.len(), 7);
+
+    replace_throughput(&server, 20_000).await;
+    let after = ranges(&server).await;
+    assert_eq!(range_ids(&after), ["1", "2"]);
+    assert_eq!(after.body["PartitionKeyRanges"][0]["parents"], json!(["0"]));
+    assert_ne!(before.header("etag"), after.header("etag"));
+    // The ETag the client polled with no longer matches: it gets the new ranges.
+    let polled = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c/pkranges",
+            ("pkranges", "dbs/db/colls/c"),
+            None,
+            &[("if-none-match", before.header("etag"))],
+        )
+        .await;
+    assert_eq!(polled.status, StatusCode::OK);
+    // The old range id is gone, with the status and substatus that make SDKs refresh.
+    let gone = server
+        .query(
+            "SELECT c.id FROM c",
+            &[("x-ms-documentdb-partitionkeyrangeid", "0")],
+        )
+        .await;
+    check_error(&gone, StatusCode::GONE, "Gone", "partition key range");
+    assert_eq!(gone.header("x-ms-substatus"), "1002");
+    // ...continues on each child with the parent's token: no item twice, none lost.
+    for child in ["1", "2"] {
+        let mut continuation = Some(token.clone());
+        while let Some(current) = continuation.take() {
+            let page = server
+                .query(
+                    "SELECT c.id FROM c",
+                    &[
+                        ("x-ms-documentdb-partitionkeyrangeid", child),
+                        ("x-ms-max-item-count", "5"),
+                        ("x-ms-continuation", &current),
+                    ],
+                )
+                .await;
+            assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+            for document in page.body["Documents"].as_array().expect("documents") {
+                let id = document["id"].as_str().expect("id").to_string();
+                assert!(seen.insert(id), "served twice");
+            }
+            continuation = page
+                .headers
+                .get("x-ms-continuation")
+                .map(|value| value.to_str().expect("token").to_string());
+        }
+    }
+    assert_eq!(seen.len(), 30);
+    // Lowering throughput never merges ranges.
+    replace_throughput(&server, 400).await;
+    assert_eq!(range_ids(&ranges(&server).await), ["1", "2"]);
+}
