@@ -60,6 +60,7 @@ pub mod ttl;
 pub mod writer;
 
 pub use catalog::kinds::{ResourceKind, ResourceParent};
+pub use catalog::usage::RangeStatistics;
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};

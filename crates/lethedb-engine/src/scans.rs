@@ -106,6 +106,16 @@ impl Engine {
             .await
     }
 
+    /// Items, bytes and distinct partition keys per partition key range (walks the container).
+    pub async fn range_statistics(
+        &self,
+        container: &Arc<Container>,
+    ) -> EngineResult<Vec<crate::catalog::usage::RangeStatistics>> {
+        let container = Arc::clone(container);
+        self.run_scan(move |engine| engine.range_statistics_blocking(&container))
+            .await
+    }
+
     /// Every database, as clients see them.
     pub async fn list_databases(&self) -> EngineResult<Vec<Value>> {
         self.run_scan(super::engine::Engine::list_databases_blocking)

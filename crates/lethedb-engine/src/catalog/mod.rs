@@ -11,7 +11,7 @@ mod indexing_policy;
 pub(crate) mod kinds;
 mod resource;
 mod shared;
-mod usage;
+pub(crate) mod usage;
 
 use crate::container::{Container, ContainerParts};
 use crate::engine::Engine;

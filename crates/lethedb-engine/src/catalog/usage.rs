@@ -1,14 +1,17 @@
 //! A container's storage usage: items and bytes, with expired items excluded even before the
-//! sweeper has deleted them.
+//! sweeper has deleted them; and the same per partition key range, when asked.
 //!
 //! Reads the counters and walks the expired part of the expiry index (expiry.rs); it writes
 //! nothing and does not decide what expired means.
 
 use crate::container::{Container, Usage};
 use crate::engine::Engine;
-use crate::error::EngineResult;
-use crate::expiry::visit_expired;
-use crate::records::{read_counters, ExpiryEntry};
+use crate::error::{corrupted, EngineResult};
+use crate::expiry::{is_expired, visit_expired};
+use crate::keys;
+use crate::partition_key::PartitionKeyValue;
+use crate::records::{read_counters, ExpiryEntry, ItemRecord};
+use lethedb_storage::{KeyRange, Table};
 use std::ops::ControlFlow;
 
 impl Engine {
@@ -64,4 +67,71 @@ impl Engine {
             lsn: counters.lsn,
         })
     }
+
+    /// Per partition key range: visible items, their bytes, and how many distinct partition
+    /// keys they have. Walks every item of the container, so only for callers that ask
+    /// (`x-ms-documentdb-populatepartitionstatistics`).
+    pub(crate) fn range_statistics_blocking(
+        &self,
+        container: &Container,
+    ) -> EngineResult<Vec<RangeStatistics>> {
+        let mut statistics: Vec<RangeStatistics> = container
+            .ranges
+            .ranges
+            .iter()
+            .map(|range| RangeStatistics {
+                id: range.id,
+                ..RangeStatistics::default()
+            })
+            .collect();
+        let now_ms = self.now_ms();
+        let reader = self.inner.store.read()?;
+        let prefix = keys::container_items_prefix(container.key_number());
+        let mut last_partition: Vec<u8> = Vec::new();
+        let mut owner = 0usize;
+        let mut broken = false;
+        reader.scan(
+            Table::Items,
+            &KeyRange::prefix(&prefix),
+            &mut |key, value| {
+                let Some((last_modified_ms, _, ttl)) = ItemRecord::decode_header(value) else {
+                    broken = true;
+                    return ControlFlow::Break(());
+                };
+                if is_expired(container, last_modified_ms, ttl, now_ms) {
+                    return ControlFlow::Continue(());
+                }
+                let partition = keys::partition_bytes(key).unwrap_or_default();
+                let new_partition =
+                    partition != last_partition.as_slice() || last_partition.is_empty();
+                if new_partition {
+                    let value = PartitionKeyValue::decode(partition)
+                        .unwrap_or(PartitionKeyValue(Vec::new()));
+                    let id = container.range_of(&value);
+                    owner = statistics.iter().position(|s| s.id == id).unwrap_or(0);
+                    last_partition.clear();
+                    last_partition.extend_from_slice(partition);
+                }
+                if let Some(entry) = statistics.get_mut(owner) {
+                    entry.items += 1;
+                    entry.bytes += value.len() as u64;
+                    entry.distinct_partition_keys += u64::from(new_partition);
+                }
+                ControlFlow::Continue(())
+            },
+        )?;
+        if broken {
+            return Err(corrupted("item"));
+        }
+        Ok(statistics)
+    }
+}
+
+/// What one partition key range holds.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RangeStatistics {
+    pub id: u32,
+    pub items: u64,
+    pub bytes: u64,
+    pub distinct_partition_keys: u64,
 }

@@ -10,6 +10,7 @@ mod common;
 mod epk;
 mod faults;
 mod model;
+mod ranges;
 mod resources;
 mod sweeper;
 mod ttl_paths;

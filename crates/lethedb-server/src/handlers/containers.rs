@@ -6,7 +6,9 @@
 
 use super::context::{list_resources, Context, Listing};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{if_match, if_none_match, parse_json, partition_key, throughput};
+use crate::request::{
+    header_is_true, if_match, if_none_match, parse_json, partition_key, throughput,
+};
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{request_units, Container, ErrorCode};
@@ -41,7 +43,27 @@ async fn container_reply(
 ) -> ApiResult<Reply> {
     let usage = context.state.engine.container_usage(container).await?;
     let kib = usage.bytes.div_ceil(1024);
-    Ok(Reply::value(status, &container.resource)
+    let mut resource = container.resource.clone();
+    if header_is_true(
+        context.headers,
+        "x-ms-documentdb-populatepartitionstatistics",
+    ) {
+        let statistics = context.state.engine.range_statistics(container).await?;
+        resource["statistics"] = statistics
+            .iter()
+            .map(|range| {
+                // The service lists only partition keys of 1 GB or more, sampled.
+                json!({
+                    "id": range.id.to_string(),
+                    "sizeInKB": range.bytes.div_ceil(1024),
+                    "documentCount": range.items,
+                    "sampledDistinctPartitionKeyCount": range.distinct_partition_keys,
+                    "partitionKeys": [],
+                })
+            })
+            .collect();
+    }
+    Ok(Reply::value(status, &resource)
         .header("etag", container.etag().to_string())
         .header(
             "x-ms-resource-quota",

@@ -277,3 +277,41 @@ async fn raising_throughput_splits_ranges_and_retires_the_parent() {
     replace_throughput(&server, 400).await;
     assert_eq!(range_ids(&ranges(&server).await), ["1", "2"]);
 }
+
+#[tokio::test]
+async fn container_reads_report_statistics_per_range_when_asked() {
+    let server = Server::new();
+    setup(&server, 30_000).await;
+    for i in 0..24 {
+        server
+            .create_item(json!({"id": format!("i{i}"), "pk": format!("p{}", i % 8)}))
+            .await;
+    }
+    let path = ("colls", "dbs/db/colls/c");
+    let plain = server.send("GET", "/dbs/db/colls/c", path, None, &[]).await;
+    assert!(plain.body.get("statistics").is_none());
+    let read = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            path,
+            None,
+            &[("x-ms-documentdb-populatepartitionstatistics", "true")],
+        )
+        .await;
+    let statistics = read.body["statistics"].as_array().expect("statistics");
+    let ids: Vec<&str> = statistics
+        .iter()
+        .map(|s| s["id"].as_str().expect("id"))
+        .collect();
+    assert_eq!(ids, ["0", "1", "2"]);
+    let count = |field: &str| {
+        statistics
+            .iter()
+            .map(|s| s[field].as_u64().expect(field))
+            .sum::<u64>()
+    };
+    assert_eq!(count("documentCount"), 24);
+    assert_eq!(count("sampledDistinctPartitionKeyCount"), 8);
+    assert!(count("sizeInKB") > 0);
+}
