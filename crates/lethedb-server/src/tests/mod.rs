@@ -6,6 +6,7 @@
 mod access;
 mod bodies;
 mod children;
+mod compatibility;
 mod containers;
 mod errors;
 mod items;
