@@ -13,12 +13,16 @@
 //! - `builtins` (the table of built-in names, arities and kinds) → `functions` (scalar
 //!   built-ins, one module per family) → `plan` (checks and derived facts) → `eval` (one expression over
 //!   one row) → `exec` (rows, projection, grouping) → `subquery` (the subquery runner, plans made once);
-//! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages).
+//! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages);
+//! - `client_rewrite` (the texts each partition key range runs) → `client_plan` (the service's
+//!   plan for the SDKs' client pipelines, `Prepared::client_plan`).
 //!
 //! This file is only the front door: module declarations and re-exports.
 
 mod ast;
 mod builtins;
+mod client_plan;
+mod client_rewrite;
 mod context;
 mod datetime;
 mod error;
@@ -39,6 +43,8 @@ pub use ast::{
     BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem, SortKey, Source,
     UnaryOp,
 };
+pub use client_plan::{ClientPlan, DistinctType, QueryRange};
+pub use client_rewrite::{AggregateKind, ORDER_BY_FILTER_PLACEHOLDER};
 pub use context::UdfHost;
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;

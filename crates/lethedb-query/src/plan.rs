@@ -268,10 +268,10 @@ pub fn validate(
     }
     let plan = analyze(query, parameters)?;
     if plan.grouped {
-        if !query.order_by.is_empty() {
-            return Err(QueryError::unsupported(
-                "ORDER BY together with GROUP BY or aggregates",
-            ));
+        // Aggregates without GROUP BY make one row, which any ORDER BY leaves as it is (the
+        // service serves that, and its per-range aggregate queries keep the ORDER BY).
+        if !query.order_by.is_empty() && !query.group_by.is_empty() {
+            return Err(QueryError::unsupported("ORDER BY together with GROUP BY"));
         }
         match &query.select.projection {
             Projection::Star => {

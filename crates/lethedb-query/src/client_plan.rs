@@ -1,0 +1,319 @@
+//! The client plan: the service's `partitionedQueryExecutionInfo` for a query, which tells the
+//! SDKs what to run on each partition key range (`rewrittenQuery`, `queryRanges`) and what to do
+//! on the client (merge ORDER BY streams, combine aggregate partials, merge groups, deduplicate,
+//! apply TOP and OFFSET/LIMIT).
+//!
+//! Also here: which features a plan needs, so a client that does not declare them in
+//! `x-ms-cosmos-supported-query-features` is refused as the service refuses it. The texts the
+//! ranges run are in `client_rewrite`.
+
+use serde_json::{json, Map, Value};
+
+use crate::client_rewrite::{self, AggregateKind};
+use crate::error::QueryError;
+use crate::prepared::Prepared;
+
+/// How the client deduplicates: not at all, consecutive equal results (ORDER BY), or by hash.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DistinctType {
+    None,
+    Ordered,
+    Unordered,
+}
+
+impl DistinctType {
+    pub fn name(self) -> &'static str {
+        match self {
+            DistinctType::None => "None",
+            DistinctType::Ordered => "Ordered",
+            DistinctType::Unordered => "Unordered",
+        }
+    }
+}
+
+/// A range of effective partition keys, as the plan writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QueryRange {
+    pub min: String,
+    pub max: String,
+    pub min_inclusive: bool,
+    pub max_inclusive: bool,
+}
+
+impl QueryRange {
+    /// Every effective partition key: `["", "FF")`.
+    pub fn full() -> QueryRange {
+        QueryRange {
+            min: String::new(),
+            max: "FF".into(),
+            min_inclusive: true,
+            max_inclusive: false,
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "min": self.min,
+            "max": self.max,
+            "isMinInclusive": self.min_inclusive,
+            "isMaxInclusive": self.max_inclusive,
+        })
+    }
+}
+
+/// The service's plan of one query.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClientPlan {
+    pub distinct: DistinctType,
+    pub top: Option<u64>,
+    pub offset: Option<u64>,
+    pub limit: Option<u64>,
+    /// One entry per ORDER BY key: true for descending.
+    pub order_by_descending: Vec<bool>,
+    pub order_by_expressions: Vec<String>,
+    pub group_by_expressions: Vec<String>,
+    pub group_by_aliases: Vec<String>,
+    /// The aggregate of a `SELECT VALUE` aggregate query (at most one).
+    pub aggregates: Vec<AggregateKind>,
+    /// For a non-VALUE aggregate or GROUP BY query: each output name and its aggregate, if any.
+    pub alias_aggregates: Vec<(String, Option<AggregateKind>)>,
+    /// What each range runs; empty means the query as sent.
+    pub rewritten_query: String,
+    pub has_select_value: bool,
+    pub query_ranges: Vec<QueryRange>,
+}
+
+/// The features of `x-ms-cosmos-supported-query-features`, in the order the service lists them.
+const FEATURES: [&str; 10] = [
+    "Aggregate",
+    "CompositeAggregate",
+    "Distinct",
+    "GroupBy",
+    "MultipleAggregates",
+    "MultipleOrderBy",
+    "OffsetAndLimit",
+    "OrderBy",
+    "Top",
+    "NonValueAggregate",
+];
+
+impl ClientPlan {
+    /// Whether the client has work to do beyond concatenating the ranges' pages.
+    pub fn needs_client_pipeline(&self) -> bool {
+        self.distinct != DistinctType::None
+            || self.top.is_some()
+            || self.offset.is_some()
+            || self.limit.is_some()
+            || !self.order_by_descending.is_empty()
+            || !self.aggregates.is_empty()
+            || !self.group_by_expressions.is_empty()
+            || !self.alias_aggregates.is_empty()
+    }
+
+    /// False when the query pins one partition key, so one range answers it whole.
+    pub fn fans_out(&self) -> bool {
+        !matches!(
+            self.query_ranges.as_slice(),
+            [range] if range.min == range.max && range.min_inclusive && range.max_inclusive
+        )
+    }
+
+    fn has_aggregates(&self) -> bool {
+        !self.aggregates.is_empty() || self.alias_aggregates.iter().any(|(_, kind)| kind.is_some())
+    }
+
+    /// The features this plan needs that `supported` (a comma list) lacks, in the service's order.
+    pub fn missing_features(&self, supported: &str) -> Vec<&'static str> {
+        let declared: Vec<&str> = supported.split(',').map(str::trim).collect();
+        let mut needed = Vec::new();
+        if self.has_aggregates() {
+            let counted = self
+                .alias_aggregates
+                .iter()
+                .filter(|(_, kind)| kind.is_some())
+                .count();
+            if self.aggregates.len() == 1 || counted == 1 {
+                needed.push(if self.has_select_value {
+                    "Aggregate"
+                } else {
+                    "NonValueAggregate"
+                });
+            } else {
+                needed.push("NonValueAggregate");
+                needed.push("MultipleAggregates");
+            }
+        }
+        if self.distinct != DistinctType::None {
+            needed.push("Distinct");
+        }
+        if !self.group_by_expressions.is_empty() {
+            needed.push("GroupBy");
+        }
+        if self.offset.is_some() || self.limit.is_some() {
+            needed.push("OffsetAndLimit");
+        }
+        match self.order_by_descending.len() {
+            0 => {}
+            1 => needed.push("OrderBy"),
+            _ => needed.push("MultipleOrderBy"),
+        }
+        if self.top.is_some() {
+            needed.push("Top");
+        }
+        FEATURES
+            .into_iter()
+            .filter(|feature| needed.contains(feature) && !declared.contains(feature))
+            .collect()
+    }
+
+    /// The service's refusal when the client does not support every feature the plan needs.
+    pub fn unsupported_message(&self, supported: &str) -> Option<String> {
+        let missing = self.missing_features(supported);
+        if missing.is_empty() {
+            return None;
+        }
+        let mut message = String::from(
+            "Query contains 1 or more unsupported features. Upgrade your SDK to a version that does support the requested features:",
+        );
+        for feature in missing {
+            message.push_str(&format!(
+                "\nQuery contained {feature}, which the calling client does not support."
+            ));
+        }
+        Some(message)
+    }
+
+    /// The plan as the service writes it (`partitionedQueryExecutionInfoVersion` 2).
+    pub fn to_json(&self) -> Value {
+        let alias_map: Map<String, Value> = self
+            .alias_aggregates
+            .iter()
+            .map(|(alias, kind)| {
+                (
+                    alias.clone(),
+                    kind.map_or(Value::Null, |kind| Value::from(kind.name())),
+                )
+            })
+            .collect();
+        json!({
+            "partitionedQueryExecutionInfoVersion": 2,
+            "queryInfo": {
+                "distinctType": self.distinct.name(),
+                "top": self.top,
+                "offset": self.offset,
+                "limit": self.limit,
+                "orderBy": self.order_by_descending.iter()
+                    .map(|descending| if *descending { "Descending" } else { "Ascending" })
+                    .collect::<Vec<_>>(),
+                "orderByExpressions": self.order_by_expressions,
+                "groupByExpressions": self.group_by_expressions,
+                "groupByAliases": self.group_by_aliases,
+                "aggregates": self.aggregates.iter().map(|kind| kind.name()).collect::<Vec<_>>(),
+                "groupByAliasToAggregateType": alias_map,
+                "rewrittenQuery": self.rewritten_query,
+                "hasSelectValue": self.has_select_value,
+                "dCountInfo": null,
+                "hasNonStreamingOrderBy": false,
+            },
+            "queryRanges": self.query_ranges.iter().map(QueryRange::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+impl Prepared {
+    /// The service's plan of this query over a container whose partition key has
+    /// `partition_key_paths`. When the WHERE clause pins every path, `effective_range` maps the
+    /// pinned values to their effective partition key range (a point: min == max), and one range
+    /// answers the query whole; otherwise the plan covers every range.
+    pub fn client_plan(
+        &self,
+        partition_key_paths: &[Vec<String>],
+        effective_range: &dyn Fn(&[Value]) -> (String, String),
+    ) -> Result<ClientPlan, QueryError> {
+        let query = &self.inner.query;
+        let plan = &self.inner.plan;
+        let pinned = if partition_key_paths.is_empty() {
+            None
+        } else {
+            self.partition_key_equality(partition_key_paths)
+        };
+        let query_ranges = match &pinned {
+            Some(values) => {
+                let (min, max) = effective_range(values);
+                let point = min == max;
+                vec![QueryRange {
+                    min,
+                    max,
+                    min_inclusive: true,
+                    max_inclusive: point,
+                }]
+            }
+            None => vec![QueryRange::full()],
+        };
+        let has_select_value = matches!(query.select.projection, crate::ast::Projection::Value(_));
+        let mut client = ClientPlan {
+            distinct: DistinctType::None,
+            top: plan.top,
+            offset: query.offset_limit.as_ref().map(|_| plan.offset),
+            limit: plan.limit,
+            order_by_descending: Vec::new(),
+            order_by_expressions: Vec::new(),
+            group_by_expressions: Vec::new(),
+            group_by_aliases: Vec::new(),
+            aggregates: Vec::new(),
+            alias_aggregates: Vec::new(),
+            rewritten_query: String::new(),
+            has_select_value,
+            query_ranges,
+        };
+        if query.from.is_none() {
+            // Nothing is read: any range answers it as written.
+            client.top = None;
+            client.offset = None;
+            client.limit = None;
+            return Ok(client);
+        }
+        let grouped = plan.grouped;
+        let single = pinned.is_some();
+        if single && !grouped && !query.select.distinct {
+            // One partition streams the query as written; only TOP is left for the client.
+            client.offset = None;
+            client.limit = None;
+            return Ok(client);
+        }
+        if grouped {
+            let grouping = client_rewrite::grouping(query, plan)?;
+            client.group_by_expressions = query.group_by.iter().map(ToString::to_string).collect();
+            client.aggregates = grouping.aggregates;
+            client.group_by_aliases = grouping.aliases;
+            client.alias_aggregates = grouping.alias_aggregates;
+            client.rewritten_query = grouping.rewritten;
+            if query.select.distinct {
+                client.distinct = DistinctType::Unordered;
+            }
+            return Ok(client);
+        }
+        if !query.order_by.is_empty() {
+            client.order_by_descending = query.order_by.iter().map(|key| key.descending).collect();
+            client.order_by_expressions = query
+                .order_by
+                .iter()
+                .map(|key| key.expr.to_string())
+                .collect();
+            client.distinct = if query.select.distinct {
+                DistinctType::Ordered
+            } else {
+                DistinctType::None
+            };
+            client.rewritten_query = client_rewrite::order_by(query, plan)?;
+            return Ok(client);
+        }
+        if query.select.distinct {
+            client.distinct = DistinctType::Unordered;
+        }
+        if (query.select.distinct && plan.top.is_some()) || plan.limit.is_some() {
+            client.rewritten_query = client_rewrite::without_top(query, plan);
+        }
+        Ok(client)
+    }
+}
