@@ -14,7 +14,8 @@
 //! - `item_requests.rs`: item requests (`write_item`, `read_item`, `read_feed`, ...);
 //!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`WriteMode`], [`Feed`].
 //! - `query.rs`: `query_items`, `query_resources`, [`QueryRequest`], [`QueryPage`],
-//!   [`validate_query`]. `batch.rs`, `patch.rs`: batches and partial updates.
+//!   [`validate_query`], [`client_plan`] (the service's plan for the SDKs' client pipelines,
+//!   a [`ClientPlan`]). `batch.rs`, `patch.rs`: batches and partial updates.
 //! - `sweeper.rs`: `start_sweeper` ([`sweeper::SweeperHandle`]), `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
 //!   [`SweeperConfig`], [`SweepStats`]. `offers.rs`: offers (throughput as a resource).
 //! - `container.rs`: [`Container`], [`Usage`]. `limits.rs`: [`ID_CHARS_MAX`], [`ITEM_BYTES_MAX`],
@@ -67,10 +68,11 @@ pub use engine::{Engine, EngineConfig};
 pub use epk::HashScheme;
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
+pub use lethedb_query::ClientPlan;
 pub use limits::{
     ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, SCANS_CONCURRENT_MAX,
 };
 pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
-pub use query::{validate_query, QueryPage, QueryRequest};
+pub use query::{client_plan, validate_query, QueryPage, QueryRequest};
 pub use rids::{etag, partition_key_range_rid};
 pub use sweep_stats::{SweepStats, SweeperConfig};

@@ -7,6 +7,7 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
+use crate::epk::prefix_range;
 use crate::error::{corrupted, invalid_continuation, EngineError, EngineResult, ErrorCode};
 use crate::expiry::is_expired;
 use crate::items::StoredItem;
@@ -68,6 +69,28 @@ fn parts_from_values(values: Vec<Value>) -> PartitionKeyValue {
 pub fn validate_query(text: &str, parameters: &[(String, Value)], now_ms: i64) -> EngineResult<()> {
     lethedb_query::prepare(text, parameters, now_ms)?;
     Ok(())
+}
+
+/// The service's plan of a query over `container`: what the SDKs run on each partition key range
+/// and what their client pipelines do with the answers (see `lethedb_query::ClientPlan`). A
+/// WHERE clause that pins the whole partition key becomes the point range of its effective
+/// partition key (`epk::prefix_range`).
+pub fn client_plan(
+    text: &str,
+    parameters: &[(String, Value)],
+    now_ms: i64,
+    container: &Container,
+) -> EngineResult<lethedb_query::ClientPlan> {
+    let prepared = lethedb_query::prepare(text, parameters, now_ms)?;
+    let definition = &container.partition_key;
+    let paths = if definition.is_system_key() {
+        &[][..]
+    } else {
+        &definition.paths[..]
+    };
+    let effective_range =
+        |values: &[Value]| prefix_range(definition, &parts_from_values(values.to_vec()));
+    Ok(prepared.client_plan(paths, &effective_range)?)
 }
 
 impl Engine {

@@ -43,6 +43,12 @@ pub enum Code {
     RequestTooLarge,
     /// The container's throughput budget for this second is spent.
     TooManyRequests,
+    /// A query across partitions needs the SDK's client pipeline (ORDER BY, aggregates, GROUP BY,
+    /// DISTINCT, TOP, OFFSET/LIMIT): the answer carries the plan, and the SDK asks for it and
+    /// runs the query per partition key range.
+    CrossPartitionQueryNotServable,
+    /// A query-plan request from a client that does not declare every feature the plan needs.
+    UnsupportedQueryFeatures,
 }
 
 /// Whether a client may see the message, or only a generic one naming the activity id.
@@ -141,6 +147,9 @@ error_table! {
     RequestTooLarge                     => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
     // 3200: the request-unit budget is spent, as the service reports it.
     TooManyRequests                     => TOO_MANY_REQUESTS,     3200, "TooManyRequests",       Shown;
+    // 1004: the SDKs then fetch the query plan and run the query per range themselves.
+    CrossPartitionQueryNotServable      => BAD_REQUEST,           1004, "BadRequest",            Shown;
+    UnsupportedQueryFeatures            => BAD_REQUEST,           0,    "BadRequest",            Shown;
 }
 
 impl Code {
@@ -174,6 +183,12 @@ impl Code {
             Code::TooManyRequests => {
                 "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later."
             }
+            Code::CrossPartitionQueryNotServable => {
+                "The provided cross partition query can not be directly served by the gateway. This is a first chance (internal) exception that all newer clients will know how to handle gracefully. This exception is traced, but unless you see it bubble up as an exception (which only happens on older SDK clients), then you can safely ignore this message."
+            }
+            Code::UnsupportedQueryFeatures => {
+                "Query contains 1 or more unsupported features. Upgrade your SDK to a version that does support the requested features:"
+            }
         }
     }
 }
@@ -185,6 +200,9 @@ pub struct ApiError {
     pub message: String,
     /// For a 429: how long the client should wait before retrying.
     pub retry_after_ms: Option<i64>,
+    /// The body's `additionalErrorInfo`: the query plan, as JSON text, when a query needs the
+    /// SDK's client pipeline.
+    pub additional_error_info: Option<String>,
 }
 
 impl ApiError {
@@ -194,6 +212,7 @@ impl ApiError {
             code,
             message: message.into(),
             retry_after_ms: None,
+            additional_error_info: None,
         }
     }
 
@@ -210,6 +229,14 @@ impl ApiError {
         }
     }
 
+    /// This failure with the plan of the query that caused it in `additionalErrorInfo`.
+    pub fn with_additional_info(self, info: String) -> ApiError {
+        ApiError {
+            additional_error_info: Some(info),
+            ..self
+        }
+    }
+
     pub fn status(&self) -> StatusCode {
         self.code.status()
     }
@@ -223,6 +250,7 @@ impl From<EngineError> for ApiError {
             message: error.to_string(),
             retry_after_ms: (code == ErrorCode::WriterBusy)
                 .then_some(lethedb_engine::writer::WRITER_BUSY_RETRY_AFTER_MS),
+            additional_error_info: None,
         }
     }
 }
@@ -243,7 +271,11 @@ impl IntoResponse for ApiError {
                 format!("The request could not be completed. ActivityId: {activity_id}")
             }
         };
-        let body = serde_json::json!({ "code": row.cosmos_code, "message": message }).to_string();
+        let mut body = serde_json::json!({ "code": row.cosmos_code, "message": message });
+        if let Some(info) = self.additional_error_info {
+            body["additionalErrorInfo"] = serde_json::Value::String(info);
+        }
+        let body = body.to_string();
         let mut response = (row.status, body).into_response();
         let headers = response.headers_mut();
         headers.insert("content-type", HeaderValue::from_static("application/json"));

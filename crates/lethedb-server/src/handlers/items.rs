@@ -7,13 +7,15 @@
 use super::context::Context;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{
-    continuation, epk_range, header_is_true, if_match, if_none_match, page_items_max, parse_json,
-    partition_key, prefers_minimal, query_request, range_id,
+    continuation, epk_range, header, header_is_true, if_match, if_none_match, page_items_max,
+    parse_json, partition_key, prefers_minimal, query_request, range_id,
 };
 use crate::respond::Reply;
 use axum::http::StatusCode;
-use lethedb_engine::{request_units, Container, ItemOutcome, QueryPage, StoredItem, WriteMode};
-use serde_json::{json, Value};
+use lethedb_engine::{
+    request_units, Container, ErrorCode, ItemOutcome, QueryPage, QueryRequest, StoredItem,
+    WriteMode,
+};
 use std::sync::Arc;
 
 /// The reply to a create, upsert, replace or patch, charged by the written document's size.
@@ -193,6 +195,7 @@ pub fn read_change_feed() -> ApiResult<Reply> {
 
 pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let request = query_request(context.headers, context.body)?;
+    refuse_if_client_pipeline_needed(context, container, &request)?;
     let page = context
         .state
         .engine
@@ -228,38 +231,59 @@ fn query_metrics(page: &QueryPage) -> String {
     )
 }
 
-pub fn query_plan(context: &Context<'_>) -> ApiResult<Reply> {
-    let request = query_request(context.headers, context.body)?;
-    // Parsing now reports syntax errors at plan time, as the service does.
-    lethedb_engine::validate_query(
+/// A query sent to the whole container (no partition key, no partition key range, no range of
+/// effective keys) that fans out across partitions and needs the SDK's client pipeline is
+/// refused as the service refuses it, with the plan in `additionalErrorInfo`: 400/1004, on which
+/// the SDKs fetch the plan and send the rewritten query to each range; or, without
+/// `x-ms-documentdb-query-enablecrosspartition`, the cross-partition refusal. Everything else
+/// (and every request the SDKs make per range) runs whole here.
+fn refuse_if_client_pipeline_needed(
+    context: &Context<'_>,
+    container: &Container,
+    request: &QueryRequest,
+) -> ApiResult<()> {
+    if request.partition_key.is_some()
+        || request.effective_range.is_some()
+        || request.range_id.is_some()
+        || container.partition_key.is_system_key()
+        || container.partition_key.paths.is_empty()
+    {
+        return Ok(());
+    }
+    let plan = lethedb_engine::client_plan(
         &request.text,
         &request.parameters,
         context.state.engine.now_ms(),
+        container,
     )?;
-    Ok(Reply::value(StatusCode::OK, &plan()).charge(0.0))
+    if !plan.fans_out() || !plan.needs_client_pipeline() {
+        return Ok(());
+    }
+    // As for any query, one range needs no cross-partition consent (`Engine::query_items`).
+    let refusal = if request.enable_cross_partition || container.ranges.ranges.len() <= 1 {
+        ApiError::from_code(Code::CrossPartitionQueryNotServable)
+    } else {
+        ApiError::from_code(Code::Engine(ErrorCode::CrossPartitionQueryDisabled))
+    };
+    Err(refusal.with_additional_info(plan.to_json().to_string()))
 }
 
-/// The plan that tells the SDKs the server runs the whole query: nothing to rewrite, order,
-/// aggregate or deduplicate on the client, over the one partition key range.
-fn plan() -> Value {
-    json!({
-        "partitionedQueryExecutionInfoVersion": 2,
-        "queryInfo": {
-            "distinctType": "None",
-            "top": null,
-            "offset": null,
-            "limit": null,
-            "orderBy": [],
-            "orderByExpressions": [],
-            "groupByExpressions": [],
-            "groupByAliases": [],
-            "aggregates": [],
-            "groupByAliasToAggregateType": {},
-            "rewrittenQuery": "",
-            "hasSelectValue": false,
-            "dCountInfo": null,
-            "hasNonStreamingOrderBy": false
-        },
-        "queryRanges": [{"min": "", "max": "FF", "isMinInclusive": true, "isMaxInclusive": false}]
-    })
+/// The features the SDK's client pipeline runs, as it lists them when asking for a plan.
+const SUPPORTED_QUERY_FEATURES: &str = "x-ms-cosmos-supported-query-features";
+
+/// The service's plan of a query (see `lethedb_query::ClientPlan`), refused when the client does
+/// not declare a feature the plan needs (no list declares none).
+pub fn query_plan(context: &Context<'_>, container: &Container) -> ApiResult<Reply> {
+    let request = query_request(context.headers, context.body)?;
+    let plan = lethedb_engine::client_plan(
+        &request.text,
+        &request.parameters,
+        context.state.engine.now_ms(),
+        container,
+    )?;
+    let supported = header(context.headers, SUPPORTED_QUERY_FEATURES).unwrap_or_default();
+    if let Some(message) = plan.unsupported_message(supported) {
+        return Err(ApiError::new(Code::UnsupportedQueryFeatures, message));
+    }
+    Ok(Reply::value(StatusCode::OK, &plan.to_json()).charge(0.0))
 }

@@ -62,7 +62,7 @@ pub async fn route(
         Operation::ReadFeed => items::read_feed(context, container()?).await,
         Operation::ReadChangeFeed => items::read_change_feed(),
         Operation::Query => items::query(context, container()?).await,
-        Operation::QueryPlan => items::query_plan(context),
+        Operation::QueryPlan => items::query_plan(context, container()?),
         Operation::Batch => batch::execute(context, container()?).await,
         Operation::Create => items::create(context, lethedb_engine::WriteMode::Create).await,
         Operation::Upsert => items::create(context, lethedb_engine::WriteMode::Upsert).await,

@@ -43,10 +43,13 @@ async fn queries_plans_and_partition_key_ranges() {
             "/dbs/db/colls/c/docs",
             ("docs", "dbs/db/colls/c"),
             Some(json!({"query": "SELECT DISTINCT c.v FROM c"})),
-            &[("x-ms-cosmos-is-query-plan-request", "True")],
+            &[
+                ("x-ms-cosmos-is-query-plan-request", "True"),
+                ("x-ms-cosmos-supported-query-features", "Distinct"),
+            ],
         )
         .await;
-    assert_eq!(plan.body["queryInfo"]["distinctType"], json!("None"));
+    assert_eq!(plan.body["queryInfo"]["distinctType"], json!("Unordered"));
     assert_eq!(plan.body["queryRanges"][0]["max"], json!("FF"));
     let ranges = server
         .send(

@@ -212,7 +212,10 @@ async fn expiry_over_http_at_the_millisecond() {
     server.clock.advance_ms(9_999);
     assert_eq!(server.read_item("a", "p").await.status, StatusCode::OK);
     assert_eq!(
-        server.query("SELECT VALUE COUNT(1) FROM c", &[]).await.body["Documents"],
+        server
+            .query("SELECT VALUE COUNT(1) FROM c", ONE_RANGE)
+            .await
+            .body["Documents"],
         json!([1])
     );
     server.clock.advance_ms(1);
@@ -223,7 +226,10 @@ async fn expiry_over_http_at_the_millisecond() {
         "",
     );
     assert_eq!(
-        server.query("SELECT VALUE COUNT(1) FROM c", &[]).await.body["Documents"],
+        server
+            .query("SELECT VALUE COUNT(1) FROM c", ONE_RANGE)
+            .await
+            .body["Documents"],
         json!([0])
     );
     let read = server

@@ -11,6 +11,7 @@ mod containers;
 mod errors;
 mod items;
 mod operations;
+mod query_plans;
 mod ranges;
 mod router;
 mod throughput;
@@ -220,6 +221,10 @@ fn check_error(answer: &Answer, status: StatusCode, code: &str, message_part: &s
     assert_eq!(answer.header("content-type"), "application/json");
     assert!(!answer.header("x-ms-activity-id").is_empty());
 }
+
+/// The header of a query the SDKs send to one partition key range (after a plan), which the
+/// server runs whole rather than answering with the plan.
+const ONE_RANGE: &[(&str, &str)] = &[("x-ms-documentdb-partitionkeyrangeid", "0")];
 
 fn partitioned() -> Value {
     json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}})

@@ -148,8 +148,8 @@ async fn throughput_lays_out_ranges_that_partition_the_items() {
         "Cross partition query is required",
     );
     // A whole-container answer carries every range's session token.
-    let all = server.query("SELECT VALUE COUNT(1) FROM c", &[]).await;
-    assert_eq!(all.body["Documents"], json!([40]));
+    let all = server.query("SELECT VALUE c.id FROM c", &[]).await;
+    assert_eq!(all.body["Documents"].as_array().map(Vec::len), Some(40));
     assert_eq!(all.header("x-ms-session-token").split(',').count(), 5);
 }
 
