@@ -46,7 +46,6 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let context = Context {
             state: &state,
             headers: &parts.headers,
-            uri: &parts.uri,
             path: &path,
             body: &body,
         };

@@ -6,7 +6,7 @@
 use crate::activity::activity_id;
 use crate::json_text::ObjectWriter;
 use crate::routes::ResourcePath;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use lethedb_engine::Container;
 
@@ -154,19 +154,6 @@ pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap) 
     if !headers.contains_key("x-ms-request-charge") {
         headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
     }
-}
-
-/// The endpoint clients reached us at, for the account's location list: the request's Host
-/// (or the URI's authority) with the scheme we serve.
-pub fn endpoint(headers: &HeaderMap, uri: &Uri, tls: bool) -> String {
-    let host = headers
-        .get("host")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| uri.authority().map(std::string::ToString::to_string))
-        .unwrap_or_else(|| "localhost".to_string());
-    let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{host}/")
 }
 
 /// The container path clients key session tokens by; they expect it as they sent it.

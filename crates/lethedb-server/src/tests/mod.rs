@@ -74,6 +74,7 @@ impl Server {
             engine,
             key: key.clone(),
             certificate_pem: None,
+            endpoint: "http://127.0.0.1:8081/".into(),
         };
         configure(&mut state);
         let router = app(state);
