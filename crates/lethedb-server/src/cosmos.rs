@@ -15,7 +15,7 @@ use crate::respond::add_common_headers;
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::extract::{Request, State};
-use axum::http::Uri;
+use axum::http::{Method, Uri};
 use axum::response::{IntoResponse, Response};
 use lethedb_engine::Container;
 use std::sync::Arc;
@@ -49,9 +49,12 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
             path: &path,
             body: &body,
         };
-        let reply = handlers::route(operation, &context, admitted.as_ref()).await?;
+        let mut reply = handlers::route(operation, &context, admitted.as_ref()).await?;
         if let Some(container) = &admitted {
             state.engine.charge(container, reply.request_charge());
+        }
+        if names_its_location(&parts.method, operation) {
+            reply = reply.content_location(&state.endpoint, &full_path(&parts.uri));
         }
         Ok(reply.finish())
     }
@@ -90,6 +93,16 @@ fn admit(
         .admit(&container)
         .map_err(ApiError::too_many_requests)?;
     Ok(Some(container))
+}
+
+/// Whether a success carries `Content-Location` (the request's URL): the service sends it on
+/// reads, read feeds, replaces and deletes (GET, PUT, DELETE), not on creates, upserts,
+/// queries or batches (POST) — as in every request/response example of the REST reference
+/// (for instance "Get a Document", "Delete a Collection", "Replace an Offer", "List Users").
+/// The account (`GET /`) is not a resource path and gets none.
+fn names_its_location(method: &Method, operation: Operation) -> bool {
+    (method == Method::GET || method == Method::PUT || method == Method::DELETE)
+        && operation != Operation::ReadAccount
 }
 
 /// The path with anything after `?`: some clients leave `?` unescaped in item ids, and Cosmos

@@ -49,6 +49,15 @@ impl Reply {
         self.header("x-ms-request-charge", format!("{request_units:.2}"))
     }
 
+    /// `Content-Location`: the request's URL on the advertised endpoint, on a success only.
+    pub fn content_location(self, endpoint: &str, path: &str) -> Reply {
+        if !self.status.is_success() {
+            return self;
+        }
+        let location = format!("{}{}", endpoint.trim_end_matches('/'), path);
+        self.header("content-location", location)
+    }
+
     /// The request charge set on this reply, if any.
     pub fn request_charge(&self) -> f64 {
         self.headers

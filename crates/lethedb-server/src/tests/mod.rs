@@ -8,6 +8,7 @@ mod bodies;
 mod children;
 mod containers;
 mod errors;
+mod headers;
 mod items;
 mod operations;
 mod router;

@@ -1,0 +1,104 @@
+//! Response headers the service sends on some operations only: `Content-Location`, and the
+//! container's quota, usage and index-transformation headers.
+
+use super::*;
+
+#[tokio::test]
+async fn content_location_names_the_request_url_on_reads_replaces_and_deletes() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let created = server.create_item(json!({"id": "a", "pk": "p"})).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    // Creates (POST, 201) carry none, as in the REST reference's examples.
+    assert_eq!(created.headers.get("content-location"), None);
+
+    let read = server.read_item("a", "p").await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(
+        read.header("content-location"),
+        "http://127.0.0.1:8081/dbs/db/colls/c/docs/a"
+    );
+    let pk = json!(["p"]).to_string();
+    let item_link = ("docs", "dbs/db/colls/c/docs/a");
+    let replaced = server
+        .send(
+            "PUT",
+            "/dbs/db/colls/c/docs/a",
+            item_link,
+            Some(json!({"id": "a", "pk": "p", "v": 2})),
+            &[("x-ms-documentdb-partitionkey", &pk)],
+        )
+        .await;
+    assert_eq!(replaced.status, StatusCode::OK);
+    assert_eq!(
+        replaced.header("content-location"),
+        "http://127.0.0.1:8081/dbs/db/colls/c/docs/a"
+    );
+    let feed = server
+        .send("GET", "/dbs/db/colls", ("colls", "dbs/db"), None, &[])
+        .await;
+    assert_eq!(
+        feed.header("content-location"),
+        "http://127.0.0.1:8081/dbs/db/colls"
+    );
+    let container = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(
+        container.header("content-location"),
+        "http://127.0.0.1:8081/dbs/db/colls/c"
+    );
+    let query = server.query("SELECT * FROM c", &[]).await;
+    assert_eq!(query.status, StatusCode::OK);
+    assert_eq!(query.headers.get("content-location"), None);
+    let deleted = server
+        .send(
+            "DELETE",
+            "/dbs/db/colls/c/docs/a",
+            item_link,
+            None,
+            &[("x-ms-documentdb-partitionkey", &pk)],
+        )
+        .await;
+    assert_eq!(deleted.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        deleted.header("content-location"),
+        "http://127.0.0.1:8081/dbs/db/colls/c/docs/a"
+    );
+    // Failures carry none.
+    let missing = server.read_item("a", "p").await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert_eq!(missing.headers.get("content-location"), None);
+    let account = server.send("GET", "/", ("", ""), None, &[]).await;
+    assert_eq!(account.headers.get("content-location"), None);
+}
+
+#[tokio::test]
+async fn content_location_keeps_the_path_as_addressed() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let database = server
+        .send("GET", "/dbs/db", ("dbs", "dbs/db"), None, &[])
+        .await;
+    let rid = database.body["_rid"].as_str().expect("rid").to_string();
+    let by_rid = server
+        .send(
+            "GET",
+            &format!("/dbs/{rid}"),
+            ("dbs", &rid.to_lowercase()),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(by_rid.status, StatusCode::OK, "{}", by_rid.body);
+    assert_eq!(
+        by_rid.header("content-location"),
+        format!("http://127.0.0.1:8081/dbs/{rid}")
+    );
+}
