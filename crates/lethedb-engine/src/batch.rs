@@ -142,16 +142,8 @@ fn run_operation(
             let mode = match operation.kind.as_str() {
                 "Create" => WriteMode::Create,
                 "Upsert" => WriteMode::Upsert,
-                _ => {
-                    let url_id = id()?;
-                    if url_id != body_id {
-                        return Err(EngineError::with_message(
-                            ErrorCode::InvalidBatch,
-                            "The operation's id does not match its body's id.",
-                        ));
-                    }
-                    WriteMode::Replace(url_id)
-                }
+                // A body with another id renames the item, as a single replace does.
+                _ => WriteMode::Replace(id()?),
             };
             let outcome = apply_write(
                 context,
