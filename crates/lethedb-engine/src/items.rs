@@ -182,6 +182,15 @@ pub(crate) fn remove_version(
     Ok(())
 }
 
+/// Gives a write its container LSN: the next one, or the one a running transactional batch
+/// pinned for all of its writes.
+pub(crate) fn next_lsn(context: &WriteContext<'_>, counters: &mut Counters) {
+    counters.lsn = match context.pinned_lsn {
+        Some(pinned) => pinned.max(counters.lsn),
+        None => counters.lsn + 1,
+    };
+}
+
 /// Stores one version with its expiry-index and resource-id entries and counts it.
 fn store_version(
     context: &mut WriteContext<'_>,
@@ -374,7 +383,7 @@ pub(crate) fn apply_write(
     if let Some(old) = &existing {
         remove_version(context, number, &key, old, &mut counters)?;
     }
-    counters.lsn += 1;
+    next_lsn(context, &mut counters);
     let record = ItemRecord {
         last_modified_ms: context.now_ms,
         lsn: counters.lsn,
@@ -412,7 +421,7 @@ pub(crate) fn apply_delete(
     }
     let mut counters = read_counters(context.reader(), number)?;
     remove_version(context, number, &key, &existing, &mut counters)?;
-    counters.lsn += 1;
+    next_lsn(context, &mut counters);
     store_counters(context, number, &counters)?;
     Ok(counters.lsn)
 }
@@ -450,7 +459,7 @@ pub(crate) fn apply_delete_partition(
         }
         remove_version(context, number, key, record, &mut counters)?;
     }
-    counters.lsn += 1;
+    next_lsn(context, &mut counters);
     store_counters(context, number, &counters)?;
     Ok(visible)
 }

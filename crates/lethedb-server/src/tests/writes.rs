@@ -125,3 +125,110 @@ async fn an_upsert_with_if_match_creates_a_missing_item_and_checks_an_existing_o
     assert_eq!(stale.status, StatusCode::PRECONDITION_FAILED);
     assert_eq!(server.read_item("a", "p").await.body.get("v"), None);
 }
+
+#[tokio::test]
+async fn batch_request_checks_use_the_service_messages() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let empty = server.batch(json!([]), "[\"p\"]", &[]).await;
+    check_error(
+        &empty,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "Batch request has no operations.",
+    );
+    let many: Vec<Value> = (0..101)
+        .map(|n| json!({"operationType": "Create", "resourceBody": {"id": n.to_string(), "pk": "p"}}))
+        .collect();
+    let oversized = server.batch(Value::Array(many), "[\"p\"]", &[]).await;
+    check_error(
+        &oversized,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "Batch request has more operations than what is supported.",
+    );
+    let hundred: Vec<Value> = (0..100)
+        .map(|n| json!({"operationType": "Create", "resourceBody": {"id": n.to_string(), "pk": "p"}}))
+        .collect();
+    let full = server.batch(Value::Array(hundred), "[\"p\"]", &[]).await;
+    assert_eq!(full.status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_batch_with_a_partial_hierarchical_key_is_refused_as_a_whole() {
+    let server = Server::new();
+    server
+        .setup(json!({"id": "c", "partitionKey": {"paths": ["/a", "/b"], "kind": "MultiHash", "version": 2}}))
+        .await;
+    let operations =
+        json!([{"operationType": "Create", "resourceBody": {"id": "x", "a": "1", "b": "2"}}]);
+    let partial = server.batch(operations.clone(), "[\"1\"]", &[]).await;
+    check_error(
+        &partial,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document.",
+    );
+    let whole = server.batch(operations, "[\"1\",\"2\"]", &[]).await;
+    assert_eq!(whole.status, StatusCode::OK, "{}", whole.body);
+}
+
+#[tokio::test]
+async fn a_batch_takes_one_lsn_and_its_session_token_matches_the_reads_around_it() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    for id in ["read", "replace", "delete"] {
+        server.create_item(json!({"id": id, "pk": "p"})).await;
+    }
+    // A point read reports its item's LSN: the last one written is the container's.
+    let before: u64 = server
+        .read_item("delete", "p")
+        .await
+        .header("lsn")
+        .parse()
+        .expect("lsn");
+    let done = server
+        .batch(
+            json!([
+                {"operationType": "Create", "resourceBody": {"id": "new", "pk": "p"}},
+                {"operationType": "Replace", "id": "replace", "resourceBody": {"id": "replace", "pk": "p", "v": 1}},
+                {"operationType": "Upsert", "resourceBody": {"id": "up", "pk": "p"}},
+                {"operationType": "Read", "id": "read"},
+                {"operationType": "Delete", "id": "delete"},
+            ]),
+            "[\"p\"]",
+            &[],
+        )
+        .await;
+    assert_eq!(done.status, StatusCode::OK, "{}", done.body);
+    let lsn = before + 1;
+    assert_eq!(done.header("lsn"), lsn.to_string());
+    assert_eq!(done.header("x-ms-session-token"), format!("0:-1#{lsn}"));
+    let after = server.read_item("new", "p").await;
+    assert_eq!(after.header("lsn"), lsn.to_string());
+    assert_eq!(after.header("x-ms-session-token"), format!("0:-1#{lsn}"));
+    // A batch of reads writes nothing: the LSN stays.
+    let reads = server
+        .batch(
+            json!([{"operationType": "Read", "id": "read"}]),
+            "[\"p\"]",
+            &[],
+        )
+        .await;
+    assert_eq!(reads.header("lsn"), lsn.to_string());
+    // A failed batch leaves the LSN where it was.
+    let failed = server
+        .batch(
+            json!([
+                {"operationType": "Create", "resourceBody": {"id": "other", "pk": "p"}},
+                {"operationType": "Create", "resourceBody": {"id": "new", "pk": "p"}},
+            ]),
+            "[\"p\"]",
+            &[],
+        )
+        .await;
+    assert_eq!(failed.status, StatusCode::MULTI_STATUS);
+    assert_eq!(failed.header("lsn"), lsn.to_string());
+    let next = server.create_item(json!({"id": "later", "pk": "p"})).await;
+    assert_eq!(next.header("lsn"), (lsn + 1).to_string());
+}
