@@ -13,12 +13,15 @@
 //! - `builtins` (the table of built-in names, arities and kinds) → `functions` (scalar
 //!   built-ins, one module per family) → `plan` (checks and derived facts) → `eval` (one expression over
 //!   one row) → `exec` (rows, projection, grouping) → `subquery` (the subquery runner, plans made once);
-//! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages).
+//! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages);
+//! - `computed` (a container's computed properties, substituted into a query before it is
+//!   planned; `prepare_with_computed`).
 //!
 //! This file is only the front door: module declarations and re-exports.
 
 mod ast;
 mod builtins;
+mod computed;
 mod context;
 mod datetime;
 mod error;
@@ -39,6 +42,7 @@ pub use ast::{
     BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem, SortKey, Source,
     UnaryOp,
 };
+pub use computed::{prepare_with_computed, ComputedProperties, COMPUTED_PROPERTIES_MAX};
 pub use context::UdfHost;
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;

@@ -102,3 +102,37 @@ async fn content_location_keeps_the_path_as_addressed() {
         format!("http://127.0.0.1:8081/dbs/{rid}")
     );
 }
+
+#[tokio::test]
+async fn container_reads_report_index_progress_and_quota_on_request() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    server.create_item(json!({"id": "a", "pk": "p"})).await;
+    let link = ("colls", "dbs/db/colls/c");
+    let plain = server.send("GET", "/dbs/db/colls/c", link, None, &[]).await;
+    assert_eq!(
+        plain.header("x-ms-documentdb-collection-index-transformation-progress"),
+        "100"
+    );
+    assert_eq!(
+        plain.header("x-ms-resource-quota"),
+        "documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;"
+    );
+    let quota = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            link,
+            None,
+            &[("x-ms-documentdb-populatequotainfo", "true")],
+        )
+        .await;
+    assert_eq!(
+        quota.header("x-ms-resource-quota"),
+        "functions=25;storedProcedures=100;triggers=25;documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;"
+    );
+    assert_eq!(
+        quota.header("x-ms-resource-usage"),
+        "functions=0;storedProcedures=0;triggers=0;documentSize=0;documentsSize=1;documentsCount=1;collectionSize=1;"
+    );
+}

@@ -6,6 +6,7 @@
 mod access;
 mod bodies;
 mod children;
+mod container_policies;
 mod containers;
 mod errors;
 mod headers;
