@@ -58,6 +58,14 @@ impl Reply {
         self.header("content-location", location)
     }
 
+    /// The continuation token set on this reply, if any.
+    pub fn continuation(&self) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(name, _)| name == "x-ms-continuation")
+            .map(|(_, value)| value.as_str())
+    }
+
     /// The request charge set on this reply, if any.
     pub fn request_charge(&self) -> f64 {
         self.headers

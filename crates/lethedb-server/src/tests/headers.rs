@@ -136,3 +136,66 @@ async fn container_reads_report_index_progress_and_quota_on_request() {
         "functions=0;storedProcedures=0;triggers=0;documentSize=0;documentsSize=1;documentsCount=1;collectionSize=1;"
     );
 }
+
+#[tokio::test]
+async fn the_continuation_token_limit_is_checked_and_honoured() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    for n in 0..3 {
+        server
+            .create_item(json!({"id": format!("i{n}"), "pk": "p"}))
+            .await;
+    }
+    let limit = "x-ms-documentdb-responsecontinuationtokenlimitinkb";
+    let page = |value: &'static str| {
+        let server = &server;
+        async move {
+            server
+                .query(
+                    "SELECT * FROM c",
+                    &[("x-ms-max-item-count", "1"), (limit, value)],
+                )
+                .await
+        }
+    };
+    let fits = page("1").await;
+    assert_eq!(fits.status, StatusCode::OK, "{}", fits.body);
+    assert!(!fits.header("x-ms-continuation").is_empty());
+    let zero = page("0").await;
+    check_error(
+        &zero,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "The continuation token limit specified is not large enough to serialize the required attributes into the continuation token. Please provide a higher limit.",
+    );
+    for bad in ["-1", "1.5", "many"] {
+        let refused = page(bad).await;
+        check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", limit);
+    }
+    // A last page has no token to limit.
+    let all = server.query("SELECT * FROM c", &[(limit, "0")]).await;
+    assert_eq!(all.status, StatusCode::OK);
+    // A token longer than a positive limit is sent whole (the service's always fits).
+    server
+        .create_item(json!({"id": "long", "pk": "p", "s": "x".repeat(3000)}))
+        .await;
+    let ordered = server
+        .query(
+            "SELECT c.id FROM c ORDER BY c.s DESC",
+            &[("x-ms-max-item-count", "1"), (limit, "1")],
+        )
+        .await;
+    assert_eq!(ordered.status, StatusCode::OK, "{}", ordered.body);
+    assert!(ordered.header("x-ms-continuation").len() > 1024);
+    // Read feeds too.
+    let feed = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            None,
+            &[("x-ms-max-item-count", "1"), (limit, "0")],
+        )
+        .await;
+    assert_eq!(feed.status, StatusCode::BAD_REQUEST);
+}
