@@ -11,7 +11,7 @@ use crate::items::{
 };
 use crate::partition_key::PartitionKeyValue;
 use crate::patch::{apply_patch_item, parse_patch};
-use crate::records::writer_container;
+use crate::records::{read_counters, writer_container};
 use crate::request_units;
 use crate::writer::WriteContext;
 use serde_json::Value;
@@ -78,10 +78,17 @@ pub fn parse_batch(body: &Value) -> EngineResult<Vec<BatchOperation>> {
             "A batch body must be a JSON array of operations.",
         ));
     };
-    if list.is_empty() || list.len() > BATCH_OPERATIONS_MAX {
+    // The service's messages (the SDKs' own tests against it expect them).
+    if list.is_empty() {
         return Err(EngineError::with_message(
             ErrorCode::InvalidBatch,
-            format!("A batch must carry between 1 and {BATCH_OPERATIONS_MAX} operations."),
+            "Batch request has no operations.",
+        ));
+    }
+    if list.len() > BATCH_OPERATIONS_MAX {
+        return Err(EngineError::with_message(
+            ErrorCode::InvalidBatch,
+            "Batch request has more operations than what is supported.",
         ));
     }
     list.iter()
@@ -142,16 +149,8 @@ fn run_operation(
             let mode = match operation.kind.as_str() {
                 "Create" => WriteMode::Create,
                 "Upsert" => WriteMode::Upsert,
-                _ => {
-                    let url_id = id()?;
-                    if url_id != body_id {
-                        return Err(EngineError::with_message(
-                            ErrorCode::InvalidBatch,
-                            "The operation's id does not match its body's id.",
-                        ));
-                    }
-                    WriteMode::Replace(url_id)
-                }
+                // A body with another id renames the item, as a single replace does.
+                _ => WriteMode::Replace(id()?),
             };
             let outcome = apply_write(
                 context,
@@ -219,8 +218,11 @@ fn run_operation(
 
 impl Engine {
     /// Runs a batch in one writer job. Atomic: all or nothing, and on failure the failing
-    /// operation's error with "not attempted" for every other. Non-atomic: each operation on its
-    /// own. A failure of the service rather than of an operation fails the whole request.
+    /// operation's error with "not attempted" for every other; every write of a committed
+    /// atomic batch takes the same, next LSN (as the service's batch does). Non-atomic: each
+    /// operation on its own. A failure of the service rather than of an operation fails the
+    /// whole request. Returns the entries, whether the batch succeeded, and the container's
+    /// LSN after it (for the session token).
     pub async fn execute_batch(
         &self,
         database_id: &str,
@@ -228,53 +230,92 @@ impl Engine {
         partition_key: Option<PartitionKeyValue>,
         operations: Vec<BatchOperation>,
         atomic: bool,
-    ) -> EngineResult<(Vec<BatchEntry>, bool)> {
+    ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
         let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
         self.inner
             .writer
             .write(move |context| {
                 let container = writer_container(context, &database_id, &container_id)?;
-                if atomic && partition_key.is_none() && !container.partition_key.is_system_key() {
-                    return Err(EngineError::with_message(
-                        ErrorCode::PartitionKeyMissing,
-                        "A transactional batch needs a partition key.",
-                    ));
+                if atomic {
+                    check_batch_partition_key(&container, partition_key.as_ref())?;
+                    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+                    context.pinned_lsn = Some(lsn + 1);
                 }
-                // The batch and each of its operations run in savepoints: a failed operation
-                // leaves nothing behind, and an atomic batch also undoes the ones before it.
-                let batch_savepoint = context.savepoint();
-                let count = operations.len();
-                let mut results = Vec::with_capacity(count);
-                for (index, operation) in operations.into_iter().enumerate() {
-                    let operation_savepoint = context.savepoint();
-                    match run_operation(context, &container, partition_key.as_ref(), operation) {
-                        Ok(outcome) => {
-                            context.release(operation_savepoint);
-                            results.push(Ok(outcome));
-                        }
-                        Err(error) => {
-                            context.rollback_to(operation_savepoint);
-                            if error.code.is_service_failure() {
-                                context.rollback_to(batch_savepoint);
-                                return Err(error);
-                            }
-                            if atomic {
-                                context.rollback_to(batch_savepoint);
-                                let mut all: Vec<BatchEntry> = (0..count)
-                                    .map(|_| {
-                                        Err(EngineError::new(ErrorCode::BatchOperationNotAttempted))
-                                    })
-                                    .collect();
-                                all[index] = Err(error);
-                                return Ok((all, false));
-                            }
-                            results.push(Err(error));
-                        }
-                    }
-                }
-                context.release(batch_savepoint);
-                Ok((results, true))
+                let outcome = run_batch(context, &container, partition_key, operations, atomic);
+                context.pinned_lsn = None;
+                let (entries, succeeded) = outcome?;
+                let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+                Ok((entries, succeeded, lsn))
             })
             .await
     }
+}
+
+/// A transactional batch needs its partition key, whole: a partial hierarchical key is refused
+/// for the request, as the service does.
+fn check_batch_partition_key(
+    container: &Container,
+    partition_key: Option<&PartitionKeyValue>,
+) -> EngineResult<()> {
+    match partition_key {
+        None if container.partition_key.is_system_key() => Ok(()),
+        None => Err(EngineError::with_message(
+            ErrorCode::PartitionKeyMissing,
+            "A transactional batch needs a partition key.",
+        )),
+        Some(key) => container
+            .partition_key
+            .require_full(key.clone())
+            .map(|_| ())
+            .map_err(|_| {
+                EngineError::with_message(
+                    ErrorCode::PartitionKeyMismatch,
+                    BATCH_PARTITION_KEY_MISMATCH,
+                )
+            }),
+    }
+}
+
+/// The service's message for a batch whose partition key does not fit the container.
+const BATCH_PARTITION_KEY_MISMATCH: &str = "Partition key provided either doesn't correspond to definition in the collection or doesn't match partition key field values specified in the document.";
+
+/// The operations of one batch, each in its own savepoint and the whole in another: a failed
+/// operation leaves nothing behind, and in an atomic batch undoes the ones before it.
+fn run_batch(
+    context: &mut WriteContext<'_>,
+    container: &Arc<Container>,
+    partition_key: Option<PartitionKeyValue>,
+    operations: Vec<BatchOperation>,
+    atomic: bool,
+) -> EngineResult<(Vec<BatchEntry>, bool)> {
+    let batch_savepoint = context.savepoint();
+    let count = operations.len();
+    let mut results = Vec::with_capacity(count);
+    for (index, operation) in operations.into_iter().enumerate() {
+        let operation_savepoint = context.savepoint();
+        match run_operation(context, container, partition_key.as_ref(), operation) {
+            Ok(outcome) => {
+                context.release(operation_savepoint);
+                results.push(Ok(outcome));
+            }
+            Err(error) => {
+                context.rollback_to(operation_savepoint);
+                if error.code.is_service_failure() {
+                    context.rollback_to(batch_savepoint);
+                    return Err(error);
+                }
+                if atomic {
+                    context.rollback_to(batch_savepoint);
+                    let mut all: Vec<BatchEntry> = (0..count)
+                        .map(|_| Err(EngineError::new(ErrorCode::BatchOperationNotAttempted)))
+                        .collect();
+                    all[index] = Err(error);
+                    return Ok((all, false));
+                }
+                results.push(Err(error));
+            }
+        }
+    }
+    context.release(batch_savepoint);
+    Ok((results, true))
 }

@@ -12,7 +12,9 @@ use crate::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
 use crate::rids;
 use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::TtlState;
+use lethedb_query::ComputedProperties;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// A container's definition, parsed once and shared.
 #[derive(Debug)]
@@ -35,6 +37,8 @@ pub struct Container {
     pub budget: Option<(BudgetKey, f64)>,
     /// `dbs/{database rid}/colls/{container rid}/docs/`, the start of every item's `_self`.
     pub(crate) documents_self_prefix: String,
+    /// The computed properties its queries substitute (checked when the container was made).
+    pub(crate) computed: Arc<ComputedProperties>,
 }
 
 /// A container's storage usage, expired items excluded.
@@ -87,7 +91,15 @@ impl Container {
             )),
             (None, None) => None,
         };
+        // Checked at create and replace; a stored definition that no longer parses computes
+        // nothing rather than failing every query.
+        let computed = resource
+            .get("computedProperties")
+            .filter(|value| !value.is_null())
+            .and_then(|value| ComputedProperties::parse(value).ok())
+            .unwrap_or_default();
         Container {
+            computed: Arc::new(computed),
             database_id,
             id,
             database_number,

@@ -7,9 +7,7 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{
-    corrupted, invalid_continuation, item_not_found, EngineError, EngineResult, ErrorCode,
-};
+use crate::error::{corrupted, invalid_continuation, item_not_found, EngineResult};
 use crate::expiry::record_is_expired;
 use crate::items::{
     apply_delete, apply_delete_partition, apply_write, prepare_body, read_record, Feed,
@@ -50,11 +48,6 @@ impl Engine {
         if_match: Option<String>,
     ) -> EngineResult<ItemOutcome> {
         let (id, document, bytes) = prepare_body(body)?;
-        if let WriteMode::Replace(url_id) = &mode {
-            if url_id != &id {
-                return Err(EngineError::new(ErrorCode::IdMismatch));
-            }
-        }
         let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
         self.inner
             .writer

@@ -38,7 +38,8 @@ pub enum WriteMode {
     Create,
     /// Creates or replaces.
     Upsert,
-    /// Replaces the item with this id; fails if it does not exist.
+    /// Replaces the item with this id (the URL's); fails if it does not exist. A body with
+    /// another id renames the item, unless an item of that id exists (conflict).
     Replace(String),
 }
 
@@ -181,6 +182,15 @@ pub(crate) fn remove_version(
     Ok(())
 }
 
+/// Gives a write its container LSN: the next one, or the one a running transactional batch
+/// pinned for all of its writes.
+pub(crate) fn next_lsn(context: &WriteContext<'_>, counters: &mut Counters) {
+    counters.lsn = match context.pinned_lsn {
+        Some(pinned) => pinned.max(counters.lsn),
+        None => counters.lsn + 1,
+    };
+}
+
 /// Stores one version with its expiry-index and resource-id entries and counts it.
 fn store_version(
     context: &mut WriteContext<'_>,
@@ -313,36 +323,67 @@ pub(crate) fn apply_write(
     let visible = existing
         .as_ref()
         .filter(|record| !record_is_expired(&container, record, context.now_ms));
-    let current_etag = visible.map(|record| rids::etag(number, record.lsn));
-    match (&mode, visible) {
-        (WriteMode::Create, Some(_)) => return Err(item_conflict()),
-        (WriteMode::Replace(_), None) => return Err(item_not_found()),
+    // A replace whose body names another id renames the item (the service allows it; only the
+    // partition key is fixed): the URL's id is the item replaced, the body's id its new name.
+    let renamed_from = match &mode {
+        WriteMode::Replace(url_id) if *url_id != id => {
+            Some(keys::item_key(number, &partition_bytes, url_id))
+        }
+        _ => None,
+    };
+    let source = match &renamed_from {
+        Some(old_key) => read_record(context.reader(), old_key)?
+            .filter(|record| !record_is_expired(&container, record, context.now_ms)),
+        None => None,
+    };
+    // The visible version this write replaces, which an If-Match is checked against.
+    let replaced = if renamed_from.is_some() {
+        source.as_ref()
+    } else {
+        visible
+    };
+    match (&mode, replaced, visible) {
+        (WriteMode::Create, _, Some(_)) => return Err(item_conflict()),
+        (WriteMode::Replace(_), None, _) => return Err(item_not_found()),
+        (WriteMode::Replace(_), Some(_), Some(_)) if renamed_from.is_some() => {
+            return Err(item_conflict())
+        }
         _ => {}
     }
     if let Some(expected) = &if_match {
-        if mode != WriteMode::Create
-            && expected != "*"
-            && current_etag.as_deref() != Some(expected.as_str())
-        {
-            return Err(precondition_failed());
-        }
-        if mode != WriteMode::Create && expected == "*" && visible.is_none() {
+        // A create ignores the condition; an upsert that finds no item creates it, condition
+        // or not (the service's upsert: replace semantics if the item exists, create if not).
+        let applies = match mode {
+            WriteMode::Create => false,
+            WriteMode::Upsert => replaced.is_some(),
+            WriteMode::Replace(_) => true,
+        };
+        let current_etag = replaced.map(|record| rids::etag(number, record.lsn));
+        let met = if expected == "*" {
+            replaced.is_some()
+        } else {
+            current_etag.as_deref() == Some(expected.as_str())
+        };
+        if applies && !met {
             return Err(precondition_failed());
         }
     }
     // Validation is over: from here on the operation writes.
     let mut counters = read_counters(context.reader(), number)?;
-    let document_number = if let Some(record) = visible {
+    let document_number = if let Some(record) = replaced {
         record.document_number
     } else {
         counters.next_document_number += 1;
         counters.next_document_number
     };
-    let created = visible.is_none();
+    let created = replaced.is_none();
+    if let (Some(old_key), Some(old)) = (&renamed_from, &source) {
+        remove_version(context, number, old_key, old, &mut counters)?;
+    }
     if let Some(old) = &existing {
         remove_version(context, number, &key, old, &mut counters)?;
     }
-    counters.lsn += 1;
+    next_lsn(context, &mut counters);
     let record = ItemRecord {
         last_modified_ms: context.now_ms,
         lsn: counters.lsn,
@@ -380,7 +421,7 @@ pub(crate) fn apply_delete(
     }
     let mut counters = read_counters(context.reader(), number)?;
     remove_version(context, number, &key, &existing, &mut counters)?;
-    counters.lsn += 1;
+    next_lsn(context, &mut counters);
     store_counters(context, number, &counters)?;
     Ok(counters.lsn)
 }
@@ -418,7 +459,7 @@ pub(crate) fn apply_delete_partition(
         }
         remove_version(context, number, key, record, &mut counters)?;
     }
-    counters.lsn += 1;
+    next_lsn(context, &mut counters);
     store_counters(context, number, &counters)?;
     Ok(visible)
 }

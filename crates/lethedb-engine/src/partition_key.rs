@@ -268,18 +268,34 @@ impl PartitionKeyDefinition {
     }
 }
 
-/// Splits `/a/b` or `/"a b"/c` into property names; `None` for malformed paths.
+/// Splits `/a/b`, `/"a b"/c` or `/'le/vel'/c` into property names, as the service (and the
+/// SDKs' path parsers) read them: a segment quoted with `"` or `'` is taken as written between
+/// its quotes (a quote preceded by `\\` does not close it), others are trimmed; `None` for
+/// malformed paths.
 fn parse_path(text: &str) -> Option<Vec<String>> {
     let mut rest = text.strip_prefix('/')?;
     let mut names = Vec::new();
     loop {
-        if let Some(quoted) = rest.strip_prefix('"') {
-            let end = quoted.find('"')?;
+        let quote = rest.chars().next().filter(|c| *c == '"' || *c == '\'');
+        if let Some(quote) = quote {
+            let quoted = &rest[1..];
+            let mut end = None;
+            let mut from = 0;
+            while let Some(found) = quoted[from..].find(quote) {
+                let at = from + found;
+                if at > 0 && quoted.as_bytes()[at - 1] == b'\\' {
+                    from = at + 1;
+                    continue;
+                }
+                end = Some(at);
+                break;
+            }
+            let end = end?;
             names.push(quoted[..end].to_string());
             rest = &quoted[end + 1..];
         } else {
             let end = rest.find('/').unwrap_or(rest.len());
-            let name = &rest[..end];
+            let name = rest[..end].trim();
             if name.is_empty() || name.contains(['*', '?', '[', ']']) {
                 return None;
             }
@@ -296,6 +312,26 @@ fn parse_path(text: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paths_with_quoted_segments_parse_as_the_service_reads_them() {
+        let cases: [(&str, Option<Vec<&str>>); 7] = [
+            ("/a/b", Some(vec!["a", "b"])),
+            ("/\"a b\"/c", Some(vec!["a b", "c"])),
+            (
+                "/'level\" 1*()'/'le/vel2'",
+                Some(vec!["level\" 1*()", "le/vel2"]),
+            ),
+            ("/'it\\'s'", Some(vec!["it\\'s"])),
+            ("/ padded ", Some(vec!["padded"])),
+            ("/'open", None),
+            ("/a*", None),
+        ];
+        for (path, want) in cases {
+            let want = want.map(|names| names.into_iter().map(str::to_string).collect());
+            assert_eq!(parse_path(path), want, "{path}");
+        }
+    }
 
     #[test]
     fn numbers_of_equal_value_encode_alike() {

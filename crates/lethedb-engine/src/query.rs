@@ -101,7 +101,12 @@ impl Engine {
         request: &QueryRequest,
     ) -> EngineResult<QueryPage> {
         let now_ms = self.now_ms();
-        let prepared = lethedb_query::prepare(&request.text, &request.parameters, now_ms)?;
+        let prepared = lethedb_query::prepare_with_computed(
+            &request.text,
+            &request.parameters,
+            now_ms,
+            &container.computed,
+        )?;
         let definition = &container.partition_key;
         let scope = match &request.partition_key {
             Some(sent) if sent.0.len() > definition.paths.len() => {

@@ -167,7 +167,11 @@ impl RangeLayout {
 pub fn ranges_for_throughput(throughput: Option<Throughput>) -> usize {
     let ru = match throughput {
         None => return 1,
-        Some(Throughput::Manual(ru) | Throughput::Autoscale(ru)) => ru,
+        Some(
+            Throughput::Manual(ru)
+            | Throughput::Autoscale(ru)
+            | Throughput::AutoscaleUpgrading { max_ru: ru, .. },
+        ) => ru,
     };
     (ru.div_ceil(RANGE_RU_MAX) as usize).clamp(1, RANGES_MAX)
 }

@@ -23,6 +23,54 @@ pub const AUTOSCALE_RU_STEP: u32 = 1000;
 /// The largest throughput one resource may be given here.
 pub const THROUGHPUT_RU_MAX: u32 = 1_000_000;
 
+/// The service's one message for a throughput out of range or off its step, manual or
+/// autoscale alike (it names the valid range rather than the fault).
+fn invalid_range_message(min: u32, step: u32) -> String {
+    format!(
+        "The offer should have valid throughput values between {min} and {THROUGHPUT_RU_MAX} inclusive in increments of {step}."
+    )
+}
+
+/// Reads autoscale settings (`offerAutopilotSettings`, or the create header's JSON): the
+/// maximum, and an optional `autoUpgradePolicy.throughputPolicy.incrementPercent`.
+fn autoscale_settings(settings: &Value) -> EngineResult<Option<Throughput>> {
+    let Some(max) = settings.get("maxThroughput") else {
+        return Ok(None);
+    };
+    let max = max.as_i64().ok_or_else(|| {
+        EngineError::with_message(
+            ErrorCode::InvalidThroughput,
+            "The autoscale settings need an integer 'maxThroughput'.",
+        )
+    })?;
+    let Throughput::Autoscale(max_ru) = Throughput::autoscale(max)? else {
+        return Ok(None);
+    };
+    let Some(policy) = settings.get("autoUpgradePolicy").filter(|p| !p.is_null()) else {
+        return Ok(Some(Throughput::Autoscale(max_ru)));
+    };
+    let increment = policy
+        .get("throughputPolicy")
+        .filter(|p| !p.is_null())
+        .map(|p| p.get("incrementPercent"));
+    let increment_percent = match increment {
+        None | Some(None | Some(Value::Null)) => 0,
+        Some(Some(value)) => value
+            .as_u64()
+            .and_then(|percent| u32::try_from(percent).ok())
+            .ok_or_else(|| {
+                EngineError::with_message(
+                    ErrorCode::InvalidThroughput,
+                    "The autoscale 'incrementPercent' must be a non-negative integer.",
+                )
+            })?,
+    };
+    Ok(Some(Throughput::AutoscaleUpgrading {
+        max_ru,
+        increment_percent,
+    }))
+}
+
 /// A resource's provisioned throughput.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum Throughput {
@@ -30,12 +78,19 @@ pub enum Throughput {
     Manual(u32),
     /// Autoscale up to this many RU/s (it scales instantly here, so the maximum is the budget).
     Autoscale(u32),
+    /// Autoscale with an auto-upgrade policy: the maximum, and the percent by which the service
+    /// would raise it as storage grows (`autoUpgradePolicy.throughputPolicy.incrementPercent`),
+    /// kept and returned; the maximum here never moves. A variant of its own so that records
+    /// written before it still load.
+    AutoscaleUpgrading { max_ru: u32, increment_percent: u32 },
 }
 
 impl Throughput {
     pub fn budget_ru_per_sec(&self) -> f64 {
         match self {
-            Throughput::Manual(ru) | Throughput::Autoscale(ru) => f64::from(*ru),
+            Throughput::Manual(ru)
+            | Throughput::Autoscale(ru)
+            | Throughput::AutoscaleUpgrading { max_ru: ru, .. } => f64::from(*ru),
         }
     }
 
@@ -47,9 +102,7 @@ impl Throughput {
         {
             return Err(EngineError::with_message(
                 ErrorCode::InvalidThroughput,
-                format!(
-                    "The offer throughput provided ({ru}) is not valid: it must be a multiple of {MANUAL_RU_STEP} between {MANUAL_RU_MIN} and {THROUGHPUT_RU_MAX}."
-                ),
+                invalid_range_message(MANUAL_RU_MIN, MANUAL_RU_STEP),
             ));
         }
         Ok(Throughput::Manual(ru as u32))
@@ -63,9 +116,7 @@ impl Throughput {
         {
             return Err(EngineError::with_message(
                 ErrorCode::InvalidThroughput,
-                format!(
-                    "The autoscale max throughput provided ({max_ru}) is not valid: it must be a multiple of {AUTOSCALE_RU_STEP} between {AUTOSCALE_RU_MIN} and {THROUGHPUT_RU_MAX}."
-                ),
+                invalid_range_message(AUTOSCALE_RU_MIN, AUTOSCALE_RU_STEP),
             ));
         }
         Ok(Throughput::Autoscale(max_ru as u32))
@@ -99,16 +150,12 @@ impl Throughput {
                         "The autoscale settings must be JSON.",
                     )
                 })?;
-                let max = settings
-                    .get("maxThroughput")
-                    .and_then(Value::as_i64)
-                    .ok_or_else(|| {
-                        EngineError::with_message(
-                            ErrorCode::InvalidThroughput,
-                            "The autoscale settings need an integer 'maxThroughput'.",
-                        )
-                    })?;
-                Throughput::autoscale(max).map(Some)
+                autoscale_settings(&settings)?.map(Some).ok_or_else(|| {
+                    EngineError::with_message(
+                        ErrorCode::InvalidThroughput,
+                        "The autoscale settings need an integer 'maxThroughput'.",
+                    )
+                })
             }
         }
     }
@@ -119,22 +166,23 @@ impl Throughput {
             Throughput::Manual(ru) => {
                 serde_json::json!({"offerThroughput": ru, "offerIsRUPerMinuteThroughputEnabled": false})
             }
-            Throughput::Autoscale(max) => serde_json::json!({
-                "offerThroughput": (max / 10).max(AUTOSCALE_RU_MIN / 10 * 4),
-                "offerIsRUPerMinuteThroughputEnabled": false,
-                "offerAutopilotSettings": {"maxThroughput": max, "autoUpgradePolicy": {"throughputPolicy": {"incrementPercent": 0}}}
-            }),
+            Throughput::Autoscale(max) => autoscale_content(*max, 0),
+            Throughput::AutoscaleUpgrading {
+                max_ru,
+                increment_percent,
+            } => autoscale_content(*max_ru, *increment_percent),
         }
     }
 
     /// Reads an offer's `content` on replace.
     pub fn from_offer_content(content: &Value) -> EngineResult<Throughput> {
-        if let Some(max) = content
+        if let Some(settings) = content
             .get("offerAutopilotSettings")
-            .and_then(|s| s.get("maxThroughput"))
-            .and_then(Value::as_i64)
+            .filter(|s| !s.is_null())
         {
-            return Throughput::autoscale(max);
+            if let Some(throughput) = autoscale_settings(settings)? {
+                return Ok(throughput);
+            }
         }
         match content.get("offerThroughput").and_then(Value::as_i64) {
             Some(ru) => Throughput::manual(ru),
@@ -144,6 +192,18 @@ impl Throughput {
             )),
         }
     }
+}
+
+/// An autoscale offer's `content`: its current (minimum) throughput is a tenth of the maximum.
+fn autoscale_content(max: u32, increment_percent: u32) -> Value {
+    serde_json::json!({
+        "offerThroughput": (max / 10).max(AUTOSCALE_RU_MIN / 10 * 4),
+        "offerIsRUPerMinuteThroughputEnabled": false,
+        "offerAutopilotSettings": {
+            "maxThroughput": max,
+            "autoUpgradePolicy": {"throughputPolicy": {"incrementPercent": increment_percent}}
+        }
+    })
 }
 
 /// Which budget a request draws on.
@@ -288,8 +348,52 @@ mod tests {
         let content = Throughput::Autoscale(4000).offer_content();
         assert_eq!(
             Throughput::from_offer_content(&content).expect("round trip"),
-            Throughput::Autoscale(4000)
+            Throughput::AutoscaleUpgrading {
+                max_ru: 4000,
+                increment_percent: 0
+            }
         );
+        let upgrading = Throughput::from_request(
+            None,
+            Some(r#"{"maxThroughput": 4000, "autoUpgradePolicy": {"throughputPolicy": {"incrementPercent": 15}}}"#),
+        )
+        .expect("policy")
+        .expect("some");
+        assert_eq!(
+            upgrading.offer_content()["offerAutopilotSettings"]["autoUpgradePolicy"],
+            serde_json::json!({"throughputPolicy": {"incrementPercent": 15}})
+        );
+        // Records written before the policy was kept still load.
+        let old: Throughput = serde_json::from_str(r#"{"Autoscale":4000}"#).expect("old record");
+        assert_eq!(old, Throughput::Autoscale(4000));
+        for (bad, message) in [
+            (
+                Throughput::manual(350),
+                "between 400 and 1000000 inclusive in increments of 100.",
+            ),
+            (
+                Throughput::manual(450),
+                "between 400 and 1000000 inclusive in increments of 100.",
+            ),
+            (
+                Throughput::manual(1_000_100),
+                "between 400 and 1000000 inclusive in increments of 100.",
+            ),
+            (
+                Throughput::autoscale(500),
+                "between 1000 and 1000000 inclusive in increments of 1000.",
+            ),
+            (
+                Throughput::autoscale(1500),
+                "between 1000 and 1000000 inclusive in increments of 1000.",
+            ),
+        ] {
+            let error = bad.expect_err("invalid");
+            assert_eq!(
+                error.message.as_deref(),
+                Some(format!("The offer should have valid throughput values {message}").as_str())
+            );
+        }
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct WriteContext<'a> {
     pub now_ms: i64,
     /// Containers parsed during this and earlier groups; cleared on catalog changes.
     pub(crate) containers: HashMap<(String, String), Arc<Container>>,
+    /// While a transactional batch runs, the one LSN all of its writes take (the service gives
+    /// a batch one LSN); `None` otherwise.
+    pub(crate) pinned_lsn: Option<u64>,
     catalog_changed: bool,
     failure: Option<StorageError>,
 }
@@ -366,6 +369,7 @@ impl Thread {
             txn,
             now_ms: self.clock.now_ms(),
             containers: std::mem::take(containers),
+            pinned_lsn: None,
             catalog_changed: false,
             failure: None,
         };

@@ -16,6 +16,8 @@
 //! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages);
 //! - `client_rewrite` (the texts each partition key range runs) → `client_plan` (the service's
 //!   plan for the SDKs' client pipelines, `Prepared::client_plan`).
+//! - `computed` (a container's computed properties, substituted into a query before it is
+//!   planned; `prepare_with_computed`).
 //!
 //! This file is only the front door: module declarations and re-exports.
 
@@ -23,6 +25,7 @@ mod ast;
 mod builtins;
 mod client_plan;
 mod client_rewrite;
+mod computed;
 mod context;
 mod datetime;
 mod error;
@@ -45,6 +48,7 @@ pub use ast::{
 };
 pub use client_plan::{ClientPlan, DistinctType, QueryRange};
 pub use client_rewrite::{AggregateKind, ORDER_BY_FILTER_PLACEHOLDER};
+pub use computed::{prepare_with_computed, ComputedProperties, COMPUTED_PROPERTIES_MAX};
 pub use context::UdfHost;
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;

@@ -76,7 +76,17 @@ pub fn prepare_with_udfs(
     now_ms: i64,
     udfs: Option<Arc<dyn UdfHost>>,
 ) -> Result<Prepared, QueryError> {
-    let query = parser::parse(text)?;
+    prepare_parsed(parser::parse(text)?, text, parameters, now_ms, udfs)
+}
+
+/// Prepares a query already parsed from `text` (and possibly rewritten, see `computed.rs`).
+pub(crate) fn prepare_parsed(
+    query: Query,
+    text: &str,
+    parameters: &[(String, Value)],
+    now_ms: i64,
+    udfs: Option<Arc<dyn UdfHost>>,
+) -> Result<Prepared, QueryError> {
     if parameters.len() > PARAMETERS_MAX {
         return Err(QueryError::LimitExceeded(format!(
             "at most {PARAMETERS_MAX} parameters are allowed"

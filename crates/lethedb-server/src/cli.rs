@@ -3,7 +3,7 @@
 //! This module only declares and validates settings; `main.rs` acts on them.
 
 use clap::{Args, Parser, Subcommand};
-use std::net::SocketAddr;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 /// The well-known master key of the Cosmos DB emulator, the default for `--key`.
@@ -80,7 +80,111 @@ pub struct ServeArgs {
     /// Serve `GET /metrics` on this address instead of the main one.
     #[arg(long, env = "LETHEDB_METRICS_BIND")]
     pub metrics_bind: Option<SocketAddr>,
+    /// The URL the account advertises as its one region's endpoint (`writableLocations` and
+    /// `readableLocations`), which SDKs then send every request to. Default: the bound address,
+    /// with an unspecified address (0.0.0.0, [::]) shown as loopback (127.0.0.1, [::1]); never
+    /// taken from a request's Host header. `host:port` gets the scheme the server speaks.
+    #[arg(long, env = "LETHEDB_ADVERTISE_URL")]
+    pub advertise_url: Option<String>,
     /// Log filter, in tracing's EnvFilter syntax.
     #[arg(long, env = "LETHEDB_LOG", default_value = "info")]
     pub log: String,
+}
+
+/// The endpoint the account advertises: `advertise` (`scheme://host[:port][/]` or
+/// `host[:port]`), else the bound address with an unspecified address shown as loopback. The
+/// scheme must be the one served (https with TLS); the result ends with `/`.
+pub fn advertised_endpoint(
+    advertise: Option<&str>,
+    bound: SocketAddr,
+    tls: bool,
+) -> Result<String, String> {
+    let scheme = if tls { "https" } else { "http" };
+    let Some(advertise) = advertise.map(str::trim) else {
+        let ip = match bound.ip() {
+            IpAddr::V4(ip) if ip.is_unspecified() => IpAddr::V4(Ipv4Addr::LOCALHOST),
+            IpAddr::V6(ip) if ip.is_unspecified() => IpAddr::V6(Ipv6Addr::LOCALHOST),
+            ip => ip,
+        };
+        return Ok(format!("{scheme}://{}/", SocketAddr::new(ip, bound.port())));
+    };
+    let (given_scheme, rest) = match advertise.split_once("://") {
+        Some((given, rest)) => (Some(given.to_ascii_lowercase()), rest),
+        None => (None, advertise),
+    };
+    if let Some(given) = given_scheme.as_deref() {
+        if given != scheme {
+            return Err(format!(
+                "--advertise-url {advertise:?} must use {scheme}:// (TLS is {})",
+                if tls { "on" } else { "off" }
+            ));
+        }
+    }
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    let valid = !authority.is_empty()
+        && !authority.contains(['/', '?', '#', '@', ' '])
+        && authority.parse::<axum::http::uri::Authority>().is_ok();
+    if !valid {
+        return Err(format!(
+            "--advertise-url {advertise:?} must be {scheme}://host[:port]/ (no path, query or user)"
+        ));
+    }
+    Ok(format!("{scheme}://{authority}/"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::advertised_endpoint;
+
+    #[test]
+    fn the_advertised_endpoint_defaults_to_the_bound_address_on_loopback() {
+        let cases = [
+            ("127.0.0.1:8081", false, "http://127.0.0.1:8081/"),
+            ("0.0.0.0:8081", false, "http://127.0.0.1:8081/"),
+            ("0.0.0.0:8081", true, "https://127.0.0.1:8081/"),
+            ("[::]:8081", false, "http://[::1]:8081/"),
+            ("10.1.2.3:9", true, "https://10.1.2.3:9/"),
+        ];
+        for (bound, tls, want) in cases {
+            let bound = bound.parse().expect("address");
+            assert_eq!(advertised_endpoint(None, bound, tls).as_deref(), Ok(want));
+        }
+    }
+
+    #[test]
+    fn an_advertised_url_is_used_as_given_with_the_served_scheme() {
+        let bound = "0.0.0.0:8081".parse().expect("address");
+        let ok = [
+            (
+                "http://cosmos.example:8081/",
+                false,
+                "http://cosmos.example:8081/",
+            ),
+            (
+                "http://cosmos.example:8081",
+                false,
+                "http://cosmos.example:8081/",
+            ),
+            ("cosmos.example:443", true, "https://cosmos.example:443/"),
+            ("HTTPS://[::1]:8081/", true, "https://[::1]:8081/"),
+        ];
+        for (given, tls, want) in ok {
+            assert_eq!(
+                advertised_endpoint(Some(given), bound, tls).as_deref(),
+                Ok(want)
+            );
+        }
+        for (given, tls) in [
+            ("http://h:1/", true),
+            ("https://h:1/", false),
+            ("http://h:1/path", false),
+            ("http://user@h:1/", false),
+            ("", false),
+        ] {
+            assert!(
+                advertised_endpoint(Some(given), bound, tls).is_err(),
+                "{given}"
+            );
+        }
+    }
 }

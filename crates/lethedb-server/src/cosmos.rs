@@ -5,17 +5,17 @@
 //! (`access`), resolve ids (`resolve`) or shape bodies (`handlers`) itself.
 
 use crate::access::authenticate;
-use crate::error::{ApiError, ApiResult};
+use crate::error::{ApiError, ApiResult, Code};
 use crate::handlers::{self, Context};
 use crate::metrics::Observed;
 use crate::operation::{classify, Operation};
-use crate::request::read_body;
+use crate::request::{continuation_limit_kb, read_body};
 use crate::resolve::resolve_resource_ids;
-use crate::respond::add_common_headers;
+use crate::respond::{add_common_headers, Reply};
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::extract::{Request, State};
-use axum::http::Uri;
+use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use lethedb_engine::Container;
 use std::sync::Arc;
@@ -46,13 +46,16 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let context = Context {
             state: &state,
             headers: &parts.headers,
-            uri: &parts.uri,
             path: &path,
             body: &body,
         };
-        let reply = handlers::route(operation, &context, admitted.as_ref()).await?;
+        let mut reply = handlers::route(operation, &context, admitted.as_ref()).await?;
         if let Some(container) = &admitted {
             state.engine.charge(container, reply.request_charge());
+        }
+        check_continuation_limit(&parts.headers, &reply)?;
+        if names_its_location(&parts.method, operation) {
+            reply = reply.content_location(&state.endpoint, &full_path(&parts.uri));
         }
         Ok(reply.finish())
     }
@@ -91,6 +94,36 @@ fn admit(
         .admit(&container)
         .map_err(ApiError::too_many_requests)?;
     Ok(Some(container))
+}
+
+/// `x-ms-documentdb-responsecontinuationtokenlimitinkb` on feeds and queries: a value that is
+/// not a whole number of KiB (0 or more) is a 400, and so is 0 on a page that needs a
+/// continuation, with the service's message (no token fits in 0 KiB). The service shrinks its
+/// tokens to a limit of 1 KiB or more by dropping optional parts, and what must stay (a
+/// resource id and a few counters) always fits; ours have no optional part and carry the last
+/// key (and ORDER BY values), so one longer than the limit is sent whole rather than failing a
+/// query the service would answer (the JS SDK asks for 1 KiB on every request).
+fn check_continuation_limit(headers: &HeaderMap, reply: &Reply) -> ApiResult<()> {
+    let Some(limit_kb) = continuation_limit_kb(headers)? else {
+        return Ok(());
+    };
+    if limit_kb == 0 && reply.continuation().is_some() {
+        return Err(ApiError::new(
+            Code::BadRequestHeader,
+            "The continuation token limit specified is not large enough to serialize the required attributes into the continuation token. Please provide a higher limit.",
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a success carries `Content-Location` (the request's URL): the service sends it on
+/// reads, read feeds, replaces and deletes (GET, PUT, DELETE), not on creates, upserts,
+/// queries or batches (POST) — as in every request/response example of the REST reference
+/// (for instance "Get a Document", "Delete a Collection", "Replace an Offer", "List Users").
+/// The account (`GET /`) is not a resource path and gets none.
+fn names_its_location(method: &Method, operation: Operation) -> bool {
+    (method == Method::GET || method == Method::PUT || method == Method::DELETE)
+        && operation != Operation::ReadAccount
 }
 
 /// The path with anything after `?`: some clients leave `?` unescaped in item ids, and Cosmos

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use clap::Parser as _;
 use lethedb_engine::{Engine, EngineConfig, SystemClock};
 use lethedb_server::auth::MasterKey;
-use lethedb_server::cli::{Cli, Command, ServeArgs};
+use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::{app, metrics_router, tls, AppState};
 use lethedb_storage::{MemoryStore, RedbStore, Storage};
@@ -97,7 +97,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         None
     };
     let metrics = (!args.no_metrics).then(|| Arc::new(Metrics::new(engine.clone())));
+    // Bound before the state is built: the advertised endpoint defaults to the bound address
+    // (port 0 resolved).
+    let listener = std::net::TcpListener::bind(args.bind)
+        .with_context(|| format!("cannot listen on {}", args.bind))?;
+    listener.set_nonblocking(true)?;
+    let address = listener.local_addr()?;
+    let endpoint = advertised_endpoint(args.advertise_url.as_deref(), address, material.is_some())
+        .map_err(anyhow::Error::msg)?;
     let state = AppState {
+        endpoint: endpoint.as_str().into(),
         engine,
         key,
         certificate_pem: material
@@ -122,10 +131,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let engine = state.engine.clone();
     drop(metrics);
     let router = app(state);
-    let listener = std::net::TcpListener::bind(args.bind)
-        .with_context(|| format!("cannot listen on {}", args.bind))?;
-    listener.set_nonblocking(true)?;
-    let address = listener.local_addr()?;
     let scheme = if material.is_some() { "https" } else { "http" };
     let store_name = if args.in_memory {
         "in-memory".to_string()
@@ -133,7 +138,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         args.data_dir.display().to_string()
     };
     tracing::info!(
-        "LetheDB listening on {scheme}://{address}/ store={store_name} key={}",
+        "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={}",
         args.key
     );
 

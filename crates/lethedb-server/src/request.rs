@@ -178,3 +178,20 @@ pub fn feed_request(headers: &HeaderMap) -> ApiResult<QueryRequest> {
         ..QueryRequest::default()
     })
 }
+
+/// The request header that caps continuation tokens, in KiB.
+pub const CONTINUATION_LIMIT_HEADER: &str = "x-ms-documentdb-responsecontinuationtokenlimitinkb";
+
+/// `x-ms-documentdb-responsecontinuationtokenlimitinkb`: the largest continuation token the
+/// client accepts, in KiB (0 or more; absent: no limit).
+pub fn continuation_limit_kb(headers: &HeaderMap) -> ApiResult<Option<u64>> {
+    match header(headers, CONTINUATION_LIMIT_HEADER) {
+        None => Ok(None),
+        Some(text) => text.trim().parse::<u64>().map(Some).map_err(|_| {
+            ApiError::new(
+                Code::BadRequestHeader,
+                format!("Invalid value '{text}' for header {CONTINUATION_LIMIT_HEADER}."),
+            )
+        }),
+    }
+}

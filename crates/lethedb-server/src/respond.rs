@@ -6,7 +6,7 @@
 use crate::activity::activity_id;
 use crate::json_text::ObjectWriter;
 use crate::routes::ResourcePath;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, Uri};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use lethedb_engine::Container;
 
@@ -47,6 +47,23 @@ impl Reply {
     /// The request charge in request units.
     pub fn charge(self, request_units: f64) -> Reply {
         self.header("x-ms-request-charge", format!("{request_units:.2}"))
+    }
+
+    /// `Content-Location`: the request's URL on the advertised endpoint, on a success only.
+    pub fn content_location(self, endpoint: &str, path: &str) -> Reply {
+        if !self.status.is_success() {
+            return self;
+        }
+        let location = format!("{}{}", endpoint.trim_end_matches('/'), path);
+        self.header("content-location", location)
+    }
+
+    /// The continuation token set on this reply, if any.
+    pub fn continuation(&self) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(name, _)| name == "x-ms-continuation")
+            .map(|(_, value)| value.as_str())
     }
 
     /// The request charge set on this reply, if any.
@@ -193,19 +210,6 @@ pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap) 
     if !headers.contains_key("x-ms-request-charge") {
         headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
     }
-}
-
-/// The endpoint clients reached us at, for the account's location list: the request's Host
-/// (or the URI's authority) with the scheme we serve.
-pub fn endpoint(headers: &HeaderMap, uri: &Uri, tls: bool) -> String {
-    let host = headers
-        .get("host")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| uri.authority().map(std::string::ToString::to_string))
-        .unwrap_or_else(|| "localhost".to_string());
-    let scheme = if tls { "https" } else { "http" };
-    format!("{scheme}://{host}/")
 }
 
 /// One range's session token: `range id:-1#LSN` (the `-1` is the version the SDKs expect).

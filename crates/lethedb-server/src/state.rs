@@ -17,6 +17,8 @@ pub struct AppState {
     pub certificate_pem: Option<Arc<String>>,
     /// Request metrics; `None` when turned off.
     pub metrics: Option<Arc<Metrics>>,
+    /// The endpoint the account advertises as its one location (`cli::advertised_endpoint`).
+    pub endpoint: Arc<str>,
     /// Whether `GET /metrics` is served on this router (it may have its own port instead).
     pub metrics_route: bool,
 }

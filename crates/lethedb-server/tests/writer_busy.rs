@@ -81,6 +81,7 @@ async fn a_full_writer_queue_answers_429_with_a_retry_delay() {
         engine: engine.clone(),
         key: key.clone(),
         certificate_pem: None,
+        endpoint: "http://127.0.0.1:8081/".into(),
         metrics: None,
         metrics_route: false,
     });

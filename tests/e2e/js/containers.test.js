@@ -176,3 +176,34 @@ test("hierarchical partition keys address items by the full key", async () => {
     assert.deepEqual(prefix.sort((a, b) => a - b), [2, 10]);
   });
 });
+
+test("computed properties are kept, checked, and queried by name but not by SELECT *", async () => {
+  await withDatabase(context.client, async (database) => {
+    const computedProperties = [
+      { name: "cp_lower", query: "SELECT VALUE LOWER(c.name) FROM c" },
+      { name: "cp_total", query: "SELECT VALUE c.price * c.count FROM c" },
+    ];
+    const { container, resource } = await database.containers.create({
+      id: "computed",
+      partitionKey: "/pk",
+      computedProperties,
+    });
+    assert.deepEqual(resource.computedProperties, computedProperties);
+    await container.items.create({ id: "1", pk: "p", name: "Bob", price: 2, count: 3 });
+    await container.items.create({ id: "2", pk: "p", name: "al", price: 10, count: 1 });
+    const { resources } = await container.items
+      .query("SELECT c.id, c.cp_lower FROM c WHERE c.cp_total > 5 ORDER BY c.cp_lower")
+      .fetchAll();
+    assert.deepEqual(resources, [{ id: "2", cp_lower: "al" }, { id: "1", cp_lower: "bob" }]);
+    const { resources: all } = await container.items.query("SELECT * FROM c").fetchAll();
+    assert.ok(all.every((row) => !("cp_lower" in row)));
+    const refused = await statusOf(() =>
+      database.containers.create({
+        id: "bad",
+        partitionKey: "/pk",
+        computedProperties: [{ name: "cp", query: "SELECT VALUE c.a FROM c WHERE c.a = 1" }],
+      }),
+    );
+    assert.equal(refused, 400);
+  });
+});

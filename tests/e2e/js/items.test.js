@@ -205,3 +205,38 @@ test("the id length limit is 255", () =>
     assert.equal((await container.item(longest, "p").read()).resource.id, longest);
     assert.equal(await statusOf(() => container.items.create({ id: "i".repeat(256), pk: "p" })), 400);
   }));
+
+test("a replace whose body has another id renames the item; onto an existing id is 409", () =>
+  withContainer(async (container) => {
+    const { resource: created } = await container.items.create({ id: "old", pk: "p" });
+    const { resource: renamed, statusCode } = await container.item("old", "p").replace({ id: "new", pk: "p", v: 2 });
+    assert.equal(statusCode, 200);
+    assert.equal(renamed.id, "new");
+    assert.equal(renamed._rid, created._rid);
+    assert.equal((await container.item("old", "p").read()).statusCode, 404);
+    assert.equal((await container.item("new", "p").read()).resource.v, 2);
+    await container.items.create({ id: "taken", pk: "p" });
+    assert.equal(await statusOf(() => container.item("new", "p").replace({ id: "taken", pk: "p" })), 409);
+  }));
+
+test("a batch replace whose body has another id renames the item", () =>
+  withContainer(async (container) => {
+    await container.items.create({ id: "old", pk: "p" });
+    const response = await container.items.batch(
+      [{ operationType: "Replace", id: "old", resourceBody: { id: "new", pk: "p" } }],
+      "p",
+    );
+    assert.equal(response.result[0].statusCode, 200);
+    const { resources } = await container.items.query("SELECT VALUE c.id FROM c").fetchAll();
+    assert.deepEqual(resources, ["new"]);
+  }));
+
+test("an upsert with If-Match creates a missing item and checks an existing one", () =>
+  withContainer(async (container) => {
+    const ifMatch = (condition) => ({ accessCondition: { type: "IfMatch", condition } });
+    const created = await container.items.upsert({ id: "u", pk: "p" }, ifMatch('"00000000-0000-0000-0000-000000000000"'));
+    assert.equal(created.statusCode, 201);
+    assert.equal(await statusOf(() => container.items.upsert({ id: "u", pk: "p", v: 2 }, ifMatch('"stale"'))), 412);
+    const replaced = await container.items.upsert({ id: "u", pk: "p", v: 3 }, ifMatch(created.resource._etag));
+    assert.equal(replaced.statusCode, 200);
+  }));

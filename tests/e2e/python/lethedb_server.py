@@ -100,7 +100,8 @@ class Server:
                 "--data-dir", str(self.data_dir), "--key", self.key]
         if self.tls:
             args.append("--tls")
-        args += self.extra_args
+        # "{port}" in an extra argument stands for the port picked for this attempt.
+        args += [arg.replace("{port}", str(self.port)) for arg in self.extra_args]
         self._log_file = open(self.log_path, "ab")
         self._log_file.write(f"\n=== {' '.join(args)}\n".encode())
         self._log_file.flush()

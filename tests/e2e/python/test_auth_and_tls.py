@@ -7,7 +7,7 @@ import urllib.error
 import urllib.request
 
 import pytest
-from azure.cosmos import PartitionKey
+from azure.cosmos import CosmosClient, PartitionKey
 from azure.cosmos.exceptions import CosmosHttpResponseError
 
 from conftest import make_client, unique_id
@@ -65,3 +65,36 @@ def test_https_serves_the_downloadable_certificate(tls_server):
     first_certificate = pem[:pem.index(end) + len(end)]
     served = ssl.get_server_certificate(("127.0.0.1", tls_server.port))
     assert ssl.PEM_cert_to_DER_cert(served) == ssl.PEM_cert_to_DER_cert(first_certificate)
+
+
+def _advertised(client) -> list:
+    account = client.get_database_account()
+    return [location["databaseAccountEndpoint"]
+            for location in account.WritableLocations + account.ReadableLocations]
+
+
+def test_the_account_advertises_the_bound_address_not_the_host_the_client_used(server):
+    # The client reaches the server as localhost; the account still names the configured one.
+    localhost = CosmosClient(server.endpoint.replace("127.0.0.1", "localhost"),
+                             credential=server.key, connection_timeout=10)
+    assert _advertised(localhost) == [server.endpoint, server.endpoint]
+    database = localhost.create_database(unique_id("db"))
+    localhost.delete_database(database.id)
+
+
+def test_advertise_url_is_where_the_sdk_sends_requests(start_server):
+    advertised = start_server(extra_args=["--advertise-url", "http://localhost:{port}"])
+    client = make_client(advertised)
+    want = f"http://localhost:{advertised.port}/"
+    assert _advertised(client) == [want, want]
+    database = client.create_database(unique_id("db"))
+    container = database.create_container("c", partition_key=PartitionKey(path="/pk"))
+    container.create_item({"id": "a", "pk": "p"})
+    assert container.read_item("a", partition_key="p")["id"] == "a"
+
+
+def test_advertise_url_with_tls_is_https(start_server):
+    advertised = start_server(tls=True, extra_args=["--advertise-url", "localhost:{port}"])
+    client = make_client(advertised)
+    want = f"https://localhost:{advertised.port}/"
+    assert _advertised(client) == [want, want]

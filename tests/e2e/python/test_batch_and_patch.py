@@ -58,3 +58,28 @@ def test_delete_all_items_by_partition_key(container):
     container.create_item({"id": "keep", "pk": "kept"})
     container.delete_all_items_by_partition_key("gone")
     assert [item["id"] for item in container.read_all_items()] == ["keep"]
+
+
+def test_batch_size_limits_use_the_service_messages(container):
+    with pytest.raises(CosmosHttpResponseError) as error:
+        container.execute_item_batch(batch_operations=[], partition_key="p")
+    assert error.value.status_code == 400
+    assert "Batch request has no operations." in error.value.message
+    too_many = [("create", ({"id": f"i{n}", "pk": "p"},)) for n in range(101)]
+    with pytest.raises(CosmosHttpResponseError) as error:
+        container.execute_item_batch(batch_operations=too_many, partition_key="p")
+    assert error.value.status_code == 400
+    assert "Batch request has more operations than what is supported." in error.value.message
+
+
+def test_a_batch_takes_the_next_lsn(container):
+    for item_id in ("read", "replace", "delete"):
+        container.upsert_item({"id": item_id, "pk": "p"})
+    before = container.read_item("delete", partition_key="p").get_response_headers()["lsn"]
+    results = container.execute_item_batch(
+        [("create", ({"id": "new", "pk": "p"},)),
+         ("replace", ("replace", {"id": "replace", "pk": "p", "v": 1})),
+         ("read", ("read",)),
+         ("delete", ("delete",))],
+        partition_key="p")
+    assert int(results.get_response_headers()["lsn"]) == int(before) + 1

@@ -91,3 +91,23 @@ def test_delete_missing_container_is_404(database):
     with pytest.raises(CosmosResourceNotFoundError) as error:
         database.delete_container(unique_id("missing"))
     assert error.value.status_code == 404
+
+
+def test_computed_properties_are_queried_by_name_and_checked(database):
+    computed = [{"name": "cp_lower", "query": "SELECT VALUE LOWER(c.name) FROM c"},
+                {"name": "cp_total", "query": "SELECT VALUE c.price * c.count FROM c"}]
+    container = database.create_container(unique_id("coll"), partition_key=PartitionKey(path="/pk"),
+                                          computed_properties=computed)
+    assert container.read()["computedProperties"] == computed
+    container.create_item({"id": "1", "pk": "p", "name": "Bob", "price": 2, "count": 3})
+    container.create_item({"id": "2", "pk": "p", "name": "al", "price": 10, "count": 1})
+    rows = list(container.query_items(
+        "SELECT c.id, c.cp_lower FROM c WHERE c.cp_total > 5 ORDER BY c.cp_lower",
+        enable_cross_partition_query=True))
+    assert rows == [{"id": "2", "cp_lower": "al"}, {"id": "1", "cp_lower": "bob"}]
+    everything = list(container.query_items("SELECT * FROM c", partition_key="p"))
+    assert all("cp_lower" not in row for row in everything)
+    with pytest.raises(CosmosHttpResponseError) as error:
+        database.create_container(unique_id("coll"), partition_key=PartitionKey(path="/pk"),
+                                  computed_properties=[{"name": "_ts", "query": "SELECT VALUE 1 FROM c"}])
+    assert error.value.status_code == 400

@@ -207,3 +207,36 @@ def test_id_length_limit_is_255(container):
     with pytest.raises(CosmosHttpResponseError) as error:
         container.create_item({"id": "i" * 256, "pk": "p"})
     assert error.value.status_code == 400
+
+
+def test_replace_with_another_id_renames_the_item(container):
+    created = container.create_item({"id": "old", "pk": "p"})
+    renamed = container.replace_item("old", {"id": "new", "pk": "p", "v": 2})
+    assert renamed["id"] == "new"
+    assert renamed["_rid"] == created["_rid"]
+    with pytest.raises(CosmosResourceNotFoundError):
+        container.read_item("old", partition_key="p")
+    assert container.read_item("new", partition_key="p")["v"] == 2
+    container.create_item({"id": "taken", "pk": "p"})
+    with pytest.raises(CosmosHttpResponseError) as error:
+        container.replace_item("new", {"id": "taken", "pk": "p"})
+    assert error.value.status_code == 409
+
+
+def test_batch_replace_with_another_id_renames_the_item(container):
+    container.create_item({"id": "old", "pk": "p"})
+    results = container.execute_item_batch(
+        [("replace", ("old", {"id": "new", "pk": "p"}))], partition_key="p")
+    assert results[0]["statusCode"] == 200
+    assert [row["id"] for row in container.query_items("SELECT * FROM c", partition_key="p")] == ["new"]
+
+
+def test_upsert_with_if_match_creates_a_missing_item(container):
+    created = container.upsert_item({"id": "u", "pk": "p"}, etag='"00000000-0000-0000-0000-000000000000"',
+                                    match_condition=MatchConditions.IfNotModified)
+    assert created["id"] == "u"
+    with pytest.raises(CosmosAccessConditionFailedError):
+        container.upsert_item({"id": "u", "pk": "p", "v": 2}, etag='"stale"',
+                              match_condition=MatchConditions.IfNotModified)
+    assert container.upsert_item({"id": "u", "pk": "p", "v": 3}, etag=created["_etag"],
+                                 match_condition=MatchConditions.IfNotModified)["v"] == 3

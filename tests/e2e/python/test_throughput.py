@@ -132,3 +132,35 @@ def test_metrics_on_their_own_port(start_server):
         assert error.code == 401, "the main port no longer serves /metrics unauthenticated"
     else:
         raise AssertionError("/metrics should not be on the main port")
+
+
+def test_autoscale_keeps_its_increment_percent(database):
+    container = database.create_container(
+        unique_id("auto"), PartitionKey(path="/pk"),
+        offer_throughput=ThroughputProperties(auto_scale_max_throughput=4000, auto_scale_increment_percent=20))
+    properties = container.get_throughput()
+    assert properties.auto_scale_max_throughput == 4000
+    assert properties.auto_scale_increment_percent == 20
+    container.replace_throughput(
+        ThroughputProperties(auto_scale_max_throughput=5000, auto_scale_increment_percent=5))
+    replaced = container.get_throughput()
+    assert replaced.auto_scale_max_throughput == 5000
+    assert replaced.auto_scale_increment_percent == 5
+
+
+def test_invalid_throughput_messages_are_the_services(database):
+    from azure.cosmos.exceptions import CosmosHttpResponseError
+    cases = [
+        (450, "between 400 and 1000000 inclusive in increments of 100."),
+        (300, "between 400 and 1000000 inclusive in increments of 100."),
+        (ThroughputProperties(auto_scale_max_throughput=1500),
+         "between 1000 and 1000000 inclusive in increments of 1000."),
+    ]
+    for offer, message in cases:
+        try:
+            database.create_container(unique_id("bad"), PartitionKey(path="/pk"), offer_throughput=offer)
+        except CosmosHttpResponseError as error:
+            assert error.status_code == 400
+            assert f"The offer should have valid throughput values {message}" in error.message
+        else:
+            raise AssertionError(f"{offer} was accepted")

@@ -7,6 +7,7 @@
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partition_key::PartitionKeyDefinition;
 use crate::ttl;
+use lethedb_query::ComputedProperties;
 use serde_json::{json, Map, Value};
 
 /// The indexing policy as the service stores and returns it, with its defaults filled in.
@@ -62,7 +63,17 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
         }
         (Vec::new(), paths_of(&policy, "excludedPaths"))
     } else {
-        let mut included = paths_of(&policy, "includedPaths");
+        // Legacy per-path `indexes` (Hash/Range kinds, precisions) are dropped, as the service
+        // does since every path is range-indexed: its policies come back without them.
+        let mut included: Vec<Value> = paths_of(&policy, "includedPaths")
+            .into_iter()
+            .map(|mut path| {
+                if let Value::Object(map) = &mut path {
+                    map.shift_remove("indexes");
+                }
+                path
+            })
+            .collect();
         let mut excluded = paths_of(&policy, "excludedPaths");
         if included.is_empty() && excluded.is_empty() {
             included.push(json!({"path": "/*"}));
@@ -121,6 +132,13 @@ pub(crate) fn container_resource(
             .unwrap_or(default);
         resource.insert(name.into(), value);
     }
+    if let Some(definitions) = body.get("computedProperties").filter(|v| !v.is_null()) {
+        ComputedProperties::parse(definitions)
+            .map_err(|message| EngineError::with_message(ErrorCode::InvalidDocument, message))?;
+    }
+    if let Some(policy) = body.get("changeFeedPolicy").filter(|v| !v.is_null()) {
+        resource.insert("changeFeedPolicy".into(), change_feed_policy(policy)?);
+    }
     for name in [
         "uniqueKeyPolicy",
         "analyticalStorageTtl",
@@ -133,6 +151,33 @@ pub(crate) fn container_resource(
         }
     }
     Ok((Value::Object(resource), default_ttl))
+}
+
+/// A container's `changeFeedPolicy`: `{"retentionDuration": <minutes>}`, a whole number of
+/// minutes, 0 or more (how long all versions and deletes stay readable).
+fn change_feed_policy(policy: &Value) -> EngineResult<Value> {
+    let bad = |why: &str| {
+        EngineError::with_message(
+            ErrorCode::InvalidDocument,
+            format!("The change feed policy is invalid: {why}."),
+        )
+    };
+    let Value::Object(map) = policy else {
+        return Err(bad("it must be an object"));
+    };
+    let mut policy = map.clone();
+    match map.get("retentionDuration") {
+        None | Some(Value::Null) => {
+            policy.insert("retentionDuration".into(), json!(0));
+        }
+        Some(Value::Number(minutes)) if minutes.as_u64().is_some_and(|m| m <= i32::MAX as u64) => {}
+        Some(_) => {
+            return Err(bad(
+                "'retentionDuration' must be a whole, non-negative number of minutes",
+            ))
+        }
+    }
+    Ok(Value::Object(policy))
 }
 
 pub(crate) fn add_container_system_properties(

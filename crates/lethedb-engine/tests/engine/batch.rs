@@ -72,7 +72,7 @@ async fn a_successful_batch_applies_every_operation_in_order() {
         {"operationType": "Delete", "id": "a"}
     ]))
     .expect("parse");
-    let (results, succeeded) = engine
+    let (results, succeeded, _) = engine
         .execute_batch("db", "c", pk("p"), operations, true)
         .await
         .expect("batch");
@@ -112,7 +112,7 @@ async fn a_failing_operation_undoes_the_whole_batch() {
         {"operationType": "Create", "resourceBody": {"id": "a", "pk": "p"}}
     ]))
     .expect("parse");
-    let (results, succeeded) = engine
+    let (results, succeeded, _) = engine
         .execute_batch("db", "c", pk("p"), operations, true)
         .await
         .expect("batch");
@@ -160,7 +160,7 @@ async fn bulk_operations_succeed_or_fail_one_by_one_with_their_own_keys() {
         {"operationType": "Create", "partitionKey": "[\"y\"]", "resourceBody": {"id": "b", "pk": "y"}}
     ]))
     .expect("parse");
-    let (results, _) = engine
+    let (results, _, _) = engine
         .execute_batch("db", "c", None, operations, false)
         .await
         .expect("bulk");

@@ -2,16 +2,16 @@
 //! consistency and query features the service has.
 //!
 //! LetheDB is one region with session consistency; the account is fixed but for the endpoint,
-//! which is the address the client used.
+//! which comes from configuration (`--advertise-url`, else the bound address), never from the
+//! request: the SDKs route every later request to it.
 
 use super::context::Context;
-use crate::respond::{endpoint, Reply};
+use crate::respond::Reply;
 use axum::http::StatusCode;
 use serde_json::json;
 
 pub fn read(context: &Context<'_>) -> Reply {
-    let tls = context.state.certificate_pem.is_some();
-    let endpoint = endpoint(context.headers, context.uri, tls);
+    let endpoint = &*context.state.endpoint;
     let location = json!([{"name": "LetheDB", "databaseAccountEndpoint": endpoint}]);
     let query_engine = json!({
         "maxSqlQueryInputLength": 262144, "maxJoinsPerSqlQuery": 5, "maxLogicalAndPerSqlQuery": 500,

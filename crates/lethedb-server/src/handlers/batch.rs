@@ -30,7 +30,7 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
     // Transactional unless the client asks for bulk (non-atomic) explicitly.
     let atomic =
         header(headers, "x-ms-cosmos-batch-atomic").is_none_or(|v| v.eq_ignore_ascii_case("true"));
-    let (results, succeeded) = context
+    let (results, succeeded, lsn) = context
         .state
         .engine
         .execute_batch(
@@ -43,12 +43,6 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
         .await?;
     let minimal = prefers_minimal(headers);
     let charge: f64 = results.iter().map(entry_request_units).sum();
-    let lsn = results
-        .iter()
-        .filter_map(|entry| entry.as_ref().ok())
-        .filter_map(|outcome| outcome.item.as_ref().map(|item| item.record.lsn))
-        .max()
-        .unwrap_or(0);
     let entries = results.iter().map(|entry| {
         let request_units = entry_request_units(entry);
         match entry {

@@ -11,7 +11,7 @@ use crate::request::{
 };
 use crate::respond::Reply;
 use axum::http::StatusCode;
-use lethedb_engine::{request_units, Container, ErrorCode};
+use lethedb_engine::{request_units, Container, ErrorCode, ResourceKind, ResourceParent};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -35,13 +35,22 @@ pub async fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult
     .await
 }
 
-/// A container resource with its ETag, quota, usage and session headers.
+/// The quotas a container reports: its scripts (with `x-ms-documentdb-populatequotainfo`),
+/// then its documents in KiB (-1: no limit on their count).
+const SCRIPT_QUOTAS: &str = "functions=25;storedProcedures=100;triggers=25;";
+const DOCUMENT_QUOTAS: &str =
+    "documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;";
+
+/// A container resource with its ETag, quota, usage and session headers. With
+/// `x-ms-documentdb-populatequotainfo: true` the quota and usage also count its user-defined
+/// functions, stored procedures and triggers, first, as the service's do.
 async fn container_reply(
     context: &Context<'_>,
     status: StatusCode,
     container: &Arc<Container>,
 ) -> ApiResult<Reply> {
-    let usage = context.state.engine.container_usage(container).await?;
+    let engine = &context.state.engine;
+    let usage = engine.container_usage(container).await?;
     let kib = usage.bytes.div_ceil(1024);
     let mut resource = container.resource.clone();
     if header_is_true(
@@ -63,20 +72,39 @@ async fn container_reply(
             })
             .collect();
     }
+    let documents = format!(
+        "documentSize={};documentsSize={kib};documentsCount={};collectionSize={kib};",
+        kib / 1024,
+        usage.items
+    );
+    let (quota, usage_text) =
+        if header_is_true(context.headers, "x-ms-documentdb-populatequotainfo") {
+            let parent = ResourceParent::Container {
+                database_id: container.database_id.clone(),
+                container_id: container.id.clone(),
+            };
+            let mut counts = Vec::with_capacity(3);
+            for kind in [
+                ResourceKind::UserDefinedFunction,
+                ResourceKind::StoredProcedure,
+                ResourceKind::Trigger,
+            ] {
+                counts.push(engine.list_resources(kind, &parent).await?.len());
+            }
+            (
+                format!("{SCRIPT_QUOTAS}{DOCUMENT_QUOTAS}"),
+                format!(
+                    "functions={};storedProcedures={};triggers={};{documents}",
+                    counts[0], counts[1], counts[2]
+                ),
+            )
+        } else {
+            (DOCUMENT_QUOTAS.to_string(), documents)
+        };
     Ok(Reply::value(status, &resource)
         .header("etag", container.etag().to_string())
-        .header(
-            "x-ms-resource-quota",
-            "documentSize=10240;documentsSize=10485760;documentsCount=-1;collectionSize=10485760;",
-        )
-        .header(
-            "x-ms-resource-usage",
-            format!(
-                "documentSize={};documentsSize={kib};documentsCount={};collectionSize={kib};",
-                kib / 1024,
-                usage.items
-            ),
-        )
+        .header("x-ms-resource-quota", quota)
+        .header("x-ms-resource-usage", usage_text)
         .container_scoped(container, context.path, usage.lsn))
 }
 
@@ -103,8 +131,13 @@ pub async fn read(context: &Context<'_>) -> ApiResult<Reply> {
     if if_none_match(context.headers, found.etag()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", found.etag().to_string()));
     }
+    // Indexing is synchronous here: a policy change is always fully applied.
     Ok(container_reply(context, StatusCode::OK, &found)
         .await?
+        .header(
+            "x-ms-documentdb-collection-index-transformation-progress",
+            "100",
+        )
         .charge(request_units::CATALOG_READ))
 }
 

@@ -10,7 +10,7 @@ use crate::respond::Reply;
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::body::Bytes;
-use axum::http::{HeaderMap, Uri};
+use axum::http::HeaderMap;
 use lethedb_engine::QueryRequest;
 use serde_json::Value;
 use std::future::Future;
@@ -19,7 +19,6 @@ use std::future::Future;
 pub struct Context<'a> {
     pub state: &'a AppState,
     pub headers: &'a HeaderMap,
-    pub uri: &'a Uri,
     /// The path with resource ids already resolved to ids.
     pub path: &'a ResourcePath,
     pub body: &'a Bytes,

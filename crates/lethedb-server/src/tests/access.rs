@@ -4,7 +4,7 @@
 use super::*;
 
 #[tokio::test]
-async fn the_account_names_the_endpoint_the_client_used() {
+async fn the_account_names_the_default_endpoint() {
     let server = Server::new();
     let answer = server.send("GET", "/", ("", ""), None, &[]).await;
     assert_eq!(answer.status, StatusCode::OK);
@@ -18,6 +18,20 @@ async fn the_account_names_the_endpoint_the_client_used() {
     );
     assert!(answer.body["queryEngineConfiguration"].is_string());
     assert_eq!(answer.header("x-ms-schemaversion"), "1.18");
+}
+
+#[tokio::test]
+async fn the_account_advertises_the_configured_endpoint_not_the_host_header() {
+    let server = Server::with(|state| state.endpoint = "https://cosmos.example:9/".into());
+    let answer = server.send("GET", "/", ("", ""), None, &[]).await;
+    assert_eq!(answer.status, StatusCode::OK);
+    for list in ["writableLocations", "readableLocations"] {
+        assert_eq!(
+            answer.body[list][0]["databaseAccountEndpoint"],
+            json!("https://cosmos.example:9/"),
+            "{list}"
+        );
+    }
 }
 
 #[tokio::test]

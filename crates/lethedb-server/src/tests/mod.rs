@@ -7,14 +7,17 @@ mod access;
 mod bodies;
 mod children;
 mod compatibility;
+mod container_policies;
 mod containers;
 mod errors;
+mod headers;
 mod items;
 mod operations;
 mod query_plans;
 mod ranges;
 mod router;
 mod throughput;
+mod writes;
 
 use crate::auth::MasterKey;
 use crate::cli::EMULATOR_KEY;
@@ -77,6 +80,7 @@ impl Server {
             engine,
             key: key.clone(),
             certificate_pem: None,
+            endpoint: "http://127.0.0.1:8081/".into(),
         };
         configure(&mut state);
         let router = app(state);
@@ -187,6 +191,44 @@ impl Server {
             ("docs", &format!("dbs/db/colls/c/docs/{id}")),
             None,
             &[("x-ms-documentdb-partitionkey", &pk)],
+        )
+        .await
+    }
+
+    /// A PUT of `body` on the item `id` (partition key value `pk`), with extra headers.
+    async fn replace_item(
+        &self,
+        id: &str,
+        pk: &str,
+        body: Value,
+        headers: &[(&str, &str)],
+    ) -> Answer {
+        let pk = json!([pk]).to_string();
+        let mut all = vec![("x-ms-documentdb-partitionkey", pk.as_str())];
+        all.extend_from_slice(headers);
+        self.send(
+            "PUT",
+            &format!("/dbs/db/colls/c/docs/{id}"),
+            ("docs", &format!("dbs/db/colls/c/docs/{id}")),
+            Some(body),
+            &all,
+        )
+        .await
+    }
+
+    /// A batch request with the request-level partition key header `pk` (JSON text).
+    async fn batch(&self, operations: Value, pk: &str, headers: &[(&str, &str)]) -> Answer {
+        let mut all = vec![
+            ("x-ms-cosmos-is-batch-request", "True"),
+            ("x-ms-documentdb-partitionkey", pk),
+        ];
+        all.extend_from_slice(headers);
+        self.send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(operations),
+            &all,
         )
         .await
     }

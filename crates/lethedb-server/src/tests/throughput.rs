@@ -23,7 +23,7 @@ async fn throughput_offers_and_429() {
         &bad,
         StatusCode::BAD_REQUEST,
         "BadRequest",
-        "multiple of 100",
+        "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.",
     );
     let created = server
         .send(
@@ -138,4 +138,73 @@ async fn throughput_offers_and_429() {
     ] {
         assert!(text.contains(expected), "{expected} missing from:\n{text}");
     }
+}
+
+#[tokio::test]
+async fn invalid_throughput_gets_the_service_message_and_autoscale_keeps_its_upgrade_policy() {
+    let server = Server::new();
+    let created = server
+        .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let create = |header: &'static str, value: String| {
+        let server = &server;
+        async move {
+            server
+                .send(
+                    "POST",
+                    "/dbs/db/colls",
+                    ("colls", "dbs/db"),
+                    Some(partitioned()),
+                    &[(header, value.as_str())],
+                )
+                .await
+        }
+    };
+    let manual = "The offer should have valid throughput values between 400 and 1000000 inclusive in increments of 100.";
+    for ru in ["300", "450", "1000100"] {
+        let refused = create("x-ms-offer-throughput", ru.to_string()).await;
+        check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", manual);
+    }
+    let autoscale = "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.";
+    for max in [500, 1500] {
+        let refused = create(
+            "x-ms-cosmos-offer-autopilot-settings",
+            json!({"maxThroughput": max}).to_string(),
+        )
+        .await;
+        check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", autoscale);
+    }
+    let policy = json!({"throughputPolicy": {"incrementPercent": 20}});
+    let created = create(
+        "x-ms-cosmos-offer-autopilot-settings",
+        json!({"maxThroughput": 4000, "autoUpgradePolicy": policy}).to_string(),
+    )
+    .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let offers = server
+        .send("GET", "/offers", ("offers", ""), None, &[])
+        .await;
+    let mut offer = offers.body["Offers"][0].clone();
+    let settings = &offer["content"]["offerAutopilotSettings"];
+    assert_eq!(settings["maxThroughput"], json!(4000));
+    assert_eq!(settings["autoUpgradePolicy"], policy);
+    // Replaced with another percent, kept; a bad maximum on replace gets the same message.
+    offer["content"]["offerAutopilotSettings"]["autoUpgradePolicy"]["throughputPolicy"]
+        ["incrementPercent"] = json!(5);
+    let path = format!("/offers/{}", offer["id"].as_str().expect("id"));
+    let link = offer["id"].as_str().expect("id").to_lowercase();
+    let replaced = server
+        .send("PUT", &path, ("offers", &link), Some(offer.clone()), &[])
+        .await;
+    assert_eq!(replaced.status, StatusCode::OK, "{}", replaced.body);
+    assert_eq!(
+        replaced.body["content"]["offerAutopilotSettings"]["autoUpgradePolicy"],
+        json!({"throughputPolicy": {"incrementPercent": 5}})
+    );
+    offer["content"]["offerAutopilotSettings"]["maxThroughput"] = json!(4500);
+    let refused = server
+        .send("PUT", &path, ("offers", &link), Some(offer), &[])
+        .await;
+    check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", autoscale);
 }

@@ -72,7 +72,9 @@ function probe(endpoint, tls) {
 class ServerExited extends Error {}
 
 export class Server {
-  constructor({ dataDir, tls = false, key = EMULATOR_KEY } = {}) {
+  // `extraArgs` are more `serve` flags; "{port}" in one stands for the port picked.
+  constructor({ dataDir, tls = false, key = EMULATOR_KEY, extraArgs = [] } = {}) {
+    this.extraArgs = extraArgs;
     // A temporary directory this object made, and so may remove; never a caller's directory.
     this.ownedDir = dataDir ? undefined : mkdtempSync(path.join(os.tmpdir(), "lethedb-e2e-"));
     this.dataDir = dataDir ?? path.join(this.ownedDir, "data");
@@ -110,6 +112,7 @@ export class Server {
   #spawn() {
     const args = ["serve", "--bind", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, "--key", this.key];
     if (this.tls) args.push("--tls");
+    args.push(...this.extraArgs.map((arg) => arg.replaceAll("{port}", String(this.port))));
     // The child sees no LETHEDB_* variables, so only the flags above count.
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("LETHEDB_")));
     const log = openSync(this.logPath, "a");

@@ -1,0 +1,173 @@
+//! Container properties the service normalises or checks: the indexing policy's shape, the
+//! change feed policy, computed properties (and their use in queries), and partition key paths
+//! with quoted segments.
+
+use super::*;
+
+async fn create_container(server: &Server, body: Value) -> Answer {
+    server
+        .send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(body),
+            &[],
+        )
+        .await
+}
+
+#[tokio::test]
+async fn the_indexing_policy_comes_back_in_the_current_shape() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let read = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(
+        read.body["indexingPolicy"],
+        json!({"indexingMode": "consistent", "automatic": true, "includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/\"_etag\"/?"}]})
+    );
+    let legacy = create_container(
+        &server,
+        json!({"id": "legacy", "partitionKey": {"paths": ["/pk"], "kind": "Hash"},
+               "indexingPolicy": {"includedPaths": [{"path": "/*", "indexes": [
+                   {"kind": "Hash", "dataType": "String", "precision": 3},
+                   {"kind": "Range", "dataType": "Number", "precision": -1}]}]}}),
+    )
+    .await;
+    assert_eq!(legacy.status, StatusCode::CREATED, "{}", legacy.body);
+    assert_eq!(
+        legacy.body["indexingPolicy"]["includedPaths"],
+        json!([{"path": "/*"}])
+    );
+}
+
+#[tokio::test]
+async fn the_change_feed_policy_is_kept_and_checked() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let kept = create_container(
+        &server,
+        json!({"id": "cf", "partitionKey": {"paths": ["/pk"], "kind": "Hash"},
+               "changeFeedPolicy": {"retentionDuration": 10}}),
+    )
+    .await;
+    assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.body);
+    assert_eq!(
+        kept.body["changeFeedPolicy"],
+        json!({"retentionDuration": 10})
+    );
+    for bad in [
+        json!({"retentionDuration": -1}),
+        json!({"retentionDuration": 1.5}),
+        json!(5),
+    ] {
+        let refused = create_container(
+            &server,
+            json!({"id": "bad", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}, "changeFeedPolicy": bad}),
+        )
+        .await;
+        check_error(
+            &refused,
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "change feed policy",
+        );
+    }
+}
+
+#[tokio::test]
+async fn computed_properties_are_checked_and_queried_by_name_only() {
+    let server = Server::new();
+    server
+        .setup(
+            json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"},
+        "computedProperties": [
+            {"name": "cp_lower", "query": "SELECT VALUE LOWER(c.name) FROM c"},
+            {"name": "cp_total", "query": "SELECT VALUE r.price * r.count FROM root r"}]}),
+        )
+        .await;
+    server
+        .create_item(json!({"id": "1", "pk": "p", "name": "Bob", "price": 2, "count": 3}))
+        .await;
+    server
+        .create_item(json!({"id": "2", "pk": "p", "name": "al", "price": 10, "count": 1}))
+        .await;
+    let by_name = server
+        .query(
+            "SELECT c.id, c.cp_lower FROM c WHERE c.cp_total > 5 ORDER BY c.cp_lower",
+            &[("x-ms-documentdb-partitionkey", "[\"p\"]")],
+        )
+        .await;
+    assert_eq!(by_name.status, StatusCode::OK, "{}", by_name.body);
+    assert_eq!(
+        by_name.body["Documents"],
+        json!([{"id": "2", "cp_lower": "al"}, {"id": "1", "cp_lower": "bob"}])
+    );
+    let star = server.query("SELECT * FROM c WHERE c.id = '1'", &[]).await;
+    assert_eq!(star.body["Documents"][0].get("cp_lower"), None);
+    assert_eq!(server.read_item("1", "p").await.body.get("cp_lower"), None);
+
+    for (definitions, message) in [
+        (
+            json!([{"name": "id", "query": "SELECT VALUE c.a FROM c"}]),
+            "reserved",
+        ),
+        (
+            json!([{"name": "cp", "query": "SELECT c.a FROM c"}]),
+            "SELECT VALUE",
+        ),
+        (
+            json!([{"name": "cp", "query": "SELECT VALUE c.a FROM c WHERE c.a = 1"}]),
+            "WHERE",
+        ),
+        (
+            json!([{"name": "a", "query": "SELECT VALUE c.x FROM c"},
+                {"name": "b", "query": "SELECT VALUE c.a FROM c"}]),
+            "other computed properties",
+        ),
+    ] {
+        let refused = create_container(
+            &server,
+            json!({"id": "bad", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}, "computedProperties": definitions}),
+        )
+        .await;
+        check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", message);
+    }
+}
+
+#[tokio::test]
+async fn partition_key_paths_with_quoted_segments_match_documents() {
+    let server = Server::new();
+    server
+        .setup(json!({"id": "c", "partitionKey": {"paths": ["/'level\" 1*()'/'le/vel2'"], "kind": "Hash", "version": 2}}))
+        .await;
+    let document = json!({"id": "a", "level\" 1*()": {"le/vel2": "v"}});
+    let created = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(document.clone()),
+            &[("x-ms-documentdb-partitionkey", "[\"v\"]")],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    assert_eq!(server.read_item("a", "v").await.status, StatusCode::OK);
+    let mismatch = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"id": "b", "level\" 1*()": {"le/vel2": "v"}})),
+            &[("x-ms-documentdb-partitionkey", "[\"w\"]")],
+        )
+        .await;
+    assert_eq!(mismatch.status, StatusCode::BAD_REQUEST);
+}
