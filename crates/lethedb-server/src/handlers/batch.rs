@@ -8,7 +8,7 @@
 use super::context::Context;
 use crate::error::{ApiResult, Code};
 use crate::json_text::{write_array, ObjectWriter};
-use crate::request::{header, parse_json, partition_key, prefers_minimal};
+use crate::request::{header, parse_json, partition_key, prefers_minimal, range_id};
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::batch::{entry_request_units, BatchEffect};
@@ -77,7 +77,16 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
     } else {
         StatusCode::MULTI_STATUS
     };
-    Ok(Reply::json(status, body)
-        .charge(request_units::round_total(charge))
-        .container_scoped(container, context.path, lsn))
+    let reply = Reply::json(status, body).charge(request_units::round_total(charge));
+    // A transactional batch lives in one logical partition, so one range answers for it; a
+    // bulk request the client did not route names every range.
+    Ok(match partition_key(headers)? {
+        Some(value) if value.0.len() == container.partition_key.paths.len() => {
+            let range = container.range_of(&value);
+            reply
+                .range_scoped(container, context.path, lsn, range)
+                .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
+        }
+        _ => reply.scoped_to(container, context.path, lsn, range_id(headers)),
+    })
 }

@@ -315,3 +315,34 @@ async fn container_reads_report_statistics_per_range_when_asked() {
     assert_eq!(count("sampledDistinctPartitionKeyCount"), 8);
     assert!(count("sizeInKB") > 0);
 }
+
+#[tokio::test]
+async fn a_transactional_batch_answers_for_the_range_of_its_partition() {
+    let server = Server::new();
+    setup(&server, 50_000).await;
+    for key in ["k1", "k2", "k3", "k4", "k5", "k6"] {
+        let single = server.create_item(json!({"id": "single", "pk": key})).await;
+        let range = single
+            .header("x-ms-documentdb-partitionkeyrangeid")
+            .to_string();
+        let pk = json!([key]).to_string();
+        let batch = server
+            .send(
+                "POST",
+                "/dbs/db/colls/c/docs",
+                ("docs", "dbs/db/colls/c"),
+                Some(json!([{"operationType": "Create", "resourceBody": {"id": "b", "pk": key}}])),
+                &[
+                    ("x-ms-cosmos-is-batch-request", "True"),
+                    ("x-ms-cosmos-batch-atomic", "True"),
+                    ("x-ms-documentdb-partitionkey", &pk),
+                ],
+            )
+            .await;
+        assert_eq!(batch.status, StatusCode::OK, "{}", batch.body);
+        assert_eq!(batch.header("x-ms-documentdb-partitionkeyrangeid"), range);
+        assert!(batch
+            .header("x-ms-session-token")
+            .starts_with(&format!("{range}:-1#")));
+    }
+}
