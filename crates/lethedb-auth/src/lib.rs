@@ -1,190 +1,23 @@
-//! Master-key authorization, as the service checks it and as clients compute it.
-//!
-//! The signature is an HMAC-SHA256, keyed by the base64-decoded master key, over
-//! `verb\nresourceType\nresourceLink\nx-ms-date\n\n` with verb, type and date in lower case. The
-//! `authorization` header carries `type=master&ver=1.0&sig=<base64>`, URL-encoded. This module
-//! knows the signing rule and the clock-skew rule; which link a path signs is the router's.
+//! LetheDB's authorization tokens: master-key request signatures (`master.rs`), the resource
+//! tokens a permission hands out (`resource_token.rs`), and the Entra ID tokens the Cosmos DB
+//! emulator accepts (`entra.rs`).
 //!
 //! It is its own crate so that clients such as the load generator can sign requests without
 //! building the server (no HTTP stack, no storage): it depends only on the hashing and encoding
-//! crates signing needs.
+//! crates signing needs. Public API, by file:
+//! - `master.rs`: [`MasterKey`] (sign, verify, the header a client sends), [`parse_authorization`],
+//!   [`Token`], [`EMULATOR_KEY`], [`CLOCK_SKEW_MAX_SECS`], [`AUTHORIZATION_BYTES_MAX`].
+//! - `resource_token.rs`: [`ResourceToken`] (what a token names), [`TokenError`],
+//!   [`RESOURCE_TOKEN_PREFIX`].
+//! - `entra.rs`: [`check_emulator_entra_token`], [`EntraError`], [`ENTRA_TOKEN_PREFIX`].
 
-use base64::Engine as _;
-use hmac::{Hmac, Mac};
-use sha2::Sha256;
+mod entra;
+mod master;
+mod resource_token;
 
-/// The well-known master key of the Cosmos DB emulator, so existing connection strings work.
-pub const EMULATOR_KEY: &str =
-    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
-
-/// How far a request's `x-ms-date` may be from the server's clock (the service allows 15 min).
-pub const CLOCK_SKEW_MAX_SECS: i64 = 15 * 60;
-/// The longest `authorization` header we look at.
-pub const AUTHORIZATION_BYTES_MAX: usize = 1024;
-
-/// A master key, decoded once at start-up and kept as a keyed MAC ready to clone.
-#[derive(Clone)]
-pub struct MasterKey {
-    mac: Hmac<Sha256>,
-}
-
-impl MasterKey {
-    pub fn from_base64(text: &str) -> Option<MasterKey> {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(text.trim())
-            .ok()?;
-        if bytes.is_empty() {
-            return None;
-        }
-        let mac = <Hmac<Sha256> as Mac>::new_from_slice(&bytes).ok()?;
-        Some(MasterKey { mac })
-    }
-
-    fn mac(&self) -> Hmac<Sha256> {
-        self.mac.clone()
-    }
-
-    /// The base64 signature of one request.
-    pub fn sign(&self, verb: &str, resource_type: &str, resource_link: &str, date: &str) -> String {
-        let mut mac = self.mac();
-        mac.update(string_to_sign(verb, resource_type, resource_link, date).as_bytes());
-        base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
-    }
-
-    /// Checks a decoded signature in constant time.
-    pub fn verify(
-        &self,
-        verb: &str,
-        resource_type: &str,
-        resource_link: &str,
-        date: &str,
-        signature: &[u8],
-    ) -> bool {
-        let mut mac = self.mac();
-        mac.update(string_to_sign(verb, resource_type, resource_link, date).as_bytes());
-        mac.verify_slice(signature).is_ok()
-    }
-
-    /// The full, URL-encoded `authorization` header value a client sends.
-    pub fn authorization_header(
-        &self,
-        verb: &str,
-        resource_type: &str,
-        resource_link: &str,
-        date: &str,
-    ) -> String {
-        let token = format!(
-            "type=master&ver=1.0&sig={}",
-            self.sign(verb, resource_type, resource_link, date)
-        );
-        percent_encoding::utf8_percent_encode(&token, percent_encoding::NON_ALPHANUMERIC)
-            .to_string()
-    }
-}
-
-fn string_to_sign(verb: &str, resource_type: &str, resource_link: &str, date: &str) -> String {
-    format!(
-        "{}\n{}\n{}\n{}\n\n",
-        verb.to_ascii_lowercase(),
-        resource_type.to_ascii_lowercase(),
-        resource_link,
-        date.to_ascii_lowercase()
-    )
-}
-
-/// The parts of an `authorization` header that matter.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Token {
-    pub kind: String,
-    pub signature: Vec<u8>,
-}
-
-/// Parses a (URL-encoded) `authorization` header; `None` if it is not a master-key token.
-pub fn parse_authorization(header: &str) -> Option<Token> {
-    if header.len() > AUTHORIZATION_BYTES_MAX {
-        return None;
-    }
-    let decoded = percent_encoding::percent_decode_str(header)
-        .decode_utf8()
-        .ok()?;
-    let mut kind = None;
-    let mut signature = None;
-    for pair in decoded.split('&') {
-        let (name, value) = pair.split_once('=')?;
-        match name.trim() {
-            "type" => kind = Some(value.trim().to_string()),
-            "sig" => {
-                signature = base64::engine::general_purpose::STANDARD
-                    .decode(value.trim())
-                    .ok();
-            }
-            _ => {}
-        }
-    }
-    Some(Token {
-        kind: kind?,
-        signature: signature?,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_signed_header_verifies_and_a_changed_one_does_not() {
-        let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
-        let date = "Tue, 01 Nov 2022 10:00:00 GMT";
-        let header = key.authorization_header("GET", "docs", "dbs/db 1/colls/c/docs/ä", date);
-        let token = parse_authorization(&header).expect("parse");
-        assert_eq!(token.kind, "master");
-        assert!(key.verify(
-            "get",
-            "DOCS",
-            "dbs/db 1/colls/c/docs/ä",
-            date,
-            &token.signature
-        ));
-        assert!(!key.verify(
-            "GET",
-            "docs",
-            "dbs/db 1/colls/c/docs/b",
-            date,
-            &token.signature
-        ));
-        let other = MasterKey::from_base64("AAAA").expect("key");
-        assert!(!other.verify(
-            "GET",
-            "docs",
-            "dbs/db 1/colls/c/docs/ä",
-            date,
-            &token.signature
-        ));
-    }
-
-    #[test]
-    fn a_known_signature_matches() {
-        // The string-to-sign rule, checked against an independently computed HMAC
-        // (python3: hmac.new(b64decode(key), b"get\ndbs\ndbs/db1\nthu, 01 jan 1970 00:00:00 gmt\n\n", sha256)).
-        let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
-        assert_eq!(
-            key.sign("GET", "dbs", "dbs/db1", "Thu, 01 Jan 1970 00:00:00 GMT"),
-            KNOWN_SIGNATURE
-        );
-    }
-
-    const KNOWN_SIGNATURE: &str = "xj86+MWCCKMsKoaDK1xTBGEWeWzbmhBy42jihSkJCtQ=";
-
-    #[test]
-    fn malformed_headers_are_rejected() {
-        for header in [
-            "",
-            "type=master",
-            "sig=%%%",
-            "type=master&ver=1.0&sig=not base64!",
-            &"x".repeat(2000),
-        ] {
-            assert_eq!(parse_authorization(header), None, "{header}");
-        }
-    }
-}
+pub use entra::{check_emulator_entra_token, EntraError, ENTRA_TOKEN_PREFIX};
+pub use master::{
+    parse_authorization, MasterKey, Token, AUTHORIZATION_BYTES_MAX, CLOCK_SKEW_MAX_SECS,
+    EMULATOR_KEY,
+};
+pub use resource_token::{ResourceToken, TokenError, RESOURCE_TOKEN_PREFIX};

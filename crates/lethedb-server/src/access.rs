@@ -1,37 +1,122 @@
-//! Who may make a request: the master-key signature over (verb, resource type, link, date)
-//! and the clock skew of the date.
+//! Who may make a request, and whether it may make this one.
 //!
-//! Only master keys are accepted, which allow everything, so authenticating is all the
-//! authorization there is today; resource tokens would add a per-[`Operation`] check after
-//! resolution. Key handling itself (HMAC, token parsing) lives in `auth`.
-//!
-//! [`Operation`]: crate::operation::Operation
+//! [`authenticate`] runs before anything reads the catalog and says who the caller is: a
+//! master key (the signature over verb, resource type, link and date, within the clock skew),
+//! a resource token (its MAC and expiry), or, over HTTPS, an Entra ID token in the emulator's
+//! format. [`authorize`] runs once the path's resource ids are resolved: a master key or an
+//! Entra ID token may do anything; a resource token is checked against its permission as the
+//! catalog holds it now (deleted or replaced since the token was made: revoked, 401) and then
+//! against the rules of `grants.rs` (403). Key handling itself (HMAC, token parsing) lives in
+//! `auth`.
 
-use crate::auth;
+use crate::auth::{self, EntraError, ResourceToken, TokenError};
 use crate::error::{ApiError, ApiResult, Code};
+use crate::grants::{granted_partition_key, Grant, Mode};
+use crate::operation::Operation;
+use crate::request::header;
+use crate::resolve::resolve_resource_ids;
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::http::{HeaderMap, Method};
+use lethedb_engine::{Engine, ResourceKind, ResourceParent};
+use serde_json::Value;
 
-/// Checks the master-key signature and the request date. Reads no resource from the engine
-/// (only its clock), so it answers the same whether or not the named resources exist.
+/// Who is calling, once authenticated.
+#[derive(Debug)]
+pub enum Caller {
+    /// A master-key signature: everything is allowed.
+    Master,
+    /// An Entra ID token in the emulator's format: everything is allowed, as on the emulator.
+    Entra,
+    /// A resource token: what its permission allows.
+    Resource(ResourceToken),
+}
+
+fn unauthorized(message: &str) -> ApiError {
+    ApiError::new(Code::Unauthorized, message)
+}
+
+fn invalid_resource_token() -> ApiError {
+    unauthorized("The input authorization token can't serve the request. Please check that the expected payload is built as per the protocol, and check the key being used.")
+}
+
+/// Checks the `authorization` header (and, for master keys, the request date). Reads no
+/// resource from the engine (only its clock), so it answers the same whether or not the named
+/// resources exist.
 pub fn authenticate(
     state: &AppState,
     method: &Method,
     headers: &HeaderMap,
     path: &ResourcePath,
-) -> ApiResult<()> {
+) -> ApiResult<Caller> {
     let header = headers
         .get("authorization")
         .and_then(|v| v.to_str().ok())
-        .ok_or_else(|| ApiError::new(Code::Unauthorized, "Required Header authorization is missing. Ensure a valid Authorization token is passed."))?;
+        .ok_or_else(|| unauthorized("Required Header authorization is missing. Ensure a valid Authorization token is passed."))?;
+    let now_secs = state.engine.now_ms().div_euclid(1000);
+    if ResourceToken::is_resource_token(header) {
+        let token = ResourceToken::verify(header, &state.key).map_err(|error| match error {
+            TokenError::Malformed | TokenError::BadSignature => invalid_resource_token(),
+        })?;
+        if now_secs > token.expires_at_secs {
+            return Err(ApiError::new(
+                Code::Forbidden,
+                "The resource token has expired. Please read the permission again for a new one.",
+            ));
+        }
+        return Ok(Caller::Resource(token));
+    }
+    let decoded = percent_encoding::percent_decode_str(header).decode_utf8_lossy();
+    let prefix = auth::ENTRA_TOKEN_PREFIX;
+    if decoded
+        .get(..prefix.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
+    {
+        return authenticate_entra(
+            state,
+            decoded.get(prefix.len()..).unwrap_or_default(),
+            now_secs,
+        );
+    }
+    authenticate_master(state, method, headers, path, header, now_secs)
+}
+
+fn authenticate_entra(state: &AppState, jwt: &str, now_secs: i64) -> ApiResult<Caller> {
+    if !state.entra_id {
+        return Err(unauthorized(
+            "Microsoft Entra ID (AAD) tokens are turned off on this server (--no-entra-id).",
+        ));
+    }
+    if state.certificate_pem.is_none() {
+        return Err(unauthorized(
+            "Microsoft Entra ID (AAD) tokens are accepted only over HTTPS; start the server with --tls.",
+        ));
+    }
+    auth::check_emulator_entra_token(jwt, &state.key, now_secs).map_err(|error| match error {
+        EntraError::Expired | EntraError::NotYetValid => {
+            unauthorized("The Microsoft Entra ID (AAD) token is not valid at the current time.")
+        }
+        EntraError::Invalid => {
+            unauthorized("The Microsoft Entra ID (AAD) token is not valid for this account.")
+        }
+    })?;
+    Ok(Caller::Entra)
+}
+
+fn authenticate_master(
+    state: &AppState,
+    method: &Method,
+    headers: &HeaderMap,
+    path: &ResourcePath,
+    header: &str,
+    now_secs: i64,
+) -> ApiResult<Caller> {
     let date = headers
         .get("x-ms-date")
         .or_else(|| headers.get("date"))
         .and_then(|v| v.to_str().ok())
         .ok_or_else(|| {
-            ApiError::new(
-                Code::Unauthorized,
+            unauthorized(
                 "Required Header x-ms-date is missing. Ensure a valid date header is passed.",
             )
         })?;
@@ -46,9 +131,8 @@ pub fn authenticate(
     };
     let token = auth::parse_authorization(header).ok_or_else(wrong_key)?;
     if token.kind != "master" {
-        return Err(ApiError::new(
-            Code::Unauthorized,
-            "Only master-key authorization (type=master) is supported.",
+        return Err(unauthorized(
+            "Only master keys (type=master), resource tokens (type=resource) and Entra ID tokens (type=aad) are accepted.",
         ));
     }
     let verb = method.as_str();
@@ -75,12 +159,82 @@ pub fn authenticate(
         Ok(elapsed) => elapsed.as_secs() as i64,
         Err(_) => 0,
     };
-    let now_secs = state.engine.now_ms().div_euclid(1000);
     if (now_secs - sent_secs).abs() > auth::CLOCK_SKEW_MAX_SECS {
         return Err(ApiError::new(Code::ClockSkew, format!(
             "The authorization token is not valid at the current time. Please create another token and retry (token start time: {date}, current server time: {}).",
             httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(now_secs.max(0) as u64))
         )));
     }
-    Ok(())
+    Ok(Caller::Master)
+}
+
+/// Whether the caller may perform `operation` on `path` (ids resolved). Reads the catalog for
+/// resource tokens only.
+pub fn authorize(
+    engine: &Engine,
+    caller: &Caller,
+    operation: Operation,
+    path: &ResourcePath,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> ApiResult<()> {
+    let Caller::Resource(token) = caller else {
+        return Ok(());
+    };
+    let grant = load_grant(engine, token)?.ok_or_else(invalid_resource_token)?;
+    let partition_key = header(headers, "x-ms-documentdb-partitionkey");
+    if grant.allows(operation, path, partition_key, body) {
+        Ok(())
+    } else {
+        Err(ApiError::from_code(Code::Forbidden))
+    }
+}
+
+/// The grant of the permission the token names, if that permission still exists with the
+/// `_etag` it had when the token was made (deleting or replacing it revokes its tokens).
+fn load_grant(engine: &Engine, token: &ResourceToken) -> ApiResult<Option<Grant>> {
+    let Some(database_id) = engine.database_id_by_rid(&token.database_rid)? else {
+        return Ok(None);
+    };
+    let users = ResourceParent::Database {
+        database_id: database_id.clone(),
+    };
+    let Some(user_id) = engine.resource_id_by_rid(ResourceKind::User, &users, &token.user_rid)?
+    else {
+        return Ok(None);
+    };
+    let permissions = ResourceParent::User {
+        database_id,
+        user_id,
+    };
+    let Some(permission_id) = engine.resource_id_by_rid(
+        ResourceKind::Permission,
+        &permissions,
+        &token.permission_rid,
+    )?
+    else {
+        return Ok(None);
+    };
+    let permission =
+        engine.read_resource(ResourceKind::Permission, &permissions, &permission_id)?;
+    if permission.get("_etag").and_then(Value::as_str) != Some(token.permission_etag.as_str()) {
+        return Ok(None);
+    }
+    let mode = match permission.get("permissionMode").and_then(Value::as_str) {
+        Some("All") => Mode::All,
+        _ => Mode::Read,
+    };
+    let link = permission
+        .get("resource")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let mut resource = ResourcePath::parse(link)?;
+    // A rid link names the same resource as its name link; one that names nothing stays as is
+    // and so matches no request.
+    let _ = resolve_resource_ids(engine, &mut resource);
+    Ok(Some(Grant {
+        mode,
+        resource: resource.segments,
+        partition_key: granted_partition_key(&permission),
+    }))
 }

@@ -74,6 +74,10 @@ pub struct ServeArgs {
     /// (default: as fast as bounded batches allow).
     #[arg(long, env = "LETHEDB_SWEEP_MAX_PER_SEC")]
     pub sweep_max_per_sec: Option<u64>,
+    /// Refuse Entra ID (AAD) tokens in the emulator's format, which are otherwise accepted
+    /// over HTTPS (`--tls`); master keys and resource tokens keep working.
+    #[arg(long, env = "LETHEDB_NO_ENTRA_ID")]
+    pub no_entra_id: bool,
     /// Do not collect or serve Prometheus metrics.
     #[arg(long, env = "LETHEDB_NO_METRICS")]
     pub no_metrics: bool,

@@ -4,7 +4,7 @@
 //! This module orders the steps; it does not classify (`operation`), check signatures
 //! (`access`), resolve ids (`resolve`) or shape bodies (`handlers`) itself.
 
-use crate::access::authenticate;
+use crate::access::{authenticate, authorize};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handlers::{self, Context};
 use crate::metrics::Observed;
@@ -21,15 +21,17 @@ use lethedb_engine::Container;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Parse the path → classify → authenticate → resolve `_rid`s → admit (item operations only)
+/// Parse the path → classify → authenticate → resolve `_rid`s → authorize → admit (item
+/// operations only)
 /// → handler → common headers → metrics.
 ///
 /// The signature is checked before anything reads the catalog: resolving ids could answer 404
 /// for an unknown `_rid`, which would tell a caller without the key what exists. So an
 /// unauthenticated request gets 401 whatever it names, and a failed classification (unknown
 /// resource type, wrong verb) is reported only once the caller is known, as it always was.
-/// Master keys allow everything, so the signature check is all the authorization there is; a
-/// per-operation check for resource tokens belongs after resolution, where the `_rid`s are ids.
+/// Master keys (and Entra ID tokens) allow everything; a resource token is authorized per
+/// operation after resolution, where the `_rid`s are ids, and after the body is read (a
+/// partition-scoped token looks into a batch).
 pub async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
     let (parts, body) = request.into_parts();
@@ -37,11 +39,19 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
     let result: ApiResult<Response> = async {
         let mut path = ResourcePath::parse(&full_path(&parts.uri))?;
         let classified = classify(&parts.method, &path, &parts.headers);
-        authenticate(&state, &parts.method, &parts.headers, &path)?;
+        let caller = authenticate(&state, &parts.method, &parts.headers, &path)?;
         resolve_resource_ids(&state.engine, &mut path)?;
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;
         let body = read_body(body).await?;
+        authorize(
+            &state.engine,
+            &caller,
+            operation,
+            &path,
+            &parts.headers,
+            &body,
+        )?;
         let admitted = admit(&state, operation, &path)?;
         let context = Context {
             state: &state,

@@ -29,6 +29,8 @@ pub enum Code {
     Unauthorized,
     /// The request's date is too far from the server's clock.
     ClockSkew,
+    /// A resource token that does not allow the request, or has expired.
+    Forbidden,
     /// The path names no resource type LetheDB serves.
     UnknownResource,
     /// A route that this listener does not serve (the metrics port serves only `/metrics`).
@@ -139,6 +141,7 @@ error_table! {
     ChangeFeedUnsupported               => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Unauthorized                        => UNAUTHORIZED,          0,    "Unauthorized",          Shown;
     ClockSkew                           => FORBIDDEN,             0,    "Forbidden",             Shown;
+    Forbidden                           => FORBIDDEN,             0,    "Forbidden",             Shown;
     UnknownResource                     => NOT_FOUND,             0,    "NotFound",              Shown;
     RouteNotFound                       => NOT_FOUND,             0,    "NotFound",              Shown;
     MetricsOff                          => NOT_FOUND,             0,    "NotFound",              Shown;
@@ -174,6 +177,9 @@ impl Code {
             Code::ChangeFeedUnsupported => "The change feed is not supported by LetheDB yet.",
             Code::Unauthorized => "The authorization token is invalid.",
             Code::ClockSkew => "The authorization token is not valid at the current time.",
+            Code::Forbidden => {
+                "Insufficient permissions provided in the authorization header for the corresponding request. Please retry with another authorization header."
+            }
             Code::UnknownResource => "The path names no resource.",
             Code::RouteNotFound => "This listener does not serve the path.",
             Code::MetricsOff => "Metrics are turned off on this server.",

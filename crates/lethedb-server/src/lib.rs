@@ -2,7 +2,8 @@
 //!
 //! [`app`] routes the few internal endpoints by path and hands every other request to the
 //! Cosmos dispatcher, which runs one straight line: parse the path, classify the request into an
-//! `Operation`, check the master-key signature and the clock skew, resolve resource ids, admit
+//! `Operation`, authenticate (master key, resource token, Entra ID), resolve resource ids,
+//! authorize a resource token's request, admit
 //! item operations against the throughput budget, run the operation's handler, add the common
 //! headers and record metrics. This layer owns HTTP, headers, authorization, the JSON shapes of
 //! responses and error bodies; it owns no data and decides nothing about time to live, which is
@@ -15,6 +16,7 @@ pub mod auth;
 pub mod cli;
 mod cosmos;
 mod error;
+mod grants;
 mod handlers;
 mod json_text;
 pub mod metrics;

@@ -114,6 +114,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .map(|m| Arc::new(m.certificate_pem.clone())),
         metrics: metrics.clone(),
         metrics_route: args.metrics_bind.is_none(),
+        entra_id: !args.no_entra_id,
     };
     let mut metrics_task = None;
     if let (Some(address), Some(_)) = (args.metrics_bind, &metrics) {

@@ -1,7 +1,7 @@
 //! What a request is: one [`Operation`] per Cosmos operation the server serves, decided once
 //! from the method, the resource path and the headers by [`classify`].
 //!
-//! Routing, metrics, logs and (later) resource-token authorization all read the same decision,
+//! Routing, metrics, logs and resource-token authorization all read the same decision,
 //! so they cannot drift apart. This module looks only at the request line and headers: it reads
 //! no body, touches no engine, and does not know whether the named resources exist.
 
@@ -49,17 +49,34 @@ pub enum Operation {
     ReadOffer,
     ReplaceOffer,
     /// The feeds of the child resources the engine's generic catalog holds (users, scripts,
-    /// conflicts); creating them comes with the features that use them.
+    /// conflicts); creating scripts comes with the feature that uses them.
     ReadUserFeed,
     ReadStoredProcedureFeed,
     ReadUserDefinedFunctionFeed,
     ReadTriggerFeed,
     ReadConflictFeed,
+    /// Users of a database (`dbs/{db}/users`) and their permissions
+    /// (`dbs/{db}/users/{user}/permissions`); upserts are POSTs with `x-ms-documentdb-is-upsert`.
+    CreateUser,
+    QueryUsers,
+    ReadUser,
+    ReplaceUser,
+    UpsertUser,
+    DeleteUser,
+    ReadPermissionFeed,
+    QueryPermissions,
+    CreatePermission,
+    ReadPermission,
+    ReplacePermission,
+    UpsertPermission,
+    DeletePermission,
+    QueryConflicts,
+    ReadConflict,
 }
 
 impl Operation {
     /// Every operation, for tests and documentation.
-    pub const ALL: [Operation; 34] = [
+    pub const ALL: [Operation; 49] = [
         Operation::ReadAccount,
         Operation::ReadDatabaseFeed,
         Operation::QueryDatabases,
@@ -94,6 +111,21 @@ impl Operation {
         Operation::ReadUserDefinedFunctionFeed,
         Operation::ReadTriggerFeed,
         Operation::ReadConflictFeed,
+        Operation::CreateUser,
+        Operation::QueryUsers,
+        Operation::ReadUser,
+        Operation::ReplaceUser,
+        Operation::UpsertUser,
+        Operation::DeleteUser,
+        Operation::ReadPermissionFeed,
+        Operation::QueryPermissions,
+        Operation::CreatePermission,
+        Operation::ReadPermission,
+        Operation::ReplacePermission,
+        Operation::UpsertPermission,
+        Operation::DeletePermission,
+        Operation::QueryConflicts,
+        Operation::ReadConflict,
     ];
 
     /// The stable name used as the metrics label and in logs. Names already scraped by
@@ -134,6 +166,21 @@ impl Operation {
             Operation::ReadUserDefinedFunctionFeed => "ReadUserDefinedFunctionFeed",
             Operation::ReadTriggerFeed => "ReadTriggerFeed",
             Operation::ReadConflictFeed => "ReadConflictFeed",
+            Operation::CreateUser => "CreateUser",
+            Operation::QueryUsers => "QueryUsers",
+            Operation::ReadUser => "ReadUser",
+            Operation::ReplaceUser => "ReplaceUser",
+            Operation::UpsertUser => "UpsertUser",
+            Operation::DeleteUser => "DeleteUser",
+            Operation::ReadPermissionFeed => "ReadPermissionFeed",
+            Operation::QueryPermissions => "QueryPermissions",
+            Operation::CreatePermission => "CreatePermission",
+            Operation::ReadPermission => "ReadPermission",
+            Operation::ReplacePermission => "ReplacePermission",
+            Operation::UpsertPermission => "UpsertPermission",
+            Operation::DeletePermission => "DeletePermission",
+            Operation::QueryConflicts => "QueryConflicts",
+            Operation::ReadConflict => "ReadConflict",
         }
     }
 
@@ -160,7 +207,14 @@ impl Operation {
             | Operation::ReadStoredProcedureFeed
             | Operation::ReadUserDefinedFunctionFeed
             | Operation::ReadTriggerFeed
-            | Operation::ReadConflictFeed => true,
+            | Operation::ReadConflictFeed
+            | Operation::QueryUsers
+            | Operation::ReadUser
+            | Operation::ReadPermissionFeed
+            | Operation::QueryPermissions
+            | Operation::ReadPermission
+            | Operation::QueryConflicts
+            | Operation::ReadConflict => true,
             Operation::CreateDatabase
             | Operation::DeleteDatabase
             | Operation::CreateContainer
@@ -173,7 +227,15 @@ impl Operation {
             | Operation::Patch
             | Operation::Delete
             | Operation::DeletePartition
-            | Operation::ReplaceOffer => false,
+            | Operation::ReplaceOffer
+            | Operation::CreateUser
+            | Operation::ReplaceUser
+            | Operation::UpsertUser
+            | Operation::DeleteUser
+            | Operation::CreatePermission
+            | Operation::ReplacePermission
+            | Operation::UpsertPermission
+            | Operation::DeletePermission => false,
         }
     }
 
@@ -281,7 +343,36 @@ pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> Ap
             Method::PUT => Operation::ReplaceOffer,
             _ => return Err(method_not_allowed(method, path)),
         },
-        (["dbs", "users"], false) if method == Method::GET => Operation::ReadUserFeed,
+        (["dbs", "users"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryUsers,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertUser
+            }
+            Method::POST => Operation::CreateUser,
+            Method::GET => Operation::ReadUserFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "users"], true) => match *method {
+            Method::GET => Operation::ReadUser,
+            Method::PUT => Operation::ReplaceUser,
+            Method::DELETE => Operation::DeleteUser,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "users", "permissions"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryPermissions,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertPermission
+            }
+            Method::POST => Operation::CreatePermission,
+            Method::GET => Operation::ReadPermissionFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "users", "permissions"], true) => match *method {
+            Method::GET => Operation::ReadPermission,
+            Method::PUT => Operation::ReplacePermission,
+            Method::DELETE => Operation::DeletePermission,
+            _ => return Err(method_not_allowed(method, path)),
+        },
         (["dbs", "colls", "sprocs"], false) if method == Method::GET => {
             Operation::ReadStoredProcedureFeed
         }
@@ -291,9 +382,12 @@ pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> Ap
         (["dbs", "colls", "triggers"], false) if method == Method::GET => {
             Operation::ReadTriggerFeed
         }
-        (["dbs", "colls", "conflicts"], false) if method == Method::GET => {
-            Operation::ReadConflictFeed
-        }
+        (["dbs", "colls", "conflicts"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryConflicts,
+            Method::GET => Operation::ReadConflictFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "conflicts"], true) if method == Method::GET => Operation::ReadConflict,
         _ => {
             return Err(ApiError::new(
                 Code::UnknownResource,

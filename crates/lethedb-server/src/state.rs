@@ -21,4 +21,7 @@ pub struct AppState {
     pub endpoint: Arc<str>,
     /// Whether `GET /metrics` is served on this router (it may have its own port instead).
     pub metrics_route: bool,
+    /// Whether Entra ID tokens in the emulator's format are accepted (only ever over HTTPS,
+    /// that is when `certificate_pem` is set; `--no-entra-id` turns them off).
+    pub entra_id: bool,
 }

@@ -15,6 +15,7 @@ mod databases;
 mod internal;
 mod items;
 mod offers;
+mod users;
 
 pub use context::Context;
 pub use internal::{certificate, metrics, stats};
@@ -74,7 +75,7 @@ pub async fn route(
         Operation::QueryOffers => offers::feed_or_query(context, Listing::Query).await,
         Operation::ReadOffer => offers::read(context),
         Operation::ReplaceOffer => offers::replace(context).await,
-        Operation::ReadUserFeed => children::feed(context, ResourceKind::User).await,
+        Operation::ReadUserFeed => users::feed_or_query_users(context, Listing::Feed).await,
         Operation::ReadStoredProcedureFeed => {
             children::feed(context, ResourceKind::StoredProcedure).await
         }
@@ -83,5 +84,26 @@ pub async fn route(
         }
         Operation::ReadTriggerFeed => children::feed(context, ResourceKind::Trigger).await,
         Operation::ReadConflictFeed => children::feed(context, ResourceKind::Conflict).await,
+        Operation::QueryConflicts => {
+            children::feed_or_query(context, ResourceKind::Conflict, Listing::Query).await
+        }
+        Operation::ReadConflict => children::read_conflict(context),
+        Operation::CreateUser => users::create_user(context).await,
+        Operation::QueryUsers => users::feed_or_query_users(context, Listing::Query).await,
+        Operation::ReadUser => users::read_user(context),
+        Operation::ReplaceUser => users::replace_user(context).await,
+        Operation::UpsertUser => users::upsert_user(context).await,
+        Operation::DeleteUser => users::delete_user(context).await,
+        Operation::ReadPermissionFeed => {
+            users::feed_or_query_permissions(context, Listing::Feed).await
+        }
+        Operation::QueryPermissions => {
+            users::feed_or_query_permissions(context, Listing::Query).await
+        }
+        Operation::CreatePermission => users::create_permission(context).await,
+        Operation::ReadPermission => users::read_permission(context),
+        Operation::ReplacePermission => users::replace_permission(context).await,
+        Operation::UpsertPermission => users::upsert_permission(context).await,
+        Operation::DeletePermission => users::delete_permission(context).await,
     }
 }

@@ -10,6 +10,7 @@ mod compatibility;
 mod container_policies;
 mod containers;
 mod errors;
+mod grant_table;
 mod headers;
 mod items;
 mod operations;
@@ -17,6 +18,8 @@ mod query_plans;
 mod ranges;
 mod router;
 mod throughput;
+mod tokens;
+mod users;
 mod writes;
 
 use crate::auth::MasterKey;
@@ -75,6 +78,7 @@ impl Server {
         let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
         let metrics = Some(Arc::new(crate::metrics::Metrics::new(engine.clone())));
         let mut state = AppState {
+            entra_id: true,
             metrics,
             metrics_route: true,
             engine,

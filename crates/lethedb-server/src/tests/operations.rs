@@ -16,6 +16,7 @@ type Row = (
 
 const QUERY: &[(&str, &str)] = &[("x-ms-documentdb-isquery", "True")];
 const QUERY_BY_TYPE: &[(&str, &str)] = &[("content-type", "application/query+json")];
+const UPSERT: &[(&str, &str)] = &[("x-ms-documentdb-is-upsert", "True")];
 
 fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
     let mut map = HeaderMap::new();
@@ -132,6 +133,41 @@ fn every_operation_is_classified_from_method_path_and_headers() {
         ),
         ("GET", "/dbs/d/colls/c/triggers", &[], ReadTriggerFeed),
         ("GET", "/dbs/d/colls/c/conflicts", &[], ReadConflictFeed),
+        ("POST", "/dbs/d/colls/c/conflicts", QUERY, QueryConflicts),
+        ("GET", "/dbs/d/colls/c/conflicts/x", &[], ReadConflict),
+        ("POST", "/dbs/d/users", &[], CreateUser),
+        ("POST", "/dbs/d/users", QUERY, QueryUsers),
+        ("POST", "/dbs/d/users", UPSERT, UpsertUser),
+        ("GET", "/dbs/d/users/u", &[], ReadUser),
+        ("PUT", "/dbs/d/users/u", &[], ReplaceUser),
+        ("DELETE", "/dbs/d/users/u", &[], DeleteUser),
+        ("GET", "/dbs/d/users/u/permissions", &[], ReadPermissionFeed),
+        (
+            "POST",
+            "/dbs/d/users/u/permissions",
+            QUERY,
+            QueryPermissions,
+        ),
+        ("POST", "/dbs/d/users/u/permissions", &[], CreatePermission),
+        (
+            "POST",
+            "/dbs/d/users/u/permissions",
+            UPSERT,
+            UpsertPermission,
+        ),
+        ("GET", "/dbs/d/users/u/permissions/p", &[], ReadPermission),
+        (
+            "PUT",
+            "/dbs/d/users/u/permissions/p",
+            &[],
+            ReplacePermission,
+        ),
+        (
+            "DELETE",
+            "/dbs/d/users/u/permissions/p",
+            &[],
+            DeletePermission,
+        ),
     ];
     let mut seen = HashSet::new();
     for (method, path, pairs, expected) in table {
@@ -165,7 +201,7 @@ fn requests_that_name_no_operation_get_404_or_405() {
     not_found("GET", "/dbs/d/colls/c/pkranges/0");
     not_found("POST", "/dbs/d/colls/c/operations/other");
     not_found("GET", "/dbs/d/colls/c/operations/partitionkeydelete");
-    not_found("POST", "/dbs/d/users");
+    not_found("POST", "/dbs/d/colls/c/conflicts/x");
     not_found("DELETE", "/dbs/d/colls/c/sprocs");
     assert_eq!(
         classified("GET", "/nothing/here", &[]),
@@ -185,6 +221,10 @@ fn requests_that_name_no_operation_get_404_or_405() {
         ("POST", "/dbs/d/colls/c/docs/i", "docs"),
         ("DELETE", "/offers", "offers"),
         ("DELETE", "/offers/o", "offers"),
+        ("PUT", "/dbs/d/users", "users"),
+        ("POST", "/dbs/d/users/u", "users"),
+        ("PATCH", "/dbs/d/users/u/permissions/p", "permissions"),
+        ("DELETE", "/dbs/d/colls/c/conflicts", "conflicts"),
     ] {
         assert_eq!(
             classified(method, path, &[]),
@@ -258,7 +298,15 @@ fn every_operation_has_a_unique_name_and_one_kind() {
             "Patch",
             "Delete",
             "DeletePartition",
-            "ReplaceOffer"
+            "ReplaceOffer",
+            "CreateUser",
+            "ReplaceUser",
+            "UpsertUser",
+            "DeleteUser",
+            "CreatePermission",
+            "ReplacePermission",
+            "UpsertPermission",
+            "DeletePermission"
         ]
     );
 }

@@ -163,6 +163,7 @@ async fn the_metrics_port_serves_only_metrics() {
     let engine =
         Engine::open(Arc::new(MemoryStore::new()), clock, EngineConfig::default()).expect("engine");
     let state = AppState {
+        entra_id: true,
         metrics: Some(Arc::new(crate::metrics::Metrics::new(engine.clone()))),
         metrics_route: false,
         engine,

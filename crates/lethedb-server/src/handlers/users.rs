@@ -1,0 +1,375 @@
+//! Users (`dbs/{db}/users`) and their permissions (`dbs/{db}/users/{user}/permissions`):
+//! create, read, replace (a new id renames), upsert, delete, read feed and query, over the
+//! engine's generic catalog.
+//!
+//! A permission's body is checked here (`permissionMode` `All` or `Read`, a `resource` link,
+//! an optional `resourcePartitionKey`; one permission per user and resource), and every
+//! permission this module answers with carries a fresh `_token`, valid for
+//! `x-ms-documentdb-expiry-seconds` (default one hour, at most five), as on the service. The
+//! resource a permission names need not exist, as on the service.
+
+use super::context::{list_resources, Context, Listing};
+use crate::auth::ResourceToken;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::request::{header, if_match, parse_json};
+use crate::respond::Reply;
+use axum::http::StatusCode;
+use lethedb_engine::{request_units, ErrorCode, ResourceKind, ResourceParent};
+use serde_json::Value;
+
+/// A resource token's lifetime when the request does not say (the service's one hour).
+pub const TOKEN_SECONDS_DEFAULT: i64 = 3600;
+/// The longest lifetime a request may ask for (the service's 18,000 seconds, five hours).
+pub const TOKEN_SECONDS_MAX: i64 = 18_000;
+
+fn database(context: &Context<'_>) -> ResourceParent {
+    ResourceParent::Database {
+        database_id: context.path.id(0).to_string(),
+    }
+}
+
+fn user(context: &Context<'_>) -> ResourceParent {
+    ResourceParent::User {
+        database_id: context.path.id(0).to_string(),
+        user_id: context.path.id(1).to_string(),
+    }
+}
+
+fn text<'a>(value: &'a Value, name: &str) -> &'a str {
+    value.get(name).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn resource_reply(status: StatusCode, resource: &Value, charge: f64) -> Reply {
+    Reply::value(status, resource)
+        .header("etag", text(resource, "_etag").to_string())
+        .charge(charge)
+}
+
+pub async fn feed_or_query_users(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
+    let engine = &context.state.engine;
+    let parent = database(context);
+    list_resources(
+        context,
+        listing,
+        ResourceKind::User.feed_name(),
+        async { Ok(engine.list_resources(ResourceKind::User, &parent).await?) },
+        || Ok(text(&engine.read_database(context.path.id(0))?, "_rid").to_string()),
+    )
+    .await
+}
+
+pub async fn create_user(context: &Context<'_>) -> ApiResult<Reply> {
+    let resource = context
+        .state
+        .engine
+        .create_resource(
+            ResourceKind::User,
+            database(context),
+            parse_json(context.body)?,
+        )
+        .await?;
+    Ok(resource_reply(
+        StatusCode::CREATED,
+        &resource,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+pub async fn upsert_user(context: &Context<'_>) -> ApiResult<Reply> {
+    let (resource, created) = context
+        .state
+        .engine
+        .upsert_resource(
+            ResourceKind::User,
+            database(context),
+            parse_json(context.body)?,
+        )
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(resource_reply(
+        status,
+        &resource,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+pub fn read_user(context: &Context<'_>) -> ApiResult<Reply> {
+    let resource = context.state.engine.read_resource(
+        ResourceKind::User,
+        &database(context),
+        context.path.id(1),
+    )?;
+    Ok(resource_reply(
+        StatusCode::OK,
+        &resource,
+        request_units::CATALOG_READ,
+    ))
+}
+
+pub async fn replace_user(context: &Context<'_>) -> ApiResult<Reply> {
+    let resource = context
+        .state
+        .engine
+        .replace_resource(
+            ResourceKind::User,
+            database(context),
+            context.path.id(1),
+            parse_json(context.body)?,
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(resource_reply(
+        StatusCode::OK,
+        &resource,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+/// Deletes a user and its permissions (which revokes their tokens).
+pub async fn delete_user(context: &Context<'_>) -> ApiResult<Reply> {
+    context
+        .state
+        .engine
+        .delete_resource(
+            ResourceKind::User,
+            database(context),
+            context.path.id(1),
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT).charge(request_units::CATALOG_WRITE))
+}
+
+/// The lifetime the request asks for: `x-ms-documentdb-expiry-seconds`, 1 to 18,000.
+fn token_seconds(context: &Context<'_>) -> ApiResult<i64> {
+    let Some(text) = header(context.headers, "x-ms-documentdb-expiry-seconds") else {
+        return Ok(TOKEN_SECONDS_DEFAULT);
+    };
+    match text.trim().parse::<i64>() {
+        Ok(seconds) if (1..=TOKEN_SECONDS_MAX).contains(&seconds) => Ok(seconds),
+        _ => Err(ApiError::new(
+            Code::BadRequestHeader,
+            format!(
+                "The value '{text}' of header x-ms-documentdb-expiry-seconds is invalid: a resource token's lifetime is 1 to {TOKEN_SECONDS_MAX} seconds."
+            ),
+        )),
+    }
+}
+
+/// The permission with a fresh `_token` naming it, signed with the master key.
+fn with_token(context: &Context<'_>, mut permission: Value, seconds: i64) -> ApiResult<Value> {
+    let engine = &context.state.engine;
+    let user = engine.read_resource(ResourceKind::User, &database(context), context.path.id(1))?;
+    let database = engine.read_database(context.path.id(0))?;
+    let token = ResourceToken {
+        database_rid: text(&database, "_rid").to_string(),
+        user_rid: text(&user, "_rid").to_string(),
+        permission_rid: text(&permission, "_rid").to_string(),
+        permission_etag: text(&permission, "_etag").to_string(),
+        expires_at_secs: engine.now_ms().div_euclid(1000) + seconds,
+    }
+    .sign(&context.state.key);
+    if let Some(object) = permission.as_object_mut() {
+        object.insert("_token".into(), Value::String(token));
+    }
+    Ok(permission)
+}
+
+fn bad_permission(message: &str) -> ApiError {
+    ApiError::new(Code::Engine(ErrorCode::InvalidDocument), message)
+}
+
+/// Checks a permission body: its mode, its resource link and its partition key.
+fn check_permission(body: &Value) -> ApiResult<String> {
+    match body.get("permissionMode").and_then(Value::as_str) {
+        Some("All" | "Read") => {}
+        Some(_) => {
+            return Err(bad_permission(
+                "The permissionMode of a permission must be 'All' or 'Read'.",
+            ))
+        }
+        None => {
+            return Err(bad_permission(
+                "The input content is invalid because the required property, 'permissionMode', is missing.",
+            ))
+        }
+    }
+    let resource = match body.get("resource") {
+        Some(Value::String(link)) if !link.trim_matches('/').is_empty() => link,
+        Some(_) => {
+            return Err(bad_permission(
+                "The resource of a permission must be a resource link.",
+            ))
+        }
+        None => return Err(bad_permission(
+            "The input content is invalid because the required property, 'resource', is missing.",
+        )),
+    };
+    if let Some(key) = body.get("resourcePartitionKey") {
+        if key.is_object() {
+            return Err(bad_permission(
+                "The resourcePartitionKey of a permission must be a partition key value.",
+            ));
+        }
+    }
+    Ok(resource.trim_matches('/').to_string())
+}
+
+/// Refuses a second permission of one user on one resource (the service's 409).
+async fn check_one_per_resource(
+    context: &Context<'_>,
+    resource: &str,
+    except_id: Option<&str>,
+) -> ApiResult<()> {
+    let existing = context
+        .state
+        .engine
+        .list_resources(ResourceKind::Permission, &user(context))
+        .await?;
+    let taken = existing.iter().any(|permission| {
+        text(permission, "resource").trim_matches('/') == resource
+            && Some(text(permission, "id")) != except_id
+    });
+    if taken {
+        return Err(ApiError::new(
+            Code::Engine(ErrorCode::ResourceIdConflict),
+            "A permission for this user and resource already exists.",
+        ));
+    }
+    Ok(())
+}
+
+pub async fn feed_or_query_permissions(
+    context: &Context<'_>,
+    listing: Listing,
+) -> ApiResult<Reply> {
+    let engine = &context.state.engine;
+    let parent = user(context);
+    let seconds = token_seconds(context)?;
+    list_resources(
+        context,
+        listing,
+        ResourceKind::Permission.feed_name(),
+        async {
+            let permissions = engine
+                .list_resources(ResourceKind::Permission, &parent)
+                .await?;
+            permissions
+                .into_iter()
+                .map(|permission| with_token(context, permission, seconds))
+                .collect()
+        },
+        || {
+            Ok(text(
+                &engine.read_resource(
+                    ResourceKind::User,
+                    &database(context),
+                    context.path.id(1),
+                )?,
+                "_rid",
+            )
+            .to_string())
+        },
+    )
+    .await
+}
+
+pub async fn create_permission(context: &Context<'_>) -> ApiResult<Reply> {
+    let body = parse_json(context.body)?;
+    let seconds = token_seconds(context)?;
+    let resource = check_permission(&body)?;
+    check_one_per_resource(context, &resource, None).await?;
+    let created = context
+        .state
+        .engine
+        .create_resource(ResourceKind::Permission, user(context), body)
+        .await?;
+    let created = with_token(context, created, seconds)?;
+    Ok(resource_reply(
+        StatusCode::CREATED,
+        &created,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+pub async fn upsert_permission(context: &Context<'_>) -> ApiResult<Reply> {
+    let body = parse_json(context.body)?;
+    let seconds = token_seconds(context)?;
+    let resource = check_permission(&body)?;
+    check_one_per_resource(context, &resource, body.get("id").and_then(Value::as_str)).await?;
+    let (resource, created) = context
+        .state
+        .engine
+        .upsert_resource(ResourceKind::Permission, user(context), body)
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    let resource = with_token(context, resource, seconds)?;
+    Ok(resource_reply(
+        status,
+        &resource,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+pub fn read_permission(context: &Context<'_>) -> ApiResult<Reply> {
+    let seconds = token_seconds(context)?;
+    let resource = context.state.engine.read_resource(
+        ResourceKind::Permission,
+        &user(context),
+        context.path.id(2),
+    )?;
+    let resource = with_token(context, resource, seconds)?;
+    Ok(resource_reply(
+        StatusCode::OK,
+        &resource,
+        request_units::CATALOG_READ,
+    ))
+}
+
+/// Replaces a permission; its new `_etag` revokes the tokens handed out before.
+pub async fn replace_permission(context: &Context<'_>) -> ApiResult<Reply> {
+    let body = parse_json(context.body)?;
+    let seconds = token_seconds(context)?;
+    let resource = check_permission(&body)?;
+    check_one_per_resource(context, &resource, Some(context.path.id(2))).await?;
+    let replaced = context
+        .state
+        .engine
+        .replace_resource(
+            ResourceKind::Permission,
+            user(context),
+            context.path.id(2),
+            body,
+            if_match(context.headers),
+        )
+        .await?;
+    let replaced = with_token(context, replaced, seconds)?;
+    Ok(resource_reply(
+        StatusCode::OK,
+        &replaced,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+/// Deletes a permission, which revokes its tokens.
+pub async fn delete_permission(context: &Context<'_>) -> ApiResult<Reply> {
+    context
+        .state
+        .engine
+        .delete_resource(
+            ResourceKind::Permission,
+            user(context),
+            context.path.id(2),
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT).charge(request_units::CATALOG_WRITE))
+}
