@@ -183,10 +183,12 @@ fn bad_permission(message: &str) -> ApiError {
     ApiError::new(Code::Engine(ErrorCode::InvalidDocument), message)
 }
 
-/// Checks a permission body: its mode, its resource link and its partition key.
-fn check_permission(body: &Value) -> ApiResult<String> {
-    match body.get("permissionMode").and_then(Value::as_str) {
-        Some("All" | "Read") => {}
+/// Checks a permission body: its mode (any case, as the JS SDK sends `read` and `all`; kept
+/// as `Read` or `All`), its resource link and its partition key.
+fn check_permission(body: &mut Value) -> ApiResult<String> {
+    let mode = match body.get("permissionMode").and_then(Value::as_str) {
+        Some(mode) if mode.eq_ignore_ascii_case("all") => "All",
+        Some(mode) if mode.eq_ignore_ascii_case("read") => "Read",
         Some(_) => {
             return Err(bad_permission(
                 "The permissionMode of a permission must be 'All' or 'Read'.",
@@ -197,7 +199,8 @@ fn check_permission(body: &Value) -> ApiResult<String> {
                 "The input content is invalid because the required property, 'permissionMode', is missing.",
             ))
         }
-    }
+    };
+    body["permissionMode"] = Value::String(mode.to_string());
     let resource = match body.get("resource") {
         Some(Value::String(link)) if !link.trim_matches('/').is_empty() => link,
         Some(_) => {
@@ -279,9 +282,9 @@ pub async fn feed_or_query_permissions(
 }
 
 pub async fn create_permission(context: &Context<'_>) -> ApiResult<Reply> {
-    let body = parse_json(context.body)?;
+    let mut body = parse_json(context.body)?;
     let seconds = token_seconds(context)?;
-    let resource = check_permission(&body)?;
+    let resource = check_permission(&mut body)?;
     check_one_per_resource(context, &resource, None).await?;
     let created = context
         .state
@@ -297,9 +300,9 @@ pub async fn create_permission(context: &Context<'_>) -> ApiResult<Reply> {
 }
 
 pub async fn upsert_permission(context: &Context<'_>) -> ApiResult<Reply> {
-    let body = parse_json(context.body)?;
+    let mut body = parse_json(context.body)?;
     let seconds = token_seconds(context)?;
-    let resource = check_permission(&body)?;
+    let resource = check_permission(&mut body)?;
     check_one_per_resource(context, &resource, body.get("id").and_then(Value::as_str)).await?;
     let (resource, created) = context
         .state
@@ -336,9 +339,9 @@ pub fn read_permission(context: &Context<'_>) -> ApiResult<Reply> {
 
 /// Replaces a permission; its new `_etag` revokes the tokens handed out before.
 pub async fn replace_permission(context: &Context<'_>) -> ApiResult<Reply> {
-    let body = parse_json(context.body)?;
+    let mut body = parse_json(context.body)?;
     let seconds = token_seconds(context)?;
-    let resource = check_permission(&body)?;
+    let resource = check_permission(&mut body)?;
     check_one_per_resource(context, &resource, Some(context.path.id(2))).await?;
     let replaced = context
         .state

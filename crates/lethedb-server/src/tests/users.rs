@@ -144,6 +144,19 @@ async fn permissions_check_their_body_and_carry_a_fresh_token() {
     // The resource need not exist, and may be a rid link.
     let rid_link = create_permission(&server, "ada", json!({"id": "r", "permissionMode": "All", "resource": "dbs/AQAAAA==/colls/AQAAAJ0fgTc=", "resourcePartitionKey": [1]})).await;
     assert_eq!(rid_link.status, StatusCode::CREATED, "{}", rid_link.body);
+    // The JS SDK sends the mode in lower case; it is kept as the service names it.
+    let lower = create_permission(
+        &server,
+        "ada",
+        json!({"id": "l", "permissionMode": "read", "resource": "dbs/db/colls/l"}),
+    )
+    .await;
+    assert_eq!(
+        lower.body["permissionMode"],
+        json!("Read"),
+        "{}",
+        lower.body
+    );
     for bad in [
         json!({"id": "b", "resource": "dbs/db/colls/x"}),
         json!({"id": "b", "permissionMode": "Write", "resource": "dbs/db/colls/x"}),
@@ -175,7 +188,7 @@ async fn permissions_check_their_body_and_carry_a_fresh_token() {
             &[],
         )
         .await;
-    assert_eq!(feed.body["_count"], json!(2));
+    assert_eq!(feed.body["_count"], json!(3));
     assert!(feed.body["Permissions"][0]["_token"].is_string());
 
     // The lifetime header: at most 18,000 seconds.
