@@ -138,9 +138,14 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         args.data_dir.display().to_string()
     };
+    // The key signs requests and resource tokens, so only the emulator's public one is named.
+    let key_name = if args.key.trim() == lethedb_server::cli::EMULATOR_KEY {
+        "emulator"
+    } else {
+        "custom"
+    };
     tracing::info!(
-        "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={}",
-        args.key
+        "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={key_name}"
     );
 
     match material {
