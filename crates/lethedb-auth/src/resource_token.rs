@@ -3,7 +3,8 @@
 //!
 //! A token reads `type=resource&ver=1&sig=<mac>;<payload>;`, both parts standard base64. The
 //! payload names the permission that issued it by resource ids (its database, user and own
-//! `_rid`), the permission's `_etag` when the token was made, and the second it expires. The
+//! `_rid`), the permission's `_etag` when the token was made, and the seconds it was made and
+//! expires. The
 //! MAC is an HMAC-SHA256 under the master key of a label and the payload, so a token survives
 //! restarts and needs no table, and only the key's holder can make one. It starts with
 //! `type=resource&` because that is how the SDKs tell a resource token from a master key.
@@ -32,6 +33,8 @@ pub struct ResourceToken {
     pub permission_rid: String,
     /// The permission's `_etag` when the token was made: a replaced permission has another.
     pub permission_etag: String,
+    /// Seconds since the Unix epoch when the token was made.
+    pub issued_at_secs: i64,
     /// Seconds since the Unix epoch after which the token is refused.
     pub expires_at_secs: i64,
 }
@@ -48,11 +51,12 @@ pub enum TokenError {
 impl ResourceToken {
     fn payload(&self) -> String {
         format!(
-            "{}\n{}\n{}\n{}\n{}",
+            "{}\n{}\n{}\n{}\n{}\n{}",
             self.database_rid,
             self.user_rid,
             self.permission_rid,
             self.permission_etag,
+            self.issued_at_secs,
             self.expires_at_secs
         )
     }
@@ -102,7 +106,8 @@ impl ResourceToken {
         }
         let payload = String::from_utf8(payload).map_err(|_| TokenError::Malformed)?;
         let fields: Vec<&str> = payload.split('\n').collect();
-        let [database_rid, user_rid, permission_rid, permission_etag, expires] = fields[..] else {
+        let [database_rid, user_rid, permission_rid, permission_etag, issued, expires] = fields[..]
+        else {
             return Err(TokenError::Malformed);
         };
         Ok(ResourceToken {
@@ -110,6 +115,7 @@ impl ResourceToken {
             user_rid: user_rid.to_string(),
             permission_rid: permission_rid.to_string(),
             permission_etag: permission_etag.to_string(),
+            issued_at_secs: issued.parse().map_err(|_| TokenError::Malformed)?,
             expires_at_secs: expires.parse().map_err(|_| TokenError::Malformed)?,
         })
     }
@@ -138,6 +144,7 @@ mod tests {
             user_rid: "AQAAAAAAAAA=".into(),
             permission_rid: "AQAAAAAAAAAAAAAAAAAAAg==".into(),
             permission_etag: "\"00000003-0000-0000-0000-000000000001\"".into(),
+            issued_at_secs: 1_800_000_000,
             expires_at_secs: 1_800_003_600,
         }
     }

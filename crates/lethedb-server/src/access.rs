@@ -18,7 +18,7 @@ use crate::resolve::resolve_resource_ids;
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::http::{HeaderMap, Method};
-use lethedb_engine::{Engine, ResourceKind, ResourceParent};
+use lethedb_engine::{Engine, ErrorCode, ResourceKind, ResourceParent};
 use serde_json::Value;
 
 /// Who is calling, once authenticated.
@@ -59,10 +59,13 @@ pub fn authenticate(
             TokenError::Malformed | TokenError::BadSignature => invalid_resource_token(),
         })?;
         if now_secs > token.expires_at_secs {
-            return Err(ApiError::new(
-                Code::Forbidden,
-                "The resource token has expired. Please read the permission again for a new one.",
-            ));
+            // The service's answer to a token out of its time window (403, as for clock skew).
+            return Err(ApiError::new(Code::ClockSkew, format!(
+                "The authorization token is not valid at the current time. Please create another token and retry (token start time: {}, token expiry time: {}, current server time: {}).",
+                http_date(token.issued_at_secs),
+                http_date(token.expires_at_secs),
+                http_date(now_secs)
+            )));
         }
         return Ok(Caller::Resource(token));
     }
@@ -162,15 +165,22 @@ fn authenticate_master(
     if (now_secs - sent_secs).abs() > auth::CLOCK_SKEW_MAX_SECS {
         return Err(ApiError::new(Code::ClockSkew, format!(
             "The authorization token is not valid at the current time. Please create another token and retry (token start time: {date}, current server time: {}).",
-            httpdate::fmt_http_date(std::time::UNIX_EPOCH + std::time::Duration::from_secs(now_secs.max(0) as u64))
+            http_date(now_secs)
         )));
     }
     Ok(Caller::Master)
 }
 
+fn http_date(secs: i64) -> String {
+    httpdate::fmt_http_date(
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(secs.max(0) as u64),
+    )
+}
+
 /// Whether the caller may perform `operation` on `path` (ids resolved). Reads the catalog for
-/// resource tokens only.
-pub fn authorize(
+/// resource tokens only, on the blocking pool (finding a user and a permission by `_rid` lists
+/// their siblings, more than the point read a request worker may do).
+pub async fn authorize(
     engine: &Engine,
     caller: &Caller,
     operation: Operation,
@@ -181,7 +191,16 @@ pub fn authorize(
     let Caller::Resource(token) = caller else {
         return Ok(());
     };
-    let grant = load_grant(engine, token)?.ok_or_else(invalid_resource_token)?;
+    let (engine, token) = (engine.clone(), token.clone());
+    let grant = tokio::task::spawn_blocking(move || load_grant(&engine, &token))
+        .await
+        .map_err(|_| {
+            ApiError::new(
+                Code::Engine(ErrorCode::Internal),
+                "checking a resource token's permission failed",
+            )
+        })??
+        .ok_or_else(invalid_resource_token)?;
     let partition_key = header(headers, "x-ms-documentdb-partitionkey");
     if grant.allows(operation, path, partition_key, body) {
         Ok(())

@@ -51,7 +51,8 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
             &path,
             &parts.headers,
             &body,
-        )?;
+        )
+        .await?;
         let admitted = admit(&state, operation, &path)?;
         let context = Context {
             state: &state,

@@ -1,13 +1,13 @@
-//! Paths addressed by resource ids (`dbs/{rid}/colls/{rid}/docs/{rid}`, as clients build them
-//! from `_self`) turned into paths addressed by ids, which is what the engine and the handlers
-//! take.
+//! Paths addressed by resource ids (`dbs/{rid}/colls/{rid}/docs/{rid}`,
+//! `dbs/{rid}/users/{rid}/permissions/{rid}`, as clients build them from `_self`) turned into
+//! paths addressed by ids, which is what the engine and the handlers take.
 //!
 //! Resolution reads the catalog, so it runs only after the request is authenticated: a caller
 //! without the key must not learn which resource ids exist.
 
 use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::ResourcePath;
-use lethedb_engine::{Engine, ErrorCode};
+use lethedb_engine::{Engine, ErrorCode, ResourceKind, ResourceParent};
 
 /// Rewrites `path` in place. A path is taken as id-addressed only when its database segment is
 /// a database's `_rid`; then an unknown container or item rid is a 404.
@@ -21,6 +21,9 @@ pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResu
         return Ok(());
     };
     path.set_id(0, database_id.clone());
+    if types.get(1) == Some(&"users") && path.segments.len() >= 4 {
+        return resolve_user_ids(engine, path, database_id, &types);
+    }
     if types.get(1) == Some(&"colls") && path.segments.len() >= 4 {
         let container_id = engine
             .container_id_by_rid(&database_id, path.id(1))?
@@ -33,6 +36,35 @@ pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResu
                 .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ItemNotFound)))?;
             path.set_id(2, item_id);
         }
+    }
+    Ok(())
+}
+
+/// A user's and its permission's rids (`dbs/{rid}/users/{rid}/permissions/{rid}`, from their
+/// `_self` links) turned into ids; an unknown rid is a 404.
+fn resolve_user_ids(
+    engine: &Engine,
+    path: &mut ResourcePath,
+    database_id: String,
+    types: &[&str],
+) -> ApiResult<()> {
+    let not_found = || ApiError::from_code(Code::Engine(ErrorCode::ResourceNotFound));
+    let users = ResourceParent::Database {
+        database_id: database_id.clone(),
+    };
+    let user_id = engine
+        .resource_id_by_rid(ResourceKind::User, &users, path.id(1))?
+        .ok_or_else(not_found)?;
+    path.set_id(1, user_id.clone());
+    if types.get(2) == Some(&"permissions") && path.segments.len() >= 6 {
+        let permissions = ResourceParent::User {
+            database_id,
+            user_id,
+        };
+        let permission_id = engine
+            .resource_id_by_rid(ResourceKind::Permission, &permissions, path.id(2))?
+            .ok_or_else(not_found)?;
+        path.set_id(2, permission_id);
     }
     Ok(())
 }

@@ -12,7 +12,9 @@ use super::context::{list_resources, Context, Listing};
 use crate::auth::ResourceToken;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{header, if_match, parse_json};
+use crate::resolve::resolve_resource_ids;
 use crate::respond::Reply;
+use crate::routes::ResourcePath;
 use axum::http::StatusCode;
 use lethedb_engine::{request_units, ErrorCode, ResourceKind, ResourceParent};
 use serde_json::Value;
@@ -165,12 +167,14 @@ fn with_token(context: &Context<'_>, mut permission: Value, seconds: i64) -> Api
     let engine = &context.state.engine;
     let user = engine.read_resource(ResourceKind::User, &database(context), context.path.id(1))?;
     let database = engine.read_database(context.path.id(0))?;
+    let now_secs = engine.now_ms().div_euclid(1000);
     let token = ResourceToken {
         database_rid: text(&database, "_rid").to_string(),
         user_rid: text(&user, "_rid").to_string(),
         permission_rid: text(&permission, "_rid").to_string(),
         permission_etag: text(&permission, "_etag").to_string(),
-        expires_at_secs: engine.now_ms().div_euclid(1000) + seconds,
+        issued_at_secs: now_secs,
+        expires_at_secs: now_secs + seconds,
     }
     .sign(&context.state.key);
     if let Some(object) = permission.as_object_mut() {
@@ -222,7 +226,21 @@ fn check_permission(body: &mut Value) -> ApiResult<String> {
     Ok(resource.trim_matches('/').to_string())
 }
 
-/// Refuses a second permission of one user on one resource (the service's 409).
+/// A permission's resource as path segments, a `_rid` link resolved to names where it names an
+/// existing resource, so both forms of one resource compare equal.
+fn resource_segments(context: &Context<'_>, link: &str) -> Vec<String> {
+    match ResourcePath::parse(link) {
+        Ok(mut path) => {
+            // A link naming nothing stays as written.
+            let _ = resolve_resource_ids(&context.state.engine, &mut path);
+            path.segments
+        }
+        Err(_) => vec![link.to_string()],
+    }
+}
+
+/// Refuses a second permission of one user on one resource (the service's 409). Checked before
+/// the write, not inside it: two racing creates on one resource may both pass.
 async fn check_one_per_resource(
     context: &Context<'_>,
     resource: &str,
@@ -233,9 +251,10 @@ async fn check_one_per_resource(
         .engine
         .list_resources(ResourceKind::Permission, &user(context))
         .await?;
+    let wanted = resource_segments(context, resource);
     let taken = existing.iter().any(|permission| {
-        text(permission, "resource").trim_matches('/') == resource
-            && Some(text(permission, "id")) != except_id
+        Some(text(permission, "id")) != except_id
+            && resource_segments(context, text(permission, "resource")) == wanted
     });
     if taken {
         return Err(ApiError::new(

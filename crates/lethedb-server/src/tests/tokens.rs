@@ -255,7 +255,15 @@ async fn tokens_expire_by_the_clock_and_forged_ones_are_401() {
     let expired = server
         .send_as(&token, "GET", "/dbs/db/colls/c", None, &[])
         .await;
-    assert_eq!(expired.status, StatusCode::FORBIDDEN, "{}", expired.body);
+    check_error(
+        &expired,
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        "The authorization token is not valid at the current time. Please create another token and retry (token start time: ",
+    );
+    assert!(expired.body["message"]
+        .as_str()
+        .is_some_and(|m| m.contains("token expiry time")));
 
     // The default lifetime is one hour.
     let hour = server

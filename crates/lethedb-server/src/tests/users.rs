@@ -141,6 +141,42 @@ async fn permissions_check_their_body_and_carry_a_fresh_token() {
     )
     .await;
     assert_eq!(twice.status, StatusCode::CONFLICT, "{}", twice.body);
+    // The same container by its `_self` link is the same resource.
+    let container = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    let by_rid = create_permission(
+        &server,
+        "ada",
+        json!({"id": "q", "permissionMode": "All", "resource": container.body["_self"]}),
+    )
+    .await;
+    assert_eq!(by_rid.status, StatusCode::CONFLICT, "{}", by_rid.body);
+    // A user and a permission addressed by their `_self` links.
+    let permission_self = created.body["_self"].as_str().expect("self").to_string();
+    let rid = permission_self
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .expect("rid")
+        .to_lowercase();
+    let by_self = server
+        .send(
+            "GET",
+            &format!("/{permission_self}"),
+            ("permissions", &rid),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(by_self.status, StatusCode::OK, "{}", by_self.body);
+    assert_eq!(by_self.body["id"], json!("p"));
     // The resource need not exist, and may be a rid link.
     let rid_link = create_permission(&server, "ada", json!({"id": "r", "permissionMode": "All", "resource": "dbs/AQAAAA==/colls/AQAAAJ0fgTc=", "resourcePartitionKey": [1]})).await;
     assert_eq!(rid_link.status, StatusCode::CREATED, "{}", rid_link.body);
