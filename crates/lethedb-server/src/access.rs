@@ -3,15 +3,15 @@
 //! [`authenticate`] runs before anything reads the catalog and says who the caller is: a
 //! master key (the signature over verb, resource type, link and date, within the clock skew),
 //! a resource token (its MAC and expiry), or, over HTTPS, an Entra ID token in the emulator's
-//! format. [`authorize`] runs once the path's resource ids are resolved: a master key or an
-//! Entra ID token may do anything; a resource token is checked against its permission as the
+//! format. [`authorize`] runs once the path's resource ids are resolved: a master key may do
+//! anything, an Entra ID token data operations only (`grants.rs`); a resource token is checked against its permission as the
 //! catalog holds it now (deleted or replaced since the token was made: revoked, 401) and then
 //! against the rules of `grants.rs` (403). Key handling itself (HMAC, token parsing) lives in
 //! `auth`.
 
 use crate::auth::{self, EntraError, ResourceToken, TokenError};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::grants::{granted_partition_key, Grant, Mode};
+use crate::grants::{entra_allows, granted_partition_key, Grant, Mode};
 use crate::operation::Operation;
 use crate::request::header;
 use crate::resolve::resolve_resource_ids;
@@ -26,7 +26,7 @@ use serde_json::Value;
 pub enum Caller {
     /// A master-key signature: everything is allowed.
     Master,
-    /// An Entra ID token in the emulator's format: everything is allowed, as on the emulator.
+    /// An Entra ID token in the emulator's format: data operations, not management.
     Entra,
     /// A resource token: what its permission allows.
     Resource(ResourceToken),
@@ -183,13 +183,25 @@ fn http_date(secs: i64) -> String {
 pub async fn authorize(
     engine: &Engine,
     caller: &Caller,
+    request: (&Method, &str),
     operation: Operation,
     path: &ResourcePath,
     headers: &HeaderMap,
     body: &[u8],
 ) -> ApiResult<()> {
-    let Caller::Resource(token) = caller else {
-        return Ok(());
+    let token = match caller {
+        Caller::Master => return Ok(()),
+        Caller::Entra if entra_allows(operation) => return Ok(()),
+        Caller::Entra => {
+            let (method, uri_path) = request;
+            return Err(ApiError::new(
+                Code::EntraForbidden,
+                format!(
+                    "Request blocked by Auth lethedb : The given request [{method} {uri_path}] cannot be authorized by AAD token in data plane. Learn more: https://aka.ms/cosmos-native-rbac."
+                ),
+            ));
+        }
+        Caller::Resource(token) => token,
     };
     let (engine, token) = (engine.clone(), token.clone());
     let grant = tokio::task::spawn_blocking(move || load_grant(&engine, &token))

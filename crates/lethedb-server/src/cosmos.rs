@@ -47,6 +47,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         authorize(
             &state.engine,
             &caller,
+            (&parts.method, parts.uri.path()),
             operation,
             &path,
             &parts.headers,

@@ -29,8 +29,11 @@ pub enum Code {
     Unauthorized,
     /// The request's date is too far from the server's clock.
     ClockSkew,
-    /// A resource token that does not allow the request, or has expired.
+    /// A resource token that does not allow the request.
     Forbidden,
+    /// A management operation (databases, containers, throughput, users, scripts) with an Entra
+    /// ID token, which the data plane's role-based access does not cover.
+    EntraForbidden,
     /// The path names no resource type LetheDB serves.
     UnknownResource,
     /// A route that this listener does not serve (the metrics port serves only `/metrics`).
@@ -142,6 +145,8 @@ error_table! {
     Unauthorized                        => UNAUTHORIZED,          0,    "Unauthorized",          Shown;
     ClockSkew                           => FORBIDDEN,             0,    "Forbidden",             Shown;
     Forbidden                           => FORBIDDEN,             0,    "Forbidden",             Shown;
+    // 5300: the SDKs' AAD_REQUEST_NOT_AUTHORIZED.
+    EntraForbidden                      => FORBIDDEN,             5300, "Forbidden",             Shown;
     UnknownResource                     => NOT_FOUND,             0,    "NotFound",              Shown;
     RouteNotFound                       => NOT_FOUND,             0,    "NotFound",              Shown;
     MetricsOff                          => NOT_FOUND,             0,    "NotFound",              Shown;
@@ -177,6 +182,9 @@ impl Code {
             Code::ChangeFeedUnsupported => "The change feed is not supported by LetheDB yet.",
             Code::Unauthorized => "The authorization token is invalid.",
             Code::ClockSkew => "The authorization token is not valid at the current time.",
+            Code::EntraForbidden => {
+                "The given request cannot be authorized by AAD token in data plane. Learn more: https://aka.ms/cosmos-native-rbac."
+            }
             Code::Forbidden => {
                 "Insufficient permissions provided in the authorization header for the corresponding request. Please retry with another authorization header."
             }

@@ -10,8 +10,12 @@
 //!   another key, a batch holding one, or a query or feed across partitions is refused.
 //! - No token ever allows users, permissions, offers, or listing and creating databases.
 //!
-//! The decision is a pure function of the grant and the request, so it is tested as a table.
-//! Loading the grant (and checking the permission still exists) is `access.rs`'s.
+//! An Entra ID token is judged by [`entra_allows`]: data operations and metadata reads, never
+//! management operations (databases, containers, throughput, users and permissions, scripts),
+//! as the service's data-plane RBAC and the emulator answer them (403, substatus 5300).
+//!
+//! The decisions are pure functions of the grant and the request, so they are tested as a
+//! table. Loading the grant (and checking the permission still exists) is `access.rs`'s.
 
 use crate::operation::Operation;
 use crate::routes::ResourcePath;
@@ -113,6 +117,62 @@ fn rule(operation: Operation) -> (Rule, Partition) {
         | Operation::ReadConflictFeed
         | Operation::QueryConflicts
         | Operation::ReadConflict => (Rule::Read, Ignored),
+    }
+}
+
+/// Whether an Entra ID token may perform the operation: what the data plane's role-based access
+/// covers (reading metadata, items, queries, the change feed, conflicts), not management.
+pub fn entra_allows(operation: Operation) -> bool {
+    match operation {
+        Operation::ReadAccount
+        | Operation::ReadDatabaseFeed
+        | Operation::QueryDatabases
+        | Operation::ReadDatabase
+        | Operation::ReadContainerFeed
+        | Operation::QueryContainers
+        | Operation::ReadContainer
+        | Operation::ReadPartitionKeyRanges
+        | Operation::ReadFeed
+        | Operation::ReadChangeFeed
+        | Operation::Query
+        | Operation::QueryPlan
+        | Operation::Batch
+        | Operation::Create
+        | Operation::Upsert
+        | Operation::Read
+        | Operation::Replace
+        | Operation::Patch
+        | Operation::Delete
+        | Operation::DeletePartition
+        | Operation::ReadConflictFeed
+        | Operation::QueryConflicts
+        | Operation::ReadConflict => true,
+        Operation::CreateDatabase
+        | Operation::DeleteDatabase
+        | Operation::CreateContainer
+        | Operation::ReplaceContainer
+        | Operation::DeleteContainer
+        | Operation::ReadOfferFeed
+        | Operation::QueryOffers
+        | Operation::ReadOffer
+        | Operation::ReplaceOffer
+        | Operation::ReadUserFeed
+        | Operation::CreateUser
+        | Operation::QueryUsers
+        | Operation::ReadUser
+        | Operation::ReplaceUser
+        | Operation::UpsertUser
+        | Operation::DeleteUser
+        | Operation::ReadPermissionFeed
+        | Operation::QueryPermissions
+        | Operation::CreatePermission
+        | Operation::ReadPermission
+        | Operation::ReplacePermission
+        | Operation::UpsertPermission
+        | Operation::DeletePermission
+        | Operation::ReadStoredProcedureFeed
+        | Operation::ReadUserDefinedFunctionFeed
+        | Operation::ReadTriggerFeed => false,
     }
 }
 

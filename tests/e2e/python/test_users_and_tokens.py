@@ -167,12 +167,24 @@ def tls_server(start_server):
 
 
 def test_the_emulator_entra_credential_works_over_https(tls_server):
+    """As the SDK's own emulator test: data operations work, management ones are 403."""
+    admin = make_client(tls_server)
+    database = admin.create_database(unique_id("db"))
+    database.create_container("c", partition_key=PartitionKey("/pk"))
     client = make_client(tls_server, credential=EmulatorCredential(tls_server.key))
-    database = client.create_database(unique_id("db"))
-    container = database.create_container(unique_id("c"), partition_key=PartitionKey("/pk"))
+    container = client.get_database_client(database.id).get_container_client("c")
     container.create_item({"id": "1", "pk": "a"})
     assert container.read_item("1", partition_key="a")["id"] == "1"
-    client.delete_database(database.id)
+    assert [i["id"] for i in container.query_items("SELECT * FROM c", partition_key="a")] == ["1"]
+    container.delete_item("1", partition_key="a")
+    with pytest.raises(exceptions.CosmosHttpResponseError) as refused:
+        client.delete_database(database.id)
+    assert refused.value.status_code == 403
+    assert refused.value.sub_status == 5300
+    with pytest.raises(exceptions.CosmosHttpResponseError) as refused:
+        client.create_database(unique_id("db"))
+    assert refused.value.status_code == 403
+    admin.delete_database(database.id)
 
 
 def test_entra_tokens_are_refused_over_http(server):

@@ -1,10 +1,11 @@
 //! The table of what a resource token allows: every operation × mode (Read, All) × scope (the
-//! resource, below it, an ancestor, a sibling, another partition key). A new operation fails
+//! resource, below it, an ancestor, a sibling, another partition key); and what an Entra ID
+//! token allows. A new operation fails
 //! to compile here (an exhaustive match) until it has a trial path, and the test fails until it
 //! has a row.
 
 use super::tokens::{PK_A, PK_B};
-use crate::grants::{Grant, Mode};
+use crate::grants::{entra_allows, Grant, Mode};
 use crate::operation::Operation;
 use crate::routes::ResourcePath;
 use serde_json::json;
@@ -61,57 +62,57 @@ fn trial_path(operation: Operation) -> &'static str {
 /// Expected answers, `y` allowed and `n` refused, in the columns: Read on container `c`, All
 /// on `c`, Read on item `c/docs/d`, All on it (so `c` and the database are ancestors), Read
 /// and All on a sibling container, All on `c` limited to key `a` asked with key `b`, and with
-/// key `a`.
+/// key `a`; last, an Entra ID token (data operations only).
 const TABLE: &[(&str, &str)] = &[
-    ("ReadAccount", "yyyyyyyy"),
-    ("ReadDatabaseFeed", "nnnnnnnn"),
-    ("QueryDatabases", "nnnnnnnn"),
-    ("CreateDatabase", "nnnnnnnn"),
-    ("ReadDatabase", "yyyyyyyy"),
-    ("DeleteDatabase", "nnnnnnnn"),
-    ("ReadContainerFeed", "nnnnnnnn"),
-    ("QueryContainers", "nnnnnnnn"),
-    ("CreateContainer", "nnnnnnnn"),
-    ("ReadContainer", "yyyynnyy"),
-    ("ReplaceContainer", "nynnnnyy"),
-    ("DeleteContainer", "nynnnnyy"),
-    ("ReadFeed", "yynnnnny"),
-    ("ReadChangeFeed", "yynnnnny"),
-    ("Query", "yynnnnny"),
-    ("QueryPlan", "yynnnnyy"),
-    ("Batch", "nynnnnny"),
-    ("Create", "nynnnnny"),
-    ("Upsert", "nynnnnny"),
-    ("Read", "yyyynnny"),
-    ("Replace", "nynynnny"),
-    ("Patch", "nynynnny"),
-    ("Delete", "nynynnny"),
-    ("ReadPartitionKeyRanges", "yyyynnyy"),
-    ("DeletePartition", "nynnnnny"),
-    ("ReadOfferFeed", "nnnnnnnn"),
-    ("QueryOffers", "nnnnnnnn"),
-    ("ReadOffer", "nnnnnnnn"),
-    ("ReplaceOffer", "nnnnnnnn"),
-    ("ReadUserFeed", "nnnnnnnn"),
-    ("ReadStoredProcedureFeed", "yynnnnyy"),
-    ("ReadUserDefinedFunctionFeed", "yynnnnyy"),
-    ("ReadTriggerFeed", "yynnnnyy"),
-    ("ReadConflictFeed", "yynnnnyy"),
-    ("CreateUser", "nnnnnnnn"),
-    ("QueryUsers", "nnnnnnnn"),
-    ("ReadUser", "nnnnnnnn"),
-    ("ReplaceUser", "nnnnnnnn"),
-    ("UpsertUser", "nnnnnnnn"),
-    ("DeleteUser", "nnnnnnnn"),
-    ("ReadPermissionFeed", "nnnnnnnn"),
-    ("QueryPermissions", "nnnnnnnn"),
-    ("CreatePermission", "nnnnnnnn"),
-    ("ReadPermission", "nnnnnnnn"),
-    ("ReplacePermission", "nnnnnnnn"),
-    ("UpsertPermission", "nnnnnnnn"),
-    ("DeletePermission", "nnnnnnnn"),
-    ("QueryConflicts", "yynnnnyy"),
-    ("ReadConflict", "yynnnnyy"),
+    ("ReadAccount", "yyyyyyyyy"),
+    ("ReadDatabaseFeed", "nnnnnnnny"),
+    ("QueryDatabases", "nnnnnnnny"),
+    ("CreateDatabase", "nnnnnnnnn"),
+    ("ReadDatabase", "yyyyyyyyy"),
+    ("DeleteDatabase", "nnnnnnnnn"),
+    ("ReadContainerFeed", "nnnnnnnny"),
+    ("QueryContainers", "nnnnnnnny"),
+    ("CreateContainer", "nnnnnnnnn"),
+    ("ReadContainer", "yyyynnyyy"),
+    ("ReplaceContainer", "nynnnnyyn"),
+    ("DeleteContainer", "nynnnnyyn"),
+    ("ReadFeed", "yynnnnnyy"),
+    ("ReadChangeFeed", "yynnnnnyy"),
+    ("Query", "yynnnnnyy"),
+    ("QueryPlan", "yynnnnyyy"),
+    ("Batch", "nynnnnnyy"),
+    ("Create", "nynnnnnyy"),
+    ("Upsert", "nynnnnnyy"),
+    ("Read", "yyyynnnyy"),
+    ("Replace", "nynynnnyy"),
+    ("Patch", "nynynnnyy"),
+    ("Delete", "nynynnnyy"),
+    ("ReadPartitionKeyRanges", "yyyynnyyy"),
+    ("DeletePartition", "nynnnnnyy"),
+    ("ReadOfferFeed", "nnnnnnnnn"),
+    ("QueryOffers", "nnnnnnnnn"),
+    ("ReadOffer", "nnnnnnnnn"),
+    ("ReplaceOffer", "nnnnnnnnn"),
+    ("ReadUserFeed", "nnnnnnnnn"),
+    ("ReadStoredProcedureFeed", "yynnnnyyn"),
+    ("ReadUserDefinedFunctionFeed", "yynnnnyyn"),
+    ("ReadTriggerFeed", "yynnnnyyn"),
+    ("ReadConflictFeed", "yynnnnyyy"),
+    ("CreateUser", "nnnnnnnnn"),
+    ("QueryUsers", "nnnnnnnnn"),
+    ("ReadUser", "nnnnnnnnn"),
+    ("ReplaceUser", "nnnnnnnnn"),
+    ("UpsertUser", "nnnnnnnnn"),
+    ("DeleteUser", "nnnnnnnnn"),
+    ("ReadPermissionFeed", "nnnnnnnnn"),
+    ("QueryPermissions", "nnnnnnnnn"),
+    ("CreatePermission", "nnnnnnnnn"),
+    ("ReadPermission", "nnnnnnnnn"),
+    ("ReplacePermission", "nnnnnnnnn"),
+    ("UpsertPermission", "nnnnnnnnn"),
+    ("DeletePermission", "nnnnnnnnn"),
+    ("QueryConflicts", "yynnnnyyy"),
+    ("ReadConflict", "yynnnnyyy"),
 ];
 
 fn grant(mode: Mode, link: &str, partition_key: Option<&str>) -> Grant {
@@ -141,7 +142,7 @@ fn every_operation_has_a_rule_for_each_mode_and_scope() {
             .find(|(name, _)| *name == operation.name())
             .unwrap_or_else(|| panic!("no row for {}", operation.name()));
         let path = ResourcePath::parse(trial_path(operation)).expect("path");
-        let got: String = columns
+        let mut got: String = columns
             .iter()
             .map(|(grant, key)| {
                 let body =
@@ -154,6 +155,7 @@ fn every_operation_has_a_rule_for_each_mode_and_scope() {
                 }
             })
             .collect();
+        got.push(if entra_allows(operation) { 'y' } else { 'n' });
         assert_eq!(&got, expected, "{}", operation.name());
     }
 }

@@ -437,12 +437,29 @@ async fn entra_id_tokens_work_over_https_only_and_can_be_turned_off() {
         https.send_as(&good, "GET", "/", None, &[]).await.status,
         StatusCode::OK
     );
+    // Management operations are not data-plane operations: 403, substatus 5300.
+    let management = https
+        .send_as(&good, "POST", "/dbs", Some(json!({"id": "db"})), &[])
+        .await;
+    check_error(&management, StatusCode::FORBIDDEN, "Forbidden", "Request blocked by Auth lethedb : The given request [POST /dbs] cannot be authorized by AAD token in data plane.");
+    assert_eq!(management.header("x-ms-substatus"), "5300");
+    https.setup(partitioned()).await;
+    let created = https
+        .send_as(
+            &good,
+            "POST",
+            "/dbs/db/colls/c/docs",
+            Some(json!({"id": "1", "pk": "a"})),
+            &[("x-ms-documentdb-partitionkey", PK_A)],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     assert_eq!(
         https
-            .send_as(&good, "POST", "/dbs", Some(json!({"id": "db"})), &[])
+            .send_as(&good, "DELETE", "/dbs/db", None, &[])
             .await
             .status,
-        StatusCode::CREATED
+        StatusCode::FORBIDDEN
     );
     for refused in [entra_token("AAAA", 3600), entra_token(EMULATOR_KEY, -3600)] {
         assert_eq!(
