@@ -70,6 +70,9 @@ pub enum ErrorCode {
     QueryLimit,
     /// A continuation token the engine did not issue, or issued for another scope.
     InvalidContinuation,
+    /// An all-versions change feed read from the beginning, a point in time, or a cursor whose
+    /// changes were trimmed from the log.
+    ChangeFeedOutsideRetention,
     /// An item is larger than the item size limit.
     ItemTooLarge,
     /// A batch operation was not attempted because another operation of the atomic batch failed.
@@ -139,6 +142,9 @@ impl ErrorCode {
             ErrorCode::QuerySemantic => "The query is invalid.",
             ErrorCode::QueryLimit => "The query exceeds a limit.",
             ErrorCode::InvalidContinuation => "The continuation token is invalid.",
+            ErrorCode::ChangeFeedOutsideRetention => {
+                "You must read the change feed from within the retention period. The all versions and deletes change feed starts from now or from a continuation taken within the retention period."
+            }
             ErrorCode::ItemTooLarge => "Request size is too large",
             ErrorCode::BatchOperationNotAttempted => {
                 "The operation was not attempted because another operation in the batch failed."

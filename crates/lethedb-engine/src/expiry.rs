@@ -111,7 +111,7 @@ pub(crate) fn oldest_expired(
 
 /// The instant an entry expired: own-ttl entries hold it; default entries hold the last
 /// modification, to which the current default adds.
-fn expired_at_ms(container: &Container, key: &[u8]) -> Option<i64> {
+pub(crate) fn expired_at_ms(container: &Container, key: &[u8]) -> Option<i64> {
     let (time_ms, _) = keys::split_expiry_key(key)?;
     match keys::expiry_class_of(key) {
         Some(ExpiryClass::Own) => Some(time_ms),

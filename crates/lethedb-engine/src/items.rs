@@ -9,6 +9,7 @@
 //! whether or not the sweeper has deleted it yet. The requests that reach these mutations are in
 //! `item_requests.rs`; what the sweeper deletes and when is the sweeper's business.
 
+use crate::change_log;
 use crate::container::Container;
 use crate::error::{
     corrupted, item_conflict, item_not_found, precondition_failed, EngineError, EngineResult,
@@ -129,7 +130,13 @@ pub struct Feed {
 
 /// The tables that hold something per item of a container, all keyed by the container number
 /// first: deleting a container clears each of them over that prefix (the counters go separately).
-const PER_ITEM_TABLES: [Table; 3] = [Table::Items, Table::Expiry, Table::ResourceIds];
+const PER_ITEM_TABLES: [Table; 5] = [
+    Table::Items,
+    Table::Expiry,
+    Table::ResourceIds,
+    Table::ChangeIndex,
+    Table::ChangeLog,
+];
 
 /// Deletes every item, expiry entry and counter of a container.
 pub(crate) fn delete_container_items(
@@ -150,6 +157,7 @@ pub(crate) fn delete_container_items(
             context.delete(table, &key)?;
         }
     }
+    context.delete(Table::Counters, &keys::change_state_key(container_number))?;
     context.delete(Table::Counters, &keys::counters_key(container_number))
 }
 
@@ -173,6 +181,7 @@ pub(crate) fn remove_version(
         )?;
     }
     context.delete(Table::Items, item_key)?;
+    change_log::unindex_version(context, container_number, item_key, record.lsn)?;
     context.delete(
         Table::ResourceIds,
         &keys::resource_id_key(container_number, record.document_number),
@@ -212,6 +221,7 @@ fn store_version(
         )?;
     }
     context.put(Table::Items, item_key, &record.encode())?;
+    change_log::index_version(context, container_number, item_key, record.lsn)?;
     context.put(
         Table::ResourceIds,
         &keys::resource_id_key(container_number, record.document_number),
@@ -369,6 +379,10 @@ pub(crate) fn apply_write(
         }
     }
     // Validation is over: from here on the operation writes.
+    if existing.is_some() && visible.is_none() {
+        // An expired version is about to go: its TTL event must be out first.
+        change_log::emit_ttl_events(context, &container)?;
+    }
     let mut counters = read_counters(context.reader(), number)?;
     let document_number = if let Some(record) = replaced {
         record.document_number
@@ -392,6 +406,15 @@ pub(crate) fn apply_write(
         body: bytes,
     };
     store_version(context, number, &key, &record, &mut counters)?;
+    if let (Some(old_key), Some(old)) = (&renamed_from, &source) {
+        change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
+    }
+    let replaced_lsn = if renamed_from.is_some() {
+        None
+    } else {
+        visible.map(|old| old.lsn)
+    };
+    change_log::log_write(context, number, &key, &record, replaced_lsn)?;
     store_counters(context, number, &counters)?;
     Ok(ItemOutcome {
         item: StoredItem { container, record },
@@ -422,6 +445,7 @@ pub(crate) fn apply_delete(
     let mut counters = read_counters(context.reader(), number)?;
     remove_version(context, number, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);
+    change_log::log_delete(context, number, &key, existing.lsn, counters.lsn)?;
     store_counters(context, number, &counters)?;
     Ok(counters.lsn)
 }
@@ -451,17 +475,22 @@ pub(crate) fn apply_delete_partition(
     if broken {
         return Err(corrupted("item"));
     }
+    // Expired versions are about to go: their TTL events must be out first.
+    change_log::emit_ttl_events(context, container)?;
     let mut counters = read_counters(context.reader(), number)?;
-    let mut visible = 0;
+    let mut deleted = Vec::new();
     for (key, record) in &doomed {
         if !record_is_expired(container, record, context.now_ms) {
-            visible += 1;
+            deleted.push((key, record.lsn));
         }
         remove_version(context, number, key, record, &mut counters)?;
     }
     next_lsn(context, &mut counters);
+    for (key, deleted_lsn) in &deleted {
+        change_log::log_delete(context, number, key, *deleted_lsn, counters.lsn)?;
+    }
     store_counters(context, number, &counters)?;
-    Ok(visible)
+    Ok(deleted.len() as u64)
 }
 
 /// The sweeper's delete step, inside the writer: deletes each candidate the sweeper found in the
@@ -476,6 +505,8 @@ pub(crate) fn apply_expire(
     // Re-read the container: its setting may have changed since the scan.
     let container = writer_container(context, database_id, container_id)?;
     let number = container.key_number();
+    // Every expiry this purge removes has its TTL event logged first; the purge logs nothing.
+    change_log::emit_ttl_events(context, &container)?;
     let mut counters = read_counters(context.reader(), number)?;
     let mut deleted = 0u64;
     let mut spent_ru = 0.0;

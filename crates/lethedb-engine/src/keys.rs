@@ -199,6 +199,54 @@ pub fn counters_key(container_number: u64) -> Vec<u8> {
     container_number.to_be_bytes().to_vec()
 }
 
+/// The change-index key of an item's current version: container number + LSN (big-endian, so
+/// one container's versions sort by LSN) + the item key's suffix.
+pub fn change_index_key(container_number: u64, lsn: u64, item_suffix: &[u8]) -> Vec<u8> {
+    let mut key = change_index_from(container_number, lsn);
+    key.extend_from_slice(item_suffix);
+    key
+}
+
+/// The first change-index key of a container at `lsn` or later.
+pub fn change_index_from(container_number: u64, lsn: u64) -> Vec<u8> {
+    let mut key = container_number.to_be_bytes().to_vec();
+    key.extend_from_slice(&lsn.to_be_bytes());
+    key
+}
+
+/// The LSN and the item key suffix of a change-index key.
+pub fn split_change_index_key(key: &[u8]) -> Option<(u64, &[u8])> {
+    let lsn = key
+        .get(CONTAINER_PREFIX_BYTES..CONTAINER_PREFIX_BYTES + 8)?
+        .try_into()
+        .ok()?;
+    Some((
+        u64::from_be_bytes(lsn),
+        key.get(CONTAINER_PREFIX_BYTES + 8..)?,
+    ))
+}
+
+/// The change-log key of one entry: container number + LSN + its sequence within the LSN (a
+/// transaction writes several entries under one LSN).
+pub fn change_log_key(container_number: u64, lsn: u64, sequence: u32) -> Vec<u8> {
+    let mut key = change_index_from(container_number, lsn);
+    key.extend_from_slice(&sequence.to_be_bytes());
+    key
+}
+
+/// The LSN of a change-log key.
+pub fn change_log_lsn(key: &[u8]) -> Option<u64> {
+    split_change_index_key(key).map(|(lsn, _)| lsn)
+}
+
+/// The key, in the counters table, of a container's change-feed state (what TTL events were
+/// emitted, what the log was trimmed to): the counters key with a marker byte.
+pub fn change_state_key(container_number: u64) -> Vec<u8> {
+    let mut key = counters_key(container_number);
+    key.push(b'c');
+    key
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

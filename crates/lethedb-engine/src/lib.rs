@@ -33,6 +33,8 @@
 
 pub mod batch;
 mod catalog;
+mod change_feed;
+mod change_log;
 mod clock;
 mod container;
 pub mod document_cache;
@@ -62,6 +64,7 @@ pub mod writer;
 
 pub use catalog::kinds::{ResourceKind, ResourceParent};
 pub use catalog::usage::RangeStatistics;
+pub use change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};

@@ -24,7 +24,6 @@ pub enum Code {
     /// A query body lacks its `query` text or has malformed parameters.
     InvalidQueryBody,
     /// The change feed, which LetheDB does not serve yet.
-    ChangeFeedUnsupported,
     /// Authorization is missing or wrong.
     Unauthorized,
     /// The request's date is too far from the server's clock.
@@ -128,6 +127,7 @@ error_table! {
     Engine(QuerySemantic)               => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(QueryLimit)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidContinuation)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(ChangeFeedOutsideRetention)  => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(ItemTooLarge)                => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
     Engine(BatchOperationNotAttempted)  => FAILED_DEPENDENCY,     0,    "FailedDependency",      Shown;
     Engine(StorageUnavailable)          => SERVICE_UNAVAILABLE,   0,    "ServiceUnavailable",    Hidden;
@@ -141,7 +141,6 @@ error_table! {
     BadRequestHeader                    => BAD_REQUEST,           0,    "BadRequest",            Shown;
     InvalidJson                         => BAD_REQUEST,           0,    "BadRequest",            Shown;
     InvalidQueryBody                    => BAD_REQUEST,           0,    "BadRequest",            Shown;
-    ChangeFeedUnsupported               => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Unauthorized                        => UNAUTHORIZED,          0,    "Unauthorized",          Shown;
     ClockSkew                           => FORBIDDEN,             0,    "Forbidden",             Shown;
     Forbidden                           => FORBIDDEN,             0,    "Forbidden",             Shown;
@@ -179,7 +178,6 @@ impl Code {
             Code::BadRequestHeader => "A request header has an invalid value.",
             Code::InvalidJson => "The request payload is invalid JSON.",
             Code::InvalidQueryBody => "The query body must have a string property 'query'.",
-            Code::ChangeFeedUnsupported => "The change feed is not supported by LetheDB yet.",
             Code::Unauthorized => "The authorization token is invalid.",
             Code::ClockSkew => "The authorization token is not valid at the current time.",
             Code::EntraForbidden => {

@@ -309,8 +309,10 @@ pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> Ap
             }
             Method::POST => Operation::Create,
             Method::GET
-                if header(headers, "a-im")
-                    .is_some_and(|v| v.eq_ignore_ascii_case("incremental feed")) =>
+                if header(headers, "a-im").is_some_and(|v| {
+                    v.eq_ignore_ascii_case("incremental feed")
+                        || v.eq_ignore_ascii_case("full-fidelity feed")
+                }) =>
             {
                 Operation::ReadChangeFeed
             }

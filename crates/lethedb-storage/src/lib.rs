@@ -38,16 +38,22 @@ pub enum Table {
     Counters,
     /// Items by resource id, for clients that address items by `_self`.
     ResourceIds,
+    /// The current version of each item by container and LSN (the latest-version change feed).
+    ChangeIndex,
+    /// One entry per write and delete by container and LSN (the all-versions change feed).
+    ChangeLog,
 }
 
 impl Table {
     /// Every table, in a fixed order (backends index arrays by it).
-    pub const ALL: [Table; 5] = [
+    pub const ALL: [Table; 7] = [
         Table::Catalog,
         Table::Items,
         Table::Expiry,
         Table::Counters,
         Table::ResourceIds,
+        Table::ChangeIndex,
+        Table::ChangeLog,
     ];
 
     fn index(self) -> usize {

@@ -12,12 +12,14 @@ use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 5] = [
+const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 7] = [
     TableDefinition::new("catalog"),
     TableDefinition::new("items"),
     TableDefinition::new("expiry"),
     TableDefinition::new("counters"),
     TableDefinition::new("resource_ids"),
+    TableDefinition::new("change_index"),
+    TableDefinition::new("change_log"),
 ];
 
 fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {

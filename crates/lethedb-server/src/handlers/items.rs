@@ -187,12 +187,6 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
     .scoped_to(container, context.path, feed.lsn, range_id(context.headers)))
 }
 
-/// A change-feed read; answering it as a plain read feed would make clients re-read every item
-/// forever, so it is refused until the change feed exists.
-pub fn read_change_feed() -> ApiResult<Reply> {
-    Err(ApiError::from_code(Code::ChangeFeedUnsupported))
-}
-
 pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let request = query_request(context.headers, context.body)?;
     refuse_if_client_pipeline_needed(context, container, &request)?;

@@ -8,6 +8,7 @@
 
 mod account;
 mod batch;
+mod change_feed;
 mod children;
 mod containers;
 mod context;
@@ -61,7 +62,7 @@ pub async fn route(
         Operation::ReadPartitionKeyRanges => containers::partition_key_ranges(context),
         Operation::DeletePartition => containers::delete_partition(context).await,
         Operation::ReadFeed => items::read_feed(context, container()?).await,
-        Operation::ReadChangeFeed => items::read_change_feed(),
+        Operation::ReadChangeFeed => change_feed::read(context, container()?).await,
         Operation::Query => items::query(context, container()?).await,
         Operation::QueryPlan => items::query_plan(context, container()?),
         Operation::Batch => batch::execute(context, container()?).await,

@@ -1,0 +1,411 @@
+//! The change feed's stored side, written inside the writer's transactions: the change index
+//! (each item's current version under its LSN, for the latest-version feed), the change log
+//! (one entry per create, replace and delete, for the all-versions-and-deletes feed), the TTL
+//! events, and the log's retention.
+//!
+//! TTL events are LetheDB's own: the service logs a TTL delete when it purges the item, which
+//! can be long after it expired. Here an expired item's delete entry is written as soon as
+//! anyone could observe it missing: before every all-versions read and before every sweeper
+//! purge, the emitter appends a delete entry (`timeToLiveExpired`) for every expiry-index entry
+//! between the container's watermark and the current expiry bound, then moves the watermark.
+//! The bounds never move back (expiry is final), so each expiry is emitted once; a rewrite
+//! before the expiry instant moves the item's index entry, so nothing is emitted for it.
+
+use crate::container::Container;
+use crate::error::{corrupted, EngineResult};
+use crate::expiry::expired_at_ms;
+use crate::keys::{self, ExpiryClass};
+use crate::records::{read_counters, store_counters, ExpiryEntry, ItemRecord};
+use crate::writer::WriteContext;
+use lethedb_storage::{KeyRange, ReadTxn, Table};
+use serde::{Deserialize, Serialize};
+use std::ops::ControlFlow;
+
+/// The most log entries one emitter run trims, so a long-idle container's first read stays short.
+const TRIM_ENTRIES_MAX: usize = 10_000;
+/// How long the change log keeps entries when the container's `changeFeedPolicy` says nothing.
+pub const CHANGE_LOG_RETENTION_MINUTES_DEFAULT: i64 = 60;
+
+/// How long a container's change log keeps entries: its `changeFeedPolicy.retentionDuration`
+/// (minutes) when positive, else the default.
+pub(crate) fn retention_ms(container: &Container) -> i64 {
+    let minutes = container
+        .resource
+        .get("changeFeedPolicy")
+        .and_then(|policy| policy.get("retentionDuration"))
+        .and_then(serde_json::Value::as_i64)
+        .filter(|minutes| *minutes > 0)
+        .unwrap_or(CHANGE_LOG_RETENTION_MINUTES_DEFAULT);
+    minutes.saturating_mul(60_000)
+}
+
+/// What a change-log entry records.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Operation {
+    Create = 0,
+    Replace = 1,
+    Delete = 2,
+}
+
+/// One decoded change-log entry.
+pub(crate) struct LogEntry {
+    pub(crate) operation: Operation,
+    pub(crate) ttl_expired: bool,
+    pub(crate) previous_lsn: u64,
+    /// When it happened (for a TTL delete, the expiry instant), in milliseconds.
+    pub(crate) at_ms: i64,
+    /// The item key's suffix: partition key bytes and id.
+    pub(crate) item_suffix: Vec<u8>,
+    /// The version written, for creates and replaces.
+    pub(crate) record: Option<ItemRecord>,
+}
+
+impl LogEntry {
+    fn encode(&self) -> Vec<u8> {
+        let record = self.record.as_ref().map(ItemRecord::encode);
+        let mut out =
+            Vec::with_capacity(22 + self.item_suffix.len() + record.as_ref().map_or(0, Vec::len));
+        out.push(self.operation as u8);
+        out.push(u8::from(self.ttl_expired));
+        out.extend_from_slice(&self.previous_lsn.to_be_bytes());
+        out.extend_from_slice(&self.at_ms.to_be_bytes());
+        out.extend_from_slice(&(self.item_suffix.len() as u32).to_be_bytes());
+        out.extend_from_slice(&self.item_suffix);
+        if let Some(record) = record {
+            out.extend_from_slice(&record);
+        }
+        out
+    }
+
+    pub(crate) fn decode(bytes: &[u8]) -> Option<LogEntry> {
+        let operation = match bytes.first()? {
+            0 => Operation::Create,
+            1 => Operation::Replace,
+            2 => Operation::Delete,
+            _ => return None,
+        };
+        let ttl_expired = *bytes.get(1)? == 1;
+        let previous_lsn = u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?);
+        let at_ms = i64::from_be_bytes(bytes.get(10..18)?.try_into().ok()?);
+        let length = u32::from_be_bytes(bytes.get(18..22)?.try_into().ok()?) as usize;
+        let item_suffix = bytes.get(22..22 + length)?.to_vec();
+        let rest = bytes.get(22 + length..)?;
+        let record = if operation == Operation::Delete {
+            None
+        } else {
+            Some(ItemRecord::decode(rest)?)
+        };
+        Some(LogEntry {
+            operation,
+            ttl_expired,
+            previous_lsn,
+            at_ms,
+            item_suffix,
+            record,
+        })
+    }
+}
+
+/// A container's change-feed state: the TTL-event watermarks and the log's trimmed horizon.
+#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+pub(crate) struct ChangeState {
+    /// Expiry-index keys of each class below these times have had their events emitted.
+    pub(crate) own_emitted_ms: Option<i64>,
+    pub(crate) default_emitted_ms: Option<i64>,
+    /// Every log entry at or below this LSN has been trimmed.
+    pub(crate) trimmed_lsn: u64,
+    /// Whether the change index covers items stored before it existed.
+    pub(crate) indexed: bool,
+}
+
+pub(crate) fn read_state(reader: &dyn ReadTxn, container_number: u64) -> EngineResult<ChangeState> {
+    match reader.get(Table::Counters, &keys::change_state_key(container_number))? {
+        None => Ok(ChangeState::default()),
+        Some(bytes) => serde_json::from_slice(&bytes).map_err(|_| corrupted("change feed state")),
+    }
+}
+
+fn store_state(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    state: &ChangeState,
+) -> EngineResult<()> {
+    let bytes = serde_json::to_vec(state).map_err(|_| corrupted("change feed state"))?;
+    context.put(
+        Table::Counters,
+        &keys::change_state_key(container_number),
+        &bytes,
+    )
+}
+
+/// Indexes a stored version under its LSN.
+pub(crate) fn index_version(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    item_key: &[u8],
+    lsn: u64,
+) -> EngineResult<()> {
+    let key = keys::change_index_key(container_number, lsn, keys::item_key_suffix(item_key));
+    context.put(Table::ChangeIndex, &key, &[])
+}
+
+/// Removes a version's index entry.
+pub(crate) fn unindex_version(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    item_key: &[u8],
+    lsn: u64,
+) -> EngineResult<()> {
+    let key = keys::change_index_key(container_number, lsn, keys::item_key_suffix(item_key));
+    context.delete(Table::ChangeIndex, &key)
+}
+
+/// Appends one entry under `lsn`, after any the same transaction already wrote under it.
+pub(crate) fn append(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    lsn: u64,
+    entry: &LogEntry,
+) -> EngineResult<()> {
+    let mut sequence = 0u32;
+    let first = keys::change_log_key(container_number, lsn, 0);
+    let end = keys::change_index_from(container_number, lsn.saturating_add(1));
+    context.scan(
+        Table::ChangeLog,
+        &KeyRange::between(first, end),
+        &mut |_, _| {
+            sequence += 1;
+            ControlFlow::Continue(())
+        },
+    )?;
+    context.put(
+        Table::ChangeLog,
+        &keys::change_log_key(container_number, lsn, sequence),
+        &entry.encode(),
+    )
+}
+
+/// Logs a write: a create when nothing visible was replaced, else a replace of that version.
+pub(crate) fn log_write(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    item_key: &[u8],
+    record: &ItemRecord,
+    replaced_lsn: Option<u64>,
+) -> EngineResult<()> {
+    let entry = LogEntry {
+        operation: if replaced_lsn.is_some() {
+            Operation::Replace
+        } else {
+            Operation::Create
+        },
+        ttl_expired: false,
+        previous_lsn: replaced_lsn.unwrap_or(0),
+        at_ms: record.last_modified_ms,
+        item_suffix: keys::item_key_suffix(item_key).to_vec(),
+        record: Some(record.clone()),
+    };
+    append(context, container_number, record.lsn, &entry)
+}
+
+/// Logs the delete of a visible version.
+pub(crate) fn log_delete(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    item_key: &[u8],
+    deleted_lsn: u64,
+    lsn: u64,
+) -> EngineResult<()> {
+    let entry = LogEntry {
+        operation: Operation::Delete,
+        ttl_expired: false,
+        previous_lsn: deleted_lsn,
+        at_ms: context.now_ms,
+        item_suffix: keys::item_key_suffix(item_key).to_vec(),
+        record: None,
+    };
+    append(context, container_number, lsn, &entry)
+}
+
+/// Whether any expiry has happened since the last emitter run (a bounded lookup, no scan of
+/// the backlog), so readers know whether to ask the writer to emit first.
+pub(crate) fn ttl_events_pending(
+    reader: &dyn ReadTxn,
+    container: &Container,
+    now_ms: i64,
+) -> EngineResult<bool> {
+    let state = read_state(reader, container.key_number())?;
+    let mut pending = false;
+    for range in unemitted_ranges(container, &state, now_ms) {
+        reader.scan(Table::Expiry, &range, &mut |_, _| {
+            pending = true;
+            ControlFlow::Break(())
+        })?;
+        if pending {
+            break;
+        }
+    }
+    Ok(pending)
+}
+
+/// Whether the oldest log entry is past the container's retention (one lookup).
+pub(crate) fn trim_due(
+    reader: &dyn ReadTxn,
+    container: &Container,
+    now_ms: i64,
+) -> EngineResult<bool> {
+    let number = container.key_number();
+    let before_ms = now_ms.saturating_sub(retention_ms(container));
+    let mut due = false;
+    let range = KeyRange::between(
+        keys::change_index_from(number, 0),
+        keys::change_index_from(number.saturating_add(1), 0),
+    );
+    reader.scan(Table::ChangeLog, &range, &mut |_, value| {
+        due = LogEntry::decode(value).is_some_and(|entry| entry.at_ms < before_ms);
+        ControlFlow::Break(())
+    })?;
+    Ok(due)
+}
+
+/// The parts of each expiry-index class that expired since the watermarks.
+fn unemitted_ranges(container: &Container, state: &ChangeState, now_ms: i64) -> Vec<KeyRange> {
+    let number = container.key_number();
+    [
+        (
+            ExpiryClass::Own,
+            state.own_emitted_ms,
+            container.ttl.own_expiry_bound_ms(now_ms),
+        ),
+        (
+            ExpiryClass::Default,
+            state.default_emitted_ms,
+            container.ttl.default_modified_bound_ms(now_ms),
+        ),
+    ]
+    .into_iter()
+    .filter(|(_, from, to)| *to != i64::MIN && from.is_none_or(|from| from < *to))
+    .map(|(class, from, to)| {
+        let start = match from {
+            Some(from) => keys::expiry_bound(number, class, from),
+            None => keys::expiry_prefix(number, class),
+        };
+        KeyRange::between(start, keys::expiry_bound(number, class, to))
+    })
+    .collect()
+}
+
+/// Emits the TTL delete events due at `now`, then trims the log past its retention. Each event
+/// takes a new LSN, so it comes after every cursor already handed out. Returns how many events
+/// were emitted.
+pub(crate) fn emit_ttl_events(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+) -> EngineResult<u64> {
+    let retention_ms = retention_ms(container);
+    let number = container.key_number();
+    let now_ms = context.now_ms;
+    let mut state = read_state(context.reader(), number)?;
+    let mut due: Vec<(Vec<u8>, ExpiryEntry)> = Vec::new();
+    for range in unemitted_ranges(container, &state, now_ms) {
+        context.scan(Table::Expiry, &range, &mut |key, value| {
+            if let Some(entry) = ExpiryEntry::decode(value) {
+                due.push((key.to_vec(), entry));
+            }
+            ControlFlow::Continue(())
+        })?;
+    }
+    let emitted = due.len() as u64;
+    if !due.is_empty() {
+        let mut counters = read_counters(context.reader(), number)?;
+        for (expiry_key, entry) in &due {
+            let Some((_, suffix)) = keys::split_expiry_key(expiry_key) else {
+                continue;
+            };
+            counters.lsn += 1;
+            let at_ms = expired_at_ms(container, expiry_key).unwrap_or(now_ms);
+            let event = LogEntry {
+                operation: Operation::Delete,
+                ttl_expired: true,
+                previous_lsn: entry.lsn,
+                at_ms,
+                item_suffix: suffix.to_vec(),
+                record: None,
+            };
+            append(context, number, counters.lsn, &event)?;
+        }
+        store_counters(context, number, &counters)?;
+    }
+    state.own_emitted_ms = Some(container.ttl.own_expiry_bound_ms(now_ms))
+        .filter(|bound| *bound != i64::MIN)
+        .or(state.own_emitted_ms);
+    state.default_emitted_ms = Some(container.ttl.default_modified_bound_ms(now_ms))
+        .filter(|bound| *bound != i64::MIN)
+        .or(state.default_emitted_ms);
+    trim(
+        context,
+        number,
+        &mut state,
+        now_ms.saturating_sub(retention_ms),
+    )?;
+    store_state(context, number, &state)?;
+    Ok(emitted)
+}
+
+/// Deletes the log entries older than `before_ms`, oldest first, at most [`TRIM_ENTRIES_MAX`].
+fn trim(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    state: &mut ChangeState,
+    before_ms: i64,
+) -> EngineResult<()> {
+    let mut doomed = Vec::new();
+    let start = keys::change_index_from(container_number, 0);
+    let end = keys::change_index_from(container_number.saturating_add(1), 0);
+    context.scan(
+        Table::ChangeLog,
+        &KeyRange::between(start, end),
+        &mut |key, value| match LogEntry::decode(value) {
+            Some(entry) if entry.at_ms < before_ms && doomed.len() < TRIM_ENTRIES_MAX => {
+                doomed.push(key.to_vec());
+                ControlFlow::Continue(())
+            }
+            _ => ControlFlow::Break(()),
+        },
+    )?;
+    for key in doomed {
+        if let Some(lsn) = keys::change_log_lsn(&key) {
+            state.trimmed_lsn = state.trimmed_lsn.max(lsn);
+        }
+        context.delete(Table::ChangeLog, &key)?;
+    }
+    Ok(())
+}
+
+/// Indexes every stored item of a container under its LSN (stores written before the change
+/// feed existed), once.
+pub(crate) fn backfill_index(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+) -> EngineResult<()> {
+    let mut state = read_state(context.reader(), container_number)?;
+    if state.indexed {
+        return Ok(());
+    }
+    let mut versions = Vec::new();
+    context.scan(
+        Table::Items,
+        &KeyRange::prefix(&keys::container_items_prefix(container_number)),
+        &mut |key, value| {
+            if let Some((_, lsn, _)) = ItemRecord::decode_header(value) {
+                versions.push((key.to_vec(), lsn));
+            }
+            ControlFlow::Continue(())
+        },
+    )?;
+    for (key, lsn) in versions {
+        index_version(context, container_number, &key, lsn)?;
+    }
+    state.indexed = true;
+    store_state(context, container_number, &state)
+}

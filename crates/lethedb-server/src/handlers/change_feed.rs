@@ -1,0 +1,98 @@
+//! The change feed: `GET .../docs` with `A-IM: Incremental feed` (latest version) or
+//! `A-IM: Full-Fidelity Feed` (all versions and deletes), read per partition key range, EPK
+//! range or logical partition, from the start the `If-None-Match`/`If-Modified-Since` headers
+//! name. What the feed holds is the engine's (`change_feed.rs`); this file reads the headers and
+//! writes the page, its `etag` (the cursor) and the 304 that ends the SDKs' polling loops.
+
+use super::context::Context;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::request::{epk_range, header, page_items_max, partition_key, range_id};
+use crate::respond::Reply;
+use axum::http::StatusCode;
+use lethedb_engine::{
+    request_units, ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Container,
+};
+use std::sync::Arc;
+
+/// The mode an `A-IM` header names (the classifier already checked it is one of the two).
+fn mode(context: &Context<'_>) -> ChangeFeedMode {
+    match header(context.headers, "a-im") {
+        Some(value) if value.eq_ignore_ascii_case("full-fidelity feed") => {
+            ChangeFeedMode::AllVersionsAndDeletes
+        }
+        _ => ChangeFeedMode::LatestVersion,
+    }
+}
+
+/// The start position: a continuation (`If-None-Match: "<lsn>"`) wins over a point in time
+/// (`If-Modified-Since`, which the SDKs send on every request); `*` is now; neither is the
+/// beginning.
+fn start(context: &Context<'_>) -> ApiResult<ChangeFeedStart> {
+    let invalid = |name: &str, value: &str| {
+        ApiError::new(
+            Code::BadRequestHeader,
+            format!("The value '{value}' of header {name} is invalid."),
+        )
+    };
+    if let Some(value) = header(context.headers, "if-none-match") {
+        let trimmed = value.trim();
+        if trimmed == "*" {
+            return Ok(ChangeFeedStart::Now);
+        }
+        let lsn = trimmed
+            .trim_start_matches("W/")
+            .trim_matches('"')
+            .parse::<u64>()
+            .map_err(|_| invalid("If-None-Match", value))?;
+        return Ok(ChangeFeedStart::Continuation { lsn });
+    }
+    if let Some(value) = header(context.headers, "if-modified-since") {
+        let time =
+            httpdate::parse_http_date(value).map_err(|_| invalid("If-Modified-Since", value))?;
+        let ms = time
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+            });
+        return Ok(ChangeFeedStart::PointInTime { ms });
+    }
+    Ok(ChangeFeedStart::Beginning)
+}
+
+pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+    let headers = context.headers;
+    // The EPK headers narrow the read only when `x-ms-read-key-type` says they are EPKs (the
+    // SDKs always send it with them).
+    let epk = header(headers, "x-ms-read-key-type")
+        .is_none_or(|kind| kind.eq_ignore_ascii_case("EffectivePartitionKeyRange"))
+        .then(|| epk_range(headers))
+        .flatten();
+    let request = ChangeFeedRequest {
+        mode: mode(context),
+        start: start(context)?,
+        partition_key: partition_key(headers)?,
+        filter: container.range_filter(range_id(headers), epk.as_ref())?,
+        page_items_max: page_items_max(headers)?,
+    };
+    let page = context
+        .state
+        .engine
+        .read_change_feed(container, request)
+        .await?;
+    let etag = format!("\"{}\"", page.etag_lsn);
+    let reply = if page.not_modified {
+        Reply::empty(StatusCode::NOT_MODIFIED).charge(1.0)
+    } else {
+        let bytes: usize = page.entries.iter().map(Vec::len).sum();
+        Reply::feed(
+            container.rid(),
+            "Documents",
+            page.entries.iter(),
+            None,
+            request_units::read(bytes),
+        )
+    };
+    Ok(reply
+        .header("etag", etag)
+        .scoped_to(container, context.path, page.lsn, range_id(headers)))
+}
