@@ -6,6 +6,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 mod batch;
+mod change_feed;
 mod common;
 mod epk;
 mod faults;

@@ -5,6 +5,7 @@
 
 mod access;
 mod bodies;
+mod change_feed;
 mod children;
 mod compatibility;
 mod container_policies;
