@@ -95,7 +95,12 @@ impl Engine {
             let now_ms = self.now_ms();
             let due = request.mode == ChangeFeedMode::AllVersionsAndDeletes
                 && (change_log::ttl_events_pending(&*reader, container, now_ms)?
-                    || change_log::trim_due(&*reader, container, now_ms)?);
+                    || change_log::trim_due(
+                        &*reader,
+                        container,
+                        now_ms,
+                        self.inner.change_log_retention_ms,
+                    )?);
             (state.indexed, due)
         };
         let needs_index = request.mode == ChangeFeedMode::LatestVersion && !indexed;

@@ -23,20 +23,16 @@ use std::ops::ControlFlow;
 
 /// The most log entries one emitter run trims, so a long-idle container's first read stays short.
 const TRIM_ENTRIES_MAX: usize = 10_000;
-/// How long the change log keeps entries when the container's `changeFeedPolicy` says nothing.
-pub const CHANGE_LOG_RETENTION_MINUTES_DEFAULT: i64 = 60;
-
 /// How long a container's change log keeps entries: its `changeFeedPolicy.retentionDuration`
-/// (minutes) when positive, else the default.
-pub(crate) fn retention_ms(container: &Container) -> i64 {
-    let minutes = container
+/// (minutes) when positive, else the server's default.
+pub(crate) fn retention_ms(container: &Container, default_ms: i64) -> i64 {
+    container
         .resource
         .get("changeFeedPolicy")
         .and_then(|policy| policy.get("retentionDuration"))
         .and_then(serde_json::Value::as_i64)
         .filter(|minutes| *minutes > 0)
-        .unwrap_or(CHANGE_LOG_RETENTION_MINUTES_DEFAULT);
-    minutes.saturating_mul(60_000)
+        .map_or(default_ms, |minutes| minutes.saturating_mul(60_000))
 }
 
 /// What a change-log entry records.
@@ -253,9 +249,10 @@ pub(crate) fn trim_due(
     reader: &dyn ReadTxn,
     container: &Container,
     now_ms: i64,
+    default_retention_ms: i64,
 ) -> EngineResult<bool> {
     let number = container.key_number();
-    let before_ms = now_ms.saturating_sub(retention_ms(container));
+    let before_ms = now_ms.saturating_sub(retention_ms(container, default_retention_ms));
     let mut due = false;
     let range = KeyRange::between(
         keys::change_index_from(number, 0),
@@ -302,7 +299,7 @@ pub(crate) fn emit_ttl_events(
     context: &mut WriteContext<'_>,
     container: &Container,
 ) -> EngineResult<u64> {
-    let retention_ms = retention_ms(container);
+    let retention_ms = retention_ms(container, context.change_log_retention_default_ms);
     let number = container.key_number();
     let now_ms = context.now_ms;
     let mut state = read_state(context.reader(), number)?;

@@ -34,6 +34,9 @@ pub struct EngineConfig {
     /// Gives every new container this many partition key ranges, whatever its throughput, and
     /// never splits them (`None`: one range per 10,000 RU/s, as the service lays them out).
     pub partition_key_ranges: Option<usize>,
+    /// How long the all-versions change log keeps entries of containers whose
+    /// `changeFeedPolicy` sets no retention, in minutes (at least 1).
+    pub change_log_retention_minutes: i64,
 }
 
 impl Default for EngineConfig {
@@ -46,6 +49,7 @@ impl Default for EngineConfig {
             rate_limit: true,
             document_cache_bytes: DOCUMENT_CACHE_BYTES_DEFAULT,
             partition_key_ranges: None,
+            change_log_retention_minutes: crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT,
         }
     }
 }
@@ -122,6 +126,7 @@ pub(crate) struct Inner {
     pub(crate) default_throughput_ru: Option<u32>,
     pub(crate) rate_limit: bool,
     pub(crate) partition_key_ranges: Option<usize>,
+    pub(crate) change_log_retention_ms: i64,
 }
 
 /// The engine. Cloning it is cheap and shares everything.
@@ -147,6 +152,11 @@ impl Engine {
             config.writer_queue_jobs_max,
             move || invalidated.invalidate(),
         )?;
+        let change_log_retention_ms = config
+            .change_log_retention_minutes
+            .max(1)
+            .saturating_mul(60_000);
+        writer.set_change_log_retention_ms(change_log_retention_ms);
         Ok(Engine {
             inner: Arc::new(Inner {
                 writer_thread: std::sync::Mutex::new(Some(thread)),
@@ -163,6 +173,7 @@ impl Engine {
                 default_throughput_ru: config.default_throughput_ru,
                 rate_limit: config.rate_limit,
                 partition_key_ranges: config.partition_key_ranges,
+                change_log_retention_ms,
             }),
         })
     }

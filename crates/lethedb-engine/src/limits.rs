@@ -40,3 +40,7 @@ pub(crate) fn validate_id(id: &str) -> EngineResult<()> {
 /// How many scans (queries, feeds, usage walks, catalog listings, sweeper searches) may run on
 /// the blocking pool at once; more wait for a permit without holding a request worker.
 pub const SCANS_CONCURRENT_MAX: usize = 8;
+
+/// How long the all-versions change log keeps entries of a container whose `changeFeedPolicy`
+/// sets no retention (`serve --change-feed-retention-minutes` changes it).
+pub const CHANGE_LOG_RETENTION_MINUTES_DEFAULT: i64 = 60;

@@ -21,13 +21,14 @@
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
+use crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT;
 use crate::poison::{panic_message, Poison};
 use lethedb_storage::{
     KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn,
 };
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
@@ -71,6 +72,8 @@ pub struct WriteContext<'a> {
     /// While a transactional batch runs, the one LSN all of its writes take (the service gives
     /// a batch one LSN); `None` otherwise.
     pub(crate) pinned_lsn: Option<u64>,
+    /// How long the change log keeps entries when a container's policy says nothing.
+    pub(crate) change_log_retention_default_ms: i64,
     catalog_changed: bool,
     failure: Option<StorageError>,
 }
@@ -194,9 +197,17 @@ pub struct Writer {
     sender: mpsc::SyncSender<Job>,
     pub stats: Arc<WriterStats>,
     pub(crate) poison: Arc<Poison>,
+    /// How long the change log keeps entries of containers without a `changeFeedPolicy`.
+    change_log_retention_ms: Arc<AtomicI64>,
 }
 
 impl Writer {
+    /// Sets how long the change log keeps entries of containers without a `changeFeedPolicy`.
+    pub fn set_change_log_retention_ms(&self, retention_ms: i64) {
+        self.change_log_retention_ms
+            .store(retention_ms.max(60_000), Ordering::Relaxed);
+    }
+
     /// Starts the writer thread with room for `queue_jobs_max` waiting jobs.
     /// `on_catalog_change` runs after a commit that changed the catalog.
     pub fn start(
@@ -209,12 +220,16 @@ impl Writer {
         let (sender, receiver) = mpsc::sync_channel::<Job>(queue_jobs_max.max(1));
         let stats = Arc::new(WriterStats::default());
         let poison = Arc::new(Poison::default());
+        let change_log_retention_ms = Arc::new(AtomicI64::new(
+            CHANGE_LOG_RETENTION_MINUTES_DEFAULT.saturating_mul(60_000),
+        ));
         let thread = Thread {
             store,
             clock,
             write_batch_max: write_batch_max.max(1),
             stats: Arc::clone(&stats),
             poison: Arc::clone(&poison),
+            change_log_retention_ms: Arc::clone(&change_log_retention_ms),
         };
         let handle = std::thread::Builder::new()
             .name("lethedb-writer".into())
@@ -230,6 +245,7 @@ impl Writer {
                 sender,
                 stats,
                 poison,
+                change_log_retention_ms,
             },
             handle,
         ))
@@ -306,6 +322,7 @@ struct Thread {
     write_batch_max: usize,
     stats: Arc<WriterStats>,
     poison: Arc<Poison>,
+    change_log_retention_ms: Arc<AtomicI64>,
 }
 
 impl Thread {
@@ -370,6 +387,7 @@ impl Thread {
             now_ms: self.clock.now_ms(),
             containers: std::mem::take(containers),
             pinned_lsn: None,
+            change_log_retention_default_ms: self.change_log_retention_ms.load(Ordering::Relaxed),
             catalog_changed: false,
             failure: None,
         };

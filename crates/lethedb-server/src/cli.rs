@@ -70,6 +70,10 @@ pub struct ServeArgs {
     /// its throughput, and never split them (default: one per 10,000 RU/s, as the service does).
     #[arg(long, env = "LETHEDB_PARTITION_KEY_RANGES", value_parser = clap::value_parser!(u16).range(1..=100))]
     pub partition_key_ranges: Option<u16>,
+    /// How long the all-versions change feed keeps changes of containers whose
+    /// `changeFeedPolicy` sets no retention, in minutes.
+    #[arg(long, env = "LETHEDB_CHANGE_FEED_RETENTION_MINUTES", default_value_t = 60, value_parser = clap::value_parser!(i64).range(1..=525_600))]
+    pub change_feed_retention_minutes: i64,
     /// The most TTL deletions per second on containers without provisioned throughput
     /// (default: as fast as bounded batches allow).
     #[arg(long, env = "LETHEDB_SWEEP_MAX_PER_SEC")]

@@ -79,6 +79,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         rate_limit: !args.no_rate_limit,
         document_cache_bytes: args.document_cache_mb.saturating_mul(1024 * 1024),
         partition_key_ranges: args.partition_key_ranges.map(usize::from),
+        change_log_retention_minutes: args.change_feed_retention_minutes,
         sweeper: lethedb_engine::SweeperConfig {
             unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
             ..lethedb_engine::SweeperConfig::default()

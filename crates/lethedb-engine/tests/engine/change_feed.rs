@@ -17,13 +17,16 @@ use std::sync::Arc;
 const START_MS: i64 = 1_800_000_000_000;
 
 async fn engine(default_ttl: Option<i64>) -> (Engine, Arc<ManualClock>) {
+    engine_with(EngineConfig::default(), default_ttl, None).await
+}
+
+async fn engine_with(
+    config: EngineConfig,
+    default_ttl: Option<i64>,
+    retention_minutes: Option<i64>,
+) -> (Engine, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
-        clock.clone(),
-        EngineConfig::default(),
-    )
-    .expect("engine");
+    let engine = Engine::open(Arc::new(MemoryStore::new()), clock.clone(), config).expect("engine");
     engine
         .create_database(json!({"id": "db"}), None)
         .await
@@ -32,6 +35,9 @@ async fn engine(default_ttl: Option<i64>) -> (Engine, Arc<ManualClock>) {
         json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
     if let Some(ttl) = default_ttl {
         body["defaultTtl"] = json!(ttl);
+    }
+    if let Some(minutes) = retention_minutes {
+        body["changeFeedPolicy"] = json!({"retentionDuration": minutes});
     }
     engine
         .create_container("db", body, None)
@@ -369,4 +375,41 @@ async fn the_log_is_trimmed_past_its_retention() {
         .await
         .expect("latest");
     assert_eq!(ids(&latest), ["old", "new"]);
+}
+
+/// Whether a cursor taken before one write is still within retention `minutes_later`.
+async fn survives(engine: &Engine, clock: &ManualClock, minutes_later: i64) -> bool {
+    let now = read(engine, ALL, ChangeFeedStart::Now, None)
+        .await
+        .expect("now");
+    upsert(engine, json!({"id": "old", "pk": "p"})).await;
+    clock.advance_ms(minutes_later * 60_000);
+    read(
+        engine,
+        ALL,
+        ChangeFeedStart::Continuation { lsn: now.etag_lsn },
+        None,
+    )
+    .await
+    .is_ok()
+}
+
+#[tokio::test]
+async fn retention_follows_the_server_default_and_the_container_policy() {
+    let short = EngineConfig {
+        change_log_retention_minutes: 5,
+        ..EngineConfig::default()
+    };
+    let (engine, clock) = engine_with(short.clone(), None, None).await;
+    assert!(
+        !survives(&engine, &clock, 6).await,
+        "the server default of 5 minutes"
+    );
+    let (engine, clock) = engine_with(short, None, Some(120)).await;
+    assert!(
+        survives(&engine, &clock, 61).await,
+        "the container's 120 minutes win"
+    );
+    let (engine, clock) = engine_with(EngineConfig::default(), None, None).await;
+    assert!(survives(&engine, &clock, 59).await, "60 minutes by default");
 }
