@@ -95,6 +95,15 @@ fn ids(page: &ChangeFeedPage) -> Vec<String> {
         .collect()
 }
 
+/// The page after a cursor, at the default page size.
+async fn after(
+    engine: &Engine,
+    mode: ChangeFeedMode,
+    lsn: u64,
+) -> Result<ChangeFeedPage, lethedb_engine::EngineError> {
+    read(engine, mode, ChangeFeedStart::Continuation { lsn }, None).await
+}
+
 const LATEST: ChangeFeedMode = ChangeFeedMode::LatestVersion;
 const ALL: ChangeFeedMode = ChangeFeedMode::AllVersionsAndDeletes;
 
@@ -119,14 +128,7 @@ async fn latest_version_gives_current_versions_in_lsn_order() {
     assert_eq!(docs[1]["_lsn"], json!(page.etag_lsn));
     assert!(!page.not_modified);
     // Nothing new after the page: 304 with the container's LSN, even after a delete.
-    let again = read(
-        &engine,
-        LATEST,
-        ChangeFeedStart::Continuation { lsn: page.etag_lsn },
-        None,
-    )
-    .await
-    .expect("page");
+    let again = after(&engine, LATEST, page.etag_lsn).await.expect("page");
     assert!(again.not_modified);
     assert_eq!(again.etag_lsn, page.lsn);
     // Now: nothing until the next write, which then comes alone.
@@ -135,14 +137,7 @@ async fn latest_version_gives_current_versions_in_lsn_order() {
         .expect("now");
     assert!(now.not_modified);
     upsert(&engine, json!({"id": "d", "pk": "q"})).await;
-    let next = read(
-        &engine,
-        LATEST,
-        ChangeFeedStart::Continuation { lsn: now.etag_lsn },
-        None,
-    )
-    .await
-    .expect("next");
+    let next = after(&engine, LATEST, now.etag_lsn).await.expect("next");
     assert_eq!(ids(&next), ["d"]);
     // A point in time: the versions written at or after it.
     let since = read(
@@ -210,14 +205,7 @@ async fn all_versions_logs_creates_replaces_and_deletes() {
         .delete_item("db", "c", pk("p"), "a", None)
         .await
         .expect("delete");
-    let page = read(
-        &engine,
-        ALL,
-        ChangeFeedStart::Continuation { lsn: now.etag_lsn },
-        None,
-    )
-    .await
-    .expect("page");
+    let page = after(&engine, ALL, now.etag_lsn).await.expect("page");
     let entries = documents(&page);
     let operations: Vec<&str> = entries
         .iter()
@@ -301,14 +289,7 @@ async fn a_sweep_before_any_reader_still_logs_the_event() {
     clock.advance_ms(5_000);
     let (deleted, _) = engine.sweep_once(1000).await.expect("sweep");
     assert_eq!(deleted, 1);
-    let page = read(
-        &engine,
-        ALL,
-        ChangeFeedStart::Continuation { lsn: now.etag_lsn },
-        None,
-    )
-    .await
-    .expect("page");
+    let page = after(&engine, ALL, now.etag_lsn).await.expect("page");
     assert_eq!(
         ttl_deletes(&page),
         [("a".to_string(), (START_MS + 5_000) / 1000)]
@@ -334,14 +315,7 @@ async fn turning_ttl_on_late_emits_every_old_expiry_at_once() {
         )
         .await
         .expect("ttl on");
-    let page = read(
-        &engine,
-        ALL,
-        ChangeFeedStart::Continuation { lsn: now.etag_lsn },
-        None,
-    )
-    .await
-    .expect("page");
+    let page = after(&engine, ALL, now.etag_lsn).await.expect("page");
     let mut gone: Vec<String> = ttl_deletes(&page).into_iter().map(|(id, _)| id).collect();
     gone.sort();
     assert_eq!(gone, ["a", "b", "c"]);
@@ -362,14 +336,9 @@ async fn the_log_is_trimmed_past_its_retention() {
     // before it is outside the retention period.
     clock.advance_ms(61 * 60_000);
     upsert(&engine, json!({"id": "new", "pk": "p"})).await;
-    let refused = read(
-        &engine,
-        ALL,
-        ChangeFeedStart::Continuation { lsn: now.etag_lsn },
-        None,
-    )
-    .await
-    .expect_err("trimmed");
+    let refused = after(&engine, ALL, now.etag_lsn)
+        .await
+        .expect_err("trimmed");
     assert_eq!(refused.code, ErrorCode::ChangeFeedOutsideRetention);
     let latest = read(&engine, LATEST, ChangeFeedStart::Beginning, None)
         .await
