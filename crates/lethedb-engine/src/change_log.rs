@@ -163,17 +163,21 @@ pub(crate) fn append(
     lsn: u64,
     entry: &LogEntry,
 ) -> EngineResult<()> {
-    let mut sequence = 0u32;
     let first = keys::change_log_key(container_number, lsn, 0);
-    let end = keys::change_index_from(container_number, lsn.saturating_add(1));
-    context.scan(
-        Table::ChangeLog,
-        &KeyRange::between(first, end),
-        &mut |_, _| {
-            sequence += 1;
-            ControlFlow::Continue(())
-        },
-    )?;
+    // Most LSNs hold one entry: a point lookup settles it; only a transaction's later entries
+    // count what it already wrote.
+    let mut sequence = 0u32;
+    if context.get(Table::ChangeLog, &first)?.is_some() {
+        let end = keys::change_index_from(container_number, lsn.saturating_add(1));
+        context.scan(
+            Table::ChangeLog,
+            &KeyRange::between(first, end),
+            &mut |_, _| {
+                sequence += 1;
+                ControlFlow::Continue(())
+            },
+        )?;
+    }
     context.put(
         Table::ChangeLog,
         &keys::change_log_key(container_number, lsn, sequence),
