@@ -125,6 +125,45 @@ impl Engine {
             .await
     }
 
+    /// Emits the TTL events that are due and trims logs past their retention, for every
+    /// container, whether or not anyone reads (the sweeper's loop calls it every few hundred
+    /// milliseconds; it draws on no request-unit budget). Returns how many containers it
+    /// asked the writer to update.
+    pub async fn maintain_change_feeds(&self) -> EngineResult<usize> {
+        let containers = self.run_scan(Engine::all_containers).await?;
+        let now_ms = self.now_ms();
+        let mut due = Vec::new();
+        {
+            let reader = self.inner.store.read()?;
+            for container in containers {
+                if change_log::ttl_events_pending(&*reader, &container, now_ms)?
+                    || change_log::trim_due(
+                        &*reader,
+                        &container,
+                        now_ms,
+                        self.inner.change_log_retention_ms,
+                    )?
+                {
+                    due.push((container.database_id.clone(), container.id.clone()));
+                }
+            }
+        }
+        let count = due.len();
+        if count > 0 {
+            self.inner
+                .writer
+                .write(move |context| {
+                    for (database_id, container_id) in &due {
+                        let container = writer_container(context, database_id, container_id)?;
+                        change_log::emit_ttl_events(context, &container)?;
+                    }
+                    Ok(())
+                })
+                .await?;
+        }
+        Ok(count)
+    }
+
     fn read_change_feed_blocking(
         &self,
         container: &Arc<Container>,

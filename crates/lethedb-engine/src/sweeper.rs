@@ -247,13 +247,27 @@ impl Drop for SweeperHandle {
     }
 }
 
+/// How often the sweeper's loop emits due TTL events and trims change logs.
+const CHANGE_FEED_MAINTENANCE_INTERVAL: Duration = Duration::from_millis(200);
+
 /// The sweeper's loop: one turn, then a pause that a stop request cuts short.
 async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
     let mut last_report = Stopwatch::start();
     // The rate cap is measured on the monotonic timer: it paces work, it is not wall time.
     let mut window = Stopwatch::start();
     let mut deleted_in_window = 0u64;
+    let mut change_feeds = Stopwatch::start();
     loop {
+        // TTL events and change-log trimming, without waiting for a reader (see change_feed.rs).
+        if change_feeds.elapsed() >= CHANGE_FEED_MAINTENANCE_INTERVAL {
+            change_feeds = Stopwatch::start();
+            if let Err(error) = engine.maintain_change_feeds().await {
+                if error.code == ErrorCode::StorePoisoned {
+                    return;
+                }
+                tracing::warn!(%error, "change feed maintenance failed; retrying later");
+            }
+        }
         if window.elapsed() >= Duration::from_secs(1) {
             window = Stopwatch::start();
             deleted_in_window = 0;

@@ -382,3 +382,17 @@ async fn retention_follows_the_server_default_and_the_container_policy() {
     let (engine, clock) = engine_with(EngineConfig::default(), None, None).await;
     assert!(survives(&engine, &clock, 59).await, "60 minutes by default");
 }
+
+#[tokio::test]
+async fn maintenance_emits_due_events_without_a_reader() {
+    let (engine, clock) = engine(Some(-1)).await;
+    upsert(&engine, json!({"id": "a", "pk": "p", "ttl": 2})).await;
+    let container = engine.read_container("db", "c").expect("container");
+    let before = engine.container_lsn(&container).expect("lsn");
+    assert_eq!(engine.maintain_change_feeds().await.expect("idle"), 0);
+    clock.advance_ms(2_000);
+    assert_eq!(engine.maintain_change_feeds().await.expect("due"), 1);
+    // The event took an LSN without anyone reading; a second pass has nothing to do.
+    assert_eq!(engine.container_lsn(&container).expect("lsn"), before + 1);
+    assert_eq!(engine.maintain_change_feeds().await.expect("done"), 0);
+}
