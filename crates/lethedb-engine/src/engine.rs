@@ -8,7 +8,7 @@ use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::error::EngineResult;
-use crate::limits::SCANS_CONCURRENT_MAX;
+use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
 use crate::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
 use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
@@ -37,6 +37,9 @@ pub struct EngineConfig {
     /// How long the all-versions change log keeps entries of containers whose
     /// `changeFeedPolicy` sets no retention, in minutes (at least 1).
     pub change_log_retention_minutes: i64,
+    /// The time budget, memory cap and stack of one script execution (stored procedure,
+    /// triggers of one write, the UDFs of one query page).
+    pub script_limits: lethedb_scripts::Limits,
 }
 
 impl Default for EngineConfig {
@@ -50,6 +53,7 @@ impl Default for EngineConfig {
             document_cache_bytes: DOCUMENT_CACHE_BYTES_DEFAULT,
             partition_key_ranges: None,
             change_log_retention_minutes: crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT,
+            script_limits: lethedb_scripts::Limits::default(),
         }
     }
 }
@@ -119,6 +123,10 @@ pub(crate) struct Inner {
     pub(crate) documents: DocumentCache,
     /// Permits for scans on the blocking pool (see `scans.rs`).
     pub(crate) scans: Arc<tokio::sync::Semaphore>,
+    /// Permits for script executions (see `scripts/`): a bounded pool, so scripts cannot take
+    /// every blocking thread.
+    pub(crate) scripts: Arc<tokio::sync::Semaphore>,
+    pub(crate) script_limits: lethedb_scripts::Limits,
     /// When the engine started, for the monotonic activity clock below.
     started: Stopwatch,
     /// Milliseconds after `started` of the latest user request on an item (0: none yet).
@@ -168,6 +176,8 @@ impl Engine {
                 budgets: Budgets::default(),
                 documents: DocumentCache::new(config.document_cache_bytes),
                 scans: Arc::new(tokio::sync::Semaphore::new(SCANS_CONCURRENT_MAX)),
+                scripts: Arc::new(tokio::sync::Semaphore::new(SCRIPTS_CONCURRENT_MAX)),
+                script_limits: config.script_limits,
                 started: Stopwatch::start(),
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,

@@ -77,6 +77,17 @@ pub enum ErrorCode {
     ItemTooLarge,
     /// A batch operation was not attempted because another operation of the atomic batch failed.
     BatchOperationNotAttempted,
+    /// A script (stored procedure, trigger, user-defined function) threw, aborted or broke a
+    /// rule of the script API; nothing it wrote took effect.
+    ScriptFailed,
+    /// A script ran past its time budget; nothing it wrote took effect.
+    ScriptTimeout,
+    /// A script used more memory than an execution may; nothing it wrote took effect.
+    ScriptOutOfMemory,
+    /// Concurrent writes kept changing what a script read before it could commit; retry.
+    ScriptConflict,
+    /// A trigger named for an operation it is not registered for (or of the wrong type).
+    TriggerNotApplicable,
     /// The store failed to read or write; nothing of the request took effect. Transient.
     StorageUnavailable,
     /// A stored record could not be decoded. Not transient: retrying reads the same bytes.
@@ -149,6 +160,17 @@ impl ErrorCode {
             ErrorCode::BatchOperationNotAttempted => {
                 "The operation was not attempted because another operation in the batch failed."
             }
+            ErrorCode::ScriptFailed => "Encountered exception while executing function.",
+            ErrorCode::ScriptTimeout => {
+                "The script did not complete within its time limit, so everything it did was rolled back."
+            }
+            ErrorCode::ScriptOutOfMemory => {
+                "The script exceeded its memory limit, so everything it did was rolled back."
+            }
+            ErrorCode::ScriptConflict => {
+                "Conflicting request to resource has been attempted. Retry to avoid conflicts."
+            }
+            ErrorCode::TriggerNotApplicable => "The trigger cannot run on this operation.",
             ErrorCode::StorageUnavailable => "The store could not complete the operation.",
             ErrorCode::StoreCorrupted => "A stored value could not be read.",
             ErrorCode::StorePoisoned => {
@@ -180,6 +202,9 @@ impl ErrorCode {
 pub struct EngineError {
     pub code: ErrorCode,
     pub message: Option<String>,
+    /// A substatus of the failure's own, replacing its code's: a script's
+    /// `new Error(number, message)` reaches the client as `x-ms-substatus: number`.
+    pub substatus: Option<u32>,
 }
 
 impl EngineError {
@@ -188,6 +213,7 @@ impl EngineError {
         EngineError {
             code,
             message: None,
+            substatus: None,
         }
     }
 
@@ -196,7 +222,13 @@ impl EngineError {
         EngineError {
             code,
             message: Some(message.into()),
+            substatus: None,
         }
+    }
+
+    /// This failure with a substatus of its own.
+    pub fn with_substatus(self, substatus: Option<u32>) -> EngineError {
+        EngineError { substatus, ..self }
     }
 
     /// The text to show: the raise site's own, or the code's default.

@@ -25,13 +25,13 @@ use serde_json::Value;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
-fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
+pub(crate) fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
         .map_err(|_| invalid_continuation())
 }
 
-fn encode_continuation(key_suffix: &[u8]) -> String {
+pub(crate) fn encode_continuation(key_suffix: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key_suffix)
 }
 

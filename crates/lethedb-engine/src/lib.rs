@@ -56,6 +56,7 @@ mod records;
 pub mod request_units;
 mod rids;
 mod scans;
+mod scripts;
 mod sweep_stats;
 pub mod sweeper;
 pub mod throughput;
@@ -72,10 +73,14 @@ pub use epk::HashScheme;
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
 pub use lethedb_query::ClientPlan;
+pub use lethedb_scripts::Limits as ScriptLimits;
 pub use limits::{
     ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, SCANS_CONCURRENT_MAX,
 };
 pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
 pub use query::{client_plan, validate_query, QueryPage, QueryRequest};
 pub use rids::{etag, partition_key_range_rid};
+pub use scripts::{
+    script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,
+};
 pub use sweep_stats::{SweepStats, SweeperConfig};

@@ -40,6 +40,12 @@ pub(crate) fn validate_id(id: &str) -> EngineResult<()> {
 /// How many scans (queries, feeds, usage walks, catalog listings, sweeper searches) may run on
 /// the blocking pool at once; more wait for a permit without holding a request worker.
 pub const SCANS_CONCURRENT_MAX: usize = 8;
+/// The most script executions (stored procedures, triggered writes) that run at once; more
+/// wait for a permit. Each holds a blocking thread for up to its time budget.
+pub const SCRIPTS_CONCURRENT_MAX: usize = 4;
+/// How often a script transaction is run again when a concurrent write changed what it read
+/// before it could commit; after that the client is told to retry (449).
+pub const SCRIPT_ATTEMPTS_MAX: usize = 3;
 
 /// How long the all-versions change log keeps entries of a container whose `changeFeedPolicy`
 /// sets no retention (`serve --change-feed-retention-minutes` changes it).

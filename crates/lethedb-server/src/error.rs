@@ -71,6 +71,39 @@ struct Row {
     shown: Shown,
 }
 
+/// The statuses the table uses: HTTP's, and the service's own 449 (RetryWith), which HTTP
+/// does not name.
+mod statuses {
+    use axum::http::StatusCode;
+
+    macro_rules! named {
+        ($($name:ident),*) => {
+            $(pub const $name: StatusCode = StatusCode::$name;)*
+        };
+    }
+    named!(
+        BAD_REQUEST,
+        CONFLICT,
+        FAILED_DEPENDENCY,
+        FORBIDDEN,
+        GONE,
+        INTERNAL_SERVER_ERROR,
+        METHOD_NOT_ALLOWED,
+        NOT_FOUND,
+        PAYLOAD_TOO_LARGE,
+        PRECONDITION_FAILED,
+        REQUEST_TIMEOUT,
+        SERVICE_UNAVAILABLE,
+        TOO_MANY_REQUESTS,
+        UNAUTHORIZED
+    );
+    /// The service's "retry with": a write conflicted with another; the SDKs retry it.
+    pub const RETRY_WITH: StatusCode = match StatusCode::from_u16(449) {
+        Ok(status) => status,
+        Err(_) => StatusCode::SERVICE_UNAVAILABLE,
+    };
+}
+
 /// Writes the table as aligned rows, `code => status, substatus, Cosmos code, shown;`, and
 /// generates from them the lookup (a `match` with no wildcard arm, so a new engine code does not
 /// compile until it has a row) and the list of every code.
@@ -83,7 +116,7 @@ macro_rules! error_table {
             fn row(self) -> Row {
                 match self {
                     $(Code::$variant $((ErrorCode::$engine))? => Row {
-                        status: StatusCode::$status,
+                        status: statuses::$status,
                         substatus: $substatus,
                         cosmos_code: $cosmos_code,
                         shown: Shown::$shown,
@@ -130,6 +163,13 @@ error_table! {
     Engine(ChangeFeedOutsideRetention)  => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(ItemTooLarge)                => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
     Engine(BatchOperationNotAttempted)  => FAILED_DEPENDENCY,     0,    "FailedDependency",      Shown;
+    Engine(ScriptFailed)                => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    // 408: the service's answer when a script runs past its time limit.
+    Engine(ScriptTimeout)               => REQUEST_TIMEOUT,       0,    "RequestTimeout",        Shown;
+    Engine(ScriptOutOfMemory)           => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    // 449: the SDKs retry it by themselves.
+    Engine(ScriptConflict)              => RETRY_WITH,            0,    "RetryWith",             Shown;
+    Engine(TriggerNotApplicable)        => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(StorageUnavailable)          => SERVICE_UNAVAILABLE,   0,    "ServiceUnavailable",    Hidden;
     // Retrying reads the same bytes, so corruption is a 500, which the SDKs do not retry.
     Engine(StoreCorrupted)              => INTERNAL_SERVER_ERROR, 0,    "InternalServerError",   Hidden;
@@ -215,6 +255,8 @@ pub struct ApiError {
     /// The body's `additionalErrorInfo`: the query plan, as JSON text, when a query needs the
     /// SDK's client pipeline.
     pub additional_error_info: Option<String>,
+    /// A substatus of this failure's own, replacing its code's (a script's error number).
+    pub substatus: Option<u32>,
 }
 
 impl ApiError {
@@ -225,6 +267,7 @@ impl ApiError {
             message: message.into(),
             retry_after_ms: None,
             additional_error_info: None,
+            substatus: None,
         }
     }
 
@@ -263,6 +306,7 @@ impl From<EngineError> for ApiError {
             retry_after_ms: (code == ErrorCode::WriterBusy)
                 .then_some(lethedb_engine::writer::WRITER_BUSY_RETRY_AFTER_MS),
             additional_error_info: None,
+            substatus: error.substatus,
         }
     }
 }
@@ -297,7 +341,10 @@ impl IntoResponse for ApiError {
         headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
         // The SDKs read the substatus to tell apart failures with one status; sending it always
         // (0 when the status says it all) matches the service.
-        headers.insert("x-ms-substatus", HeaderValue::from(row.substatus));
+        headers.insert(
+            "x-ms-substatus",
+            HeaderValue::from(self.substatus.unwrap_or(row.substatus)),
+        );
         if let Some(retry_after_ms) = self.retry_after_ms {
             // The SDKs retry 429s after this many milliseconds.
             headers.insert(

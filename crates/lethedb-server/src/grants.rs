@@ -92,7 +92,8 @@ fn rule(operation: Operation) -> (Rule, Partition) {
         | Operation::Replace
         | Operation::Patch
         | Operation::Delete
-        | Operation::DeletePartition => (Rule::Write, Header),
+        | Operation::DeletePartition
+        | Operation::ExecuteStoredProcedure => (Rule::Write, Header),
         Operation::ReadOfferFeed
         | Operation::QueryOffers
         | Operation::ReadOffer
@@ -146,7 +147,8 @@ pub fn entra_allows(operation: Operation) -> bool {
         | Operation::DeletePartition
         | Operation::ReadConflictFeed
         | Operation::QueryConflicts
-        | Operation::ReadConflict => true,
+        | Operation::ReadConflict
+        | Operation::ExecuteStoredProcedure => true,
         Operation::CreateDatabase
         | Operation::DeleteDatabase
         | Operation::CreateContainer

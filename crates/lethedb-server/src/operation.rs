@@ -72,11 +72,13 @@ pub enum Operation {
     DeletePermission,
     QueryConflicts,
     ReadConflict,
+    /// Running a stored procedure (`POST .../sprocs/{id}`) in one logical partition.
+    ExecuteStoredProcedure,
 }
 
 impl Operation {
     /// Every operation, for tests and documentation.
-    pub const ALL: [Operation; 49] = [
+    pub const ALL: [Operation; 50] = [
         Operation::ReadAccount,
         Operation::ReadDatabaseFeed,
         Operation::QueryDatabases,
@@ -126,6 +128,7 @@ impl Operation {
         Operation::DeletePermission,
         Operation::QueryConflicts,
         Operation::ReadConflict,
+        Operation::ExecuteStoredProcedure,
     ];
 
     /// The stable name used as the metrics label and in logs. Names already scraped by
@@ -181,6 +184,7 @@ impl Operation {
             Operation::DeletePermission => "DeletePermission",
             Operation::QueryConflicts => "QueryConflicts",
             Operation::ReadConflict => "ReadConflict",
+            Operation::ExecuteStoredProcedure => "ExecuteStoredProcedure",
         }
     }
 
@@ -235,7 +239,8 @@ impl Operation {
             | Operation::CreatePermission
             | Operation::ReplacePermission
             | Operation::UpsertPermission
-            | Operation::DeletePermission => false,
+            | Operation::DeletePermission
+            | Operation::ExecuteStoredProcedure => false,
         }
     }
 
@@ -260,6 +265,7 @@ impl Operation {
                 | Operation::Replace
                 | Operation::Patch
                 | Operation::Delete
+                | Operation::ExecuteStoredProcedure
         )
     }
 }
@@ -375,6 +381,9 @@ pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> Ap
             Method::DELETE => Operation::DeletePermission,
             _ => return Err(method_not_allowed(method, path)),
         },
+        (["dbs", "colls", "sprocs"], true) if method == Method::POST => {
+            Operation::ExecuteStoredProcedure
+        }
         (["dbs", "colls", "sprocs"], false) if method == Method::GET => {
             Operation::ReadStoredProcedureFeed
         }

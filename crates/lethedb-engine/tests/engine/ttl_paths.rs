@@ -487,6 +487,7 @@ async fn invalid_item_ttl_is_rejected_only_while_ttl_is_on() {
             Err(EngineError {
                 code: ErrorCode::InvalidTtl,
                 message: Some(message),
+                ..
             }) => {
                 assert!(message.starts_with("The input ttl '"), "{message}");
             }

@@ -5,6 +5,7 @@
 //! rules (ids, partition keys, TTL, preconditions) are the engine's.
 
 use super::context::Context;
+use super::scripts::{named_triggers, triggered_write};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{
     continuation, epk_range, header, header_is_true, if_match, if_none_match, page_items_max,
@@ -14,7 +15,7 @@ use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{
     request_units, Container, ErrorCode, ItemOutcome, QueryPage, QueryRequest, StoredItem,
-    WriteMode,
+    TriggeredOperation, WriteMode,
 };
 use std::sync::Arc;
 
@@ -60,9 +61,25 @@ fn item_range(context: &Context<'_>, container: &Container, item: Option<&Stored
     value.map_or(0, |value| container.range_of(&value))
 }
 
+/// The container an item request addresses.
+fn addressed(context: &Context<'_>) -> ApiResult<Arc<Container>> {
+    Ok(context
+        .state
+        .engine
+        .read_container(context.path.id(0), context.path.id(1))?)
+}
+
 /// `POST` to a container's items without a query or batch flag: a create, or an upsert when
 /// `x-ms-documentdb-is-upsert` says so.
 pub async fn create(context: &Context<'_>, mode: WriteMode) -> ApiResult<Reply> {
+    if let Some(triggers) = named_triggers(context) {
+        let body = parse_json(context.body)?;
+        let operation = match mode {
+            WriteMode::Upsert => TriggeredOperation::Upsert(body),
+            _ => TriggeredOperation::Create(body),
+        };
+        return triggered_write(context, &addressed(context)?, operation, triggers).await;
+    }
     let outcome = context
         .state
         .engine
@@ -109,6 +126,11 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
 }
 
 pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
+    if let Some(triggers) = named_triggers(context) {
+        let operation =
+            TriggeredOperation::Replace(context.path.id(2).to_string(), parse_json(context.body)?);
+        return triggered_write(context, &addressed(context)?, operation, triggers).await;
+    }
     let outcome = context
         .state
         .engine
@@ -141,6 +163,10 @@ pub async fn patch(context: &Context<'_>) -> ApiResult<Reply> {
 }
 
 pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+    if let Some(triggers) = named_triggers(context) {
+        let operation = TriggeredOperation::Delete(context.path.id(2).to_string());
+        return triggered_write(context, container, operation, triggers).await;
+    }
     let lsn = context
         .state
         .engine

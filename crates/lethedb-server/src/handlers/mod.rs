@@ -16,6 +16,7 @@ mod databases;
 mod internal;
 mod items;
 mod offers;
+mod scripts;
 mod users;
 
 pub use context::Context;
@@ -106,5 +107,6 @@ pub async fn route(
         Operation::ReplacePermission => users::replace_permission(context).await,
         Operation::UpsertPermission => users::upsert_permission(context).await,
         Operation::DeletePermission => users::delete_permission(context).await,
+        Operation::ExecuteStoredProcedure => scripts::execute(context, container()?).await,
     }
 }

@@ -1,0 +1,110 @@
+//! Committing what a script wrote: one writer job that first re-checks every item the script
+//! read (each must still have the version the script saw, or still be absent), then applies
+//! its writes in order, each by the rules of its single-item counterpart, all under one LSN.
+//! Any difference from what the script saw fails the job, which the writer rolls back whole,
+//! and the caller runs the script again on a fresh snapshot.
+
+use super::view::ScriptWrite;
+use crate::container::Container;
+use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::expiry::record_is_expired;
+use crate::items::{apply_delete, apply_write, read_record, StoredItem};
+use crate::partition_key::PartitionKeyValue;
+use crate::records::{read_counters, writer_container};
+use crate::writer::WriteContext;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What a script's execution left to commit.
+pub(crate) struct CommitPlan {
+    pub(crate) database_id: String,
+    pub(crate) container_id: String,
+    /// The container the script ran against: a container deleted and recreated meanwhile is
+    /// another one.
+    pub(crate) container_number: u32,
+    pub(crate) partition: PartitionKeyValue,
+    pub(crate) reads: HashMap<Vec<u8>, Option<u64>>,
+    pub(crate) writes: Vec<ScriptWrite>,
+    /// The keys of the items written, whose final versions the caller needs.
+    pub(crate) written_keys: Vec<Vec<u8>>,
+}
+
+/// The final versions of the written items that still exist, by key, and the container's LSN
+/// after the commit.
+pub(crate) type Committed = (HashMap<Vec<u8>, StoredItem>, u64);
+
+/// The failure that sends the script back to run again.
+pub(crate) fn conflict() -> EngineError {
+    EngineError::new(ErrorCode::ScriptConflict)
+}
+
+/// Applies `plan` inside the writer; see the module's doc.
+pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineResult<Committed> {
+    let container = writer_container(context, &plan.database_id, &plan.container_id)?;
+    if container.number != plan.container_number {
+        return Err(conflict());
+    }
+    for (key, seen) in &plan.reads {
+        let now = read_record(context.reader(), key)?
+            .filter(|record| !record_is_expired(&container, record, context.now_ms))
+            .map(|record| record.lsn);
+        if now != *seen {
+            return Err(conflict());
+        }
+    }
+    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+    context.pinned_lsn = Some(lsn + 1);
+    let applied = apply_writes(context, &container, &plan.partition, plan.writes);
+    context.pinned_lsn = None;
+    applied?;
+    let mut finals = HashMap::new();
+    for key in plan.written_keys {
+        if let Some(record) = read_record(context.reader(), &key)? {
+            let item = StoredItem {
+                container: Arc::clone(&container),
+                record,
+            };
+            finals.insert(key, item);
+        }
+    }
+    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+    Ok((finals, lsn))
+}
+
+fn apply_writes(
+    context: &mut WriteContext<'_>,
+    container: &Arc<Container>,
+    partition: &PartitionKeyValue,
+    writes: Vec<ScriptWrite>,
+) -> EngineResult<()> {
+    for write in writes {
+        let applied = match write {
+            ScriptWrite::Put {
+                mode,
+                id,
+                document,
+                bytes,
+            } => apply_write(
+                context,
+                Arc::clone(container),
+                mode,
+                Some(partition.clone()),
+                id,
+                document,
+                bytes,
+                None,
+            )
+            .map(|_| ()),
+            ScriptWrite::Delete { id } => {
+                apply_delete(context, container, Some(partition.clone()), &id, None).map(|_| ())
+            }
+        };
+        match applied {
+            Ok(()) => {}
+            Err(error) if error.code.is_service_failure() => return Err(error),
+            // The script saw this operation succeed; failing now means the state moved.
+            Err(_) => return Err(conflict()),
+        }
+    }
+    Ok(())
+}

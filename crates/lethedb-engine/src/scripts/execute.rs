@@ -1,0 +1,492 @@
+//! The engine's entry points for scripts: executing a stored procedure, and an item write with
+//! pre- and post-triggers.
+//!
+//! Both run the same way: on a blocking thread under the script permits, the script (or the
+//! triggers around the write) runs against a `ScriptView` of a fresh snapshot, then what it
+//! wrote is committed through the writer in one job (`commit.rs`). When a concurrent write
+//! changed something the script read, the job fails and the whole execution runs again on a new
+//! snapshot, up to `SCRIPT_ATTEMPTS_MAX` times, then the client is told to retry (449). A
+//! script that wrote nothing commits nothing. A failure of the script (an exception, `abort`,
+//! the time budget, the memory cap, a write outside its partition) leaves nothing behind,
+//! because nothing was applied.
+
+use super::commit::{self, CommitPlan, Committed};
+use super::view::{ScriptView, ScriptWriteError};
+use crate::catalog::kinds::{ResourceKind, ResourceParent};
+use crate::container::Container;
+use crate::engine::Engine;
+use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::items::{StoredItem, WriteMode};
+use crate::limits::SCRIPT_ATTEMPTS_MAX;
+use crate::partition_key::PartitionKeyValue;
+use crate::records::read_counters;
+use crate::request_units;
+use lethedb_scripts::{Failure, Invocation, Outcome};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Request units per millisecond a script computes, on top of its operations' charges.
+const REQUEST_UNITS_PER_SCRIPT_MS: f64 = 1.0;
+
+/// A stored procedure's answer.
+#[derive(Debug)]
+pub struct ScriptResponse {
+    /// What the script set as the response body (`""` when it set nothing).
+    pub body: Value,
+    /// `console.log` output, when logging was asked for.
+    pub log: Option<String>,
+    pub request_units: f64,
+    /// The container's LSN after the execution (for the session token).
+    pub lsn: u64,
+}
+
+/// An item write named with triggers (`x-ms-documentdb-pre-trigger-include`, `...-post-...`).
+#[derive(Clone, Debug)]
+pub struct TriggeredWrite {
+    pub operation: TriggeredOperation,
+    pub partition_key: Option<PartitionKeyValue>,
+    pub if_match: Option<String>,
+    pub pre_triggers: Vec<String>,
+    pub post_triggers: Vec<String>,
+}
+
+/// The write a triggered request makes.
+#[derive(Clone, Debug)]
+pub enum TriggeredOperation {
+    Create(Value),
+    Upsert(Value),
+    /// Replace the item with this id by the body.
+    Replace(String, Value),
+    Delete(String),
+}
+
+impl TriggeredOperation {
+    /// The name `getRequest().getOperationType()` returns.
+    fn type_name(&self) -> &'static str {
+        match self {
+            TriggeredOperation::Create(_) => "Create",
+            TriggeredOperation::Upsert(_) => "Upsert",
+            TriggeredOperation::Replace(..) => "Replace",
+            TriggeredOperation::Delete(_) => "Delete",
+        }
+    }
+
+    /// Whether a trigger registered for `registered` (as stored, any casing) runs on it.
+    fn admits(&self, registered: &str) -> bool {
+        let registered = registered.to_ascii_lowercase();
+        let accepted: &[&str] = match self {
+            TriggeredOperation::Create(_) => &["all", "create", "insert"],
+            TriggeredOperation::Upsert(_) => {
+                &["all", "create", "insert", "replace", "update", "upsert"]
+            }
+            TriggeredOperation::Replace(..) => &["all", "replace", "update"],
+            TriggeredOperation::Delete(_) => &["all", "delete"],
+        };
+        accepted.contains(&registered.as_str())
+    }
+}
+
+/// What a triggered write produced.
+#[derive(Debug)]
+pub struct TriggeredOutcome {
+    /// The item written (`None` for a delete).
+    pub item: Option<StoredItem>,
+    /// Whether the write created the item.
+    pub created: bool,
+    pub request_units: f64,
+    pub lsn: u64,
+}
+
+/// Maps a sandbox failure to the engine's: the message the service gives, and a thrown
+/// `Error(number, ...)`'s number as the substatus.
+fn script_error(failure: Failure) -> EngineError {
+    match failure {
+        Failure::Thrown {
+            number, message, ..
+        } => EngineError::with_message(
+            ErrorCode::ScriptFailed,
+            format!("Encountered exception while executing function. Exception = {message}"),
+        )
+        .with_substatus(number.and_then(|n| u32::try_from(n).ok())),
+        Failure::Timeout => EngineError::new(ErrorCode::ScriptTimeout),
+        Failure::OutOfMemory => EngineError::new(ErrorCode::ScriptOutOfMemory),
+        Failure::Operation(error) if error.status >= 500 => {
+            EngineError::with_message(ErrorCode::StorageUnavailable, error.message)
+        }
+        Failure::Operation(error) => {
+            EngineError::with_message(ErrorCode::ScriptFailed, error.message)
+        }
+        Failure::Sandbox(message) => EngineError::with_message(
+            ErrorCode::Internal,
+            format!("the script sandbox failed: {message}"),
+        ),
+    }
+}
+
+/// Gives the writes' final system properties to every copy of a written document in `value`
+/// (a script's response body): a copy carries a provisional `_etag` until the commit.
+fn finalize(
+    value: &mut Value,
+    provisional: &HashMap<String, Vec<u8>>,
+    finals: &HashMap<Vec<u8>, StoredItem>,
+) {
+    match value {
+        Value::Array(items) => {
+            for item in items {
+                finalize(item, provisional, finals);
+            }
+        }
+        Value::Object(map) => {
+            let item = map
+                .get("_etag")
+                .and_then(Value::as_str)
+                .and_then(|etag| provisional.get(etag))
+                .and_then(|key| finals.get(key));
+            if let Some(Ok(Value::Object(stored))) = item.map(StoredItem::to_value) {
+                for name in ["_rid", "_self", "_etag", "_ts"] {
+                    if let Some(value) = stored.get(name) {
+                        map.insert(name.into(), value.clone());
+                    }
+                }
+            }
+            for (_, inner) in map.iter_mut() {
+                finalize(inner, provisional, finals);
+            }
+        }
+        _ => {}
+    }
+}
+
+impl Engine {
+    /// Runs `work` on a blocking thread under a script permit.
+    async fn run_script<T, F>(&self, work: F) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine) -> EngineResult<T> + Send + 'static,
+    {
+        let permit = Arc::clone(&self.inner.scripts)
+            .acquire_owned()
+            .await
+            .map_err(|_| {
+                EngineError::with_message(ErrorCode::WriterStopped, "the engine is shutting down")
+            })?;
+        let engine = self.clone();
+        tokio::task::spawn_blocking(move || {
+            let _permit = permit;
+            work(&engine)
+        })
+        .await
+        .map_err(|error| {
+            EngineError::with_message(ErrorCode::Internal, format!("a script stopped: {error}"))
+        })?
+    }
+
+    /// Commits a view's writes through the writer (from a blocking thread).
+    fn commit_view(&self, plan: CommitPlan) -> EngineResult<Committed> {
+        let engine = self.clone();
+        tokio::runtime::Handle::current().block_on(async move {
+            engine
+                .inner
+                .writer
+                .write(move |context| commit::apply(context, plan))
+                .await
+        })
+    }
+
+    fn script_body(
+        &self,
+        kind: ResourceKind,
+        container: &Container,
+        id: &str,
+    ) -> EngineResult<Value> {
+        let parent = ResourceParent::Container {
+            database_id: container.database_id.clone(),
+            container_id: container.id.clone(),
+        };
+        self.read_resource(kind, &parent, id)
+    }
+
+    /// Executes a stored procedure with `arguments` in the logical partition `partition_key`.
+    pub async fn execute_stored_procedure(
+        &self,
+        container: &Arc<Container>,
+        id: &str,
+        partition_key: Option<PartitionKeyValue>,
+        arguments: Vec<Value>,
+        logging: bool,
+    ) -> EngineResult<ScriptResponse> {
+        let resource = self.script_body(ResourceKind::StoredProcedure, container, id)?;
+        let source = resource
+            .get("body")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let partition = container.partition_key.point_key(partition_key)?;
+        let container = Arc::clone(container);
+        self.run_script(move |engine| {
+            let invocation = Invocation::StoredProcedure { arguments };
+            for _ in 0..SCRIPT_ATTEMPTS_MAX {
+                let started = Instant::now();
+                let reader = engine.inner.store.read()?;
+                let mut view = ScriptView::new(
+                    Arc::clone(&container),
+                    &*reader,
+                    engine.now_ms(),
+                    partition.clone(),
+                );
+                let outcome: Outcome = lethedb_scripts::run(
+                    &source,
+                    &invocation,
+                    logging,
+                    &mut view,
+                    &engine.inner.script_limits,
+                )
+                .map_err(script_error)?;
+                let request_units = request_units::round_total(
+                    view.request_units
+                        + started.elapsed().as_secs_f64() * 1000.0 * REQUEST_UNITS_PER_SCRIPT_MS,
+                );
+                let log = logging.then_some(outcome.log);
+                let mut body = outcome.response_body;
+                if view.writes.is_empty() {
+                    let lsn = read_counters(&*reader, container.key_number())?.lsn;
+                    return Ok(ScriptResponse {
+                        body,
+                        log,
+                        request_units,
+                        lsn,
+                    });
+                }
+                let provisional = std::mem::take(&mut view.provisional_etags);
+                let plan = plan_of(&container, view);
+                drop(reader);
+                match engine.commit_view(plan) {
+                    Ok((finals, lsn)) => {
+                        finalize(&mut body, &provisional, &finals);
+                        return Ok(ScriptResponse {
+                            body,
+                            log,
+                            request_units,
+                            lsn,
+                        });
+                    }
+                    Err(error) if error.code == ErrorCode::ScriptConflict => continue,
+                    Err(error) => return Err(error),
+                }
+            }
+            Err(commit::conflict())
+        })
+        .await
+    }
+
+    /// Runs an item write with its triggers in one transaction: the pre-triggers (which may
+    /// replace the body), the write, then the post-triggers; an exception in any rolls all back.
+    pub async fn write_item_with_triggers(
+        &self,
+        container: &Arc<Container>,
+        write: TriggeredWrite,
+    ) -> EngineResult<TriggeredOutcome> {
+        let load = |ids: &[String], wanted: &str| -> EngineResult<Vec<(String, String)>> {
+            ids.iter()
+                .map(|id| {
+                    let trigger = self.script_body(ResourceKind::Trigger, container, id)?;
+                    let text = |name: &str| {
+                        trigger
+                            .get(name)
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string()
+                    };
+                    if !text("triggerType").eq_ignore_ascii_case(wanted) {
+                        return Err(EngineError::with_message(
+                            ErrorCode::TriggerNotApplicable,
+                            format!("The trigger '{id}' is not a {wanted}-trigger."),
+                        ));
+                    }
+                    let registered = text("triggerOperation");
+                    if !write.operation.admits(&registered) {
+                        return Err(EngineError::with_message(
+                            ErrorCode::TriggerNotApplicable,
+                            format!(
+                                "The trigger '{id}' is registered for the operation '{registered}' and cannot run on a {} operation.",
+                                write.operation.type_name()
+                            ),
+                        ));
+                    }
+                    Ok((id.clone(), text("body")))
+                })
+                .collect()
+        };
+        let pre = load(&write.pre_triggers, "pre")?;
+        let post = load(&write.post_triggers, "post")?;
+        let partition = match (&write.partition_key, &write.operation) {
+            (Some(sent), _) => container.partition_key.require_full(sent.clone())?,
+            (
+                None,
+                TriggeredOperation::Create(body)
+                | TriggeredOperation::Upsert(body)
+                | TriggeredOperation::Replace(_, body),
+            ) => container.partition_key.extract(body),
+            (None, TriggeredOperation::Delete(_)) => container.partition_key.point_key(None)?,
+        };
+        let container = Arc::clone(container);
+        self.run_script(move |engine| {
+            for _ in 0..SCRIPT_ATTEMPTS_MAX {
+                let reader = engine.inner.store.read()?;
+                let mut view = ScriptView::new(
+                    Arc::clone(&container),
+                    &*reader,
+                    engine.now_ms(),
+                    partition.clone(),
+                );
+                let (key, created) = triggered_write(engine, &mut view, &write, &pre, &post)?;
+                let request_units = request_units::round_total(view.request_units);
+                let plan = plan_of(&container, view);
+                drop(reader);
+                match engine.commit_view(plan) {
+                    Ok((mut finals, lsn)) => {
+                        return Ok(TriggeredOutcome {
+                            item: key.and_then(|key| finals.remove(&key)),
+                            created,
+                            request_units,
+                            lsn,
+                        })
+                    }
+                    Err(error) if error.code == ErrorCode::ScriptConflict => continue,
+                    Err(error) => return Err(error),
+                }
+            }
+            Err(commit::conflict())
+        })
+        .await
+    }
+}
+
+/// The triggers and the write inside one view; returns the written item's key (none for a
+/// delete) and whether the write created it.
+fn triggered_write(
+    engine: &Engine,
+    view: &mut ScriptView<'_>,
+    write: &TriggeredWrite,
+    pre: &[(String, String)],
+    post: &[(String, String)],
+) -> EngineResult<(Option<Vec<u8>>, bool)> {
+    let operation = write.operation.type_name();
+    let limits = &engine.inner.script_limits;
+    let mut body = match &write.operation {
+        TriggeredOperation::Create(body)
+        | TriggeredOperation::Upsert(body)
+        | TriggeredOperation::Replace(_, body) => body.clone(),
+        TriggeredOperation::Delete(_) => Value::Null,
+    };
+    for (_, source) in pre {
+        let invocation = Invocation::PreTrigger {
+            operation,
+            request_body: body.clone(),
+        };
+        body = lethedb_scripts::run(source, &invocation, false, view, limits)
+            .map_err(script_error)?
+            .request_body;
+    }
+    let written = |result: Result<Arc<Value>, ScriptWriteError>| match result {
+        Ok(document) => Ok(document),
+        Err(ScriptWriteError::Failed(error)) => Err(error),
+        Err(ScriptWriteError::OutsidePartition) => {
+            Err(EngineError::new(ErrorCode::PartitionKeyMismatch))
+        }
+    };
+    let as_map = |body: Value| match body {
+        Value::Object(map) => Ok(map),
+        _ => Err(EngineError::new(ErrorCode::InvalidDocument)),
+    };
+    let (key, created, response) = match &write.operation {
+        TriggeredOperation::Create(_) | TriggeredOperation::Upsert(_) => {
+            let mode = if matches!(write.operation, TriggeredOperation::Create(_)) {
+                WriteMode::Create
+            } else {
+                WriteMode::Upsert
+            };
+            let id = body.get("id").and_then(Value::as_str).unwrap_or_default();
+            let existed = view.current(&view.key_of(id))?.is_some();
+            let document = written(view.put(
+                mode,
+                None,
+                as_map(body.clone())?,
+                false,
+                write.if_match.as_deref(),
+            ))?;
+            let key = key_of_document(view, &document);
+            (Some(key), !existed, (*document).clone())
+        }
+        TriggeredOperation::Replace(id, _) => {
+            let target = view.key_of(id);
+            let document = written(view.put(
+                WriteMode::Replace(id.clone()),
+                Some(target),
+                as_map(body.clone())?,
+                false,
+                write.if_match.as_deref(),
+            ))?;
+            let key = key_of_document(view, &document);
+            (Some(key), false, (*document).clone())
+        }
+        TriggeredOperation::Delete(id) => {
+            let key = view.key_of(id);
+            view.delete(key, write.if_match.as_deref())?;
+            (None, false, Value::Null)
+        }
+    };
+    for (_, source) in post {
+        let invocation = Invocation::PostTrigger {
+            operation,
+            request_body: body.clone(),
+            response_body: response.clone(),
+        };
+        lethedb_scripts::run(source, &invocation, false, view, limits).map_err(script_error)?;
+    }
+    Ok((key, created))
+}
+
+fn key_of_document(view: &ScriptView<'_>, document: &Value) -> Vec<u8> {
+    view.key_of(
+        document
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or_default(),
+    )
+}
+
+/// What a finished view leaves to commit.
+fn plan_of(container: &Container, view: ScriptView<'_>) -> CommitPlan {
+    let mut written_keys: Vec<Vec<u8>> =
+        view.writes
+            .iter()
+            .map(|write| match write {
+                super::view::ScriptWrite::Put { id, .. }
+                | super::view::ScriptWrite::Delete { id } => view.key_of(id),
+            })
+            .collect();
+    written_keys.sort();
+    written_keys.dedup();
+    CommitPlan {
+        database_id: container.database_id.clone(),
+        container_id: container.id.clone(),
+        container_number: container.number,
+        partition: view.partition.clone(),
+        reads: view.reads,
+        writes: view.writes,
+        written_keys,
+    }
+}
+
+/// A body's arguments: the JSON array sent (an empty or `null` body means none; anything else
+/// is one argument).
+pub fn script_arguments(body: Option<Value>) -> Vec<Value> {
+    match body {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(arguments)) => arguments,
+        Some(other) => vec![other],
+    }
+}

@@ -1,0 +1,491 @@
+//! What a script sees and does while it runs: a storage snapshot of its partition, overlaid with
+//! its own writes, off the writer thread.
+//!
+//! Every operation is decided here against that view, with the rules of its single-item
+//! counterpart (ids, ETags, TTL, sizes), so the script's callbacks get the answers the service
+//! would give. Writes are not applied: they are kept, in order, for the commit (`commit.rs`),
+//! together with the version each item the script touched had in the snapshot (the read set),
+//! which the commit re-checks. Items the script writes carry provisional `_rid`s (for new
+//! items), `_etag`s and `_ts`s until the commit gives them their own.
+//!
+//! A script is confined to the partition key it was executed with: a read outside it finds
+//! nothing, and a write outside it ends the execution.
+
+use crate::container::Container;
+use crate::error::{corrupted, invalid_continuation, item_conflict, item_not_found};
+use crate::error::{precondition_failed, EngineError, EngineResult, ErrorCode};
+use crate::expiry::record_is_expired;
+use crate::item_requests::{decode_continuation, encode_continuation};
+use crate::items::{prepare_body, read_record, StoredItem, WriteMode};
+use crate::keys;
+use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
+use crate::partition_key::PartitionKeyValue;
+use crate::records::ItemRecord;
+use crate::request_units;
+use crate::rids;
+use crate::ttl;
+use lethedb_storage::{KeyRange, ReadTxn, Table};
+use serde_json::{Map, Value};
+use std::collections::{BTreeMap, HashMap};
+use std::ops::{Bound, ControlFlow};
+use std::sync::Arc;
+
+/// Document numbers of provisional rids start here, far above any real one.
+const PROVISIONAL_DOCUMENT_NUMBER_BASE: u64 = 0x00f0_0000_0000_0000;
+
+/// One write, kept for the commit.
+#[derive(Clone, Debug)]
+pub(crate) enum ScriptWrite {
+    Put {
+        mode: WriteMode,
+        id: String,
+        document: Value,
+        bytes: Vec<u8>,
+    },
+    Delete {
+        id: String,
+    },
+}
+
+/// The view of one execution.
+pub(crate) struct ScriptView<'r> {
+    pub(crate) container: Arc<Container>,
+    reader: &'r dyn ReadTxn,
+    now_ms: i64,
+    pub(crate) partition: PartitionKeyValue,
+    partition_bytes: Vec<u8>,
+    /// What the script wrote, by item key: the version it sees now (`None`: deleted).
+    local: BTreeMap<Vec<u8>, Option<Arc<Value>>>,
+    /// Provisional `_rid`s of items the script created, to their keys.
+    provisional_rids: HashMap<String, Vec<u8>>,
+    /// Provisional `_etag`s the script was shown, to the key of the item that carries them.
+    pub(crate) provisional_etags: HashMap<String, Vec<u8>>,
+    next_provisional: u64,
+    /// The LSN each item the script read or wrote had in the snapshot (`None`: absent).
+    pub(crate) reads: HashMap<Vec<u8>, Option<u64>>,
+    pub(crate) writes: Vec<ScriptWrite>,
+    pub(crate) request_units: f64,
+}
+
+impl<'r> ScriptView<'r> {
+    pub(crate) fn new(
+        container: Arc<Container>,
+        reader: &'r dyn ReadTxn,
+        now_ms: i64,
+        partition: PartitionKeyValue,
+    ) -> ScriptView<'r> {
+        let partition_bytes = partition.encode();
+        ScriptView {
+            container,
+            reader,
+            now_ms,
+            partition,
+            partition_bytes,
+            local: BTreeMap::new(),
+            provisional_rids: HashMap::new(),
+            provisional_etags: HashMap::new(),
+            next_provisional: 0,
+            reads: HashMap::new(),
+            writes: Vec::new(),
+            request_units: 0.0,
+        }
+    }
+
+    pub(crate) fn self_link(&self) -> String {
+        format!(
+            "dbs/{}/colls/{}/",
+            rids::database_rid(self.container.database_number),
+            rids::container_rid(self.container.database_number, self.container.number)
+        )
+    }
+
+    pub(crate) fn alt_link(&self) -> String {
+        format!(
+            "dbs/{}/colls/{}",
+            self.container.database_id, self.container.id
+        )
+    }
+
+    pub(crate) fn key_of(&self, id: &str) -> Vec<u8> {
+        keys::item_key(self.container.key_number(), &self.partition_bytes, id)
+    }
+
+    /// The visible version of an item in the view, recording a snapshot read.
+    pub(crate) fn current(&mut self, key: &[u8]) -> EngineResult<Option<Arc<Value>>> {
+        if let Some(local) = self.local.get(key) {
+            return Ok(local.clone());
+        }
+        let record = read_record(self.reader, key)?
+            .filter(|record| !record_is_expired(&self.container, record, self.now_ms));
+        self.reads
+            .entry(key.to_vec())
+            .or_insert(record.as_ref().map(|record| record.lsn));
+        match record {
+            None => Ok(None),
+            Some(record) => {
+                self.request_units += request_units::read(record.body.len());
+                let item = StoredItem {
+                    container: Arc::clone(&self.container),
+                    record,
+                };
+                Ok(Some(Arc::new(item.to_value()?)))
+            }
+        }
+    }
+
+    /// Makes sure the read set has the snapshot version of `key` (a write's base).
+    fn note_base(&mut self, key: &[u8]) -> EngineResult<()> {
+        if !self.local.contains_key(key) && !self.reads.contains_key(key) {
+            self.current(key)?;
+        }
+        Ok(())
+    }
+
+    /// The collection part of a link, checked to be this collection's (by rid or by name).
+    pub(crate) fn check_collection_link(&self, link: &str) -> EngineResult<()> {
+        let link = link.trim_matches('/');
+        let own = [self.self_link(), self.alt_link()];
+        if own.iter().any(|mine| link == mine.trim_matches('/')) {
+            return Ok(());
+        }
+        Err(outside_collection())
+    }
+
+    /// The key a document link names: `<collection link>/docs/<id or rid>`.
+    pub(crate) fn resolve_document_link(&mut self, link: &str) -> EngineResult<Vec<u8>> {
+        let link = link.trim_matches('/');
+        let by_name = format!("{}/docs/", self.alt_link().trim_matches('/'));
+        let by_rid = format!("{}/docs/", self.self_link().trim_matches('/'));
+        if let Some(id) = link.strip_prefix(&by_name) {
+            return Ok(self.key_of(id));
+        }
+        let Some(rid) = link.strip_prefix(&by_rid) else {
+            return Err(outside_collection());
+        };
+        if let Some(key) = self.provisional_rids.get(rid) {
+            return Ok(key.clone());
+        }
+        let Some(number) = rids::document_number_of(rid) else {
+            return Err(item_not_found());
+        };
+        let suffix = self.reader.get(
+            Table::ResourceIds,
+            &keys::resource_id_key(self.container.key_number(), number),
+        )?;
+        let Some(suffix) = suffix else {
+            return Err(item_not_found());
+        };
+        match keys::split_item_suffix(&suffix) {
+            Some((partition, id)) if partition == self.partition_bytes.as_slice() => {
+                Ok(self.key_of(id))
+            }
+            _ => Err(item_not_found()),
+        }
+    }
+
+    /// Checks a body for a write: the id (generated unless turned off), the item rules, and
+    /// the partition (a write outside it ends the execution: `Err(Ok(..))`).
+    fn prepare(
+        &self,
+        mut body: Map<String, Value>,
+        generate_id: bool,
+    ) -> Result<(String, Value, Vec<u8>), ScriptWriteError> {
+        if !body.contains_key("id") && generate_id {
+            body.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
+        }
+        let (id, document, bytes) = prepare_body(Value::Object(body))?;
+        ttl::validate_item_ttl(&document, self.container.ttl.is_on())?;
+        let key = self.container.partition_key.extract(&document);
+        if key.encode() != self.partition_bytes {
+            return Err(ScriptWriteError::OutsidePartition);
+        }
+        Ok((id, document, bytes))
+    }
+
+    /// The document as the script sees it after writing it: its body, the system properties
+    /// it keeps (`_rid` of a replaced item) or provisional ones.
+    fn written(&mut self, key: &[u8], document: &Value, rid: Option<String>) -> Arc<Value> {
+        self.next_provisional += 1;
+        let rid = rid.unwrap_or_else(|| {
+            let rid = self
+                .container
+                .document_rid(PROVISIONAL_DOCUMENT_NUMBER_BASE + self.next_provisional);
+            self.provisional_rids.insert(rid.clone(), key.to_vec());
+            rid
+        });
+        let etag = format!("\"lethedb-provisional-{:x}\"", self.next_provisional);
+        self.provisional_etags.insert(etag.clone(), key.to_vec());
+        let mut map = match document {
+            Value::Object(map) => map.clone(),
+            _ => Map::new(),
+        };
+        let self_link = format!("{}{rid}/", self.container.documents_self_prefix);
+        map.insert("_rid".into(), Value::String(rid));
+        map.insert("_self".into(), Value::String(self_link));
+        map.insert("_etag".into(), Value::String(etag));
+        map.insert("_attachments".into(), Value::String("attachments/".into()));
+        map.insert("_ts".into(), Value::from(self.now_ms.div_euclid(1000)));
+        Arc::new(Value::Object(map))
+    }
+
+    /// A create, upsert or replace (`replaced`: the key the link names, for a replace).
+    pub(crate) fn put(
+        &mut self,
+        mode: WriteMode,
+        replaced: Option<Vec<u8>>,
+        body: Map<String, Value>,
+        generate_id: bool,
+        if_match: Option<&str>,
+    ) -> Result<Arc<Value>, ScriptWriteError> {
+        let (id, document, bytes) = self.prepare(body, generate_id)?;
+        let key = self.key_of(&id);
+        let target = replaced.clone().unwrap_or_else(|| key.clone());
+        let existing = self.current(&target)?;
+        self.note_base(&key)?;
+        let condition = |existing: &Option<Arc<Value>>| -> EngineResult<()> {
+            let Some(expected) = if_match else {
+                return Ok(());
+            };
+            let current = existing
+                .as_ref()
+                .and_then(|doc| doc.get("_etag"))
+                .and_then(Value::as_str);
+            if expected == "*" && current.is_some() || current == Some(expected) {
+                Ok(())
+            } else {
+                Err(precondition_failed())
+            }
+        };
+        let mode = match mode {
+            WriteMode::Create if existing.is_some() => return Err(item_conflict().into()),
+            WriteMode::Create => WriteMode::Create,
+            WriteMode::Upsert => {
+                if existing.is_some() {
+                    condition(&existing)?;
+                }
+                WriteMode::Upsert
+            }
+            WriteMode::Replace(_) => {
+                if existing.is_none() {
+                    return Err(item_not_found().into());
+                }
+                condition(&existing)?;
+                if target != key && self.current(&key)?.is_some() {
+                    return Err(item_conflict().into());
+                }
+                let (_, old_id) = keys::split_item_suffix(keys::item_key_suffix(&target))
+                    .ok_or_else(|| corrupted("item key"))?;
+                WriteMode::Replace(old_id.to_string())
+            }
+        };
+        let kept_rid = existing
+            .as_ref()
+            .and_then(|doc| doc.get("_rid"))
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        if target != key {
+            self.local.insert(target, None);
+        }
+        let seen = self.written(&key, &document, kept_rid);
+        self.local.insert(key, Some(Arc::clone(&seen)));
+        self.request_units += request_units::write(bytes.len());
+        self.writes.push(ScriptWrite::Put {
+            mode,
+            id,
+            document,
+            bytes,
+        });
+        Ok(seen)
+    }
+
+    pub(crate) fn delete(&mut self, key: Vec<u8>, if_match: Option<&str>) -> EngineResult<()> {
+        let existing = self.current(&key)?.ok_or_else(item_not_found)?;
+        if let Some(expected) = if_match {
+            if expected != "*" && existing.get("_etag").and_then(Value::as_str) != Some(expected) {
+                return Err(precondition_failed());
+            }
+        }
+        let (_, id) = keys::split_item_suffix(keys::item_key_suffix(&key))
+            .ok_or_else(|| corrupted("item key"))?;
+        self.writes.push(ScriptWrite::Delete { id: id.to_string() });
+        self.local.insert(key, None);
+        self.request_units += request_units::write(0);
+        Ok(())
+    }
+
+    /// Visits the partition's visible documents in key order after `after` (a key suffix),
+    /// the script's own writes included, until `visit` breaks.
+    pub(crate) fn scan(
+        &mut self,
+        after: Option<&[u8]>,
+        visit: &mut dyn FnMut(&[u8], &Value) -> ControlFlow<()>,
+    ) -> EngineResult<()> {
+        let number = self.container.key_number();
+        let prefix = keys::partition_prefix(number, &self.partition_bytes);
+        let mut range = KeyRange::prefix(&prefix);
+        if let Some(after) = after {
+            let start = keys::item_key_from_suffix(number, after);
+            if !start.starts_with(&prefix) {
+                return Err(invalid_continuation());
+            }
+            range.start = Bound::Excluded(start);
+        }
+        let local_range = (range.start.clone(), range.end.clone());
+        let mut pending = self.local.range(local_range).peekable();
+        let (container, now_ms) = (Arc::clone(&self.container), self.now_ms);
+        let reads = &mut self.reads;
+        let mut stopped = false;
+        let mut failure: Option<EngineError> = None;
+        let mut scanned_bytes = 0usize;
+        self.reader.scan(Table::Items, &range, &mut |key, value| {
+            while let Some((local_key, local)) = pending.peek() {
+                if local_key.as_slice() > key {
+                    break;
+                }
+                let overrides = local_key.as_slice() == key;
+                if let Some(document) = local {
+                    if visit(local_key, document).is_break() {
+                        stopped = true;
+                        return ControlFlow::Break(());
+                    }
+                }
+                pending.next();
+                if overrides {
+                    return ControlFlow::Continue(());
+                }
+            }
+            let Some(record) = ItemRecord::decode(value) else {
+                failure = Some(corrupted("item"));
+                return ControlFlow::Break(());
+            };
+            if record_is_expired(&container, &record, now_ms) {
+                return ControlFlow::Continue(());
+            }
+            reads.entry(key.to_vec()).or_insert(Some(record.lsn));
+            scanned_bytes += record.body.len();
+            let item = StoredItem {
+                container: Arc::clone(&container),
+                record,
+            };
+            match item.to_value() {
+                Ok(document) => {
+                    if visit(key, &document).is_break() {
+                        stopped = true;
+                        return ControlFlow::Break(());
+                    }
+                    ControlFlow::Continue(())
+                }
+                Err(error) => {
+                    failure = Some(error);
+                    ControlFlow::Break(())
+                }
+            }
+        })?;
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        if !stopped {
+            for (local_key, local) in pending {
+                if let Some(document) = local {
+                    if visit(local_key, document).is_break() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.request_units += request_units::read(scanned_bytes);
+        Ok(())
+    }
+
+    /// One page of the partition's documents.
+    pub(crate) fn read_feed(
+        &mut self,
+        page_size: Option<i64>,
+        continuation: Option<&str>,
+    ) -> EngineResult<(Vec<Value>, Option<String>)> {
+        let size = page_items(page_size);
+        let after = continuation.map(decode_continuation).transpose()?;
+        let mut documents = Vec::new();
+        let mut last = Vec::new();
+        let mut more = false;
+        self.scan(after.as_deref(), &mut |key, document| {
+            if documents.len() == size {
+                more = true;
+                return ControlFlow::Break(());
+            }
+            documents.push(document.clone());
+            last = keys::item_key_suffix(key).to_vec();
+            ControlFlow::Continue(())
+        })?;
+        let continuation = more.then(|| encode_continuation(&last));
+        Ok((documents, continuation))
+    }
+
+    /// One page of a query over the partition's documents.
+    pub(crate) fn query(
+        &mut self,
+        text: &str,
+        parameters: &[(String, Value)],
+        page_size: Option<i64>,
+        continuation: Option<&str>,
+    ) -> EngineResult<(Vec<Value>, Option<String>)> {
+        let prepared = lethedb_query::prepare_with_computed(
+            text,
+            parameters,
+            self.now_ms,
+            &self.container.computed,
+        )?;
+        let mut run = prepared.start_page(continuation, page_items(page_size))?;
+        let after = run.resume_after().map(<[u8]>::to_vec);
+        let mut failure = None;
+        let mut full = false;
+        self.scan(after.as_deref(), &mut |key, document| match run
+            .push(keys::item_key_suffix(key), document)
+        {
+            Ok(flow) => {
+                full = flow.is_break();
+                flow
+            }
+            Err(error) => {
+                failure = Some(error);
+                ControlFlow::Break(())
+            }
+        })?;
+        if let Some(error) = failure {
+            return Err(error.into());
+        }
+        let page = run.finish(!full)?;
+        self.request_units += request_units::query(page.documents_scanned, page.items.len() as u64);
+        Ok((page.items, page.continuation))
+    }
+}
+
+/// Why a write failed: an ordinary failure (the script's callback gets it), or a write outside
+/// the script's partition (the execution ends).
+#[derive(Debug)]
+pub(crate) enum ScriptWriteError {
+    Failed(EngineError),
+    OutsidePartition,
+}
+
+impl From<EngineError> for ScriptWriteError {
+    fn from(error: EngineError) -> Self {
+        ScriptWriteError::Failed(error)
+    }
+}
+
+fn outside_collection() -> EngineError {
+    EngineError::with_message(
+        ErrorCode::InvalidResourcePath,
+        "Function is not allowed to operate on resources outside current collection. Make sure that the link provided starts with the link of the current collection.",
+    )
+}
+
+/// A script's page size: the service's default of 100, -1 for as many as allowed.
+fn page_items(page_size: Option<i64>) -> usize {
+    match page_size {
+        None | Some(0) => PAGE_ITEMS_DEFAULT,
+        Some(size) if size < 0 => PAGE_ITEMS_MAX,
+        Some(size) => (size as usize).min(PAGE_ITEMS_MAX),
+    }
+}
