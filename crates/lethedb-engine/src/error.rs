@@ -277,6 +277,8 @@ impl From<QueryError> for EngineError {
             QueryError::Unsupported(_) | QueryError::Semantic(_) => ErrorCode::QuerySemantic,
             QueryError::LimitExceeded(_) => ErrorCode::QueryLimit,
             QueryError::InvalidContinuation(_) => ErrorCode::InvalidContinuation,
+            QueryError::FunctionFailed(_) => ErrorCode::ScriptFailed,
+            QueryError::FunctionTimeout => ErrorCode::ScriptTimeout,
             // The engine broke the paging contract: a bug, not the client's doing.
             QueryError::Usage(_) => ErrorCode::Internal,
         };

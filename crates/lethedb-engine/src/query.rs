@@ -80,8 +80,9 @@ pub fn client_plan(
     parameters: &[(String, Value)],
     now_ms: i64,
     container: &Container,
+    udfs: Option<Arc<dyn lethedb_query::UdfHost>>,
 ) -> EngineResult<lethedb_query::ClientPlan> {
-    let prepared = lethedb_query::prepare(text, parameters, now_ms)?;
+    let prepared = lethedb_query::prepare_with_udfs(text, parameters, now_ms, udfs)?;
     let definition = &container.partition_key;
     let paths = if definition.is_system_key() {
         &[][..]
@@ -106,6 +107,7 @@ impl Engine {
             &request.parameters,
             now_ms,
             &container.computed,
+            self.query_udfs(container, &request.text)?,
         )?;
         let definition = &container.partition_key;
         let scope = match &request.partition_key {

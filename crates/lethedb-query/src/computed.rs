@@ -8,9 +8,11 @@
 //! `prepared.rs`.
 
 use serde_json::Value;
+use std::sync::Arc;
 
 use crate::ast::{Expr, Projection, Query, Source};
 use crate::builtins::{Builtin, Kind};
+use crate::context::UdfHost;
 use crate::error::QueryError;
 use crate::parser;
 use crate::prepared::{prepare_parsed, Prepared};
@@ -144,16 +146,18 @@ impl ComputedProperties {
     }
 }
 
-/// [`crate::prepare`] for a container with computed properties.
+/// [`crate::prepare`] for a container with computed properties (and, when the caller has
+/// them, user-defined functions).
 pub fn prepare_with_computed(
     text: &str,
     parameters: &[(String, Value)],
     now_ms: i64,
     computed: &ComputedProperties,
+    udfs: Option<Arc<dyn UdfHost>>,
 ) -> Result<Prepared, QueryError> {
     let mut query = parser::parse(text)?;
     computed.apply(&mut query);
-    prepare_parsed(query, text, parameters, now_ms, None)
+    prepare_parsed(query, text, parameters, now_ms, udfs)
 }
 
 fn check_name(name: &str) -> Result<(), String> {
@@ -404,7 +408,7 @@ mod tests {
     }
 
     fn run(text: &str, documents: &[Value]) -> Vec<Value> {
-        let prepared = prepare_with_computed(text, &[], 0, &computed()).expect("prepare");
+        let prepared = prepare_with_computed(text, &[], 0, &computed(), None).expect("prepare");
         let mut run = prepared.start_page(None, 100).expect("page");
         for (n, document) in documents.iter().enumerate() {
             let key = (n as u64).to_be_bytes();

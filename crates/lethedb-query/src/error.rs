@@ -23,6 +23,12 @@ pub enum QueryError {
     /// A continuation token that this query did not produce, or that was damaged.
     #[error("Invalid continuation token: {0}")]
     InvalidContinuation(String),
+    /// A user-defined function threw (or did not compile); the message names it.
+    #[error("{0}")]
+    FunctionFailed(String),
+    /// The user-defined functions of the query ran past their time budget.
+    #[error("The user-defined functions of the query did not complete within their time limit.")]
+    FunctionTimeout,
     /// The caller broke the paging contract (e.g. unordered keys, zero page size).
     #[error("Invalid use of the paging interface: {0}")]
     Usage(String),

@@ -10,11 +10,13 @@
 //!   asks of its collection and what it is answered.
 //! - `run.rs` — [`run`]: executes a stored procedure or trigger ([`Invocation`]) into an
 //!   [`Outcome`] or a [`Failure`]; `prelude.js` is the server-side API scripts call.
+//! - `udf.rs` — [`Udfs`]: one query page's user-defined functions, called per row.
 
 mod host;
 mod limits;
 mod run;
 mod syntax;
+mod udf;
 
 pub use host::{
     Answer, Collection, FeedOptions, OperationError, ReadOptions, Request, WriteOptions,
@@ -25,3 +27,4 @@ pub use limits::{
 };
 pub use run::{run, Failure, Invocation, Outcome};
 pub use syntax::{check_syntax, SyntaxError};
+pub use udf::{UdfError, Udfs};

@@ -13,6 +13,7 @@
 use super::commit::{self, CommitPlan, Committed};
 use super::view::{ScriptView, ScriptWriteError};
 use crate::catalog::kinds::{ResourceKind, ResourceParent};
+use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
@@ -25,7 +26,6 @@ use lethedb_scripts::{Failure, Invocation, Outcome};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
 
 /// Request units per millisecond a script computes, on top of its operations' charges.
 const REQUEST_UNITS_PER_SCRIPT_MS: f64 = 1.0;
@@ -228,7 +228,7 @@ impl Engine {
         self.run_script(move |engine| {
             let invocation = Invocation::StoredProcedure { arguments };
             for _ in 0..SCRIPT_ATTEMPTS_MAX {
-                let started = Instant::now();
+                let started = Stopwatch::start();
                 let reader = engine.inner.store.read()?;
                 let mut view = ScriptView::new(
                     Arc::clone(&container),

@@ -5,11 +5,12 @@
 //! Floors, from the bottom up: `view` (the snapshot overlaid with the script's writes, and its
 //! read set) → `collection` (the view as the sandbox's `Collection`) and `commit` (re-check
 //! the read set, apply the writes under one LSN) → `execute` (the entry points: run, commit,
-//! retry on conflict).
+//! retry on conflict); `udfs` (a query's user-defined functions behind the query crate's hook).
 
 mod collection;
 mod commit;
 mod execute;
+mod udfs;
 mod view;
 
 pub use execute::{

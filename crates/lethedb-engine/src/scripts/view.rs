@@ -434,6 +434,7 @@ impl<'r> ScriptView<'r> {
             parameters,
             self.now_ms,
             &self.container.computed,
+            None,
         )?;
         let mut run = prepared.start_page(continuation, page_items(page_size))?;
         let after = run.resume_after().map(<[u8]>::to_vec);

@@ -377,3 +377,84 @@ async fn triggers_run_in_the_writes_transaction() {
     assert_eq!(wrong_type.code, ErrorCode::TriggerNotApplicable);
     assert_eq!(ids(&engine).await, vec!["a".to_string()]);
 }
+
+async fn query(engine: &Engine, text: &str) -> Result<Vec<Value>, lethedb_engine::EngineError> {
+    let container = engine.read_container("db", "c").expect("container");
+    let request = lethedb_engine::QueryRequest {
+        text: text.into(),
+        partition_key: pk("p"),
+        page_items_max: Some(1000),
+        ..Default::default()
+    };
+    engine
+        .query_items(&container, &request)
+        .await
+        .map(|page| page.items)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn user_defined_functions_run_in_projections_filters_and_ordering() {
+    let (engine, _) = engine(None).await;
+    for (id, income) in [("a", 500), ("b", 20_000), ("c", 8_000)] {
+        engine
+            .write_item(
+                "db",
+                "c",
+                WriteMode::Create,
+                pk("p"),
+                json!({"id": id, "pk": "p", "income": income}),
+                None,
+            )
+            .await
+            .unwrap();
+    }
+    let tax = "function tax(income) { return income > 1000 ? income * 0.1 : 0; }";
+    store_script(
+        &engine,
+        ResourceKind::UserDefinedFunction,
+        json!({"id": "tax", "body": tax}),
+    )
+    .await;
+    store_script(
+        &engine,
+        ResourceKind::UserDefinedFunction,
+        json!({"id": "negate", "body": "function (n) { return -n; }"}),
+    )
+    .await;
+    store_script(
+        &engine,
+        ResourceKind::UserDefinedFunction,
+        json!({"id": "fail", "body": "function () { throw 'no input'; }"}),
+    )
+    .await;
+    assert_eq!(
+        query(
+            &engine,
+            "SELECT c.id, udf.tax(c.income) AS tax FROM c WHERE udf.tax(c.income) > 100"
+        )
+        .await
+        .unwrap(),
+        vec![
+            json!({"id": "b", "tax": 2000}),
+            json!({"id": "c", "tax": 800})
+        ]
+    );
+    assert_eq!(
+        query(
+            &engine,
+            "SELECT VALUE c.id FROM c ORDER BY udf.negate(c.income)"
+        )
+        .await
+        .unwrap(),
+        vec![json!("b"), json!("c"), json!("a")]
+    );
+    let missing = query(&engine, "SELECT VALUE udf.nope(c.income) FROM c")
+        .await
+        .unwrap_err();
+    assert_eq!(missing.code, ErrorCode::QuerySemantic, "{missing}");
+    let thrown = query(&engine, "SELECT VALUE udf.fail(c.income) FROM c")
+        .await
+        .unwrap_err();
+    assert_eq!(thrown.code, ErrorCode::ScriptFailed, "{thrown}");
+    assert!(thrown.to_string().contains("no input"), "{thrown}");
+}

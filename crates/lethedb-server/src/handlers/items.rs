@@ -275,6 +275,7 @@ fn refuse_if_client_pipeline_needed(
         &request.parameters,
         context.state.engine.now_ms(),
         container,
+        context.state.engine.query_udfs(container, &request.text)?,
     )?;
     if !plan.fans_out() || !plan.needs_client_pipeline() {
         return Ok(());
@@ -300,6 +301,7 @@ pub fn query_plan(context: &Context<'_>, container: &Container) -> ApiResult<Rep
         &request.parameters,
         context.state.engine.now_ms(),
         container,
+        context.state.engine.query_udfs(container, &request.text)?,
     )?;
     let supported = header(context.headers, SUPPORTED_QUERY_FEATURES).unwrap_or_default();
     if let Some(message) = plan.unsupported_message(supported) {

@@ -56,6 +56,7 @@ fn trial_path(operation: Operation) -> &'static str {
         Operation::ReadTriggerFeed => "/dbs/db/colls/c/triggers",
         Operation::ReadConflictFeed | Operation::QueryConflicts => "/dbs/db/colls/c/conflicts",
         Operation::ReadConflict => "/dbs/db/colls/c/conflicts/x",
+        Operation::ExecuteStoredProcedure => "/dbs/db/colls/c/sprocs/s",
     }
 }
 
@@ -113,6 +114,7 @@ const TABLE: &[(&str, &str)] = &[
     ("DeletePermission", "nnnnnnnnn"),
     ("QueryConflicts", "yynnnnyyy"),
     ("ReadConflict", "yynnnnyyy"),
+    ("ExecuteStoredProcedure", "nynnnnnyy"),
 ];
 
 fn grant(mode: Mode, link: &str, partition_key: Option<&str>) -> Grant {

@@ -168,6 +168,12 @@ fn every_operation_is_classified_from_method_path_and_headers() {
             &[],
             DeletePermission,
         ),
+        (
+            "POST",
+            "/dbs/d/colls/c/sprocs/s",
+            &[],
+            ExecuteStoredProcedure,
+        ),
     ];
     let mut seen = HashSet::new();
     for (method, path, pairs, expected) in table {
@@ -275,7 +281,8 @@ fn every_operation_has_a_unique_name_and_one_kind() {
             "Read",
             "Replace",
             "Patch",
-            "Delete"
+            "Delete",
+            "ExecuteStoredProcedure"
         ]
     );
     let writes: Vec<&str> = Operation::ALL
@@ -306,7 +313,8 @@ fn every_operation_has_a_unique_name_and_one_kind() {
             "CreatePermission",
             "ReplacePermission",
             "UpsertPermission",
-            "DeletePermission"
+            "DeletePermission",
+            "ExecuteStoredProcedure"
         ]
     );
 }
