@@ -17,6 +17,7 @@ mod load;
 mod open_loop;
 mod report;
 mod resources;
+mod scripts;
 mod sections;
 mod server_snapshot;
 mod servers;
@@ -52,6 +53,9 @@ enum Command {
     Compare(CompareArgs),
     /// Run one workload against a running server.
     Run(RunArgs),
+    /// Server-side JavaScript figures against a running LetheDB (stored procedures, bulk
+    /// import inside an execution, the cost of a UDF in a query); prints JSON.
+    Scripts(ScriptsArgs),
     /// Serve hello world (the HTTP ceiling).
     Hello {
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -149,6 +153,23 @@ struct CompareArgs {
 }
 
 #[derive(Args)]
+struct ScriptsArgs {
+    /// `127.0.0.1:PORT` of a running LetheDB (start it with `--no-rate-limit`).
+    #[arg(long)]
+    endpoint: String,
+    #[arg(long, default_value_t = 8)]
+    clients: usize,
+    #[arg(long, default_value_t = 3.0)]
+    duration: f64,
+    #[arg(long, default_value_t = 20_000)]
+    import_items: usize,
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    #[arg(long, default_value = lethedb_auth::EMULATOR_KEY, hide_default_value = true)]
+    key: String,
+}
+
+#[derive(Args)]
 struct RunArgs {
     #[command(flatten)]
     shape: Shape,
@@ -180,6 +201,7 @@ fn main() -> anyhow::Result<()> {
                 match command {
                     Command::Compare(args) => compare_command(args).await,
                     Command::Run(args) => run_command(args).await,
+                    Command::Scripts(args) => scripts_command(args).await,
                     Command::Hello { .. } => Ok(()),
                 }
             })
@@ -258,6 +280,19 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
     if !clean {
         anyhow::bail!("some workloads saw errors (listed above)");
     }
+    Ok(())
+}
+
+async fn scripts_command(args: ScriptsArgs) -> anyhow::Result<()> {
+    let endpoint = cosmos::Endpoint::new(args.endpoint.clone(), false, &args.key)?;
+    let config = scripts::ScriptsConfig {
+        clients: args.clients,
+        duration: Duration::from_secs_f64(args.duration),
+        import_items: args.import_items,
+        rounds: args.rounds.max(1),
+    };
+    let result = scripts::run(endpoint, &config).await?;
+    println!("{}", serde_json::to_string_pretty(&result)?);
     Ok(())
 }
 
