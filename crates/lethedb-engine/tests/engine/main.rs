@@ -13,5 +13,6 @@ mod faults;
 mod model;
 mod ranges;
 mod resources;
+mod scripts;
 mod sweeper;
 mod ttl_paths;
