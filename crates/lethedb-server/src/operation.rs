@@ -49,7 +49,7 @@ pub enum Operation {
     ReadOffer,
     ReplaceOffer,
     /// The feeds of the child resources the engine's generic catalog holds (users, scripts,
-    /// conflicts); creating scripts comes with the feature that uses them.
+    /// conflicts).
     ReadUserFeed,
     ReadStoredProcedureFeed,
     ReadUserDefinedFunctionFeed,
@@ -72,11 +72,32 @@ pub enum Operation {
     DeletePermission,
     QueryConflicts,
     ReadConflict,
+    /// Stored procedures, triggers and user-defined functions of a container
+    /// (`dbs/{db}/colls/{c}/sprocs`, `triggers`, `udfs`): their REST resources. Executing a
+    /// stored procedure (a POST to its own path) is not one of these.
+    CreateStoredProcedure,
+    QueryStoredProcedures,
+    ReadStoredProcedure,
+    ReplaceStoredProcedure,
+    UpsertStoredProcedure,
+    DeleteStoredProcedure,
+    CreateTrigger,
+    QueryTriggers,
+    ReadTrigger,
+    ReplaceTrigger,
+    UpsertTrigger,
+    DeleteTrigger,
+    CreateUserDefinedFunction,
+    QueryUserDefinedFunctions,
+    ReadUserDefinedFunction,
+    ReplaceUserDefinedFunction,
+    UpsertUserDefinedFunction,
+    DeleteUserDefinedFunction,
 }
 
 impl Operation {
     /// Every operation, for tests and documentation.
-    pub const ALL: [Operation; 49] = [
+    pub const ALL: [Operation; 67] = [
         Operation::ReadAccount,
         Operation::ReadDatabaseFeed,
         Operation::QueryDatabases,
@@ -126,6 +147,24 @@ impl Operation {
         Operation::DeletePermission,
         Operation::QueryConflicts,
         Operation::ReadConflict,
+        Operation::CreateStoredProcedure,
+        Operation::QueryStoredProcedures,
+        Operation::ReadStoredProcedure,
+        Operation::ReplaceStoredProcedure,
+        Operation::UpsertStoredProcedure,
+        Operation::DeleteStoredProcedure,
+        Operation::CreateTrigger,
+        Operation::QueryTriggers,
+        Operation::ReadTrigger,
+        Operation::ReplaceTrigger,
+        Operation::UpsertTrigger,
+        Operation::DeleteTrigger,
+        Operation::CreateUserDefinedFunction,
+        Operation::QueryUserDefinedFunctions,
+        Operation::ReadUserDefinedFunction,
+        Operation::ReplaceUserDefinedFunction,
+        Operation::UpsertUserDefinedFunction,
+        Operation::DeleteUserDefinedFunction,
     ];
 
     /// The stable name used as the metrics label and in logs. Names already scraped by
@@ -181,6 +220,24 @@ impl Operation {
             Operation::DeletePermission => "DeletePermission",
             Operation::QueryConflicts => "QueryConflicts",
             Operation::ReadConflict => "ReadConflict",
+            Operation::CreateStoredProcedure => "CreateStoredProcedure",
+            Operation::QueryStoredProcedures => "QueryStoredProcedures",
+            Operation::ReadStoredProcedure => "ReadStoredProcedure",
+            Operation::ReplaceStoredProcedure => "ReplaceStoredProcedure",
+            Operation::UpsertStoredProcedure => "UpsertStoredProcedure",
+            Operation::DeleteStoredProcedure => "DeleteStoredProcedure",
+            Operation::CreateTrigger => "CreateTrigger",
+            Operation::QueryTriggers => "QueryTriggers",
+            Operation::ReadTrigger => "ReadTrigger",
+            Operation::ReplaceTrigger => "ReplaceTrigger",
+            Operation::UpsertTrigger => "UpsertTrigger",
+            Operation::DeleteTrigger => "DeleteTrigger",
+            Operation::CreateUserDefinedFunction => "CreateUserDefinedFunction",
+            Operation::QueryUserDefinedFunctions => "QueryUserDefinedFunctions",
+            Operation::ReadUserDefinedFunction => "ReadUserDefinedFunction",
+            Operation::ReplaceUserDefinedFunction => "ReplaceUserDefinedFunction",
+            Operation::UpsertUserDefinedFunction => "UpsertUserDefinedFunction",
+            Operation::DeleteUserDefinedFunction => "DeleteUserDefinedFunction",
         }
     }
 
@@ -214,7 +271,13 @@ impl Operation {
             | Operation::QueryPermissions
             | Operation::ReadPermission
             | Operation::QueryConflicts
-            | Operation::ReadConflict => true,
+            | Operation::ReadConflict
+            | Operation::QueryStoredProcedures
+            | Operation::ReadStoredProcedure
+            | Operation::QueryTriggers
+            | Operation::ReadTrigger
+            | Operation::QueryUserDefinedFunctions
+            | Operation::ReadUserDefinedFunction => true,
             Operation::CreateDatabase
             | Operation::DeleteDatabase
             | Operation::CreateContainer
@@ -235,7 +298,19 @@ impl Operation {
             | Operation::CreatePermission
             | Operation::ReplacePermission
             | Operation::UpsertPermission
-            | Operation::DeletePermission => false,
+            | Operation::DeletePermission
+            | Operation::CreateStoredProcedure
+            | Operation::ReplaceStoredProcedure
+            | Operation::UpsertStoredProcedure
+            | Operation::DeleteStoredProcedure
+            | Operation::CreateTrigger
+            | Operation::ReplaceTrigger
+            | Operation::UpsertTrigger
+            | Operation::DeleteTrigger
+            | Operation::CreateUserDefinedFunction
+            | Operation::ReplaceUserDefinedFunction
+            | Operation::UpsertUserDefinedFunction
+            | Operation::DeleteUserDefinedFunction => false,
         }
     }
 
@@ -375,15 +450,56 @@ pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> Ap
             Method::DELETE => Operation::DeletePermission,
             _ => return Err(method_not_allowed(method, path)),
         },
-        (["dbs", "colls", "sprocs"], false) if method == Method::GET => {
-            Operation::ReadStoredProcedureFeed
+        (["dbs", "colls", "sprocs"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryStoredProcedures,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertStoredProcedure
+            }
+            Method::POST => Operation::CreateStoredProcedure,
+            Method::GET => Operation::ReadStoredProcedureFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        // A POST to a stored procedure's own path executes it, which is not served here: it
+        // falls through to the unknown-resource answer below.
+        (["dbs", "colls", "sprocs"], true) if method == Method::GET => {
+            Operation::ReadStoredProcedure
         }
-        (["dbs", "colls", "udfs"], false) if method == Method::GET => {
-            Operation::ReadUserDefinedFunctionFeed
+        (["dbs", "colls", "sprocs"], true) if method == Method::PUT => {
+            Operation::ReplaceStoredProcedure
         }
-        (["dbs", "colls", "triggers"], false) if method == Method::GET => {
-            Operation::ReadTriggerFeed
+        (["dbs", "colls", "sprocs"], true) if method == Method::DELETE => {
+            Operation::DeleteStoredProcedure
         }
+        (["dbs", "colls", "triggers"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryTriggers,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertTrigger
+            }
+            Method::POST => Operation::CreateTrigger,
+            Method::GET => Operation::ReadTriggerFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "triggers"], true) => match *method {
+            Method::GET => Operation::ReadTrigger,
+            Method::PUT => Operation::ReplaceTrigger,
+            Method::DELETE => Operation::DeleteTrigger,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "udfs"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryUserDefinedFunctions,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertUserDefinedFunction
+            }
+            Method::POST => Operation::CreateUserDefinedFunction,
+            Method::GET => Operation::ReadUserDefinedFunctionFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "udfs"], true) => match *method {
+            Method::GET => Operation::ReadUserDefinedFunction,
+            Method::PUT => Operation::ReplaceUserDefinedFunction,
+            Method::DELETE => Operation::DeleteUserDefinedFunction,
+            _ => return Err(method_not_allowed(method, path)),
+        },
         (["dbs", "colls", "conflicts"], false) => match *method {
             Method::POST if is_query(headers) => Operation::QueryConflicts,
             Method::GET => Operation::ReadConflictFeed,
