@@ -54,6 +54,9 @@ pub enum ErrorCode {
     InvalidTtl,
     /// An indexing policy is invalid.
     InvalidIndexingPolicy,
+    /// A stored procedure's, trigger's or user-defined function's body does not compile as
+    /// JavaScript.
+    InvalidScript,
     /// Manual or autoscale throughput settings are invalid.
     InvalidThroughput,
     /// A batch body or one of its operations is malformed.
@@ -143,6 +146,9 @@ impl ErrorCode {
             }
             ErrorCode::InvalidTtl => "The time to live is invalid.",
             ErrorCode::InvalidIndexingPolicy => "The indexing policy is invalid.",
+            ErrorCode::InvalidScript => {
+                "Encountered exception while compiling Javascript. Exception = SyntaxError"
+            }
             ErrorCode::InvalidThroughput => "The throughput settings are invalid.",
             ErrorCode::InvalidBatch => "The batch request is invalid.",
             ErrorCode::InvalidPatch => "The patch request is invalid.",

@@ -10,7 +10,10 @@
 //! - `engine.rs`: [`Engine`] (open, close, admission and charging), [`EngineConfig`].
 //! - `catalog/`: databases and containers (`create_database`, `read_container`, ...),
 //!   `container_usage`; `catalog/resource.rs`: child resources (`create_resource`,
-//!   `list_resources`, ...); `catalog/kinds.rs`: [`ResourceKind`], [`ResourceParent`].
+//!   `list_resources`, ...); `catalog/kinds.rs`: [`ResourceKind`], [`ResourceParent`];
+//!   `catalog/script_body.rs`: [`TriggerType`], [`TriggerOperation`] (a script's body is
+//!   checked when stored); `catalog/scripts.rs`: `read_script` ([`ScriptResource`]),
+//!   `list_udfs`.
 //! - `item_requests.rs`: item requests (`write_item`, `read_item`, `read_feed`, ...);
 //!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`WriteMode`], [`Feed`].
 //! - `query.rs`: `query_items`, `query_resources`, [`QueryRequest`], [`QueryPage`],
@@ -64,6 +67,8 @@ pub mod ttl;
 pub mod writer;
 
 pub use catalog::kinds::{ResourceKind, ResourceParent};
+pub use catalog::script_body::{TriggerOperation, TriggerType};
+pub use catalog::scripts::ScriptResource;
 pub use catalog::usage::RangeStatistics;
 pub use change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
 pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};

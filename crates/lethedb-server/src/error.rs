@@ -152,6 +152,7 @@ error_table! {
     Engine(PartitionKeyRangeGone)       => GONE,                  1002, "Gone",                  Shown;
     Engine(InvalidTtl)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidIndexingPolicy)       => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidScript)               => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidThroughput)           => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidBatch)                => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidPatch)                => BAD_REQUEST,           0,    "BadRequest",            Shown;

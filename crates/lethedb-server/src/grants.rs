@@ -8,6 +8,8 @@
 //!   account (`GET /`), the database, the container and its partition key ranges.
 //! - A `resourcePartitionKey` limits item operations to that logical partition: a request for
 //!   another key, a batch holding one, or a query or feed across partitions is refused.
+//! - A container's stored procedures, triggers and user-defined functions are below it: read
+//!   with `Read`, created, replaced and deleted with `All`.
 //! - No token ever allows users, permissions, offers, or listing and creating databases.
 //!
 //! An Entra ID token is judged by [`entra_allows`]: data operations and metadata reads, never
@@ -117,7 +119,25 @@ fn rule(operation: Operation) -> (Rule, Partition) {
         | Operation::ReadTriggerFeed
         | Operation::ReadConflictFeed
         | Operation::QueryConflicts
-        | Operation::ReadConflict => (Rule::Read, Ignored),
+        | Operation::ReadConflict
+        | Operation::QueryStoredProcedures
+        | Operation::ReadStoredProcedure
+        | Operation::QueryTriggers
+        | Operation::ReadTrigger
+        | Operation::QueryUserDefinedFunctions
+        | Operation::ReadUserDefinedFunction => (Rule::Read, Ignored),
+        Operation::CreateStoredProcedure
+        | Operation::ReplaceStoredProcedure
+        | Operation::UpsertStoredProcedure
+        | Operation::DeleteStoredProcedure
+        | Operation::CreateTrigger
+        | Operation::ReplaceTrigger
+        | Operation::UpsertTrigger
+        | Operation::DeleteTrigger
+        | Operation::CreateUserDefinedFunction
+        | Operation::ReplaceUserDefinedFunction
+        | Operation::UpsertUserDefinedFunction
+        | Operation::DeleteUserDefinedFunction => (Rule::Write, Ignored),
     }
 }
 
@@ -174,7 +194,25 @@ pub fn entra_allows(operation: Operation) -> bool {
         | Operation::DeletePermission
         | Operation::ReadStoredProcedureFeed
         | Operation::ReadUserDefinedFunctionFeed
-        | Operation::ReadTriggerFeed => false,
+        | Operation::ReadTriggerFeed
+        | Operation::QueryStoredProcedures
+        | Operation::ReadStoredProcedure
+        | Operation::QueryTriggers
+        | Operation::ReadTrigger
+        | Operation::QueryUserDefinedFunctions
+        | Operation::ReadUserDefinedFunction
+        | Operation::CreateStoredProcedure
+        | Operation::ReplaceStoredProcedure
+        | Operation::UpsertStoredProcedure
+        | Operation::DeleteStoredProcedure
+        | Operation::CreateTrigger
+        | Operation::ReplaceTrigger
+        | Operation::UpsertTrigger
+        | Operation::DeleteTrigger
+        | Operation::CreateUserDefinedFunction
+        | Operation::ReplaceUserDefinedFunction
+        | Operation::UpsertUserDefinedFunction
+        | Operation::DeleteUserDefinedFunction => false,
     }
 }
 

@@ -49,7 +49,7 @@ pub enum Operation {
     ReadOffer,
     ReplaceOffer,
     /// The feeds of the child resources the engine's generic catalog holds (users, scripts,
-    /// conflicts); creating scripts comes with the feature that uses them.
+    /// conflicts).
     ReadUserFeed,
     ReadStoredProcedureFeed,
     ReadUserDefinedFunctionFeed,
@@ -72,13 +72,34 @@ pub enum Operation {
     DeletePermission,
     QueryConflicts,
     ReadConflict,
+    /// Stored procedures, triggers and user-defined functions of a container
+    /// (`dbs/{db}/colls/{c}/sprocs`, `triggers`, `udfs`): their REST resources. Executing a
+    /// stored procedure (a POST to its own path) is not one of these.
+    CreateStoredProcedure,
+    QueryStoredProcedures,
+    ReadStoredProcedure,
+    ReplaceStoredProcedure,
+    UpsertStoredProcedure,
+    DeleteStoredProcedure,
+    CreateTrigger,
+    QueryTriggers,
+    ReadTrigger,
+    ReplaceTrigger,
+    UpsertTrigger,
+    DeleteTrigger,
+    CreateUserDefinedFunction,
+    QueryUserDefinedFunctions,
+    ReadUserDefinedFunction,
+    ReplaceUserDefinedFunction,
+    UpsertUserDefinedFunction,
+    DeleteUserDefinedFunction,
     /// Running a stored procedure (`POST .../sprocs/{id}`) in one logical partition.
     ExecuteStoredProcedure,
 }
 
 impl Operation {
     /// Every operation, for tests and documentation.
-    pub const ALL: [Operation; 50] = [
+    pub const ALL: [Operation; 68] = [
         Operation::ReadAccount,
         Operation::ReadDatabaseFeed,
         Operation::QueryDatabases,
@@ -128,6 +149,24 @@ impl Operation {
         Operation::DeletePermission,
         Operation::QueryConflicts,
         Operation::ReadConflict,
+        Operation::CreateStoredProcedure,
+        Operation::QueryStoredProcedures,
+        Operation::ReadStoredProcedure,
+        Operation::ReplaceStoredProcedure,
+        Operation::UpsertStoredProcedure,
+        Operation::DeleteStoredProcedure,
+        Operation::CreateTrigger,
+        Operation::QueryTriggers,
+        Operation::ReadTrigger,
+        Operation::ReplaceTrigger,
+        Operation::UpsertTrigger,
+        Operation::DeleteTrigger,
+        Operation::CreateUserDefinedFunction,
+        Operation::QueryUserDefinedFunctions,
+        Operation::ReadUserDefinedFunction,
+        Operation::ReplaceUserDefinedFunction,
+        Operation::UpsertUserDefinedFunction,
+        Operation::DeleteUserDefinedFunction,
         Operation::ExecuteStoredProcedure,
     ];
 
@@ -184,6 +223,24 @@ impl Operation {
             Operation::DeletePermission => "DeletePermission",
             Operation::QueryConflicts => "QueryConflicts",
             Operation::ReadConflict => "ReadConflict",
+            Operation::CreateStoredProcedure => "CreateStoredProcedure",
+            Operation::QueryStoredProcedures => "QueryStoredProcedures",
+            Operation::ReadStoredProcedure => "ReadStoredProcedure",
+            Operation::ReplaceStoredProcedure => "ReplaceStoredProcedure",
+            Operation::UpsertStoredProcedure => "UpsertStoredProcedure",
+            Operation::DeleteStoredProcedure => "DeleteStoredProcedure",
+            Operation::CreateTrigger => "CreateTrigger",
+            Operation::QueryTriggers => "QueryTriggers",
+            Operation::ReadTrigger => "ReadTrigger",
+            Operation::ReplaceTrigger => "ReplaceTrigger",
+            Operation::UpsertTrigger => "UpsertTrigger",
+            Operation::DeleteTrigger => "DeleteTrigger",
+            Operation::CreateUserDefinedFunction => "CreateUserDefinedFunction",
+            Operation::QueryUserDefinedFunctions => "QueryUserDefinedFunctions",
+            Operation::ReadUserDefinedFunction => "ReadUserDefinedFunction",
+            Operation::ReplaceUserDefinedFunction => "ReplaceUserDefinedFunction",
+            Operation::UpsertUserDefinedFunction => "UpsertUserDefinedFunction",
+            Operation::DeleteUserDefinedFunction => "DeleteUserDefinedFunction",
             Operation::ExecuteStoredProcedure => "ExecuteStoredProcedure",
         }
     }
@@ -218,7 +275,13 @@ impl Operation {
             | Operation::QueryPermissions
             | Operation::ReadPermission
             | Operation::QueryConflicts
-            | Operation::ReadConflict => true,
+            | Operation::ReadConflict
+            | Operation::QueryStoredProcedures
+            | Operation::ReadStoredProcedure
+            | Operation::QueryTriggers
+            | Operation::ReadTrigger
+            | Operation::QueryUserDefinedFunctions
+            | Operation::ReadUserDefinedFunction => true,
             Operation::CreateDatabase
             | Operation::DeleteDatabase
             | Operation::CreateContainer
@@ -240,6 +303,18 @@ impl Operation {
             | Operation::ReplacePermission
             | Operation::UpsertPermission
             | Operation::DeletePermission
+            | Operation::CreateStoredProcedure
+            | Operation::ReplaceStoredProcedure
+            | Operation::UpsertStoredProcedure
+            | Operation::DeleteStoredProcedure
+            | Operation::CreateTrigger
+            | Operation::ReplaceTrigger
+            | Operation::UpsertTrigger
+            | Operation::DeleteTrigger
+            | Operation::CreateUserDefinedFunction
+            | Operation::ReplaceUserDefinedFunction
+            | Operation::UpsertUserDefinedFunction
+            | Operation::DeleteUserDefinedFunction
             | Operation::ExecuteStoredProcedure => false,
         }
     }
@@ -381,18 +456,57 @@ pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> Ap
             Method::DELETE => Operation::DeletePermission,
             _ => return Err(method_not_allowed(method, path)),
         },
+        (["dbs", "colls", "sprocs"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryStoredProcedures,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertStoredProcedure
+            }
+            Method::POST => Operation::CreateStoredProcedure,
+            Method::GET => Operation::ReadStoredProcedureFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
         (["dbs", "colls", "sprocs"], true) if method == Method::POST => {
             Operation::ExecuteStoredProcedure
         }
-        (["dbs", "colls", "sprocs"], false) if method == Method::GET => {
-            Operation::ReadStoredProcedureFeed
+        (["dbs", "colls", "sprocs"], true) if method == Method::GET => {
+            Operation::ReadStoredProcedure
         }
-        (["dbs", "colls", "udfs"], false) if method == Method::GET => {
-            Operation::ReadUserDefinedFunctionFeed
+        (["dbs", "colls", "sprocs"], true) if method == Method::PUT => {
+            Operation::ReplaceStoredProcedure
         }
-        (["dbs", "colls", "triggers"], false) if method == Method::GET => {
-            Operation::ReadTriggerFeed
+        (["dbs", "colls", "sprocs"], true) if method == Method::DELETE => {
+            Operation::DeleteStoredProcedure
         }
+        (["dbs", "colls", "triggers"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryTriggers,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertTrigger
+            }
+            Method::POST => Operation::CreateTrigger,
+            Method::GET => Operation::ReadTriggerFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "triggers"], true) => match *method {
+            Method::GET => Operation::ReadTrigger,
+            Method::PUT => Operation::ReplaceTrigger,
+            Method::DELETE => Operation::DeleteTrigger,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "udfs"], false) => match *method {
+            Method::POST if is_query(headers) => Operation::QueryUserDefinedFunctions,
+            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
+                Operation::UpsertUserDefinedFunction
+            }
+            Method::POST => Operation::CreateUserDefinedFunction,
+            Method::GET => Operation::ReadUserDefinedFunctionFeed,
+            _ => return Err(method_not_allowed(method, path)),
+        },
+        (["dbs", "colls", "udfs"], true) => match *method {
+            Method::GET => Operation::ReadUserDefinedFunction,
+            Method::PUT => Operation::ReplaceUserDefinedFunction,
+            Method::DELETE => Operation::DeleteUserDefinedFunction,
+            _ => return Err(method_not_allowed(method, path)),
+        },
         (["dbs", "colls", "conflicts"], false) => match *method {
             Method::POST if is_query(headers) => Operation::QueryConflicts,
             Method::GET => Operation::ReadConflictFeed,

@@ -1,5 +1,6 @@
 //! Paths addressed by resource ids (`dbs/{rid}/colls/{rid}/docs/{rid}`,
-//! `dbs/{rid}/users/{rid}/permissions/{rid}`, as clients build them from `_self`) turned into
+//! `dbs/{rid}/users/{rid}/permissions/{rid}`, `dbs/{rid}/colls/{rid}/sprocs/{rid}` and the
+//! container's other children, as clients build them from `_self`) turned into
 //! paths addressed by ids, which is what the engine and the handlers take.
 //!
 //! Resolution reads the catalog, so it runs only after the request is authenticated: a caller
@@ -35,6 +36,24 @@ pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResu
                 .item_id_by_rid(&container, path.id(2))?
                 .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ItemNotFound)))?;
             path.set_id(2, item_id);
+        }
+        let child = [
+            ResourceKind::StoredProcedure,
+            ResourceKind::Trigger,
+            ResourceKind::UserDefinedFunction,
+            ResourceKind::Conflict,
+        ]
+        .into_iter()
+        .find(|kind| types.get(2) == Some(&kind.path_segment()));
+        if let Some(kind) = child.filter(|_| path.segments.len() >= 6) {
+            let parent = ResourceParent::Container {
+                database_id,
+                container_id,
+            };
+            let child_id = engine
+                .resource_id_by_rid(kind, &parent, path.id(2))?
+                .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ResourceNotFound)))?;
+            path.set_id(2, child_id);
         }
     }
     Ok(())

@@ -67,6 +67,17 @@ impl ResourceKind {
         matches!(self, ResourceKind::User | ResourceKind::Permission)
     }
 
+    /// Whether the kind is server-side JavaScript (a stored procedure, trigger or user-defined
+    /// function), whose body is checked when it is stored.
+    pub fn is_script(self) -> bool {
+        matches!(
+            self,
+            ResourceKind::StoredProcedure
+                | ResourceKind::Trigger
+                | ResourceKind::UserDefinedFunction
+        )
+    }
+
     pub(crate) fn parent_level(self) -> ParentLevel {
         match self {
             ResourceKind::User => ParentLevel::Database,

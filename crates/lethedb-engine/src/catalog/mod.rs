@@ -10,6 +10,8 @@
 mod indexing_policy;
 pub(crate) mod kinds;
 mod resource;
+pub(crate) mod script_body;
+pub(crate) mod scripts;
 mod shared;
 pub(crate) mod usage;
 

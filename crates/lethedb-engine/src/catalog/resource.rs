@@ -7,9 +7,11 @@
 //! read feeds and queries, and finding an id by `_rid`. A kind is described in `kinds.rs`;
 //! adding one means adding a variant and its descriptor lines, not copying CRUD. Databases and
 //! containers keep their own rules (numbers, TTL, throughput) in `mod.rs`. What a kind's body
-//! means (a script's text, a permission's mode) is not decided here.
+//! means (a script's text, a permission's mode) is not decided here: a script's body is checked
+//! by `script_body.rs` before it reaches the writer, on the blocking pool since it compiles.
 
 use super::kinds::{ParentLevel, ResourceKind, ResourceParent};
+use super::script_body::check_script_body;
 use super::shared::{body_id, body_object, id_with_rid, list_records};
 use crate::engine::Engine;
 use crate::error::{
@@ -295,6 +297,20 @@ fn replacement_id(kind: ResourceKind, id: &str, body: &Map<String, Value>) -> En
 }
 
 impl Engine {
+    /// The body, checked against its kind's body rules (after the id rules). A script's body
+    /// is compiled, which is CPU work, so it is checked on the blocking pool.
+    async fn checked_body(
+        &self,
+        kind: ResourceKind,
+        body: Map<String, Value>,
+    ) -> EngineResult<Map<String, Value>> {
+        if !kind.is_script() {
+            return Ok(body);
+        }
+        self.run_scan(move |_| check_script_body(kind, &body).map(|()| body))
+            .await
+    }
+
     /// Creates a child resource under `parent`; fails with a conflict if its id is taken.
     pub async fn create_resource(
         &self,
@@ -305,6 +321,7 @@ impl Engine {
         parent.check(kind)?;
         let body = body_object(body)?;
         let id = body_id(&body)?;
+        let body = self.checked_body(kind, body).await?;
         self.inner
             .writer
             .write(move |context| apply_create(context, kind, &parent, &id, body))
@@ -337,6 +354,7 @@ impl Engine {
         parent.check(kind)?;
         let body = body_object(body)?;
         let new_id = replacement_id(kind, id, &body)?;
+        let body = self.checked_body(kind, body).await?;
         let id = id.to_string();
         self.inner
             .writer
@@ -364,6 +382,7 @@ impl Engine {
         parent.check(kind)?;
         let body = body_object(body)?;
         let id = body_id(&body)?;
+        let body = self.checked_body(kind, body).await?;
         self.inner
             .writer
             .write(move |context| {

@@ -13,6 +13,7 @@ mod faults;
 mod model;
 mod ranges;
 mod resources;
+mod script_resources;
 mod scripts;
 mod sweeper;
 mod ttl_paths;

@@ -56,6 +56,20 @@ fn rid_bytes(rid: &str) -> usize {
         .len()
 }
 
+/// A valid body of a container child of `kind` with this id: scripts need a `body` that
+/// compiles, triggers a type and an operation too.
+fn child(kind: ResourceKind, id: &str) -> Value {
+    match kind {
+        ResourceKind::Trigger => json!({
+            "id": id, "body": "function () {}", "triggerType": "Pre", "triggerOperation": "All"
+        }),
+        ResourceKind::StoredProcedure | ResourceKind::UserDefinedFunction => {
+            json!({"id": id, "body": "function () {}"})
+        }
+        _ => json!({"id": id}),
+    }
+}
+
 fn ids(resources: &[Value]) -> Vec<&str> {
     let mut ids: Vec<&str> = resources.iter().map(|r| text(r, "id")).collect();
     ids.sort();
@@ -138,9 +152,11 @@ async fn a_child_gets_the_services_system_properties() {
 async fn ids_follow_the_shared_rules() {
     let engine = engine().await;
     let create = |body: Value| engine.create_resource(ResourceKind::Trigger, container(), body);
-    create(json!({"id": "t"})).await.expect("create");
+    create(child(ResourceKind::Trigger, "t"))
+        .await
+        .expect("create");
     assert!(matches!(
-        create(json!({"id": "t"})).await,
+        create(child(ResourceKind::Trigger, "t")).await,
         Err(EngineError {
             code: ErrorCode::ResourceIdConflict,
             ..
@@ -168,7 +184,7 @@ async fn ids_follow_the_shared_rules() {
         .create_resource(
             ResourceKind::UserDefinedFunction,
             container(),
-            json!({"id": "t"}),
+            child(ResourceKind::UserDefinedFunction, "t"),
         )
         .await
         .expect("a function with a trigger's id");
@@ -188,7 +204,11 @@ async fn ids_follow_the_shared_rules() {
     };
     assert!(matches!(
         engine
-            .create_resource(ResourceKind::Trigger, missing.clone(), json!({"id": "t"}))
+            .create_resource(
+                ResourceKind::Trigger,
+                missing.clone(),
+                child(ResourceKind::Trigger, "t")
+            )
             .await,
         Err(EngineError {
             code: ErrorCode::ContainerNotFound,
@@ -237,7 +257,7 @@ async fn replace_upsert_and_delete() {
     let stale = Some(text(&created, "_etag").to_string());
     assert!(matches!(
         engine
-            .replace_resource(kind, container(), "f", json!({"id": "f"}), stale)
+            .replace_resource(kind, container(), "f", child(kind, "f"), stale)
             .await,
         Err(EngineError {
             code: ErrorCode::PreconditionFailed,
@@ -247,7 +267,7 @@ async fn replace_upsert_and_delete() {
     // Functions cannot be renamed by a replace; a missing one is not found.
     assert!(matches!(
         engine
-            .replace_resource(kind, container(), "f", json!({"id": "g"}), None)
+            .replace_resource(kind, container(), "f", child(kind, "g"), None)
             .await,
         Err(EngineError {
             code: ErrorCode::IdMismatch,
@@ -256,7 +276,7 @@ async fn replace_upsert_and_delete() {
     ));
     assert!(matches!(
         engine
-            .replace_resource(kind, container(), "h", json!({"id": "h"}), None)
+            .replace_resource(kind, container(), "h", child(kind, "h"), None)
             .await,
         Err(EngineError {
             code: ErrorCode::ResourceNotFound,
@@ -402,7 +422,11 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
     let mut rids = Vec::new();
     for id in ["a", "b", "c"] {
         let created = engine
-            .create_resource(kind, container(), json!({"id": id, "n": id}))
+            .create_resource(
+                kind,
+                container(),
+                json!({"id": id, "n": id, "body": "function () {}"}),
+            )
             .await
             .expect("create");
         rids.push(text(&created, "_rid").to_string());
@@ -465,7 +489,7 @@ async fn deleting_a_parent_deletes_its_children() {
     ];
     for kind in container_kinds {
         engine
-            .create_resource(kind, container(), json!({"id": "x"}))
+            .create_resource(kind, container(), child(kind, "x"))
             .await
             .expect("child");
     }
@@ -511,7 +535,11 @@ async fn deleting_a_parent_deletes_its_children() {
 
     // A database's delete takes its users, their permissions and its containers' children.
     engine
-        .create_resource(ResourceKind::Trigger, container(), json!({"id": "x"}))
+        .create_resource(
+            ResourceKind::Trigger,
+            container(),
+            child(ResourceKind::Trigger, "x"),
+        )
         .await
         .expect("trigger");
     engine.delete_database("db").await.expect("delete database");

@@ -1,39 +1,69 @@
-//! Read feeds of the child resources the engine's generic catalog holds: a database's users
-//! and a container's stored procedures, triggers, user-defined functions and conflicts.
+//! The child resources the engine's generic catalog holds, served the same way for every kind:
+//! a database's users, a container's stored procedures, triggers, user-defined functions and
+//! conflicts. Create (201), upsert (201 or 200), read, replace and delete (204), the read feed
+//! and the query, each answering the resource with its `_etag` as the `etag` header.
 //!
-//! Only the feeds are served so far (creating scripts comes with the feature that uses them;
-//! users have their own room, `users.rs`); a feed lists what the catalog holds under its
-//! parent, and a parent that does not exist is a 404 as for any other feed. Conflicts can also
-//! be queried and read by id: one region never has any, so the feed is empty and an id a 404,
-//! as on a single-region account.
+//! What a body must hold is the engine's to check (a script's body compiles, a trigger names
+//! its type and operation). Permissions have their own room (`users.rs`): each answer carries a
+//! fresh token. Executing a stored procedure is not served here. Conflicts can be listed,
+//! queried and read by id: one region never has any, so the feed is empty and an id a 404, as
+//! on a single-region account.
 
 use super::context::{list_resources, Context, Listing};
 use crate::error::ApiResult;
+use crate::request::{if_match, parse_json};
 use crate::respond::Reply;
-use lethedb_engine::{ResourceKind, ResourceParent};
+use axum::http::StatusCode;
+use lethedb_engine::{request_units, ResourceKind, ResourceParent};
 use serde_json::Value;
+
+/// The parent the path names for a resource of `kind`: the database of a user, the user of a
+/// permission, the container of the others.
+pub fn parent(context: &Context<'_>, kind: ResourceKind) -> ResourceParent {
+    let id = |index: usize| context.path.id(index).to_string();
+    match kind {
+        ResourceKind::User => ResourceParent::Database { database_id: id(0) },
+        ResourceKind::Permission => ResourceParent::User {
+            database_id: id(0),
+            user_id: id(1),
+        },
+        _ => ResourceParent::Container {
+            database_id: id(0),
+            container_id: id(1),
+        },
+    }
+}
+
+/// The addressed resource's own id: the last id along the path.
+fn own_id<'a>(context: &Context<'a>) -> &'a str {
+    context
+        .path
+        .id((context.path.segments.len() / 2).saturating_sub(1))
+}
+
+/// A resource as the answer's body, with its `_etag` as the `etag` header.
+pub fn resource_reply(status: StatusCode, resource: &Value, charge: f64) -> Reply {
+    let etag = resource
+        .get("_etag")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Reply::value(status, resource)
+        .header("etag", etag.to_string())
+        .charge(charge)
+}
 
 pub async fn feed(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
     feed_or_query(context, kind, Listing::Feed).await
 }
 
-/// A feed or a query of one kind under its parent.
+/// A feed or a query of one kind under its parent; a parent that does not exist is a 404.
 pub async fn feed_or_query(
     context: &Context<'_>,
     kind: ResourceKind,
     listing: Listing,
 ) -> ApiResult<Reply> {
     let engine = &context.state.engine;
-    let database_id = context.path.id(0);
-    let parent = match kind {
-        ResourceKind::User => ResourceParent::Database {
-            database_id: database_id.to_string(),
-        },
-        _ => ResourceParent::Container {
-            database_id: database_id.to_string(),
-            container_id: context.path.id(1).to_string(),
-        },
-    };
+    let parent = parent(context, kind);
     list_resources(
         context,
         listing,
@@ -47,32 +77,125 @@ pub async fn feed_or_query(
                 .read_container(database_id, container_id)?
                 .rid()
                 .to_string()),
-            _ => Ok(engine
-                .read_database(database_id)?
-                .get("_rid")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string()),
+            ResourceParent::User {
+                database_id,
+                user_id,
+            } => Ok(rid_of(&engine.read_resource(
+                ResourceKind::User,
+                &ResourceParent::Database {
+                    database_id: database_id.clone(),
+                },
+                user_id,
+            )?)),
+            ResourceParent::Database { database_id } => {
+                Ok(rid_of(&engine.read_database(database_id)?))
+            }
         },
     )
     .await
 }
 
-/// Reads one conflict by id: a 404 once the container is known to exist.
-pub fn read_conflict(context: &Context<'_>) -> ApiResult<Reply> {
-    let parent = ResourceParent::Container {
-        database_id: context.path.id(0).to_string(),
-        container_id: context.path.id(1).to_string(),
-    };
-    context
+fn rid_of(resource: &Value) -> String {
+    resource
+        .get("_rid")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+pub async fn create(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
+    let resource = context
         .state
         .engine
-        .read_container(context.path.id(0), context.path.id(1))?;
+        .create_resource(kind, parent(context, kind), parse_json(context.body)?)
+        .await?;
+    Ok(resource_reply(
+        StatusCode::CREATED,
+        &resource,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+/// Creates (201) or replaces (200) the resource the body's id names.
+pub async fn upsert(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
+    let (resource, created) = context
+        .state
+        .engine
+        .upsert_resource(kind, parent(context, kind), parse_json(context.body)?)
+        .await?;
+    let status = if created {
+        StatusCode::CREATED
+    } else {
+        StatusCode::OK
+    };
+    Ok(resource_reply(
+        status,
+        &resource,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+pub fn read(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
     let resource =
         context
             .state
             .engine
-            .read_resource(ResourceKind::Conflict, &parent, context.path.id(2))?;
-    Ok(Reply::value(axum::http::StatusCode::OK, &resource)
-        .charge(lethedb_engine::request_units::CATALOG_READ))
+            .read_resource(kind, &parent(context, kind), own_id(context))?;
+    Ok(resource_reply(
+        StatusCode::OK,
+        &resource,
+        request_units::CATALOG_READ,
+    ))
+}
+
+/// Replaces the resource; its body's id must be the addressed one unless the kind may be
+/// renamed (users).
+pub async fn replace(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
+    let resource = context
+        .state
+        .engine
+        .replace_resource(
+            kind,
+            parent(context, kind),
+            own_id(context),
+            parse_json(context.body)?,
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(resource_reply(
+        StatusCode::OK,
+        &resource,
+        request_units::CATALOG_WRITE,
+    ))
+}
+
+/// Deletes the resource and what hangs under it (a user's permissions, which revokes their
+/// tokens).
+pub async fn delete(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
+    context
+        .state
+        .engine
+        .delete_resource(
+            kind,
+            parent(context, kind),
+            own_id(context),
+            if_match(context.headers),
+        )
+        .await?;
+    Ok(Reply::empty(StatusCode::NO_CONTENT).charge(request_units::CATALOG_WRITE))
+}
+
+/// Reads one conflict by id: a 404 once the container is known to exist.
+pub fn read_conflict(context: &Context<'_>) -> ApiResult<Reply> {
+    context
+        .state
+        .engine
+        .read_container(context.path.id(0), context.path.id(1))?;
+    let kind = ResourceKind::Conflict;
+    let resource =
+        context
+            .state
+            .engine
+            .read_resource(kind, &parent(context, kind), own_id(context))?;
+    Ok(Reply::value(StatusCode::OK, &resource).charge(request_units::CATALOG_READ))
 }

@@ -77,7 +77,7 @@ pub async fn route(
         Operation::QueryOffers => offers::feed_or_query(context, Listing::Query).await,
         Operation::ReadOffer => offers::read(context),
         Operation::ReplaceOffer => offers::replace(context).await,
-        Operation::ReadUserFeed => users::feed_or_query_users(context, Listing::Feed).await,
+        Operation::ReadUserFeed => children::feed(context, ResourceKind::User).await,
         Operation::ReadStoredProcedureFeed => {
             children::feed(context, ResourceKind::StoredProcedure).await
         }
@@ -90,12 +90,14 @@ pub async fn route(
             children::feed_or_query(context, ResourceKind::Conflict, Listing::Query).await
         }
         Operation::ReadConflict => children::read_conflict(context),
-        Operation::CreateUser => users::create_user(context).await,
-        Operation::QueryUsers => users::feed_or_query_users(context, Listing::Query).await,
-        Operation::ReadUser => users::read_user(context),
-        Operation::ReplaceUser => users::replace_user(context).await,
-        Operation::UpsertUser => users::upsert_user(context).await,
-        Operation::DeleteUser => users::delete_user(context).await,
+        Operation::CreateUser => children::create(context, ResourceKind::User).await,
+        Operation::QueryUsers => {
+            children::feed_or_query(context, ResourceKind::User, Listing::Query).await
+        }
+        Operation::ReadUser => children::read(context, ResourceKind::User),
+        Operation::ReplaceUser => children::replace(context, ResourceKind::User).await,
+        Operation::UpsertUser => children::upsert(context, ResourceKind::User).await,
+        Operation::DeleteUser => children::delete(context, ResourceKind::User).await,
         Operation::ReadPermissionFeed => {
             users::feed_or_query_permissions(context, Listing::Feed).await
         }
@@ -108,5 +110,48 @@ pub async fn route(
         Operation::UpsertPermission => users::upsert_permission(context).await,
         Operation::DeletePermission => users::delete_permission(context).await,
         Operation::ExecuteStoredProcedure => scripts::execute(context, container()?).await,
+        Operation::CreateStoredProcedure => {
+            children::create(context, ResourceKind::StoredProcedure).await
+        }
+        Operation::QueryStoredProcedures => {
+            children::feed_or_query(context, ResourceKind::StoredProcedure, Listing::Query).await
+        }
+        Operation::ReadStoredProcedure => children::read(context, ResourceKind::StoredProcedure),
+        Operation::ReplaceStoredProcedure => {
+            children::replace(context, ResourceKind::StoredProcedure).await
+        }
+        Operation::UpsertStoredProcedure => {
+            children::upsert(context, ResourceKind::StoredProcedure).await
+        }
+        Operation::DeleteStoredProcedure => {
+            children::delete(context, ResourceKind::StoredProcedure).await
+        }
+        Operation::CreateTrigger => children::create(context, ResourceKind::Trigger).await,
+        Operation::QueryTriggers => {
+            children::feed_or_query(context, ResourceKind::Trigger, Listing::Query).await
+        }
+        Operation::ReadTrigger => children::read(context, ResourceKind::Trigger),
+        Operation::ReplaceTrigger => children::replace(context, ResourceKind::Trigger).await,
+        Operation::UpsertTrigger => children::upsert(context, ResourceKind::Trigger).await,
+        Operation::DeleteTrigger => children::delete(context, ResourceKind::Trigger).await,
+        Operation::CreateUserDefinedFunction => {
+            children::create(context, ResourceKind::UserDefinedFunction).await
+        }
+        Operation::QueryUserDefinedFunctions => {
+            children::feed_or_query(context, ResourceKind::UserDefinedFunction, Listing::Query)
+                .await
+        }
+        Operation::ReadUserDefinedFunction => {
+            children::read(context, ResourceKind::UserDefinedFunction)
+        }
+        Operation::ReplaceUserDefinedFunction => {
+            children::replace(context, ResourceKind::UserDefinedFunction).await
+        }
+        Operation::UpsertUserDefinedFunction => {
+            children::upsert(context, ResourceKind::UserDefinedFunction).await
+        }
+        Operation::DeleteUserDefinedFunction => {
+            children::delete(context, ResourceKind::UserDefinedFunction).await
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! Users (`dbs/{db}/users`) and their permissions (`dbs/{db}/users/{user}/permissions`):
-//! create, read, replace (a new id renames), upsert, delete, read feed and query, over the
-//! engine's generic catalog.
+//! Permissions (`dbs/{db}/users/{user}/permissions`): create, read, replace, upsert, delete,
+//! read feed and query, over the engine's generic catalog. Users themselves are served like
+//! any other child resource (`children.rs`; a replace with a new id renames).
 //!
 //! A permission's body is checked here (`permissionMode` `All` or `Read`, a `resource` link,
 //! an optional `resourcePartitionKey`; one permission per user and resource), and every
@@ -8,6 +8,7 @@
 //! `x-ms-documentdb-expiry-seconds` (default one hour, at most five), as on the service. The
 //! resource a permission names need not exist, as on the service.
 
+use super::children::resource_reply;
 use super::context::{list_resources, Context, Listing};
 use crate::auth::ResourceToken;
 use crate::error::{ApiError, ApiResult, Code};
@@ -39,111 +40,6 @@ fn user(context: &Context<'_>) -> ResourceParent {
 
 fn text<'a>(value: &'a Value, name: &str) -> &'a str {
     value.get(name).and_then(Value::as_str).unwrap_or_default()
-}
-
-fn resource_reply(status: StatusCode, resource: &Value, charge: f64) -> Reply {
-    Reply::value(status, resource)
-        .header("etag", text(resource, "_etag").to_string())
-        .charge(charge)
-}
-
-pub async fn feed_or_query_users(context: &Context<'_>, listing: Listing) -> ApiResult<Reply> {
-    let engine = &context.state.engine;
-    let parent = database(context);
-    list_resources(
-        context,
-        listing,
-        ResourceKind::User.feed_name(),
-        async { Ok(engine.list_resources(ResourceKind::User, &parent).await?) },
-        || Ok(text(&engine.read_database(context.path.id(0))?, "_rid").to_string()),
-    )
-    .await
-}
-
-pub async fn create_user(context: &Context<'_>) -> ApiResult<Reply> {
-    let resource = context
-        .state
-        .engine
-        .create_resource(
-            ResourceKind::User,
-            database(context),
-            parse_json(context.body)?,
-        )
-        .await?;
-    Ok(resource_reply(
-        StatusCode::CREATED,
-        &resource,
-        request_units::CATALOG_WRITE,
-    ))
-}
-
-pub async fn upsert_user(context: &Context<'_>) -> ApiResult<Reply> {
-    let (resource, created) = context
-        .state
-        .engine
-        .upsert_resource(
-            ResourceKind::User,
-            database(context),
-            parse_json(context.body)?,
-        )
-        .await?;
-    let status = if created {
-        StatusCode::CREATED
-    } else {
-        StatusCode::OK
-    };
-    Ok(resource_reply(
-        status,
-        &resource,
-        request_units::CATALOG_WRITE,
-    ))
-}
-
-pub fn read_user(context: &Context<'_>) -> ApiResult<Reply> {
-    let resource = context.state.engine.read_resource(
-        ResourceKind::User,
-        &database(context),
-        context.path.id(1),
-    )?;
-    Ok(resource_reply(
-        StatusCode::OK,
-        &resource,
-        request_units::CATALOG_READ,
-    ))
-}
-
-pub async fn replace_user(context: &Context<'_>) -> ApiResult<Reply> {
-    let resource = context
-        .state
-        .engine
-        .replace_resource(
-            ResourceKind::User,
-            database(context),
-            context.path.id(1),
-            parse_json(context.body)?,
-            if_match(context.headers),
-        )
-        .await?;
-    Ok(resource_reply(
-        StatusCode::OK,
-        &resource,
-        request_units::CATALOG_WRITE,
-    ))
-}
-
-/// Deletes a user and its permissions (which revokes their tokens).
-pub async fn delete_user(context: &Context<'_>) -> ApiResult<Reply> {
-    context
-        .state
-        .engine
-        .delete_resource(
-            ResourceKind::User,
-            database(context),
-            context.path.id(1),
-            if_match(context.headers),
-        )
-        .await?;
-    Ok(Reply::empty(StatusCode::NO_CONTENT).charge(request_units::CATALOG_WRITE))
 }
 
 /// The lifetime the request asks for: `x-ms-documentdb-expiry-seconds`, 1 to 18,000.

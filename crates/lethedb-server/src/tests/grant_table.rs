@@ -51,9 +51,27 @@ fn trial_path(operation: Operation) -> &'static str {
         Operation::ReadPermission | Operation::ReplacePermission | Operation::DeletePermission => {
             "/dbs/db/users/u/permissions/p"
         }
-        Operation::ReadStoredProcedureFeed => "/dbs/db/colls/c/sprocs",
-        Operation::ReadUserDefinedFunctionFeed => "/dbs/db/colls/c/udfs",
-        Operation::ReadTriggerFeed => "/dbs/db/colls/c/triggers",
+        Operation::ReadStoredProcedureFeed
+        | Operation::QueryStoredProcedures
+        | Operation::CreateStoredProcedure
+        | Operation::UpsertStoredProcedure => "/dbs/db/colls/c/sprocs",
+        Operation::ReadStoredProcedure
+        | Operation::ReplaceStoredProcedure
+        | Operation::DeleteStoredProcedure => "/dbs/db/colls/c/sprocs/s",
+        Operation::ReadTriggerFeed
+        | Operation::QueryTriggers
+        | Operation::CreateTrigger
+        | Operation::UpsertTrigger => "/dbs/db/colls/c/triggers",
+        Operation::ReadTrigger | Operation::ReplaceTrigger | Operation::DeleteTrigger => {
+            "/dbs/db/colls/c/triggers/s"
+        }
+        Operation::ReadUserDefinedFunctionFeed
+        | Operation::QueryUserDefinedFunctions
+        | Operation::CreateUserDefinedFunction
+        | Operation::UpsertUserDefinedFunction => "/dbs/db/colls/c/udfs",
+        Operation::ReadUserDefinedFunction
+        | Operation::ReplaceUserDefinedFunction
+        | Operation::DeleteUserDefinedFunction => "/dbs/db/colls/c/udfs/s",
         Operation::ReadConflictFeed | Operation::QueryConflicts => "/dbs/db/colls/c/conflicts",
         Operation::ReadConflict => "/dbs/db/colls/c/conflicts/x",
         Operation::ExecuteStoredProcedure => "/dbs/db/colls/c/sprocs/s",
@@ -115,6 +133,24 @@ const TABLE: &[(&str, &str)] = &[
     ("QueryConflicts", "yynnnnyyy"),
     ("ReadConflict", "yynnnnyyy"),
     ("ExecuteStoredProcedure", "nynnnnnyy"),
+    ("CreateStoredProcedure", "nynnnnyyn"),
+    ("QueryStoredProcedures", "yynnnnyyn"),
+    ("ReadStoredProcedure", "yynnnnyyn"),
+    ("ReplaceStoredProcedure", "nynnnnyyn"),
+    ("UpsertStoredProcedure", "nynnnnyyn"),
+    ("DeleteStoredProcedure", "nynnnnyyn"),
+    ("CreateTrigger", "nynnnnyyn"),
+    ("QueryTriggers", "yynnnnyyn"),
+    ("ReadTrigger", "yynnnnyyn"),
+    ("ReplaceTrigger", "nynnnnyyn"),
+    ("UpsertTrigger", "nynnnnyyn"),
+    ("DeleteTrigger", "nynnnnyyn"),
+    ("CreateUserDefinedFunction", "nynnnnyyn"),
+    ("QueryUserDefinedFunctions", "yynnnnyyn"),
+    ("ReadUserDefinedFunction", "yynnnnyyn"),
+    ("ReplaceUserDefinedFunction", "nynnnnyyn"),
+    ("UpsertUserDefinedFunction", "nynnnnyyn"),
+    ("DeleteUserDefinedFunction", "nynnnnyyn"),
 ];
 
 fn grant(mode: Mode, link: &str, partition_key: Option<&str>) -> Grant {

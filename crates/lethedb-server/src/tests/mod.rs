@@ -18,6 +18,7 @@ mod operations;
 mod query_plans;
 mod ranges;
 mod router;
+mod scripts_resources;
 mod throughput;
 mod tokens;
 mod users;

@@ -168,11 +168,74 @@ fn every_operation_is_classified_from_method_path_and_headers() {
             &[],
             DeletePermission,
         ),
+        ("POST", "/dbs/d/colls/c/sprocs", &[], CreateStoredProcedure),
+        (
+            "POST",
+            "/dbs/d/colls/c/sprocs",
+            QUERY,
+            QueryStoredProcedures,
+        ),
+        (
+            "POST",
+            "/dbs/d/colls/c/sprocs",
+            UPSERT,
+            UpsertStoredProcedure,
+        ),
+        ("GET", "/dbs/d/colls/c/sprocs/s", &[], ReadStoredProcedure),
         (
             "POST",
             "/dbs/d/colls/c/sprocs/s",
             &[],
             ExecuteStoredProcedure,
+        ),
+        (
+            "PUT",
+            "/dbs/d/colls/c/sprocs/s",
+            &[],
+            ReplaceStoredProcedure,
+        ),
+        (
+            "DELETE",
+            "/dbs/d/colls/c/sprocs/s",
+            &[],
+            DeleteStoredProcedure,
+        ),
+        ("POST", "/dbs/d/colls/c/triggers", &[], CreateTrigger),
+        ("POST", "/dbs/d/colls/c/triggers", QUERY, QueryTriggers),
+        ("POST", "/dbs/d/colls/c/triggers", UPSERT, UpsertTrigger),
+        ("GET", "/dbs/d/colls/c/triggers/s", &[], ReadTrigger),
+        ("PUT", "/dbs/d/colls/c/triggers/s", &[], ReplaceTrigger),
+        ("DELETE", "/dbs/d/colls/c/triggers/s", &[], DeleteTrigger),
+        (
+            "POST",
+            "/dbs/d/colls/c/udfs",
+            &[],
+            CreateUserDefinedFunction,
+        ),
+        (
+            "POST",
+            "/dbs/d/colls/c/udfs",
+            QUERY,
+            QueryUserDefinedFunctions,
+        ),
+        (
+            "POST",
+            "/dbs/d/colls/c/udfs",
+            UPSERT,
+            UpsertUserDefinedFunction,
+        ),
+        ("GET", "/dbs/d/colls/c/udfs/s", &[], ReadUserDefinedFunction),
+        (
+            "PUT",
+            "/dbs/d/colls/c/udfs/s",
+            &[],
+            ReplaceUserDefinedFunction,
+        ),
+        (
+            "DELETE",
+            "/dbs/d/colls/c/udfs/s",
+            &[],
+            DeleteUserDefinedFunction,
         ),
     ];
     let mut seen = HashSet::new();
@@ -208,7 +271,6 @@ fn requests_that_name_no_operation_get_404_or_405() {
     not_found("POST", "/dbs/d/colls/c/operations/other");
     not_found("GET", "/dbs/d/colls/c/operations/partitionkeydelete");
     not_found("POST", "/dbs/d/colls/c/conflicts/x");
-    not_found("DELETE", "/dbs/d/colls/c/sprocs");
     assert_eq!(
         classified("GET", "/nothing/here", &[]),
         Err(
@@ -231,6 +293,10 @@ fn requests_that_name_no_operation_get_404_or_405() {
         ("POST", "/dbs/d/users/u", "users"),
         ("PATCH", "/dbs/d/users/u/permissions/p", "permissions"),
         ("DELETE", "/dbs/d/colls/c/conflicts", "conflicts"),
+        ("DELETE", "/dbs/d/colls/c/sprocs", "sprocs"),
+        ("PUT", "/dbs/d/colls/c/triggers", "triggers"),
+        ("POST", "/dbs/d/colls/c/triggers/t", "triggers"),
+        ("PATCH", "/dbs/d/colls/c/udfs/f", "udfs"),
     ] {
         assert_eq!(
             classified(method, path, &[]),
@@ -314,6 +380,18 @@ fn every_operation_has_a_unique_name_and_one_kind() {
             "ReplacePermission",
             "UpsertPermission",
             "DeletePermission",
+            "CreateStoredProcedure",
+            "ReplaceStoredProcedure",
+            "UpsertStoredProcedure",
+            "DeleteStoredProcedure",
+            "CreateTrigger",
+            "ReplaceTrigger",
+            "UpsertTrigger",
+            "DeleteTrigger",
+            "CreateUserDefinedFunction",
+            "ReplaceUserDefinedFunction",
+            "UpsertUserDefinedFunction",
+            "DeleteUserDefinedFunction",
             "ExecuteStoredProcedure"
         ]
     );

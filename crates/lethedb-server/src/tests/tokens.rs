@@ -9,7 +9,7 @@ use base64::Engine as _;
 impl Server {
     /// Sends a request whose whole `authorization` header is `authorization`, URL-encoded as
     /// the SDKs send it.
-    async fn send_as(
+    pub(super) async fn send_as(
         &self,
         authorization: &str,
         method: &str,
@@ -35,7 +35,12 @@ impl Server {
     }
 
     /// Creates user `u` (once) and a permission on it; answers the permission's `_token`.
-    async fn permission(&self, id: &str, body: Value, headers: &[(&str, &str)]) -> String {
+    pub(super) async fn permission(
+        &self,
+        id: &str,
+        body: Value,
+        headers: &[(&str, &str)],
+    ) -> String {
         self.send(
             "POST",
             "/dbs/db/users",
