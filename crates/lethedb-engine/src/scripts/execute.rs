@@ -12,7 +12,8 @@
 
 use super::commit::{self, CommitPlan, Committed};
 use super::view::{ScriptView, ScriptWriteError};
-use crate::catalog::kinds::{ResourceKind, ResourceParent};
+use crate::catalog::kinds::ResourceKind;
+use crate::catalog::script_body::{TriggerOperation, TriggerType};
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
@@ -73,18 +74,22 @@ impl TriggeredOperation {
         }
     }
 
-    /// Whether a trigger registered for `registered` (as stored, any casing) runs on it.
-    fn admits(&self, registered: &str) -> bool {
-        let registered = registered.to_ascii_lowercase();
-        let accepted: &[&str] = match self {
-            TriggeredOperation::Create(_) => &["all", "create", "insert"],
-            TriggeredOperation::Upsert(_) => {
-                &["all", "create", "insert", "replace", "update", "upsert"]
+    /// Whether a trigger registered for `registered` runs on it.
+    fn admits(&self, registered: TriggerOperation) -> bool {
+        use TriggerOperation as Registered;
+        match self {
+            TriggeredOperation::Create(_) => {
+                matches!(registered, Registered::All | Registered::Create)
             }
-            TriggeredOperation::Replace(..) => &["all", "replace", "update"],
-            TriggeredOperation::Delete(_) => &["all", "delete"],
-        };
-        accepted.contains(&registered.as_str())
+            TriggeredOperation::Upsert(_) => !matches!(registered, Registered::Delete),
+            TriggeredOperation::Replace(..) => matches!(
+                registered,
+                Registered::All | Registered::Replace | Registered::Update
+            ),
+            TriggeredOperation::Delete(_) => {
+                matches!(registered, Registered::All | Registered::Delete)
+            }
+        }
     }
 }
 
@@ -195,19 +200,6 @@ impl Engine {
         })
     }
 
-    fn script_body(
-        &self,
-        kind: ResourceKind,
-        container: &Container,
-        id: &str,
-    ) -> EngineResult<Value> {
-        let parent = ResourceParent::Container {
-            database_id: container.database_id.clone(),
-            container_id: container.id.clone(),
-        };
-        self.read_resource(kind, &parent, id)
-    }
-
     /// Executes a stored procedure with `arguments` in the logical partition `partition_key`.
     pub async fn execute_stored_procedure(
         &self,
@@ -217,12 +209,14 @@ impl Engine {
         arguments: Vec<Value>,
         logging: bool,
     ) -> EngineResult<ScriptResponse> {
-        let resource = self.script_body(ResourceKind::StoredProcedure, container, id)?;
-        let source = resource
-            .get("body")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+        let source = self
+            .read_script(
+                ResourceKind::StoredProcedure,
+                &container.database_id,
+                &container.id,
+                id,
+            )?
+            .body;
         let partition = container.partition_key.point_key(partition_key)?;
         let container = Arc::clone(container);
         self.run_script(move |engine| {
@@ -288,39 +282,37 @@ impl Engine {
         container: &Arc<Container>,
         write: TriggeredWrite,
     ) -> EngineResult<TriggeredOutcome> {
-        let load = |ids: &[String], wanted: &str| -> EngineResult<Vec<(String, String)>> {
+        let load = |ids: &[String], wanted: TriggerType| -> EngineResult<Vec<(String, String)>> {
             ids.iter()
                 .map(|id| {
-                    let trigger = self.script_body(ResourceKind::Trigger, container, id)?;
-                    let text = |name: &str| {
-                        trigger
-                            .get(name)
-                            .and_then(Value::as_str)
-                            .unwrap_or_default()
-                            .to_string()
-                    };
-                    if !text("triggerType").eq_ignore_ascii_case(wanted) {
+                    let trigger = self.read_script(
+                        ResourceKind::Trigger,
+                        &container.database_id,
+                        &container.id,
+                        id,
+                    )?;
+                    if trigger.trigger_type != Some(wanted) {
                         return Err(EngineError::with_message(
                             ErrorCode::TriggerNotApplicable,
-                            format!("The trigger '{id}' is not a {wanted}-trigger."),
+                            format!("The trigger '{id}' is not a {wanted:?}-trigger."),
                         ));
                     }
-                    let registered = text("triggerOperation");
-                    if !write.operation.admits(&registered) {
+                    let registered = trigger.trigger_operation.unwrap_or(TriggerOperation::All);
+                    if !write.operation.admits(registered) {
                         return Err(EngineError::with_message(
                             ErrorCode::TriggerNotApplicable,
                             format!(
-                                "The trigger '{id}' is registered for the operation '{registered}' and cannot run on a {} operation.",
+                                "The trigger '{id}' is registered for the operation {registered:?} and cannot run on a {} operation.",
                                 write.operation.type_name()
                             ),
                         ));
                     }
-                    Ok((id.clone(), text("body")))
+                    Ok((trigger.id, trigger.body))
                 })
                 .collect()
         };
-        let pre = load(&write.pre_triggers, "pre")?;
-        let post = load(&write.post_triggers, "post")?;
+        let pre = load(&write.pre_triggers, TriggerType::Pre)?;
+        let post = load(&write.post_triggers, TriggerType::Post)?;
         let partition = match (&write.partition_key, &write.operation) {
             (Some(sent), _) => container.partition_key.require_full(sent.clone())?,
             (

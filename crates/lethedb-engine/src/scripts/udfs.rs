@@ -2,7 +2,6 @@
 //! `udf.`, behind the query crate's `UdfHost` hook (so `lethedb-query` stays free of any
 //! JavaScript engine). One host serves one query page, with the page's time budget.
 
-use crate::catalog::kinds::{ResourceKind, ResourceParent};
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::EngineResult;
@@ -46,19 +45,7 @@ impl Engine {
         if !mentions_udfs(text) {
             return Ok(None);
         }
-        let parent = ResourceParent::Container {
-            database_id: container.database_id.clone(),
-            container_id: container.id.clone(),
-        };
-        let functions = self
-            .list_resources_blocking(ResourceKind::UserDefinedFunction, &parent)?
-            .into_iter()
-            .filter_map(|resource| {
-                let id = resource.get("id")?.as_str()?.to_string();
-                let body = resource.get("body")?.as_str()?.to_string();
-                Some((id, body))
-            })
-            .collect();
+        let functions = self.list_udfs(&container.database_id, &container.id)?;
         let host: Arc<dyn UdfHost> =
             Arc::new(ScriptUdfs(Udfs::new(functions, &self.inner.script_limits)));
         Ok(Some(host))
