@@ -22,7 +22,8 @@ use serde_json::Value;
 use std::sync::Arc;
 
 impl Engine {
-    /// Runs a synchronous scan on the blocking pool under the scan semaphore.
+    /// Runs a synchronous scan on the blocking pool under the scan semaphore. Other bounded
+    /// CPU work that must not stall a request worker runs here too (compiling a script body).
     pub(crate) async fn run_scan<T, F>(&self, scan: F) -> EngineResult<T>
     where
         T: Send + 'static,
