@@ -164,10 +164,25 @@ pub(crate) fn append(
     entry: &LogEntry,
 ) -> EngineResult<()> {
     let first = keys::change_log_key(container_number, lsn, 0);
-    // Most LSNs hold one entry: a point lookup settles it; only a transaction's later entries
-    // count what it already wrote.
+    // Most LSNs hold one entry: a point lookup settles it. A transaction's later entries take
+    // the sequence the previous append left, if its entry is still there (a rolled-back
+    // savepoint may have removed it); only otherwise are the entries counted.
     let mut sequence = 0u32;
-    if context.get(Table::ChangeLog, &first)?.is_some() {
+    let hinted = match context.change_log_next {
+        Some((container, hinted_lsn, next))
+            if container == container_number && hinted_lsn == lsn && next > 0 =>
+        {
+            let last = keys::change_log_key(container_number, lsn, next - 1);
+            context
+                .get(Table::ChangeLog, &last)?
+                .is_some()
+                .then_some(next)
+        }
+        _ => None,
+    };
+    if let Some(next) = hinted {
+        sequence = next;
+    } else if context.get(Table::ChangeLog, &first)?.is_some() {
         let end = keys::change_index_from(container_number, lsn.saturating_add(1));
         context.scan(
             Table::ChangeLog,
@@ -182,7 +197,9 @@ pub(crate) fn append(
         Table::ChangeLog,
         &keys::change_log_key(container_number, lsn, sequence),
         &entry.encode(),
-    )
+    )?;
+    context.change_log_next = Some((container_number, lsn, sequence + 1));
+    Ok(())
 }
 
 /// Logs a write: a create when nothing visible was replaced, else a replace of that version.

@@ -74,6 +74,10 @@ pub struct WriteContext<'a> {
     pub(crate) pinned_lsn: Option<u64>,
     /// How long the change log keeps entries when a container's policy says nothing.
     pub(crate) change_log_retention_default_ms: i64,
+    /// The change log's next sequence number under one LSN of one container, as the last
+    /// append left it: a transaction that writes thousands of entries under one LSN (a stored
+    /// procedure) appends each in constant time. A hint, checked before use (`change_log.rs`).
+    pub(crate) change_log_next: Option<(u64, u64, u32)>,
     catalog_changed: bool,
     failure: Option<StorageError>,
 }
@@ -388,6 +392,7 @@ impl Thread {
             containers: std::mem::take(containers),
             pinned_lsn: None,
             change_log_retention_default_ms: self.change_log_retention_ms.load(Ordering::Relaxed),
+            change_log_next: None,
             catalog_changed: false,
             failure: None,
         };
