@@ -1,0 +1,310 @@
+// Executing server-side JavaScript through the JavaScript SDK (@azure/cosmos): stored procedures
+// (bulk import with the continuation pattern, bulk delete by query, a counter, logging, errors with
+// a number, a loop without end, an allocation without end, a write to another partition, response
+// bodies), pre- and post-triggers on item writes, and UDFs in SELECT, WHERE and ORDER BY.
+
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { TriggerOperation, TriggerType } from "@azure/cosmos";
+import { createContainer, statusOf, useServer, withDatabase } from "./lib/fixtures.js";
+
+const context = useServer();
+
+async function withContainer(body) {
+  await withDatabase(context.client, async (database) => body(await createContainer(database, "c")));
+}
+
+async function idsIn(container, pk) {
+  const { resources } = await container.items
+    .query("SELECT VALUE c.id FROM c", { partitionKey: pk })
+    .fetchAll();
+  return resources.sort();
+}
+
+async function failure(action) {
+  try {
+    await action();
+  } catch (error) {
+    return error;
+  }
+  throw new Error("expected the call to fail, but it succeeded");
+}
+
+// The SDK sends a function's source text as the body.
+function bulkImport(docs) {
+  const collection = getContext().getCollection();
+  let count = 0;
+  next();
+  function next() {
+    if (count >= docs.length) {
+      getContext().getResponse().setBody(count);
+      return;
+    }
+    const accepted = collection.createDocument(collection.getSelfLink(), docs[count], (err) => {
+      if (err) throw err;
+      count++;
+      next();
+    });
+    if (!accepted) getContext().getResponse().setBody(count);
+  }
+}
+
+function bulkDelete(query) {
+  const collection = getContext().getCollection();
+  const body = { deleted: 0, continuation: true };
+  queryAndDelete();
+  function queryAndDelete(continuation) {
+    collection.queryDocuments(collection.getSelfLink(), query, { continuation }, (err, docs, options) => {
+      if (err) throw err;
+      if (docs.length > 0) remove(docs);
+      else if (options.continuation) queryAndDelete(options.continuation);
+      else {
+        body.continuation = false;
+        getContext().getResponse().setBody(body);
+      }
+    });
+  }
+  function remove(docs) {
+    if (docs.length === 0) return queryAndDelete();
+    collection.deleteDocument(docs[0]._self, {}, (err) => {
+      if (err) throw err;
+      body.deleted++;
+      docs.shift();
+      remove(docs);
+    });
+  }
+}
+
+test("a bulk import returns its progress and is called again for the rest", async () => {
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({ id: "bulkImport", body: bulkImport });
+    const docs = Array.from({ length: 2000 }, (_, i) => ({ id: `d${String(i).padStart(4, "0")}`, pk: "p", n: i }));
+    let remaining = docs;
+    while (remaining.length > 0) {
+      const { resource: done } = await container.scripts.storedProcedure("bulkImport").execute("p", [remaining]);
+      assert.ok(done > 0);
+      remaining = remaining.slice(done);
+    }
+    assert.deepEqual(await idsIn(container, "p"), docs.map((d) => d.id));
+  });
+});
+
+test("a bulk delete by query deletes every match", async () => {
+  await withContainer(async (container) => {
+    for (let i = 0; i < 60; i++) {
+      await container.items.create({ id: `x${i}`, pk: "p", kind: i % 3 ? "old" : "keep" });
+    }
+    await container.scripts.storedProcedures.create({ id: "bulkDelete", body: bulkDelete });
+    const { resource } = await container.scripts
+      .storedProcedure("bulkDelete")
+      .execute("p", ["SELECT * FROM c WHERE c.kind = 'old'"]);
+    assert.deepEqual(resource, { deleted: 40, continuation: false });
+    assert.equal((await idsIn(container, "p")).length, 20);
+  });
+});
+
+test("a counter incremented ten times counts ten", async () => {
+  await withContainer(async (container) => {
+    await container.items.create({ id: "counter", pk: "p", count: 0 });
+    await container.scripts.storedProcedures.create({
+      id: "increment",
+      body: `function (id) {
+        var c = getContext().getCollection();
+        c.readDocument(c.getAltLink() + '/docs/' + id, {}, function (err, doc) {
+          if (err) throw err;
+          doc.count += 1;
+          c.replaceDocument(doc._self, doc, { etag: doc._etag }, function (err, saved) {
+            if (err) throw err;
+            getContext().getResponse().setBody(saved.count);
+          });
+        });
+      }`,
+    });
+    for (let expected = 1; expected <= 10; expected++) {
+      const { resource } = await container.scripts.storedProcedure("increment").execute("p", ["counter"]);
+      assert.equal(resource, expected);
+    }
+    const { resource } = await container.item("counter", "p").read();
+    assert.equal(resource.count, 10);
+  });
+});
+
+test("console.log comes back URL-encoded only when logging is on", async () => {
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({
+      id: "logs",
+      body: "function () { console.log('The value of %s is %s.', 'x', 1); }",
+    });
+    const sproc = container.scripts.storedProcedure("logs");
+    const logged = await sproc.execute("p", [], { enableScriptLogging: true });
+    assert.equal(
+      logged.headers["x-ms-documentdb-script-log-results"],
+      encodeURIComponent("The value of x is 1."),
+    );
+    assert.equal(logged.resource, "");
+    const quiet = await sproc.execute("p", []);
+    assert.equal(quiet.headers["x-ms-documentdb-script-log-results"], undefined);
+  });
+});
+
+test("an Error with a number is a 400 with that substatus, and nothing stays", async () => {
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({
+      id: "throws",
+      body: `function () {
+        var c = getContext().getCollection();
+        c.createDocument(c.getSelfLink(), { id: 'before', pk: 'p' }, function (err) {
+          if (err) throw err;
+          throw new Error(409, 'custom');
+        });
+      }`,
+    });
+    const error = await failure(() => container.scripts.storedProcedure("throws").execute("p", []));
+    assert.equal(error.code, 400);
+    assert.equal(error.substatus, 409);
+    assert.match(error.message, /custom/);
+    assert.deepEqual(await idsIn(container, "p"), []);
+  });
+});
+
+test("a loop without end is a 408, rolled back, and the server keeps serving", async () => {
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({
+      id: "spin",
+      body: `function () {
+        var c = getContext().getCollection();
+        c.createDocument(c.getSelfLink(), { id: 'before', pk: 'p' }, function () { while (true) {} });
+      }`,
+    });
+    await container.scripts.storedProcedures.create({
+      id: "quick",
+      body: "function () { getContext().getResponse().setBody(1); }",
+    });
+    assert.equal(await statusOf(() => container.scripts.storedProcedure("spin").execute("p", [])), 408);
+    assert.deepEqual(await idsIn(container, "p"), []);
+    const started = Date.now();
+    const { resource } = await container.scripts.storedProcedure("quick").execute("p", []);
+    assert.equal(resource, 1);
+    assert.ok(Date.now() - started < 2000);
+  });
+});
+
+test("allocating without end is a clear 400 and the server keeps serving", async () => {
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({
+      id: "hog",
+      body: "function () { var hog = []; while (true) hog.push('x'.repeat(4096) + hog.length); }",
+    });
+    const error = await failure(() => container.scripts.storedProcedure("hog").execute("p", []));
+    assert.equal(error.code, 400);
+    assert.match(error.message, /memory/);
+    await container.items.create({ id: "after", pk: "p" });
+    assert.deepEqual(await idsIn(container, "p"), ["after"]);
+  });
+});
+
+test("a write to another partition key is refused and nothing is written", async () => {
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({
+      id: "elsewhere",
+      body: `function () {
+        var c = getContext().getCollection();
+        c.createDocument(c.getSelfLink(), { id: 'mine', pk: 'p' }, function (err) {
+          if (err) throw err;
+          c.createDocument(c.getSelfLink(), { id: 'theirs', pk: 'q' }, function () {});
+        });
+      }`,
+    });
+    assert.equal(await statusOf(() => container.scripts.storedProcedure("elsewhere").execute("p", [])), 400);
+    assert.deepEqual(await idsIn(container, "p"), []);
+    assert.deepEqual(await idsIn(container, "q"), []);
+  });
+});
+
+test("response bodies, spread arguments and a missing procedure", async () => {
+  await withContainer(async (container) => {
+    const sprocs = container.scripts.storedProcedures;
+    await sprocs.create({ id: "set", body: "function () { getContext().getResponse().setBody(999); }" });
+    await sprocs.create({
+      id: "append",
+      body: "function () { for (var i = 0; i < 10; i++) getContext().getResponse().appendValue('Body', i); }",
+    });
+    await sprocs.create({
+      id: "args",
+      body: "function (a, b) { getContext().getResponse().setBody([a, b.x, arguments.length]); }",
+    });
+    assert.equal((await container.scripts.storedProcedure("set").execute("p")).resource, 999);
+    assert.equal((await container.scripts.storedProcedure("append").execute("p")).resource, "0123456789");
+    assert.deepEqual((await container.scripts.storedProcedure("args").execute("p", [1, { x: 2 }])).resource, [1, 2, 2]);
+    assert.equal(await statusOf(() => container.scripts.storedProcedure("missing").execute("p", [])), 404);
+  });
+});
+
+test("pre-triggers stamp, a throwing post-trigger rolls the write back, a mismatched trigger is refused", async () => {
+  await withContainer(async (container) => {
+    const triggers = container.scripts.triggers;
+    await triggers.create({
+      id: "stamp",
+      body: "function () { var r = getContext().getRequest(); var d = r.getBody(); d.stamped = r.getOperationType(); r.setBody(d); }",
+      triggerType: TriggerType.Pre,
+      triggerOperation: TriggerOperation.All,
+    });
+    await triggers.create({
+      id: "guard",
+      body: "function () { if (getContext().getResponse().getBody().bad) throw new Error('refused by the post-trigger'); }",
+      triggerType: TriggerType.Post,
+      triggerOperation: TriggerOperation.All,
+    });
+    await triggers.create({
+      id: "onDelete",
+      body: "function () {}",
+      triggerType: TriggerType.Pre,
+      triggerOperation: TriggerOperation.Delete,
+    });
+    const { resource: created } = await container.items.create(
+      { id: "a", pk: "p" },
+      { preTriggerInclude: ["stamp"], postTriggerInclude: ["guard"] },
+    );
+    assert.equal(created.stamped, "Create");
+    const error = await failure(() =>
+      container.items.create({ id: "b", pk: "p", bad: true }, { postTriggerInclude: ["guard"] }),
+    );
+    assert.equal(error.code, 400);
+    assert.match(error.message, /refused by the post-trigger/);
+    assert.equal(
+      await statusOf(() => container.items.create({ id: "c", pk: "p" }, { preTriggerInclude: ["onDelete"] })),
+      400,
+    );
+    const { resource: upserted } = await container.items.upsert(
+      { id: "a", pk: "p", again: true },
+      { preTriggerInclude: ["stamp"] },
+    );
+    assert.equal(upserted.stamped, "Upsert");
+    assert.deepEqual(await idsIn(container, "p"), ["a"]);
+  });
+});
+
+test("UDFs in SELECT, WHERE and ORDER BY; a missing or throwing one is a 400", async () => {
+  await withContainer(async (container) => {
+    for (const [i, income] of [500, 20000, 8000, 1200].entries()) {
+      await container.items.create({ id: `t${i}`, pk: "p", income });
+    }
+    const udfs = container.scripts.userDefinedFunctions;
+    await udfs.create({ id: "tax", body: "function tax(income) { return income > 1000 ? income * 0.1 : 0; }" });
+    await udfs.create({ id: "negate", body: "function (n) { return -n; }" });
+    await udfs.create({ id: "fails", body: "function () { throw new Error('no input'); }" });
+    const query = async (text) =>
+      (await container.items.query(text, { partitionKey: "p" }).fetchAll()).resources;
+    const taxes = await query("SELECT c.id, udf.tax(c.income) AS tax FROM c");
+    assert.deepEqual(
+      taxes.map((t) => [t.id, t.tax]).sort(),
+      [["t0", 0], ["t1", 2000], ["t2", 800], ["t3", 120]],
+    );
+    assert.deepEqual((await query("SELECT VALUE c.id FROM c WHERE udf.tax(c.income) > 500")).sort(), ["t1", "t2"]);
+    assert.deepEqual(await query("SELECT VALUE c.id FROM c ORDER BY udf.negate(c.income)"), ["t1", "t2", "t3", "t0"]);
+    assert.equal(await statusOf(() => query("SELECT VALUE udf.missing(c.income) FROM c")), 400);
+    const error = await failure(() => query("SELECT VALUE udf.fails(c.income) FROM c"));
+    assert.equal(error.code, 400);
+    assert.match(error.message, /no input/);
+  });
+});

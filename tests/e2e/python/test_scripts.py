@@ -1,0 +1,284 @@
+"""Executing server-side JavaScript through the Python SDK: stored procedures (bulk import with
+the continuation pattern, bulk delete by query, a counter, logging, errors with a number, a loop
+without end, an allocation without end, a write to another partition, response bodies, the `__`
+API), pre- and post-triggers on item writes, and UDFs in SELECT, WHERE and ORDER BY."""
+
+from __future__ import annotations
+
+import time
+import urllib.parse
+
+import pytest
+from azure.cosmos import exceptions
+from azure.cosmos.documents import TriggerOperation, TriggerType
+
+BULK_IMPORT = """function bulkImport(docs) {
+    var collection = getContext().getCollection();
+    var count = 0;
+    if (!docs || docs.length === 0) { getContext().getResponse().setBody(0); return; }
+    tryCreate(docs[count], callback);
+    function tryCreate(doc, cb) {
+        var accepted = collection.createDocument(collection.getSelfLink(), doc, cb);
+        if (!accepted) getContext().getResponse().setBody(count);
+    }
+    function callback(err) {
+        if (err) throw err;
+        count++;
+        if (count >= docs.length) getContext().getResponse().setBody(count);
+        else tryCreate(docs[count], callback);
+    }
+}"""
+
+BULK_DELETE = """function bulkDelete(query) {
+    var collection = getContext().getCollection();
+    var response = getContext().getResponse();
+    var body = { deleted: 0, continuation: true };
+    tryQueryAndDelete();
+    function tryQueryAndDelete(continuation) {
+        var accepted = collection.queryDocuments(collection.getSelfLink(), query, { continuation: continuation },
+            function (err, docs, options) {
+                if (err) throw err;
+                if (docs.length > 0) tryDelete(docs);
+                else if (options.continuation) tryQueryAndDelete(options.continuation);
+                else { body.continuation = false; response.setBody(body); }
+            });
+        if (!accepted) response.setBody(body);
+    }
+    function tryDelete(docs) {
+        if (docs.length > 0) {
+            var accepted = collection.deleteDocument(docs[0]._self, {}, function (err) {
+                if (err) throw err;
+                body.deleted++;
+                docs.shift();
+                tryDelete(docs);
+            });
+            if (!accepted) response.setBody(body);
+        } else {
+            tryQueryAndDelete();
+        }
+    }
+}"""
+
+INCREMENT = """function increment(id) {
+    var collection = getContext().getCollection();
+    collection.readDocument(collection.getAltLink() + '/docs/' + id, {}, function (err, doc) {
+        if (err) throw err;
+        doc.count = (doc.count || 0) + 1;
+        collection.replaceDocument(doc._self, doc, { etag: doc._etag }, function (err, saved) {
+            if (err) throw err;
+            getContext().getResponse().setBody(saved.count);
+        });
+    });
+}"""
+
+
+def ids_in(container, pk):
+    return sorted(i["id"] for i in container.query_items("SELECT c.id FROM c", partition_key=pk))
+
+
+def execute(container, sproc, pk, params=None, **kwargs):
+    return container.scripts.execute_stored_procedure(sproc=sproc, partition_key=pk, params=params, **kwargs)
+
+
+def last_headers(container):
+    return container.scripts.client_connection.last_response_headers
+
+
+def test_a_bulk_import_returns_its_progress_and_is_called_again_for_the_rest(container):
+    container.scripts.create_stored_procedure({"id": "bulkImport", "body": BULK_IMPORT})
+    docs = [{"id": f"d{i:04d}", "pk": "p", "n": i} for i in range(2000)]
+    remaining = docs
+    calls = 0
+    while remaining:
+        done = execute(container, "bulkImport", "p", [remaining])
+        assert done > 0
+        remaining = remaining[done:]
+        calls += 1
+    assert calls >= 1
+    assert ids_in(container, "p") == [d["id"] for d in docs]
+    stored = container.read_item("d1234", partition_key="p")
+    assert stored["n"] == 1234 and stored["_etag"] and stored["_ts"]
+
+
+def test_a_bulk_delete_by_query_deletes_every_match(container):
+    for i in range(150):
+        container.create_item({"id": f"x{i}", "pk": "p", "kind": "old" if i % 3 else "keep"})
+    container.scripts.create_stored_procedure({"id": "bulkDelete", "body": BULK_DELETE})
+    result = execute(container, "bulkDelete", "p", ["SELECT * FROM c WHERE c.kind = 'old'"])
+    assert result == {"deleted": 100, "continuation": False}
+    remaining = list(container.query_items("SELECT VALUE c.kind FROM c", partition_key="p"))
+    assert remaining == ["keep"] * 50
+
+
+def test_a_counter_incremented_ten_times_counts_ten(container):
+    container.create_item({"id": "counter", "pk": "p", "count": 0})
+    container.scripts.create_stored_procedure({"id": "increment", "body": INCREMENT})
+    for expected in range(1, 11):
+        assert execute(container, "increment", "p", ["counter"]) == expected
+    assert container.read_item("counter", partition_key="p")["count"] == 10
+
+
+def test_console_log_comes_back_url_encoded_only_when_asked(container):
+    body = "function () { console.log('The value of %s is %s.', 'x', 1); getContext().getResponse().setBody('ok'); }"
+    container.scripts.create_stored_procedure({"id": "logs", "body": body})
+    assert execute(container, "logs", "p", enable_script_logging=True) == "ok"
+    log = last_headers(container)["x-ms-documentdb-script-log-results"]
+    assert log == urllib.parse.quote("The value of x is 1.")
+    assert execute(container, "logs", "p") == "ok"
+    assert "x-ms-documentdb-script-log-results" not in last_headers(container)
+
+
+def test_an_error_with_a_number_is_a_400_with_that_substatus_and_rolls_back(container):
+    body = """function () {
+        var c = getContext().getCollection();
+        c.createDocument(c.getSelfLink(), {id: 'before', pk: 'p'}, function (err) {
+            if (err) throw err;
+            throw new Error(409, 'custom');
+        });
+    }"""
+    container.scripts.create_stored_procedure({"id": "throws", "body": body})
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        execute(container, "throws", "p")
+    assert raised.value.status_code == 400
+    assert raised.value.sub_status == 409
+    assert "custom" in str(raised.value)
+    assert ids_in(container, "p") == []
+
+
+def test_a_loop_without_end_is_a_408_and_the_server_keeps_serving(container):
+    body = """function () {
+        var c = getContext().getCollection();
+        c.createDocument(c.getSelfLink(), {id: 'before', pk: 'p'}, function () { while (true) {} });
+    }"""
+    container.scripts.create_stored_procedure({"id": "spin", "body": body})
+    container.scripts.create_stored_procedure({"id": "quick", "body": "function () { getContext().getResponse().setBody(1); }"})
+    started = time.monotonic()
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        execute(container, "spin", "p")
+    assert raised.value.status_code == 408
+    assert time.monotonic() - started < 30
+    assert ids_in(container, "p") == []
+    started = time.monotonic()
+    assert execute(container, "quick", "p") == 1
+    assert time.monotonic() - started < 2
+
+
+def test_allocating_without_end_is_a_clear_error_and_the_server_keeps_serving(container):
+    body = "function () { var hog = []; while (true) hog.push('x'.repeat(4096) + hog.length); }"
+    container.scripts.create_stored_procedure({"id": "hog", "body": body})
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        execute(container, "hog", "p")
+    assert raised.value.status_code == 400
+    assert "memory" in str(raised.value)
+    container.create_item({"id": "after", "pk": "p"})
+    assert ids_in(container, "p") == ["after"]
+
+
+def test_a_write_to_another_partition_key_is_refused_and_nothing_is_written(container):
+    body = """function () {
+        var c = getContext().getCollection();
+        c.createDocument(c.getSelfLink(), {id: 'mine', pk: 'p'}, function (err) {
+            if (err) throw err;
+            c.createDocument(c.getSelfLink(), {id: 'theirs', pk: 'q'}, function () {});
+        });
+    }"""
+    container.scripts.create_stored_procedure({"id": "elsewhere", "body": body})
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        execute(container, "elsewhere", "p")
+    assert raised.value.status_code == 400
+    assert ids_in(container, "p") == [] and ids_in(container, "q") == []
+
+
+def test_response_bodies_arguments_and_a_missing_procedure(container):
+    scripts = container.scripts
+    scripts.create_stored_procedure({"id": "set", "body": "function () { getContext().getResponse().setBody(999); }"})
+    scripts.create_stored_procedure({
+        "id": "append",
+        "body": "function () { for (var i = 0; i < 10; i++) getContext().getResponse().appendValue('Body', i); }",
+    })
+    scripts.create_stored_procedure({"id": "nothing", "body": "function () {}"})
+    scripts.create_stored_procedure({
+        "id": "args",
+        "body": "function (a, b) { getContext().getResponse().setBody([a, b.x, arguments.length]); }",
+    })
+    assert execute(container, "set", "p") == 999
+    assert execute(container, "append", "p") == "0123456789"
+    assert execute(container, "nothing", "p") == ""
+    assert execute(container, "args", "p", [1, {"x": 2}]) == [1, 2, 2]
+    with pytest.raises(exceptions.CosmosResourceNotFoundError):
+        execute(container, "missing", "p")
+
+
+def test_the_chain_api_filters_and_maps_the_partition(container):
+    for i in range(10):
+        container.create_item({"id": f"c{i}", "pk": "p", "n": i})
+    container.create_item({"id": "other", "pk": "q", "n": 100})
+    body = """function () {
+        __.chain().filter(function (d) { return d.n % 2 === 0; }).map(function (d) { return d.n * 10; })
+            .value(function (err, values) {
+                if (err) throw err;
+                __.filter(function (d) { return d.n > 7; }, function (err, big) {
+                    if (err) throw err;
+                    getContext().getResponse().setBody({even: values, big: big.map(function (d) { return d.id; })});
+                });
+            });
+    }"""
+    container.scripts.create_stored_procedure({"id": "chain", "body": body})
+    assert execute(container, "chain", "p") == {"even": [0, 20, 40, 60, 80], "big": ["c8", "c9"]}
+
+
+def test_a_pre_trigger_stamps_and_a_post_trigger_that_throws_rolls_the_write_back(container):
+    scripts = container.scripts
+    scripts.create_trigger({
+        "id": "stamp",
+        "body": "function () { var r = getContext().getRequest(); var d = r.getBody(); d.stamped = r.getOperationType(); r.setBody(d); }",
+        "triggerType": TriggerType.Pre,
+        "triggerOperation": TriggerOperation.All,
+    })
+    scripts.create_trigger({
+        "id": "guard",
+        "body": "function () { if (getContext().getResponse().getBody().bad) throw new Error('refused by the post-trigger'); }",
+        "triggerType": TriggerType.Post,
+        "triggerOperation": TriggerOperation.Create,
+    })
+    scripts.create_trigger({
+        "id": "onDelete",
+        "body": "function () {}",
+        "triggerType": TriggerType.Pre,
+        "triggerOperation": TriggerOperation.Delete,
+    })
+    created = container.create_item({"id": "a", "pk": "p"}, pre_trigger_include="stamp", post_trigger_include="guard")
+    assert created["stamped"] == "Create"
+    assert container.read_item("a", partition_key="p")["stamped"] == "Create"
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        container.create_item({"id": "b", "pk": "p", "bad": True}, post_trigger_include="guard")
+    assert raised.value.status_code == 400
+    assert "refused by the post-trigger" in str(raised.value)
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        container.create_item({"id": "c", "pk": "p"}, pre_trigger_include="onDelete")
+    assert raised.value.status_code == 400
+    assert ids_in(container, "p") == ["a"]
+    # Unnamed triggers do not run.
+    assert "stamped" not in container.create_item({"id": "d", "pk": "p"})
+
+
+def test_udfs_in_select_where_and_order_by(container):
+    for i, income in enumerate([500, 20000, 8000, 1200]):
+        container.create_item({"id": f"t{i}", "pk": "p", "income": income})
+    scripts = container.scripts
+    scripts.create_user_defined_function({"id": "tax", "body": "function tax(income) { return income > 1000 ? income * 0.1 : 0; }"})
+    scripts.create_user_defined_function({"id": "negate", "body": "function (n) { return -n; }"})
+    scripts.create_user_defined_function({"id": "fails", "body": "function () { throw new Error('no input'); }"})
+    taxes = list(container.query_items("SELECT c.id, udf.tax(c.income) AS tax FROM c", partition_key="p"))
+    assert sorted((t["id"], t["tax"]) for t in taxes) == [("t0", 0), ("t1", 2000), ("t2", 800), ("t3", 120)]
+    high = list(container.query_items("SELECT VALUE c.id FROM c WHERE udf.tax(c.income) > 500", partition_key="p"))
+    assert sorted(high) == ["t1", "t2"]
+    ordered = list(container.query_items("SELECT VALUE c.id FROM c ORDER BY udf.negate(c.income)", partition_key="p"))
+    assert ordered == ["t1", "t2", "t3", "t0"]
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        list(container.query_items("SELECT VALUE udf.missing(c.income) FROM c", partition_key="p"))
+    assert raised.value.status_code == 400
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        list(container.query_items("SELECT VALUE udf.fails(c.income) FROM c", partition_key="p"))
+    assert raised.value.status_code == 400
+    assert "no input" in str(raised.value)
