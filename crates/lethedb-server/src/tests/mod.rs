@@ -11,6 +11,7 @@ mod compatibility;
 mod container_policies;
 mod containers;
 mod errors;
+mod failing_storage;
 mod grant_table;
 mod headers;
 mod items;
@@ -70,13 +71,16 @@ impl Server {
 
     /// A server whose state `configure` may change first (metrics off, a certificate, ...).
     fn with(configure: impl FnOnce(&mut AppState)) -> Server {
+        Server::on_store(Arc::new(MemoryStore::new()), configure)
+    }
+
+    /// A server over `store` (a fault-injecting one, say).
+    fn on_store(
+        store: Arc<dyn lethedb_storage::Storage>,
+        configure: impl FnOnce(&mut AppState),
+    ) -> Server {
         let clock = Arc::new(ManualClock::new(START_MS));
-        let engine = Engine::open(
-            Arc::new(MemoryStore::new()),
-            clock.clone(),
-            EngineConfig::default(),
-        )
-        .expect("engine");
+        let engine = Engine::open(store, clock.clone(), EngineConfig::default()).expect("engine");
         let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
         let metrics = Some(Arc::new(crate::metrics::Metrics::new(engine.clone())));
         let mut state = AppState {
