@@ -60,6 +60,8 @@ pub struct Reply {
     pub continuation: Option<String>,
     /// `x-ms-request-charge` (0 when the server sent none).
     pub request_charge: f64,
+    /// `x-ms-retry-after-ms`, the wait a 429 asks for.
+    pub retry_after_ms: Option<u64>,
 }
 
 impl Reply {
@@ -206,6 +208,10 @@ impl Client {
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse().ok())
                 .unwrap_or(0.0);
+            let retry_after_ms = headers
+                .get("x-ms-retry-after-ms")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok());
             let body = response.into_body().collect().await?.to_bytes();
             if !close {
                 self.sender = Some(sender);
@@ -215,6 +221,7 @@ impl Client {
                 body,
                 continuation,
                 request_charge,
+                retry_after_ms,
             });
         }
     }

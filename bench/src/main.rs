@@ -21,6 +21,7 @@ mod scripts;
 mod sections;
 mod server_snapshot;
 mod servers;
+mod soak;
 mod stats;
 mod sweep_log;
 mod ttl;
@@ -56,6 +57,9 @@ enum Command {
     /// Server-side JavaScript figures against a running LetheDB (stored procedures, bulk
     /// import inside an execution, the cost of a UDF in a query); prints JSON.
     Scripts(ScriptsArgs),
+    /// The overload soak: starts LetheDB on a durable store and drives a TTL workload above the
+    /// container's throughput; prints RSS, descriptors, store size and latencies per window.
+    Soak(SoakArgs),
     /// Serve hello world (the HTTP ceiling).
     Hello {
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -153,6 +157,32 @@ struct CompareArgs {
 }
 
 #[derive(Args)]
+struct SoakArgs {
+    /// How long to run, in seconds (3600 for the full soak).
+    #[arg(long, default_value_t = 600.0)]
+    seconds: f64,
+    /// Seconds per row of the table.
+    #[arg(long, default_value_t = 10.0)]
+    window: f64,
+    #[arg(long, default_value_t = 24)]
+    writers: usize,
+    #[arg(long, default_value_t = 8)]
+    readers: usize,
+    /// The container's provisioned RU/s (far below what the clients ask for).
+    #[arg(long, default_value_t = 2000)]
+    throughput_ru: u32,
+    /// The container's `defaultTtl`: every item written expires this long after.
+    #[arg(long, default_value_t = 5)]
+    ttl: i64,
+    /// The lethedb binary (default: next to this one).
+    #[arg(long)]
+    lethedb: Option<PathBuf>,
+    /// Where to write the table and figures (default: print only).
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct ScriptsArgs {
     /// `127.0.0.1:PORT` of a running LetheDB (start it with `--no-rate-limit`).
     #[arg(long)]
@@ -202,6 +232,7 @@ fn main() -> anyhow::Result<()> {
                     Command::Compare(args) => compare_command(args).await,
                     Command::Run(args) => run_command(args).await,
                     Command::Scripts(args) => scripts_command(args).await,
+                    Command::Soak(args) => soak_command(args).await,
                     Command::Hello { .. } => Ok(()),
                 }
             })
@@ -279,6 +310,38 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
     println!("{markdown}");
     if !clean {
         anyhow::bail!("some workloads saw errors (listed above)");
+    }
+    Ok(())
+}
+
+async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let scratch_dir = std::env::temp_dir().join(format!("lethedb-soak-{}", std::process::id()));
+    let launch = servers::Launch {
+        lethedb_binary: args.lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
+        bench_binary: exe.clone(),
+        peer_dir: bench_dir().join("peer"),
+        peer_cli: false,
+        tls: false,
+        key: lethedb_auth::EMULATOR_KEY.to_string(),
+        scratch_dir: scratch_dir.clone(),
+    };
+    let config = soak::SoakConfig {
+        duration: Duration::from_secs_f64(args.seconds),
+        window: Duration::from_secs_f64(args.window),
+        writers: args.writers,
+        readers: args.readers,
+        throughput_ru: args.throughput_ru,
+        ttl_secs: args.ttl,
+    };
+    let outcome = soak::run(&launch, &config).await;
+    let _ = std::fs::remove_dir_all(&scratch_dir);
+    let (table, figures) = outcome?;
+    println!("{table}");
+    println!("{}", serde_json::to_string_pretty(&figures)?);
+    if let Some(path) = args.output {
+        std::fs::write(&path, format!("{table}\n```json\n{figures:#}\n```\n"))?;
     }
     Ok(())
 }
