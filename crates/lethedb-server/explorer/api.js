@@ -5,6 +5,12 @@
 import { makeSigner } from './signing.js';
 
 const VERSION = '2018-12-31';
+/** How often a throttled request (429) is retried, as the SDKs do, before it fails. */
+const THROTTLE_RETRIES_MAX = 9;
+/** The longest wait between two tries, whatever the server's retry-after says. */
+const THROTTLE_WAIT_MAX_MS = 5000;
+
+const sleep = (ms) => new Promise((resolve) => { setTimeout(resolve, ms); });
 
 /** A failed request: HTTP status, Cosmos code and the server's message. */
 export class ApiError extends Error {
@@ -63,10 +69,22 @@ export class Api {
   }
 
   /**
-   * One signed request. `signed` is [resourceType, resourceLink]; `path` is the URL path.
-   * Returns {status, body, headers, charge, ms}.
+   * One signed request, retried while throttled (429). `signed` is [resourceType,
+   * resourceLink]; `path` is the URL path. Returns {status, body, headers, charge, ms}.
    */
-  async request(verb, path, signed, { body, headers = {}, raw = false } = {}) {
+  async request(verb, path, signed, options = {}) {
+    for (let attempt = 0; ; attempt += 1) {
+      try {
+        return await this.once(verb, path, signed, options);
+      } catch (error) {
+        if (error.status !== 429 || attempt >= THROTTLE_RETRIES_MAX) throw error;
+        const waitMs = Number(error.headers?.get('x-ms-retry-after-ms') ?? 100);
+        await sleep(Math.min(THROTTLE_WAIT_MAX_MS, Math.max(10, waitMs)));
+      }
+    }
+  }
+
+  async once(verb, path, signed, { body, headers = {}, raw = false } = {}) {
     const date = new Date().toUTCString();
     const all = {
       'x-ms-date': date,

@@ -123,7 +123,7 @@ export class ItemsView {
     const countdown = expiry ? h('span', { testid: `countdown-${id}`, className: 'countdown', title: '' }) : h('span', { className: 'muted', text: 'never' });
     const actions = expiry ? [
       h('button', { type: 'button', testid: `extend-${id}`, title: 'Write the item again: its time to live starts over', text: 'Extend', onclick: (event) => { event.stopPropagation(); this.rewrite(document._rid, false); } }),
-      h('button', { type: 'button', testid: `permanent-${id}`, title: 'Set ttl to -1: the item never expires', text: 'Make permanent', onclick: (event) => { event.stopPropagation(); this.rewrite(document._rid, true); } }),
+      h('button', { type: 'button', testid: `permanent-${id}`, title: 'Set ttl to -1: the item never expires', text: 'Permanent', onclick: (event) => { event.stopPropagation(); this.rewrite(document._rid, true); } }),
     ] : [];
     const row = h('tr', { testid: `item-${id}`, tabindex: '0', onclick: () => this.select(document._rid), onkeydown: (event) => { if (event.key === 'Enter') this.select(document._rid); } },
       h('td', { className: 'id', text: id, title: id }),
