@@ -85,8 +85,7 @@ fn parse_proposed(text: &str) -> ApiResult<Option<i64>> {
     }
     let value = text
         .parse::<i64>()
-        .map(Value::from)
-        .unwrap_or_else(|_| Value::String(text.to_string()));
+        .map_or_else(|_| Value::String(text.to_string()), Value::from);
     Ok(ttl::parse_default_ttl(Some(&value))?)
 }
 
