@@ -47,7 +47,8 @@ export class ItemsView {
   updateContainer(container) {
     if (!this.context) return;
     this.context.container = container;
-    for (const entry of this.rows.values()) entry.expiry = expiryOf(entry.document, container);
+    // Rows are drawn anew: whether an item has a countdown and actions depends on the setting.
+    for (const entry of [...this.rows.values()]) this.put(entry.document);
     this.tick();
   }
 
