@@ -617,7 +617,9 @@ class CrashCycles:
         for key in keys:
             document = point[key]
             if document is not None:
-                self.model.items[key] = State.from_document(document)
+                known = states_before[key] if states_before[key].etag == document.get("_etag") else None
+                # The acknowledging client bracketed the write's instant more tightly than `_ts` does.
+                self.model.items[key] = known or State.from_document(document)
                 continue
             # Not found: absent, or expired. An expired item is kept with what the read proved
             # (its expiry had passed by then), so every later check still expects it invisible.
