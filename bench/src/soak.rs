@@ -44,18 +44,16 @@ struct Tally {
 }
 
 fn directory_bytes(path: &std::path::Path) -> u64 {
-    std::fs::read_dir(path)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|entry| match entry.metadata() {
-                    Ok(meta) if meta.is_dir() => directory_bytes(&entry.path()),
-                    Ok(meta) => meta.len(),
-                    Err(_) => 0,
-                })
-                .sum()
-        })
-        .unwrap_or(0)
+    std::fs::read_dir(path).map_or(0, |entries| {
+        entries
+            .flatten()
+            .map(|entry| match entry.metadata() {
+                Ok(meta) if meta.is_dir() => directory_bytes(&entry.path()),
+                Ok(meta) => meta.len(),
+                Err(_) => 0,
+            })
+            .sum()
+    })
 }
 
 fn open_descriptors(pid: u32) -> u64 {
