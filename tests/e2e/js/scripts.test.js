@@ -342,6 +342,57 @@ test("a write to another partition key is refused and nothing is written", async
   });
 });
 
+test("a script sees only the partition it runs in: a key of 1, null, or none (undefined)", async () => {
+  await withDatabase(context.client, async (database) => {
+    const { container } = await database.containers.create({ id: "k", partitionKey: { paths: ["/key"] } });
+    await container.items.create({ id: "null", key: null });
+    await container.items.create({ id: "none" });
+    await container.items.create({ id: "one", key: 1 });
+    await container.scripts.storedProcedures.create({
+      id: "ids",
+      body: function () {
+        const c = getContext().getCollection();
+        c.queryDocuments(c.getSelfLink(), "SELECT r.id FROM r", {}, (err, docs) => {
+          if (err) throw err;
+          getContext().getResponse().setBody(docs.map((d) => d.id));
+        });
+      },
+    });
+    const sproc = container.scripts.storedProcedure("ids");
+    assert.deepEqual((await sproc.execute(1, [])).resource, ["one"]);
+    assert.deepEqual((await sproc.execute(null, [])).resource, ["null"]);
+    // No key: the SDK reads the container's definition and sends the "none" key, [{}].
+    assert.deepEqual((await sproc.execute(undefined, [])).resource, ["none"]);
+  });
+});
+
+test("a link outside the collection throws at the call, and the callback never runs", async () => {
+  // The service's wrapper (DocDbWrapperScript.js, validateCollectionLink) throws
+  // Error(400, "Function is not allowed to operate on resources outside current collection...")
+  // from the call itself: the operation is never queued.
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({
+      id: "outside",
+      body: `function () {
+        var c = getContext().getCollection();
+        var outcome = ['returned'];
+        try {
+          c.createDocument('dbs/elsewhere/colls/other', { id: 'x', pk: 'p' }, function (err) {
+            outcome.push('callback');
+          });
+        } catch (err) {
+          outcome = ['threw', err.number, err.message];
+        }
+        getContext().getResponse().setBody(outcome);
+      }`,
+    });
+    const { resource: outcome } = await container.scripts.storedProcedure("outside").execute("p", []);
+    assert.deepEqual(outcome.slice(0, 2), ["threw", 400], JSON.stringify(outcome));
+    assert.match(outcome[2], /outside current collection/);
+    assert.deepEqual(await idsIn(container, "p"), []);
+  });
+});
+
 test("response bodies, spread arguments and a missing procedure", async () => {
   await withContainer(async (container) => {
     const sprocs = container.scripts.storedProcedures;

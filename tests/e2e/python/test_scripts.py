@@ -297,6 +297,46 @@ def test_a_write_to_another_partition_key_is_refused_and_nothing_is_written(cont
     assert ids_in(container, "p") == [] and ids_in(container, "q") == []
 
 
+def test_a_script_sees_only_its_partition_and_needs_a_partition_key(container):
+    container.create_item({"id": "theirs", "pk": "q"})
+    body = """function () {
+        var c = getContext().getCollection();
+        c.readDocument(c.getAltLink() + '/docs/theirs', {}, function (err) {
+            getContext().getResponse().setBody(err ? err.number : 'visible');
+        });
+    }"""
+    container.scripts.create_stored_procedure({"id": "peek", "body": body})
+    assert execute(container, "peek", "p") == 404
+    assert execute(container, "peek", "q") == "visible"
+    # Without a partition key (partition_key=None sends no header) a partitioned container refuses.
+    with pytest.raises(exceptions.CosmosHttpResponseError) as raised:
+        execute(container, "peek", None)
+    assert raised.value.status_code == 400
+
+
+def test_a_link_outside_the_collection_throws_at_the_call(container):
+    """The service's wrapper (DocDbWrapperScript.js, validateCollectionLink) throws
+    Error(400, 'Function is not allowed to operate on resources outside current collection...')
+    from the call itself; the operation is never queued and its callback never runs."""
+    body = """function () {
+        var c = getContext().getCollection();
+        var outcome = ['returned'];
+        try {
+            c.createDocument('dbs/elsewhere/colls/other', {id: 'x', pk: 'p'}, function (err) {
+                outcome.push('callback');
+            });
+        } catch (err) {
+            outcome = ['threw', err.number, err.message];
+        }
+        getContext().getResponse().setBody(outcome);
+    }"""
+    container.scripts.create_stored_procedure({"id": "outside", "body": body})
+    outcome = execute(container, "outside", "p")
+    assert outcome[:2] == ["threw", 400], outcome
+    assert "outside current collection" in outcome[2]
+    assert ids_in(container, "p") == []
+
+
 def test_response_bodies_arguments_and_a_missing_procedure(container):
     scripts = container.scripts
     scripts.create_stored_procedure({"id": "set", "body": "function () { getContext().getResponse().setBody(999); }"})
