@@ -20,7 +20,9 @@
 //!   [`validate_query`], [`client_plan`] (the service's plan for the SDKs' client pipelines,
 //!   a [`ClientPlan`]). `batch.rs`, `patch.rs`: batches and partial updates.
 //! - `sweeper.rs`: `start_sweeper` ([`sweeper::SweeperHandle`]), `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
-//!   [`SweeperConfig`], [`SweepStats`]. `offers.rs`: offers (throughput as a resource).
+//!   [`SweeperConfig`], [`SweepStats`]. `expiry.rs`: `ttl_overview` ([`TtlOverview`],
+//!   [`ExpiringCounts`], [`TtlPreview`]: a container's TTL figures from its expiry index).
+//!   `offers.rs`: offers (throughput as a resource).
 //! - `container.rs`: [`Container`], [`Usage`]. `limits.rs`: [`ID_CHARS_MAX`], [`ITEM_BYTES_MAX`],
 //!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `error.rs`: [`EngineError`], [`ErrorCode`] (every
 //!   failure a client can see). `clock.rs` ([`Stopwatch`] too), `poison.rs`
@@ -76,6 +78,9 @@ pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};
 pub use epk::HashScheme;
 pub use error::{EngineError, EngineResult, ErrorCode};
+pub use expiry::{
+    ExpiringCounts, TtlOverview, TtlPreview, TTL_COUNT_ENTRIES_MAX, TTL_HISTOGRAM_WINDOWS_MS,
+};
 pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
 pub use lethedb_query::ClientPlan;
 pub use lethedb_scripts::Limits as ScriptLimits;

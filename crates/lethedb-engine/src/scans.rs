@@ -13,6 +13,7 @@ use crate::catalog::kinds::{ResourceKind, ResourceParent};
 use crate::container::{Container, Usage};
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::expiry::TtlOverview;
 use crate::items::Feed;
 use crate::partition_key::PartitionKeyValue;
 use crate::poison::panic_message;
@@ -114,6 +115,19 @@ impl Engine {
     ) -> EngineResult<Vec<crate::catalog::usage::RangeStatistics>> {
         let container = Arc::clone(container);
         self.run_scan(move |engine| engine.range_statistics_blocking(&container))
+            .await
+    }
+
+    /// A container's time-to-live figures (the "expiring soon" histogram, the unswept
+    /// backlog, the sweeper's rate) and, with `proposed`, what that `defaultTtl` would expire.
+    /// Counts walk the expiry index only, each capped (`expiry::TTL_COUNT_ENTRIES_MAX`).
+    pub async fn ttl_overview(
+        &self,
+        container: &Arc<Container>,
+        proposed: Option<Option<i64>>,
+    ) -> EngineResult<TtlOverview> {
+        let container = Arc::clone(container);
+        self.run_scan(move |engine| engine.ttl_overview_blocking(&container, proposed))
             .await
     }
 

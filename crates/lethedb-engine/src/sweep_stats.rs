@@ -4,7 +4,7 @@
 //! These types sit below the engine so the engine can hold them; the sweeper's decisions (what
 //! to delete, when, how fast) are in `sweeper.rs`, not here.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -59,14 +59,66 @@ pub struct SweepStats {
 /// How often the sweeper counts a container's whole backlog for its statistics.
 const BACKLOG_COUNT_INTERVAL_MS: i64 = 5_000;
 
+/// How far back the deletion rate looks.
+const DELETION_RATE_WINDOW_MS: i64 = 10_000;
+/// The spacing of the samples the deletion rate is computed from.
+const DELETION_SAMPLE_INTERVAL_MS: i64 = 1_000;
+
 /// Per-container sweep statistics, keyed by container number.
 #[derive(Default)]
 pub(crate) struct SweepRegistry {
     pub(crate) stats: Mutex<HashMap<u32, SweepStats>>,
     counted_at_ms: Mutex<HashMap<u32, i64>>,
+    /// Per container, `(instant, deleted_total)` about once a second over the rate window.
+    deletion_samples: Mutex<HashMap<u32, VecDeque<(i64, u64)>>>,
 }
 
 impl SweepRegistry {
+    /// Notes a container's deletion total after a sweep turn, for [`SweepRegistry::deletions`].
+    pub(crate) fn sample_deletions(&self, container_number: u32, now_ms: i64, deleted_total: u64) {
+        let Ok(mut samples) = self.deletion_samples.lock() else {
+            return;
+        };
+        let samples = samples.entry(container_number).or_default();
+        if samples
+            .back()
+            .is_none_or(|(at, _)| now_ms.saturating_sub(*at) >= DELETION_SAMPLE_INTERVAL_MS)
+        {
+            samples.push_back((now_ms, deleted_total));
+        }
+        // Keep one sample older than the window so the rate always spans all of it.
+        while samples.len() > 1
+            && samples
+                .get(1)
+                .is_some_and(|(at, _)| now_ms.saturating_sub(*at) >= DELETION_RATE_WINDOW_MS)
+        {
+            samples.pop_front();
+        }
+    }
+
+    /// A container's deletion total and its rate over about the last
+    /// `DELETION_RATE_WINDOW_MS`, in deletions per second (0 before two turns were seen).
+    pub(crate) fn deletions(&self, container_number: u32, now_ms: i64) -> (u64, f64) {
+        let total = self
+            .stats
+            .lock()
+            .ok()
+            .and_then(|stats| stats.get(&container_number).map(|s| s.deleted_total))
+            .unwrap_or(0);
+        let oldest = self.deletion_samples.lock().ok().and_then(|samples| {
+            samples
+                .get(&container_number)
+                .and_then(|s| s.front().copied())
+        });
+        let rate = match oldest {
+            Some((at, then_total)) if now_ms > at => {
+                total.saturating_sub(then_total) as f64 * 1000.0 / (now_ms - at) as f64
+            }
+            _ => 0.0,
+        };
+        (total, rate)
+    }
+
     /// Whether the whole backlog should be counted on this turn (and notes that it will be).
     pub(crate) fn full_count_due(&self, container_number: u32, now_ms: i64) -> bool {
         // A count walks the whole backlog, so a large backlog is counted less often: one more

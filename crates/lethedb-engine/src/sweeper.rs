@@ -194,6 +194,9 @@ impl Engine {
                 0
             };
             entry.deleted_total += deleted;
+            self.inner
+                .sweep_stats
+                .sample_deletions(container.number, now_ms, entry.deleted_total);
             if deleted > 0 {
                 tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
             }

@@ -1,5 +1,5 @@
-//! The HTTP surface as axum routers: the internal endpoints by path, and the Cosmos dispatcher
-//! as the fallback for everything else. Tests drive [`app`] without a socket; the metrics port
+//! The HTTP surface as axum routers: the explorer's page and files, the internal endpoints by
+//! path, and the Cosmos dispatcher as the fallback for everything else. Tests drive [`app`] without a socket; the metrics port
 //! serves [`metrics_router`], built from the same `/metrics` endpoint.
 //!
 //! This module composes; the endpoints' answers are `handlers::internal`'s, the Cosmos ones are
@@ -8,12 +8,13 @@
 
 use crate::cosmos::dispatch;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::handlers;
+use crate::explorer;
+use crate::handlers::{self, TTL_OVERVIEW_PREFIX};
 use crate::respond::add_common_headers;
 use crate::state::AppState;
-use axum::extract::{Request, State};
+use axum::extract::{Path, Request, State};
 use axum::handler::Handler;
-use axum::http::Uri;
+use axum::http::{header, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
@@ -25,7 +26,16 @@ const EXPLORER_PREFIX: &str = "/_explorer";
 
 /// The whole HTTP surface.
 pub fn app(state: AppState) -> Router {
-    let mut internal = Router::new().route("/_lethedb/stats", get_only(stats, dispatch));
+    let mut internal = Router::new()
+        .route("/_lethedb/stats", get_only(stats, dispatch))
+        .route(
+            &format!("{TTL_OVERVIEW_PREFIX}/{{*container}}"),
+            get_only(ttl_overview, dispatch),
+        )
+        .route(
+            &format!("{EXPLORER_PREFIX}/"),
+            get_only(explorer_page, dispatch),
+        );
     if state.metrics_route {
         internal = internal.route("/metrics", metrics_endpoint(dispatch));
     }
@@ -63,9 +73,61 @@ fn get_only<T: 'static, U: 'static>(
         .fallback(other)
 }
 
-/// The explorer's endpoints, relative to [`EXPLORER_PREFIX`]: today only the TLS certificate.
+/// The explorer's endpoints, relative to [`EXPLORER_PREFIX`]: the prefix itself (a redirect to
+/// the page, which `app` serves at `/_explorer/`), `/index.html` and the other files, and the
+/// TLS certificate. A name that is none of them is a Cosmos
+/// path (`outside_explorer`).
 fn explorer_router() -> Router<AppState> {
-    Router::new().route("/emulator.pem", get_only(certificate, outside_explorer))
+    Router::new()
+        .route("/", get_only(to_explorer_page, outside_explorer))
+        .route("/emulator.pem", get_only(certificate, outside_explorer))
+        .route("/{file}", get_only(explorer_file, outside_explorer))
+}
+
+async fn explorer_page() -> Response {
+    match explorer::asset("") {
+        Some(asset) => explorer::serve(asset),
+        None => ApiError::from_code(Code::RouteNotFound).into_response(),
+    }
+}
+
+async fn explorer_file(
+    Path(file): Path<String>,
+    state: State<AppState>,
+    request: Request,
+) -> Response {
+    match explorer::asset(&file) {
+        Some(asset) => explorer::serve(asset),
+        None => outside_explorer(state, request).await,
+    }
+}
+
+/// `/_explorer` without its slash: the page's modules are named relative to `/_explorer/`.
+async fn to_explorer_page() -> Response {
+    (
+        StatusCode::PERMANENT_REDIRECT,
+        [(header::LOCATION, format!("{EXPLORER_PREFIX}/"))],
+    )
+        .into_response()
+}
+
+/// The time-to-live overview; it authenticates like a Cosmos request (`handlers::ttl`).
+async fn ttl_overview(State(state): State<AppState>, request: Request) -> Response {
+    let uri = request.uri();
+    let path = uri
+        .path()
+        .strip_prefix(TTL_OVERVIEW_PREFIX)
+        .unwrap_or_default();
+    answer(
+        handlers::ttl_overview(
+            &state,
+            request.method(),
+            request.headers(),
+            path,
+            uri.query(),
+        )
+        .await,
+    )
 }
 
 async fn stats(State(state): State<AppState>) -> Response {

@@ -16,6 +16,7 @@ pub mod auth;
 pub mod cli;
 mod cosmos;
 mod error;
+mod explorer;
 mod grants;
 mod handlers;
 mod json_text;

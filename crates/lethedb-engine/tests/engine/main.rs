@@ -16,4 +16,5 @@ mod resources;
 mod script_resources;
 mod scripts;
 mod sweeper;
+mod ttl_overview;
 mod ttl_paths;

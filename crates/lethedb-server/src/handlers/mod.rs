@@ -17,10 +17,12 @@ mod internal;
 mod items;
 mod offers;
 mod scripts;
+mod ttl;
 mod users;
 
 pub use context::Context;
 pub use internal::{certificate, metrics, stats};
+pub use ttl::{ttl_overview, TTL_OVERVIEW_PREFIX};
 
 use context::Listing;
 

@@ -11,6 +11,7 @@ mod compatibility;
 mod container_policies;
 mod containers;
 mod errors;
+mod explorer;
 mod failing_storage;
 mod grant_table;
 mod headers;

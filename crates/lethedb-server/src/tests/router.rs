@@ -111,8 +111,11 @@ async fn other_methods_and_paths_near_internal_endpoints_are_cosmos_requests() {
         ("HEAD", "/metrics"),
         ("DELETE", "/_lethedb/stats"),
         ("POST", "/_explorer/emulator.pem"),
-        ("GET", "/_explorer"),
+        // `GET /_explorer` redirects to the page (tests/explorer.rs); other names are Cosmos.
         ("GET", "/_explorer/other"),
+        ("HEAD", "/_explorer/"),
+        ("GET", "/_lethedb/ttl"),
+        ("POST", "/_lethedb/ttl/dbs/db/colls/c"),
         ("GET", "/metrics/"),
     ] {
         let unsigned = server
