@@ -484,6 +484,25 @@ test("pre-triggers stamp, a throwing post-trigger rolls the write back, a mismat
   });
 });
 
+test("a post-trigger may replace the response body", async () => {
+  // The wrapper's Response.setBody: "In post-triggers, the response body is already set with the
+  // requested resource and will be overwritten with this call."
+  await withContainer(async (container) => {
+    await container.scripts.triggers.create({
+      id: "audit",
+      body: "function () { var r = getContext().getResponse(); var b = r.getBody(); b.audited = true; r.setBody(b); }",
+      triggerType: TriggerType.Post,
+      triggerOperation: TriggerOperation.All,
+    });
+    const { resource: created } = await container.items.create({ id: "a", pk: "p" }, { postTriggerInclude: "audit" });
+    assert.equal(created.id, "a");
+    assert.equal(created.audited, true);
+    const { resource: replaced } = await container.item("a", "p").replace({ id: "a", pk: "p", v: 2 }, { postTriggerInclude: "audit" });
+    assert.equal(replaced.v, 2);
+    assert.equal(replaced.audited, true);
+  });
+});
+
 test("UDFs in SELECT, WHERE and ORDER BY; a missing or throwing one is a 400", async () => {
   await withContainer(async (container) => {
     for (const [i, income] of [500, 20000, 8000, 1200].entries()) {

@@ -415,6 +415,21 @@ def test_a_pre_trigger_stamps_and_a_post_trigger_that_throws_rolls_the_write_bac
     assert "stamped" not in container.create_item({"id": "d", "pk": "p"})
 
 
+def test_a_post_trigger_may_replace_the_response_body(container):
+    """The wrapper's Response.setBody: "In post-triggers, the response body is already set with the
+    requested resource and will be overwritten with this call." """
+    container.scripts.create_trigger({
+        "id": "audit",
+        "body": "function () { var r = getContext().getResponse(); var b = r.getBody(); b.audited = true; r.setBody(b); }",
+        "triggerType": TriggerType.Post,
+        "triggerOperation": TriggerOperation.All,
+    })
+    created = container.create_item({"id": "a", "pk": "p"}, post_trigger_include="audit")
+    assert created["id"] == "a" and created["audited"] is True
+    upserted = container.upsert_item({"id": "a", "pk": "p", "v": 2}, post_trigger_include="audit")
+    assert upserted["v"] == 2 and upserted["audited"] is True
+
+
 def test_udfs_in_select_where_and_order_by(container):
     for i, income in enumerate([500, 20000, 8000, 1200]):
         container.create_item({"id": f"t{i}", "pk": "p", "income": income})
