@@ -233,6 +233,33 @@ test("console.log comes back URL-encoded only when logging is on", async () => {
   });
 });
 
+test("console.log follows the wrapper's sprintf: %s is the next argument, %% is %", async () => {
+  await withContainer(async (container) => {
+    await container.scripts.storedProcedures.create({ id: "percent", body: "function () { console.log('100%% of %s', 'x'); }" });
+    const logged = await container.scripts.storedProcedure("percent").execute("p", [], { enableScriptLogging: true });
+    assert.equal(logged.headers["x-ms-documentdb-script-log-results"], encodeURIComponent("100% of x"));
+  });
+});
+
+test("the deleteDocument callback gets the response options second (a delete has no resource)", async () => {
+  // The wrapper calls back `callback(undefined, response.options)`.
+  await withContainer(async (container) => {
+    await container.items.create({ id: "d", pk: "p" });
+    await container.scripts.storedProcedures.create({
+      id: "remove",
+      body: `function () {
+        var c = getContext().getCollection();
+        c.deleteDocument(c.getAltLink() + '/docs/d', {}, function (err, responseOptions) {
+          if (err) throw err;
+          getContext().getResponse().setBody(responseOptions !== null && typeof responseOptions === 'object');
+        });
+      }`,
+    });
+    assert.equal((await container.scripts.storedProcedure("remove").execute("p", [])).resource, true);
+    assert.deepEqual(await idsIn(container, "p"), []);
+  });
+});
+
 test("an Error with a number is a 400 with that substatus, and nothing stays", async () => {
   await withContainer(async (container) => {
     await container.scripts.storedProcedures.create({

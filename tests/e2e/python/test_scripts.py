@@ -199,6 +199,31 @@ def test_console_log_comes_back_url_encoded_only_when_asked(container):
     assert "x-ms-documentdb-script-log-results" not in last_headers(container)
 
 
+def test_console_log_follows_the_wrapper_sprintf(container):
+    """The service's console.log formats with the wrapper's sprintf, which replaces `%s` with the
+    next argument and `%%` with `%` (regex /%((%)|s)/g)."""
+    body = "function () { console.log('100%% of %s', 'x'); }"
+    container.scripts.create_stored_procedure({"id": "percent", "body": body})
+    assert execute(container, "percent", "p", enable_script_logging=True) == ""
+    assert last_headers(container)["x-ms-documentdb-script-log-results"] == urllib.parse.quote("100% of x")
+
+
+def test_the_delete_callback_gets_the_response_options_second(container):
+    """The wrapper's deleteDocument calls back `callback(undefined, response.options)`: a delete has
+    no resource, so the options come second (the bulk-delete samples name it responseOptions)."""
+    container.create_item({"id": "d", "pk": "p"})
+    body = """function () {
+        var c = getContext().getCollection();
+        c.deleteDocument(c.getAltLink() + '/docs/d', {}, function (err, responseOptions) {
+            if (err) throw err;
+            getContext().getResponse().setBody(responseOptions !== null && typeof responseOptions === 'object');
+        });
+    }"""
+    container.scripts.create_stored_procedure({"id": "remove", "body": body})
+    assert execute(container, "remove", "p") is True
+    assert ids_in(container, "p") == []
+
+
 def test_an_error_with_a_number_is_a_400_with_that_substatus_and_rolls_back(container):
     body = """function () {
         var c = getContext().getCollection();
