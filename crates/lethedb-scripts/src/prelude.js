@@ -51,6 +51,8 @@
   const ABORT = Symbol('abort');
 
   let facts = null;
+  // Whether a post-trigger replaced the response body.
+  let responseSet = false;
   let requestProperties = null;
   let responseProperties = null;
   const logs = [];
@@ -63,7 +65,10 @@
     if (args.length === 0) return '';
     let text = String(args[0]);
     let next = 1;
-    text = text.replace(/%s/g, (match) => (next < args.length ? String(args[next++]) : match));
+    text = text.replace(/%[s%]/g, (match) => {
+      if (match === '%%') return '%';
+      return next < args.length ? String(args[next++]) : match;
+    });
     for (; next < args.length; next++) text += ' ' + String(args[next]);
     return text;
   }
@@ -76,7 +81,7 @@
   // --- request and response ------------------------------------------------------------
   // A property map: getX/setX/appendX for each property, and the generic getValue/setValue/
   // appendValue. Only existing properties may be set, and only writable ones.
-  function propertyMap(properties, writable, extras) {
+  function propertyMap(properties, writable, extras, onChange) {
     const map = {};
     const check = (name) => {
       if (!Object.prototype.hasOwnProperty.call(properties, name)) {
@@ -90,11 +95,13 @@
     map.setValue = (name, value) => {
       check(name);
       properties[name] = value;
+      if (onChange) onChange(name);
     };
     map.appendValue = (name, value) => {
       check(name);
       const current = properties[name];
       properties[name] = (current === undefined || current === null ? '' : current) + value;
+      if (onChange) onChange(name);
     };
     for (const name of Object.keys(properties)) {
       map['get' + name] = () => map.getValue(name);
@@ -118,15 +125,33 @@
     return true;
   }
 
-  // Optional trailing options and callback, in either of the positions scripts use.
+  // Optional trailing options and callback, in either of the positions scripts use. Options
+  // that are not an object are refused at the call, as the service does.
   function optionsAndCallback(options, callback) {
     if (typeof options === 'function') return [{}, options];
+    if (options !== undefined && options !== null && typeof options !== 'object') {
+      throw new CosmosError(ErrorCodes.BadRequest, 'The options must be an object.');
+    }
     return [options || {}, callback];
   }
 
+  const trimmed = (link) => link.replace(/^\/+|\/+$/g, '');
+
+  // A link must name this collection (by rid or by name), or a document in it; anything else
+  // throws at the call, before anything is queued.
   function requireLink(link, what) {
     if (typeof link !== 'string' || link.length === 0) {
       throw new CosmosError(ErrorCodes.BadRequest, 'The ' + what + ' link must be a non-empty string.');
+    }
+    const own = [trimmed(facts.selfLink), trimmed(facts.altLink)];
+    const given = trimmed(link);
+    const inside = what === 'collection'
+      ? own.includes(given)
+      : own.some((collection) => given.startsWith(collection + '/docs/') && given.length > collection.length + 6);
+    if (!inside) {
+      throw new CosmosError(ErrorCodes.BadRequest,
+        'Function is not allowed to operate on resources outside current collection. Make sure that the link provided, "' +
+        link + '", belongs to current collection.');
     }
     return link;
   }
@@ -155,7 +180,7 @@
     },
     deleteDocument(link, options, callback) {
       [options, callback] = optionsAndCallback(options, callback);
-      return queue('delete', { link: requireLink(link, 'document'), options: options }, callback, false);
+      return queue('delete', { link: requireLink(link, 'document'), options: options }, callback, 'options');
     },
     readDocument(link, options, callback) {
       [options, callback] = optionsAndCallback(options, callback);
@@ -296,7 +321,7 @@
         response = propertyMap(responseProperties, ['Body'], {
           getMaxResourceQuota: () => '',
           getResourceQuotaCurrentUsage: () => '',
-        });
+        }, () => { responseSet = true; });
         context.getResponse = () => response;
       }
       underscore.request = request;
@@ -329,6 +354,7 @@
         throw error;
       }
       if (entry.callback) {
+        if (entry.feed === 'options') return entry.callback.call(null, undefined, options);
         return entry.callback.call(null, undefined, entry.feed ? outcome.feed : outcome.resource, options);
       }
     },
@@ -341,7 +367,8 @@
       return JSON.stringify({
         body: JSON.stringify(body === undefined ? null : body),
         requestBody: JSON.stringify(requestProperties.Body === undefined ? null : requestProperties.Body),
-        log: logs.join('\n'),
+        log: logs.join(''),
+        responseSet: responseSet,
       });
     },
   };

@@ -48,6 +48,9 @@ pub struct Outcome {
     pub request_body: Json,
     /// `console.log` output, when logging was asked for.
     pub log: String,
+    /// Whether the script set the response body (a post-trigger's replaces the written item in
+    /// the answer).
+    pub response_set: bool,
 }
 
 /// Why an execution failed. Every failure means: roll back whatever it did.
@@ -125,8 +128,12 @@ fn classify(raw: Raw, interrupted: &AtomicBool, runtime: &Runtime, limits: &Limi
     match raw {
         Raw::Operation(error) => Failure::Operation(error),
         Raw::Thrown(facts) => {
+            // What the heap holds tells the memory cap from a script's own exception.
+            let usage = runtime.memory_usage();
+            let near_cap = limits.memory_bytes / 10 * 9;
             let out_of_memory = facts.message.contains("out of memory")
-                || runtime.memory_usage().memory_used_size as usize >= limits.memory_bytes;
+                || usage.malloc_size.max(0) as usize >= near_cap
+                || usage.memory_used_size.max(0) as usize >= near_cap;
             if out_of_memory && facts.number.is_none() {
                 Failure::OutOfMemory
             } else {
@@ -162,6 +169,10 @@ fn thrown<'js>(ctx: &Ctx<'js>, api: Option<&Api<'js>>, error: CaughtError<'js>) 
         CaughtError::Value(value) => value,
         CaughtError::Error(error) => return Raw::Sandbox(error.to_string()),
     };
+    if value.is_null() {
+        // What QuickJS throws when the memory cap leaves it no room for the error object itself.
+        return Raw::Sandbox("out of memory (the engine threw null)".into());
+    }
     let described = api
         .and_then(|api| api.function("describe").ok())
         .and_then(|describe| describe.call::<_, Object>((value.clone(),)).ok());
@@ -341,6 +352,10 @@ fn finish<'js>(ctx: &Ctx<'js>, api: &Api<'js>) -> Result<Outcome, Raw> {
             .and_then(Json::as_str)
             .unwrap_or_default()
             .to_string(),
+        response_set: facts
+            .get("responseSet")
+            .and_then(Json::as_bool)
+            .unwrap_or(false),
     })
 }
 

@@ -416,3 +416,56 @@ fn a_script_reaches_no_host_facility() {
         ])
     );
 }
+
+#[test]
+fn the_wrappers_details_links_log_format_delete_callbacks_and_post_trigger_bodies() {
+    // A link outside the collection throws at the call, before anything is queued.
+    let (outcome, memory) = sproc(
+        r#"function () {
+            const c = getContext().getCollection();
+            let caught = null;
+            try { c.createDocument('dbs/elsewhere/colls/other', {id: 'x'}, () => {}); }
+            catch (e) { caught = [e.number, e.message.includes('outside current collection')]; }
+            console.log('100%% of %s', 'x');
+            c.createDocument(c.getSelfLink(), {id: 'd'}, () => {
+                c.deleteDocument(c.getAltLink() + '/docs/d', {}, function (err, options) {
+                    getContext().getResponse().setBody([caught, arguments.length, typeof options]);
+                });
+            });
+        }"#,
+        vec![],
+    );
+    let outcome = outcome.unwrap();
+    assert_eq!(outcome.response_body, json!([[400, true], 2, "object"]));
+    assert_eq!(outcome.log, "100% of x");
+    assert_eq!(memory.requests, 2, "the outside link was never queued");
+    // A post-trigger that sets the response body says so; one that only reads does not.
+    let mut memory = Memory::default();
+    let post = |source: &str, memory: &mut Memory| {
+        run(
+            source,
+            &Invocation::PostTrigger {
+                operation: "Create",
+                request_body: json!({"id": "x"}),
+                response_body: json!({"id": "x"}),
+            },
+            false,
+            memory,
+            &Limits::default(),
+        )
+        .unwrap()
+    };
+    let set = post(
+        "function () { const r = getContext().getResponse(); const b = r.getBody(); b.audited = true; r.setBody(b); }",
+        &mut memory,
+    );
+    assert!(set.response_set);
+    assert_eq!(set.response_body, json!({"id": "x", "audited": true}));
+    assert!(
+        !post(
+            "function () { getContext().getResponse().getBody(); }",
+            &mut memory
+        )
+        .response_set
+    );
+}

@@ -100,6 +100,9 @@ pub struct TriggeredOutcome {
     pub item: Option<StoredItem>,
     /// Whether the write created the item.
     pub created: bool,
+    /// What a post-trigger set as the response body, which the client gets instead of the
+    /// item (its copies of written documents carry their committed system properties).
+    pub response_body: Option<Value>,
     pub request_units: f64,
     pub lsn: u64,
 }
@@ -333,18 +336,24 @@ impl Engine {
                     engine.now_ms(),
                     partition.clone(),
                 );
-                let (key, created) = triggered_write(engine, &mut view, &write, &pre, &post)?;
+                let (key, created, mut response_body) =
+                    triggered_write(engine, &mut view, &write, &pre, &post)?;
                 let request_units = request_units::round_total(view.request_units);
+                let provisional = std::mem::take(&mut view.provisional_etags);
                 let plan = plan_of(&container, view);
                 drop(reader);
                 match engine.commit_view(plan) {
                     Ok((mut finals, lsn)) => {
+                        if let Some(body) = &mut response_body {
+                            finalize(body, &provisional, &finals);
+                        }
                         return Ok(TriggeredOutcome {
                             item: key.and_then(|key| finals.remove(&key)),
                             created,
+                            response_body,
                             request_units,
                             lsn,
-                        })
+                        });
                     }
                     Err(error) if error.code == ErrorCode::ScriptConflict => continue,
                     Err(error) => return Err(error),
@@ -357,14 +366,14 @@ impl Engine {
 }
 
 /// The triggers and the write inside one view; returns the written item's key (none for a
-/// delete) and whether the write created it.
+/// delete), whether the write created it, and the response body a post-trigger set, if any.
 fn triggered_write(
     engine: &Engine,
     view: &mut ScriptView<'_>,
     write: &TriggeredWrite,
     pre: &[(String, String)],
     post: &[(String, String)],
-) -> EngineResult<(Option<Vec<u8>>, bool)> {
+) -> EngineResult<(Option<Vec<u8>>, bool, Option<Value>)> {
     let operation = write.operation.type_name();
     let limits = &engine.inner.script_limits;
     let mut body = match &write.operation {
@@ -430,15 +439,23 @@ fn triggered_write(
             (None, false, Value::Null)
         }
     };
+    let mut response = response;
+    let mut replaced = None;
     for (_, source) in post {
         let invocation = Invocation::PostTrigger {
             operation,
             request_body: body.clone(),
             response_body: response.clone(),
         };
-        lethedb_scripts::run(source, &invocation, false, view, limits).map_err(script_error)?;
+        let outcome =
+            lethedb_scripts::run(source, &invocation, false, view, limits).map_err(script_error)?;
+        if outcome.response_set {
+            // The next post-trigger sees, and the client gets, the body this one set.
+            response = outcome.response_body.clone();
+            replaced = Some(outcome.response_body);
+        }
     }
-    Ok((key, created))
+    Ok((key, created, replaced))
 }
 
 fn key_of_document(view: &ScriptView<'_>, document: &Value) -> Vec<u8> {

@@ -124,10 +124,10 @@ pub async fn triggered_write(
             } else {
                 StatusCode::OK
             };
-            let body = if prefers_minimal(context.headers) {
-                Vec::new()
-            } else {
-                item.to_json_bytes()
+            let body = match &outcome.response_body {
+                _ if prefers_minimal(context.headers) => Vec::new(),
+                Some(replaced) => serde_json::to_vec(replaced).unwrap_or_default(),
+                None => item.to_json_bytes(),
             };
             Reply::json(status, body).header("etag", item.etag())
         }
