@@ -174,6 +174,9 @@ struct SoakArgs {
     /// The container's `defaultTtl`: every item written expires this long after.
     #[arg(long, default_value_t = 5)]
     ttl: i64,
+    /// The server's change-feed retention (minutes): the store grows for this long.
+    #[arg(long, default_value_t = 1)]
+    change_log_retention_minutes: u32,
     /// The lethedb binary (default: next to this one).
     #[arg(long)]
     lethedb: Option<PathBuf>,
@@ -334,6 +337,7 @@ async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
         readers: args.readers,
         throughput_ru: args.throughput_ru,
         ttl_secs: args.ttl,
+        change_log_retention_minutes: args.change_log_retention_minutes,
     };
     let outcome = soak::run(&launch, &config).await;
     let _ = std::fs::remove_dir_all(&scratch_dir);
