@@ -10,10 +10,10 @@ use crate::cosmos::dispatch;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handlers;
 use crate::respond::add_common_headers;
-use crate::state::AppState;
+use crate::state::{AppState, MetricsRoute};
 use axum::extract::{Request, State};
 use axum::handler::Handler;
-use axum::http::Uri;
+use axum::http::{HeaderMap, Method, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
@@ -25,10 +25,14 @@ const EXPLORER_PREFIX: &str = "/_explorer";
 
 /// The whole HTTP surface.
 pub fn app(state: AppState) -> Router {
-    let mut internal = Router::new().route("/_lethedb/stats", get_only(stats, dispatch));
-    if state.metrics_route {
-        internal = internal.route("/metrics", metrics_endpoint(dispatch));
-    }
+    let internal = Router::new().route(handlers::STATS_PATH, get_only(stats, dispatch));
+    let internal = match state.metrics_route {
+        MetricsRoute::Served => internal.route("/metrics", metrics_endpoint(dispatch)),
+        MetricsRoute::LoopbackOnly => {
+            internal.route("/metrics", get_only(metrics_not_public, dispatch))
+        }
+        MetricsRoute::OwnPort => internal,
+    };
     Router::new()
         .nest(EXPLORER_PREFIX, explorer_router())
         .merge(internal)
@@ -68,8 +72,12 @@ fn explorer_router() -> Router<AppState> {
     Router::new().route("/emulator.pem", get_only(certificate, outside_explorer))
 }
 
-async fn stats(State(state): State<AppState>) -> Response {
-    answer(handlers::stats(&state))
+async fn stats(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
+    answer(handlers::stats(&state, &method, &headers))
+}
+
+async fn metrics_not_public() -> Response {
+    handlers::metrics_not_public().into_response()
 }
 
 /// A scrape reads every container's counters and TTL backlog from storage, so it runs on the

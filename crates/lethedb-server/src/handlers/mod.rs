@@ -20,7 +20,7 @@ mod scripts;
 mod users;
 
 pub use context::Context;
-pub use internal::{certificate, metrics, stats};
+pub use internal::{certificate, metrics, metrics_not_public, stats, STATS_PATH};
 
 use context::Listing;
 

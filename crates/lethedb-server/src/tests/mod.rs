@@ -13,6 +13,7 @@ mod containers;
 mod errors;
 mod grant_table;
 mod headers;
+mod hostile;
 mod items;
 mod operations;
 mod query_plans;
@@ -82,7 +83,7 @@ impl Server {
         let mut state = AppState {
             entra_id: true,
             metrics,
-            metrics_route: true,
+            metrics_route: crate::MetricsRoute::Served,
             engine,
             key: key.clone(),
             certificate_pem: None,
