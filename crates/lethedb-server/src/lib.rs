@@ -19,6 +19,7 @@ mod error;
 mod grants;
 mod handlers;
 mod json_text;
+pub mod listen;
 pub mod metrics;
 mod operation;
 mod request;

@@ -2,9 +2,11 @@
 //! sweeper and the HTTP(S) listener, and shuts down cleanly on SIGINT or SIGTERM.
 
 use anyhow::Context as _;
+use axum_server::accept::DefaultAcceptor;
 use clap::Parser as _;
 use lethedb_engine::{Engine, EngineConfig, SystemClock};
 use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
+use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::{app, metrics_router, secrets, tls, AppState, MetricsRoute};
 use lethedb_storage::{MemoryStore, RedbStore, Storage};
@@ -53,20 +55,6 @@ async fn shutdown_signal() {
     {
         let _ = interrupt.await;
     }
-}
-
-/// A client must send a request's headers within `header_timeout` of starting it (or of its
-/// previous response, on a kept-alive connection), so a client trickling bytes, or one that
-/// connects and sends nothing, holds only its own connection, and only that long. Without a
-/// timer hyper applies no such limit.
-fn limit_slow_clients(
-    builder: &mut hyper_util::server::conn::auto::Builder<hyper_util::rt::TokioExecutor>,
-    header_timeout: Duration,
-) {
-    builder
-        .http1()
-        .timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(header_timeout);
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
@@ -118,9 +106,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = (!args.no_metrics).then(|| Arc::new(Metrics::new(engine.clone())));
     // Bound before the state is built: the advertised endpoint defaults to the bound address
     // (port 0 resolved).
-    let listener = std::net::TcpListener::bind(args.bind)
-        .with_context(|| format!("cannot listen on {}", args.bind))?;
-    listener.set_nonblocking(true)?;
+    let listener =
+        listen::bind(args.bind).with_context(|| format!("cannot listen on {}", args.bind))?;
+    let header_timeout = Duration::from_secs(args.header_timeout_secs);
     let address = listener.local_addr()?;
     let endpoint = advertised_endpoint(args.advertise_url.as_deref(), address, material.is_some())
         .map_err(anyhow::Error::msg)?;
@@ -144,15 +132,12 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     if let (Some(address), Some(_)) = (args.metrics_bind, &metrics) {
         // Metrics on a port of their own: the same endpoint, nothing else routed there.
         let metrics_router = metrics_router(state.clone());
-        let listener = std::net::TcpListener::bind(address)
+        let listener = listen::bind(address)
             .with_context(|| format!("cannot listen on {address} for metrics"))?;
-        listener.set_nonblocking(true)?;
         tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
-        let mut server = axum_server::from_tcp(listener)?;
-        limit_slow_clients(
-            server.http_builder(),
-            Duration::from_secs(args.header_timeout_secs),
-        );
+        let mut server = axum_server::from_tcp(listener)?
+            .acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
+        limit_slow_clients(server.http_builder(), header_timeout);
         metrics_task = Some(tokio::spawn(async move {
             let _ = server.serve(metrics_router.into_make_service()).await;
         }));
@@ -181,10 +166,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         shutdown_signal().await;
         shutdown_handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
     });
-    let header_timeout = Duration::from_secs(args.header_timeout_secs);
     match material {
         None => {
-            let mut server = axum_server::from_tcp(listener)?;
+            let mut server = axum_server::from_tcp(listener)?
+                .acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
             limit_slow_clients(server.http_builder(), header_timeout);
             server
                 .handle(handle)
@@ -199,7 +184,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             )
             .await
             .context("cannot load the TLS certificate")?;
-            let mut server = axum_server::from_tcp_rustls(listener, config)?;
+            let mut server = axum_server::from_tcp_rustls(listener, config)?
+                .map(|tls| FirstByte::new(tls, header_timeout));
             limit_slow_clients(server.http_builder(), header_timeout);
             server
                 .handle(handle)
