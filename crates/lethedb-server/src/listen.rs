@@ -166,7 +166,7 @@ mod tests {
         let (client, server) = tokio::io::duplex(64);
         let mut silent = FirstByteStream::new(server, Duration::from_millis(200));
         let mut buffer = [0u8; 8];
-        let error = silent.read(&mut buffer).await.err().expect("timed out");
+        let error = silent.read(&mut buffer).await.expect_err("timed out");
         assert_eq!(error.kind(), io::ErrorKind::TimedOut);
         drop(client);
 

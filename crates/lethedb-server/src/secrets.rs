@@ -165,9 +165,7 @@ mod tests {
             );
         }
         for bind in ["0.0.0.0:8081", "[::]:8081", "10.0.0.5:8081"] {
-            let error = check_exposure(address(bind), &emulator, false)
-                .err()
-                .expect(bind);
+            let error = check_exposure(address(bind), &emulator, false).expect_err(bind);
             assert!(error.contains("--allow-emulator-key-on-network"), "{error}");
             assert!(error.contains("--key-file"), "{error}");
             assert_eq!(check_exposure(address(bind), &emulator, true), Ok(()));

@@ -344,12 +344,13 @@ async fn populated() -> Server {
     server
 }
 
+/// A route swept: method, path, and the headers that make its operation.
+type Swept = (String, String, &'static [(&'static str, &'static str)]);
+
 /// The routes swept: every row of the route table, every other verb on the table's paths, the
 /// internal statistics, and paths made of the resources' `_rid`s.
-async fn sweep_routes(
-    server: &Server,
-) -> Vec<(String, String, &'static [(&'static str, &'static str)])> {
-    let mut routes: Vec<(String, String, &'static [(&str, &str)])> = ROUTES
+async fn sweep_routes(server: &Server) -> Vec<Swept> {
+    let mut routes: Vec<Swept> = ROUTES
         .iter()
         .map(|(method, path, pairs, _)| (method.to_string(), path.to_string(), *pairs))
         .collect();
