@@ -15,19 +15,33 @@ use hyper::Method;
 use serde_json::{json, Value};
 use std::time::Instant;
 
-/// `GET`s a LetheDB route that answers JSON (`/_lethedb/stats`), failing on any status but 200.
+/// `GET`s a LetheDB route that answers JSON (`/_lethedb/stats`, signed with the master key),
+/// failing on any status but 200.
 pub async fn get_json(client: &mut Client, path: &str) -> anyhow::Result<Value> {
     let reply = get(client, path).await?;
     Ok(serde_json::from_slice(&reply)?)
 }
 
+/// The resource type and link a path is signed with, as the server derives them from any
+/// Cosmos path: `/_lethedb/stats` is type `_lethedb`, link `_lethedb/stats` (the statistics
+/// answer only the master key; `/metrics` needs no signature and ignores it).
+fn signed_as(path: &str) -> (String, String) {
+    let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    match segments.len() {
+        0 => (String::new(), String::new()),
+        n if n % 2 == 0 => (segments[n - 2].to_string(), segments.join("/")),
+        n => (segments[n - 1].to_string(), segments[..n - 1].join("/")),
+    }
+}
+
 async fn get(client: &mut Client, path: &str) -> anyhow::Result<Bytes> {
+    let (resource_type, resource_link) = signed_as(path);
     let reply = client
         .send(&Request {
             method: Method::GET,
             path,
-            resource_type: "",
-            resource_link: "",
+            resource_type: &resource_type,
+            resource_link: &resource_link,
             headers: &[],
             body: Bytes::new(),
         })
@@ -318,6 +332,17 @@ fn parse_stat(stat: &str) -> Option<(String, f64)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn internal_paths_are_signed_as_the_server_derives_them() {
+        let signed = |path| {
+            let (resource_type, link) = signed_as(path);
+            format!("{resource_type} {link}")
+        };
+        assert_eq!(signed("/_lethedb/stats"), "_lethedb _lethedb/stats");
+        assert_eq!(signed("/metrics"), "metrics ");
+        assert_eq!(signed("/"), " ");
+    }
 
     #[test]
     fn prometheus_samples_parse_and_sum_by_label() {

@@ -69,6 +69,20 @@ impl MasterKey {
         difference == 0
     }
 
+    /// A name for the key that is safe to log: the first 8 hex digits of the SHA-256 of its
+    /// text (trimmed). It tells two keys apart without helping anyone recover either.
+    pub fn fingerprint(&self) -> String {
+        self.text_digest[..4]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect()
+    }
+
+    /// Whether this is the emulator's well-known key, which anyone can sign with.
+    pub fn is_emulator_key(&self) -> bool {
+        self.is_key_text(EMULATOR_KEY.as_bytes())
+    }
+
     /// The base64 signature of one request.
     pub fn sign(&self, verb: &str, resource_type: &str, resource_link: &str, date: &str) -> String {
         let mut mac = self.mac();
@@ -199,6 +213,27 @@ mod tests {
     }
 
     const KNOWN_SIGNATURE: &str = "xj86+MWCCKMsKoaDK1xTBGEWeWzbmhBy42jihSkJCtQ=";
+
+    #[test]
+    fn the_fingerprint_names_the_key_without_showing_it() {
+        let emulator = MasterKey::from_base64(EMULATOR_KEY).expect("key");
+        // The first 4 bytes of SHA-256 of the emulator key's text, in hex.
+        assert_eq!(emulator.fingerprint(), "aa654743");
+        assert!(emulator.is_emulator_key());
+        assert_eq!(
+            MasterKey::from_base64(&format!("  {EMULATOR_KEY}\n"))
+                .expect("key")
+                .fingerprint(),
+            emulator.fingerprint(),
+            "surrounding whitespace is not part of the key"
+        );
+        let custom = MasterKey::from_base64("c2VjcmV0LWtleQ==").expect("key");
+        assert!(!custom.is_emulator_key());
+        assert_ne!(custom.fingerprint(), emulator.fingerprint());
+        assert!(!EMULATOR_KEY
+            .to_ascii_lowercase()
+            .contains(&emulator.fingerprint()));
+    }
 
     #[test]
     fn malformed_headers_are_rejected() {

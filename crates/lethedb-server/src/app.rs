@@ -11,10 +11,10 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::explorer;
 use crate::handlers::{self, TTL_OVERVIEW_PREFIX};
 use crate::respond::add_common_headers;
-use crate::state::AppState;
+use crate::state::{AppState, MetricsRoute};
 use axum::extract::{Path, Request, State};
 use axum::handler::Handler;
-use axum::http::{header, StatusCode, Uri};
+use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
@@ -26,8 +26,8 @@ const EXPLORER_PREFIX: &str = "/_explorer";
 
 /// The whole HTTP surface.
 pub fn app(state: AppState) -> Router {
-    let mut internal = Router::new()
-        .route("/_lethedb/stats", get_only(stats, dispatch))
+    let internal = Router::new()
+        .route(handlers::STATS_PATH, get_only(stats, dispatch))
         .route(
             &format!("{TTL_OVERVIEW_PREFIX}/{{*container}}"),
             get_only(ttl_overview, dispatch),
@@ -36,9 +36,13 @@ pub fn app(state: AppState) -> Router {
             &format!("{EXPLORER_PREFIX}/"),
             get_only(explorer_page, dispatch),
         );
-    if state.metrics_route {
-        internal = internal.route("/metrics", metrics_endpoint(dispatch));
-    }
+    let internal = match state.metrics_route {
+        MetricsRoute::Served => internal.route("/metrics", metrics_endpoint(dispatch)),
+        MetricsRoute::LoopbackOnly => {
+            internal.route("/metrics", get_only(metrics_not_public, dispatch))
+        }
+        MetricsRoute::OwnPort => internal,
+    };
     Router::new()
         .nest(EXPLORER_PREFIX, explorer_router())
         .merge(internal)
@@ -130,8 +134,12 @@ async fn ttl_overview(State(state): State<AppState>, request: Request) -> Respon
     )
 }
 
-async fn stats(State(state): State<AppState>) -> Response {
-    answer(handlers::stats(&state))
+async fn stats(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
+    answer(handlers::stats(&state, &method, &headers))
+}
+
+async fn metrics_not_public() -> Response {
+    handlers::metrics_not_public().into_response()
 }
 
 /// A scrape reads every container's counters and TTL backlog from storage, so it runs on the

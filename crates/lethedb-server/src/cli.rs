@@ -37,9 +37,17 @@ pub struct ServeArgs {
     /// Keep everything in memory (nothing survives a restart).
     #[arg(long, env = "LETHEDB_IN_MEMORY")]
     pub in_memory: bool,
-    /// The master key clients sign requests with (base64).
-    #[arg(long, env = "LETHEDB_KEY", default_value = EMULATOR_KEY, hide_default_value = true)]
-    pub key: String,
+    /// The master key clients sign requests with (base64; default: the emulator's well-known
+    /// key). Prefer --key-file: a flag is visible to every local user in the process list.
+    #[arg(long, env = "LETHEDB_KEY", hide_env_values = true)]
+    pub key: Option<String>,
+    /// A file holding the master key (base64; surrounding whitespace is ignored).
+    #[arg(long, env = "LETHEDB_KEY_FILE", conflicts_with = "key")]
+    pub key_file: Option<PathBuf>,
+    /// Listen on a non-loopback address even with the emulator's well-known key, which anyone
+    /// can sign requests with (otherwise the server refuses to start).
+    #[arg(long, env = "LETHEDB_ALLOW_EMULATOR_KEY_ON_NETWORK")]
+    pub allow_emulator_key_on_network: bool,
     /// Serve HTTPS with a self-signed certificate for localhost/127.0.0.1, generated into the
     /// data directory on first start (or given with --tls-cert and --tls-key).
     #[arg(long, env = "LETHEDB_TLS")]
@@ -88,6 +96,14 @@ pub struct ServeArgs {
     /// Serve `GET /metrics` on this address instead of the main one.
     #[arg(long, env = "LETHEDB_METRICS_BIND")]
     pub metrics_bind: Option<SocketAddr>,
+    /// Serve `GET /metrics` (unauthenticated) on the main port even when it listens on a
+    /// non-loopback address (otherwise only on loopback).
+    #[arg(long, env = "LETHEDB_METRICS_PUBLIC")]
+    pub metrics_public: bool,
+    /// How long a client may take to send a request's headers, in seconds, and how long an
+    /// idle connection stays open; slower clients are disconnected.
+    #[arg(long, env = "LETHEDB_HEADER_TIMEOUT_SECS", default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..=3600))]
+    pub header_timeout_secs: u64,
     /// The URL the account advertises as its one region's endpoint (`writableLocations` and
     /// `readableLocations`), which SDKs then send every request to. Default: the bound address,
     /// with an unspecified address (0.0.0.0, [::]) shown as loopback (127.0.0.1, [::1]); never

@@ -20,12 +20,14 @@ mod explorer;
 mod grants;
 mod handlers;
 mod json_text;
+pub mod listen;
 pub mod metrics;
 mod operation;
 mod request;
 mod resolve;
 mod respond;
 pub mod routes;
+pub mod secrets;
 mod state;
 pub mod tls;
 
@@ -34,7 +36,7 @@ pub use cosmos::dispatch;
 pub use error::{ApiError, ApiResult, Code};
 pub use operation::{classify, Operation};
 pub use request::{JSON_DEPTH_MAX, REQUEST_BODY_BYTES_MAX};
-pub use state::AppState;
+pub use state::{AppState, MetricsRoute};
 
 #[cfg(test)]
 mod tests;

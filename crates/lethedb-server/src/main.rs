@@ -2,17 +2,21 @@
 //! sweeper and the HTTP(S) listener, and shuts down cleanly on SIGINT or SIGTERM.
 
 use anyhow::Context as _;
+use axum_server::accept::DefaultAcceptor;
 use clap::Parser as _;
 use lethedb_engine::{Engine, EngineConfig, SystemClock};
-use lethedb_server::auth::MasterKey;
 use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
+use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
-use lethedb_server::{app, metrics_router, tls, AppState};
+use lethedb_server::{app, metrics_router, secrets, tls, AppState, MetricsRoute};
 use lethedb_storage::{MemoryStore, RedbStore, Storage};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The file of the durable store inside the data directory.
 const STORE_FILE: &str = "lethedb.redb";
+/// How long open requests may finish after SIGINT or SIGTERM.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
@@ -54,8 +58,10 @@ async fn shutdown_signal() {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let key =
-        MasterKey::from_base64(&args.key).context("--key must be a non-empty base64 string")?;
+    let key = secrets::load_key(args.key.as_deref(), args.key_file.as_deref())
+        .map_err(anyhow::Error::msg)?;
+    secrets::check_exposure(args.bind, &key, args.allow_emulator_key_on_network)
+        .map_err(anyhow::Error::msg)?;
     let store: Arc<dyn Storage> = if args.in_memory {
         Arc::new(MemoryStore::new())
     } else {
@@ -100,9 +106,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let metrics = (!args.no_metrics).then(|| Arc::new(Metrics::new(engine.clone())));
     // Bound before the state is built: the advertised endpoint defaults to the bound address
     // (port 0 resolved).
-    let listener = std::net::TcpListener::bind(args.bind)
-        .with_context(|| format!("cannot listen on {}", args.bind))?;
-    listener.set_nonblocking(true)?;
+    let listener =
+        listen::bind(args.bind).with_context(|| format!("cannot listen on {}", args.bind))?;
+    let header_timeout = Duration::from_secs(args.header_timeout_secs);
     let address = listener.local_addr()?;
     let endpoint = advertised_endpoint(args.advertise_url.as_deref(), address, material.is_some())
         .map_err(anyhow::Error::msg)?;
@@ -114,21 +120,29 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             .as_ref()
             .map(|m| Arc::new(m.certificate_pem.clone())),
         metrics: metrics.clone(),
-        metrics_route: args.metrics_bind.is_none(),
+        // Without metrics, the main port answers `/metrics` with "turned off".
+        metrics_route: if metrics.is_some() {
+            secrets::metrics_route(address, args.metrics_bind.is_some(), args.metrics_public)
+        } else {
+            MetricsRoute::Served
+        },
         entra_id: !args.no_entra_id,
     };
     let mut metrics_task = None;
     if let (Some(address), Some(_)) = (args.metrics_bind, &metrics) {
         // Metrics on a port of their own: the same endpoint, nothing else routed there.
         let metrics_router = metrics_router(state.clone());
-        let listener = tokio::net::TcpListener::bind(address)
-            .await
+        let listener = listen::bind(address)
             .with_context(|| format!("cannot listen on {address} for metrics"))?;
         tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+        let mut server = axum_server::from_tcp(listener)?
+            .acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
+        limit_slow_clients(server.http_builder(), header_timeout);
         metrics_task = Some(tokio::spawn(async move {
-            let _ = axum::serve(listener, metrics_router).await;
+            let _ = server.serve(metrics_router.into_make_service()).await;
         }));
     }
+    let state_key = state.key.clone();
     // Kept to close the store once every other handle is gone.
     let engine = state.engine.clone();
     drop(metrics);
@@ -139,21 +153,27 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     } else {
         args.data_dir.display().to_string()
     };
-    // The key signs requests and resource tokens, so only the emulator's public one is named.
-    let key_name = if args.key.trim() == lethedb_server::cli::EMULATOR_KEY {
-        "emulator"
-    } else {
-        "custom"
-    };
+    // The key signs requests and resource tokens: only the emulator's public one is named, any
+    // other only by its fingerprint.
+    let key_label = secrets::key_label(&state_key);
     tracing::info!(
-        "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={key_name}"
+        "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={key_label}"
     );
 
+    let handle = axum_server::Handle::new();
+    let shutdown_handle = handle.clone();
+    tokio::spawn(async move {
+        shutdown_signal().await;
+        shutdown_handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
+    });
     match material {
         None => {
-            let listener = tokio::net::TcpListener::from_std(listener)?;
-            axum::serve(listener, router)
-                .with_graceful_shutdown(shutdown_signal())
+            let mut server = axum_server::from_tcp(listener)?
+                .acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
+            limit_slow_clients(server.http_builder(), header_timeout);
+            server
+                .handle(handle)
+                .serve(router.into_make_service())
                 .await?;
         }
         Some(material) => {
@@ -164,13 +184,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             )
             .await
             .context("cannot load the TLS certificate")?;
-            let handle = axum_server::Handle::new();
-            let shutdown_handle = handle.clone();
-            tokio::spawn(async move {
-                shutdown_signal().await;
-                shutdown_handle.graceful_shutdown(Some(std::time::Duration::from_secs(5)));
-            });
-            axum_server::from_tcp_rustls(listener, config)?
+            let mut server = axum_server::from_tcp_rustls(listener, config)?
+                .map(|tls| FirstByte::new(tls, header_timeout));
+            limit_slow_clients(server.http_builder(), header_timeout);
+            server
                 .handle(handle)
                 .serve(router.into_make_service())
                 .await?;

@@ -1,20 +1,38 @@
 //! Endpoints that are not Cosmos: the internal statistics, the Prometheus exposition and the
-//! TLS certificate. They are unauthenticated and read-only.
+//! TLS certificate. All are read-only; the statistics, which name every database and
+//! container, answer only a master-key signature.
 //!
 //! They are routed by `app`, not by `route`: no `Operation` names them and no metrics count
 //! them.
 
+use crate::access::{authenticate, Caller};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::respond::Reply;
+use crate::routes::ResourcePath;
 use crate::state::AppState;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
 use lethedb_engine::ErrorCode;
 use serde_json::{json, Value};
 
+/// The path of the internal statistics. A client signs it as it would a Cosmos path of two
+/// segments: resource type `_lethedb`, resource link `_lethedb/stats`.
+pub const STATS_PATH: &str = "/_lethedb/stats";
+
 /// Internal statistics: the writer's counters and the TTL sweeper's per-container backlog, lag
-/// and deletions. Read-only and unauthenticated, like a metrics endpoint.
-pub fn stats(state: &AppState) -> ApiResult<Response> {
+/// and deletions. Only for the master key: a missing or wrong signature gets the 401 of any
+/// Cosmos request, a resource token or an Entra ID token a 403.
+pub fn stats(state: &AppState, method: &Method, headers: &HeaderMap) -> ApiResult<Response> {
+    let path = ResourcePath::parse(STATS_PATH)?;
+    match authenticate(state, method, headers, &path)? {
+        Caller::Master => {}
+        Caller::Entra | Caller::Resource(_) => {
+            return Err(ApiError::new(
+                Code::Forbidden,
+                "Only the master key may read /_lethedb/stats.",
+            ))
+        }
+    }
     let (operations, commits, queued) = state.engine.writer_stats();
     let containers: Vec<Value> = state
         .engine
@@ -53,6 +71,14 @@ pub fn metrics(state: &AppState) -> ApiResult<Response> {
     Ok(Reply::json(StatusCode::OK, text.into_bytes())
         .header("content-type", "text/plain; version=0.0.4; charset=utf-8")
         .finish())
+}
+
+/// `GET /metrics` on a main port that listens beyond loopback, without `--metrics-public`.
+pub fn metrics_not_public() -> ApiError {
+    ApiError::new(
+        Code::Forbidden,
+        "This server listens on a non-loopback address, so its main port does not serve /metrics. Start it with --metrics-public to serve metrics here to anyone who can connect, or with --metrics-bind ADDRESS to serve them on a port of their own.",
+    )
 }
 
 /// The PEM of the certificate this server serves TLS with, so clients can trust it.

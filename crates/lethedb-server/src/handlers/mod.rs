@@ -21,7 +21,7 @@ mod ttl;
 mod users;
 
 pub use context::Context;
-pub use internal::{certificate, metrics, stats};
+pub use internal::{certificate, metrics, metrics_not_public, stats, STATS_PATH};
 pub use ttl::{ttl_overview, TTL_OVERVIEW_PREFIX};
 
 use context::Listing;

@@ -15,6 +15,7 @@ mod explorer;
 mod failing_storage;
 mod grant_table;
 mod headers;
+mod hostile;
 mod items;
 mod operations;
 mod query_plans;
@@ -87,7 +88,7 @@ impl Server {
         let mut state = AppState {
             entra_id: true,
             metrics,
-            metrics_route: true,
+            metrics_route: crate::MetricsRoute::Served,
             engine,
             key: key.clone(),
             certificate_pem: None,

@@ -7,7 +7,7 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, Method};
 use std::collections::HashSet;
 
 /// One row of the table: method, path, headers, and the operation they make.
-type Row = (
+pub(super) type Row = (
     &'static str,
     &'static str,
     &'static [(&'static str, &'static str)],
@@ -36,10 +36,11 @@ fn classified(method: &str, path: &str, pairs: &[(&str, &str)]) -> Result<Operat
         .map_err(|error| format!("{} {:?}", error.status().as_u16(), error.message))
 }
 
-#[test]
-fn every_operation_is_classified_from_method_path_and_headers() {
+/// Every operation as a request that makes it: the table `classify` is checked against, and
+/// the routes the hostile-request sweep (`hostile.rs`) tries.
+pub(super) const ROUTES: &[Row] = {
     use Operation::*;
-    let table: &[Row] = &[
+    &[
         ("GET", "/", &[], ReadAccount),
         ("GET", "/dbs", &[], ReadDatabaseFeed),
         ("POST", "/dbs", QUERY, QueryDatabases),
@@ -237,7 +238,12 @@ fn every_operation_is_classified_from_method_path_and_headers() {
             &[],
             DeleteUserDefinedFunction,
         ),
-    ];
+    ]
+};
+
+#[test]
+fn every_operation_is_classified_from_method_path_and_headers() {
+    let table = ROUTES;
     let mut seen = HashSet::new();
     for (method, path, pairs, expected) in table {
         assert_eq!(

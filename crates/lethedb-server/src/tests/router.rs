@@ -18,10 +18,23 @@ async fn get(server: &Server, path: &str) -> Answer {
         .await
 }
 
+/// The statistics, signed with the master key as a Cosmos path of type `_lethedb`.
+async fn signed_stats(server: &Server) -> Answer {
+    server
+        .send(
+            "GET",
+            "/_lethedb/stats",
+            ("_lethedb", "_lethedb/stats"),
+            None,
+            &[],
+        )
+        .await
+}
+
 #[tokio::test]
-async fn internal_endpoints_answer_without_a_signature() {
+async fn the_statistics_answer_only_the_master_key_and_metrics_no_signature() {
     let server = Server::new();
-    let stats = get(&server, "/_lethedb/stats").await;
+    let stats = signed_stats(&server).await;
     assert_eq!(stats.status, StatusCode::OK);
     assert_eq!(stats.header("content-type"), "application/json");
     assert_eq!(
@@ -29,6 +42,66 @@ async fn internal_endpoints_answer_without_a_signature() {
         json!({"writer": {"operations": 0, "commits": 0, "queued": 0}, "containers": [], "poisoned": null})
     );
     check_common_headers(&stats);
+    let unsigned = get(&server, "/_lethedb/stats").await;
+    check_error(
+        &unsigned,
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized",
+        "authorization is missing",
+    );
+    check_common_headers(&unsigned);
+    // Signed for another path, another verb or with another key: the 401 of any Cosmos path.
+    let wrong_key = MasterKey::from_base64("c2VjcmV0LWtleQ==").expect("key");
+    let date = server.date(0);
+    for authorization in [
+        server.key.authorization_header("GET", "", "", &date),
+        server
+            .key
+            .authorization_header("GET", "dbs", "_lethedb/stats", &date),
+        server
+            .key
+            .authorization_header("POST", "_lethedb", "_lethedb/stats", &date),
+        wrong_key.authorization_header("GET", "_lethedb", "_lethedb/stats", &date),
+    ] {
+        let refused = server
+            .raw(
+                Request::get("/_lethedb/stats")
+                    .header("x-ms-date", &date)
+                    .header("authorization", authorization)
+                    .body(Body::empty())
+                    .expect("request"),
+            )
+            .await;
+        check_error(
+            &refused,
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "'get\n_lethedb\n_lethedb/stats\n",
+        );
+    }
+    let stale = server
+        .raw(
+            Request::get("/_lethedb/stats")
+                .header("x-ms-date", server.date(-3600))
+                .header(
+                    "authorization",
+                    server.key.authorization_header(
+                        "GET",
+                        "_lethedb",
+                        "_lethedb/stats",
+                        &server.date(-3600),
+                    ),
+                )
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    check_error(
+        &stale,
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        "not valid at the current time",
+    );
     let metrics = get(&server, "/metrics").await;
     assert_eq!(metrics.status, StatusCode::OK);
     assert_eq!(
@@ -39,17 +112,68 @@ async fn internal_endpoints_answer_without_a_signature() {
     assert!(text.contains("lethedb_writer_queue_depth"), "{text}");
     check_common_headers(&metrics);
     let activity = server
-        .raw(
-            Request::get("/_lethedb/stats")
-                .header("x-ms-activity-id", "0b5cd4b4-7a31-4f5e-9d6a-1a2b3c4d5e6f")
-                .body(Body::empty())
-                .expect("request"),
+        .send(
+            "GET",
+            "/_lethedb/stats",
+            ("_lethedb", "_lethedb/stats"),
+            None,
+            &[("x-ms-activity-id", "0b5cd4b4-7a31-4f5e-9d6a-1a2b3c4d5e6f")],
         )
         .await;
     assert_eq!(
         activity.header("x-ms-activity-id"),
         "0b5cd4b4-7a31-4f5e-9d6a-1a2b3c4d5e6f",
         "the client's activity id is echoed"
+    );
+}
+
+#[tokio::test]
+async fn a_resource_token_may_not_read_the_statistics() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let token = server
+        .permission(
+            "p",
+            json!({"permissionMode": "All", "resource": "dbs/db"}),
+            &[],
+        )
+        .await;
+    let refused = server
+        .send_as(&token, "GET", "/_lethedb/stats", None, &[])
+        .await;
+    check_error(
+        &refused,
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        "Only the master key may read /_lethedb/stats.",
+    );
+}
+
+#[tokio::test]
+async fn metrics_on_a_main_port_beyond_loopback_are_refused_unless_public() {
+    let server = Server::with(|state| state.metrics_route = crate::MetricsRoute::LoopbackOnly);
+    let refused = get(&server, "/metrics").await;
+    check_error(
+        &refused,
+        StatusCode::FORBIDDEN,
+        "Forbidden",
+        "Start it with --metrics-public",
+    );
+    check_common_headers(&refused);
+    assert!(!refused.bytes.windows(8).any(|w| w == b"lethedb_"));
+    // Other methods are Cosmos requests, as on any server.
+    let post = server
+        .raw(
+            Request::post("/metrics")
+                .body(Body::empty())
+                .expect("request"),
+        )
+        .await;
+    check_error(
+        &post,
+        StatusCode::UNAUTHORIZED,
+        "Unauthorized",
+        "authorization is missing",
     );
 }
 
@@ -85,7 +209,7 @@ async fn metrics_turned_off_or_moved_elsewhere() {
     );
     check_common_headers(&answer);
     // With metrics on a port of their own, the main port treats /metrics as a Cosmos path.
-    let moved = Server::with(|state| state.metrics_route = false);
+    let moved = Server::with(|state| state.metrics_route = crate::MetricsRoute::OwnPort);
     check_error(
         &get(&moved, "/metrics").await,
         StatusCode::UNAUTHORIZED,
@@ -168,7 +292,7 @@ async fn the_metrics_port_serves_only_metrics() {
     let state = AppState {
         entra_id: true,
         metrics: Some(Arc::new(crate::metrics::Metrics::new(engine.clone()))),
-        metrics_route: false,
+        metrics_route: crate::MetricsRoute::OwnPort,
         engine,
         key: MasterKey::from_base64(EMULATOR_KEY).expect("key"),
         certificate_pem: None,
