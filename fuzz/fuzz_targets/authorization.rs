@@ -36,11 +36,21 @@ fn key() -> &'static MasterKey {
 fn check_raw(header: &str, date: &str) {
     let key = key();
     if let Some(token) = parse_authorization(header) {
-        for (verb, kind, link) in [("GET", "docs", "dbs/db/colls/c/docs/x"), ("POST", "dbs", "")] {
+        for (verb, kind, link) in [
+            ("GET", "docs", "dbs/db/colls/c/docs/x"),
+            ("POST", "dbs", ""),
+        ] {
             // A random signature verifying would be a forgery (or a broken MAC).
             let forged = key.verify(verb, kind, link, date, &token.signature);
-            let expected = STANDARD.decode(key.sign(verb, kind, link, date)).expect("base64");
-            assert_eq!(forged, token.signature == expected, "signature {:?}", token.signature);
+            let expected = STANDARD
+                .decode(key.sign(verb, kind, link, date))
+                .expect("base64");
+            assert_eq!(
+                forged,
+                token.signature == expected,
+                "signature {:?}",
+                token.signature
+            );
         }
     }
     let _ = ResourceToken::is_resource_token(header);
@@ -73,12 +83,18 @@ fn check_master_signature(link: &str, date: &str, flip: u8) {
     let header = key.authorization_header("GET", "docs", link, date);
     let token = parse_authorization(&header).expect("a signed header parses");
     assert_eq!(token.kind, "master");
-    assert!(key.verify("get", "DOCS", link, date, &token.signature), "{header}");
+    assert!(
+        key.verify("get", "DOCS", link, date, &token.signature),
+        "{header}"
+    );
     let flip = flip.max(1);
     for at in 0..token.signature.len() {
         let mut changed = token.signature.clone();
         changed[at] ^= flip;
-        assert!(!key.verify("GET", "docs", link, date, &changed), "changed byte {at}");
+        assert!(
+            !key.verify("GET", "docs", link, date, &changed),
+            "changed byte {at}"
+        );
     }
     let mut bytes = header.clone().into_bytes();
     for at in positions(bytes.len(), flip) {
@@ -131,8 +147,14 @@ fn check_resource_token(fields: &str, flip: u8) {
     for at in 0..mac.len() {
         let mut changed = mac.clone();
         changed[at] ^= flip;
-        let forged = format!("type=resource&ver=1&sig={};{payload}", STANDARD.encode(&changed));
-        assert!(ResourceToken::verify(&forged, key).is_err(), "changed MAC byte {at}");
+        let forged = format!(
+            "type=resource&ver=1&sig={};{payload}",
+            STANDARD.encode(&changed)
+        );
+        assert!(
+            ResourceToken::verify(&forged, key).is_err(),
+            "changed MAC byte {at}"
+        );
     }
     let mut bytes = text.into_bytes();
     for at in positions(bytes.len(), flip) {
@@ -152,7 +174,12 @@ fn check_resource_token(fields: &str, flip: u8) {
 fn check_entra(claims: &str) {
     let key = key();
     let part = |text: &str| URL_SAFE_NO_PAD.encode(text.as_bytes());
-    let jwt = format!("{}.{}.{}", part(ENTRA_HEADER), part(claims), part(EMULATOR_KEY));
+    let jwt = format!(
+        "{}.{}.{}",
+        part(ENTRA_HEADER),
+        part(claims),
+        part(EMULATOR_KEY)
+    );
     let _ = check_emulator_entra_token(&jwt, key, NOW_SECS);
     let other = format!("{}.{}.{}", part(ENTRA_HEADER), part(claims), part("AAAA"));
     assert_eq!(
@@ -164,7 +191,10 @@ fn check_entra(claims: &str) {
 fuzz_target!(|data: &[u8]| {
     let (first, rest) = split_line(data);
     let (date, header) = match rest {
-        Some(rest) => (String::from_utf8_lossy(first), String::from_utf8_lossy(rest)),
+        Some(rest) => (
+            String::from_utf8_lossy(first),
+            String::from_utf8_lossy(rest),
+        ),
         None => (DEFAULT_DATE.into(), String::from_utf8_lossy(first)),
     };
     let flip = data.first().copied().unwrap_or(1);

@@ -36,17 +36,29 @@ fuzz_target!(|data: &[u8]| {
         match atomic {
             Ok((entries, true, _)) => {
                 assert_eq!(entries.len(), count);
-                assert!(entries.iter().all(Result::is_ok), "a committed batch with a failed entry");
+                assert!(
+                    entries.iter().all(Result::is_ok),
+                    "a committed batch with a failed entry"
+                );
             }
             Ok((entries, false, _)) => {
                 assert_eq!(entries.len(), count);
-                assert!(entries.iter().any(Result::is_err), "a failed batch with no failed entry");
+                assert!(
+                    entries.iter().any(Result::is_err),
+                    "a failed batch with no failed entry"
+                );
                 let after = snapshot(harness, "v2");
-                assert!(same_snapshot(&before, &after), "a failed batch changed the container");
+                assert!(
+                    same_snapshot(&before, &after),
+                    "a failed batch changed the container"
+                );
             }
             Err(_) => {
                 let after = snapshot(harness, "v2");
-                assert!(same_snapshot(&before, &after), "a refused batch changed the container");
+                assert!(
+                    same_snapshot(&before, &after),
+                    "a refused batch changed the container"
+                );
             }
         }
         let middle = snapshot(harness, "v2");

@@ -69,7 +69,10 @@ fn pure_page(
     let mut exhausted = true;
     for (index, document) in documents().iter().enumerate() {
         let key = [index as u8];
-        if after.as_deref().is_some_and(|after| key.as_slice() <= after) {
+        if after
+            .as_deref()
+            .is_some_and(|after| key.as_slice() <= after)
+        {
             continue;
         }
         match run.push(&key, document) {
@@ -110,13 +113,23 @@ fn follow_pure(prepared: &lethedb_query::Prepared, token: &str, size: usize) {
     }
 }
 
-fn engine_query(harness: &Harness, text: &str, token: Option<String>, size: usize, scoped: bool) -> Option<String> {
+fn engine_query(
+    harness: &Harness,
+    text: &str,
+    token: Option<String>,
+    size: usize,
+    scoped: bool,
+) -> Option<String> {
     let engine = harness.engine();
     let container = engine.read_container(DATABASE, "v2").expect("container");
     let request = QueryRequest {
         text: text.to_string(),
         parameters: Vec::new(),
-        partition_key: if scoped { partition_key_of(&json!("a")) } else { None },
+        partition_key: if scoped {
+            partition_key_of(&json!("a"))
+        } else {
+            None
+        },
         page_items_max: Some(size),
         continuation: token,
         enable_cross_partition: true,
@@ -144,7 +157,11 @@ fn engine_fingerprints(harness: &Harness) -> &'static [Option<Value>] {
     FINGERPRINTS.get_or_init(|| {
         QUERIES
             .iter()
-            .map(|text| engine_query(harness, text, None, 1, false).as_deref().and_then(fingerprint_of))
+            .map(|text| {
+                engine_query(harness, text, None, 1, false)
+                    .as_deref()
+                    .and_then(fingerprint_of)
+            })
             .collect()
     })
 }
@@ -155,7 +172,11 @@ fn feeds(harness: &Harness, data: &[u8], text: Option<&str>, size: usize, scoped
     let mut tokens: Vec<String> = vec![URL_SAFE_NO_PAD.encode(data)];
     tokens.extend(text.map(str::to_string));
     for token in &tokens {
-        let scope = if scoped { partition_key_of(&json!("a")) } else { None };
+        let scope = if scoped {
+            partition_key_of(&json!("a"))
+        } else {
+            None
+        };
         {
             let mut next = Some(token.clone());
             for _ in 0..PAGES_MAX {
@@ -178,8 +199,12 @@ fn feeds(harness: &Harness, data: &[u8], text: Option<&str>, size: usize, scoped
         *slot = *byte;
     }
     let mut starts = vec![
-        ChangeFeedStart::Continuation { lsn: u64::from_le_bytes(number) },
-        ChangeFeedStart::PointInTime { ms: i64::from_le_bytes(number) },
+        ChangeFeedStart::Continuation {
+            lsn: u64::from_le_bytes(number),
+        },
+        ChangeFeedStart::PointInTime {
+            ms: i64::from_le_bytes(number),
+        },
     ];
     // The server's own form: `If-None-Match: "<lsn>"`, and a point in time in milliseconds.
     if let Some(lsn) = text.and_then(|text| text.trim().trim_matches('"').parse::<u64>().ok()) {
@@ -189,7 +214,10 @@ fn feeds(harness: &Harness, data: &[u8], text: Option<&str>, size: usize, scoped
         starts.push(ChangeFeedStart::PointInTime { ms });
     }
     for start in starts {
-        for mode in [ChangeFeedMode::LatestVersion, ChangeFeedMode::AllVersionsAndDeletes] {
+        for mode in [
+            ChangeFeedMode::LatestVersion,
+            ChangeFeedMode::AllVersionsAndDeletes,
+        ] {
             let request = ChangeFeedRequest {
                 mode,
                 start,

@@ -25,14 +25,20 @@ fn all_definitions() -> &'static [(&'static str, PartitionKeyDefinition)] {
 
 fn check_value(value: &PartitionKeyValue) {
     let encoded = value.encode();
-    assert_eq!(PartitionKeyValue::decode(&encoded).as_ref(), Some(value), "decode of encode");
+    assert_eq!(
+        PartitionKeyValue::decode(&encoded).as_ref(),
+        Some(value),
+        "decode of encode"
+    );
     let text = String::from_utf8(encoded).expect("encoded key is UTF-8");
-    let reparsed = PartitionKeyValue::parse_json_text(&text).expect("encoded key parses as a header");
+    let reparsed =
+        PartitionKeyValue::parse_json_text(&text).expect("encoded key parses as a header");
     assert_eq!(&reparsed, value, "header text {text}");
     for (name, definition) in all_definitions() {
         let epk = value.effective(definition);
         assert!(
-            epk.bytes().all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)),
+            epk.bytes()
+                .all(|b| b.is_ascii_digit() || (b'A'..=b'F').contains(&b)),
             "{name}: EPK {epk:?} is not upper-case hex"
         );
         let parts = value.0.len();
@@ -40,7 +46,10 @@ fn check_value(value: &PartitionKeyValue) {
             HashScheme::V1 => assert!(epk.len() % 2 == 0, "{name}: odd v1 EPK {epk}"),
             HashScheme::V2 if parts > 0 => {
                 assert_eq!(epk.len(), 32, "{name}: v2 EPK {epk}");
-                assert!(epk.as_bytes()[0] <= b'3', "{name}: v2 EPK {epk} has a top bit set");
+                assert!(
+                    epk.as_bytes()[0] <= b'3',
+                    "{name}: v2 EPK {epk} has a top bit set"
+                );
             }
             HashScheme::V2 => assert!(epk.is_empty()),
             HashScheme::MultiHash => {
@@ -49,9 +58,15 @@ fn check_value(value: &PartitionKeyValue) {
                 for cut in 0..parts.min(definition.paths.len()) {
                     let prefix = PartitionKeyValue(value.0[..cut].to_vec());
                     let prefix_epk = prefix.effective(definition);
-                    assert!(epk.starts_with(&prefix_epk), "{name}: prefix EPK {prefix_epk} of {epk}");
+                    assert!(
+                        epk.starts_with(&prefix_epk),
+                        "{name}: prefix EPK {prefix_epk} of {epk}"
+                    );
                     let (start, end) = prefix_range(definition, &prefix);
-                    assert!(start <= epk && epk < end, "{name}: {epk} outside [{start}, {end})");
+                    assert!(
+                        start <= epk && epk < end,
+                        "{name}: {epk} outside [{start}, {end})"
+                    );
                 }
             }
         }
@@ -73,9 +88,11 @@ fn write_and_check(harness: &Harness, container: &str, body: &Value, send_key: b
         Some(extracted.clone())
     };
     let id = body.get("id").and_then(Value::as_str).map(str::to_string);
-    let before = id
-        .as_deref()
-        .map(|id| engine.read_item(&handle, Some(extracted.clone()), id).map(|item| item.record));
+    let before = id.as_deref().map(|id| {
+        engine
+            .read_item(&handle, Some(extracted.clone()), id)
+            .map(|item| item.record)
+    });
     let outcome = harness.block_on(engine.write_item(
         DATABASE,
         container,
@@ -90,7 +107,11 @@ fn write_and_check(harness: &Harness, container: &str, body: &Value, send_key: b
             assert!(outcome.created);
             let stored: Value =
                 serde_json::from_slice(&outcome.item.record.body).expect("stored body is JSON");
-            assert_eq!(stored, without_system_properties(body.clone()), "stored body");
+            assert_eq!(
+                stored,
+                without_system_properties(body.clone()),
+                "stored body"
+            );
             let read = engine
                 .read_item(&handle, Some(extracted.clone()), &id)
                 .expect("a created item reads back by its partition key");

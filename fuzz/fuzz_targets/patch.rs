@@ -31,7 +31,9 @@ fuzz_target!(|data: &[u8]| {
         let container = engine.read_container(DATABASE, "v2").expect("container");
         let key = partition_key_of(&json!("a"));
         let before = snapshot(harness, "v2");
-        let stored = engine.read_item(&container, key.clone(), "one").expect("item one");
+        let stored = engine
+            .read_item(&container, key.clone(), "one")
+            .expect("item one");
         let document: Value = serde_json::from_slice(&stored.record.body).expect("stored body");
         let outcome = harness.block_on(engine.patch_item(
             DATABASE,
@@ -62,7 +64,10 @@ fuzz_target!(|data: &[u8]| {
             }
             Err(_) => {
                 let after = snapshot(harness, "v2");
-                assert!(same_snapshot(&before, &after), "a refused patch changed the container");
+                assert!(
+                    same_snapshot(&before, &after),
+                    "a refused patch changed the container"
+                );
             }
         }
     });

@@ -54,7 +54,10 @@ fuzz_target!(|data: &[u8]| {
     assert!(parsed.segments.len() <= PATH_SEGMENTS_MAX, "{path:?}");
     let (types, names_one) = parsed.shape();
     assert_eq!(types.len(), parsed.segments.len().div_ceil(2), "{path:?}");
-    assert_eq!(names_one, !parsed.segments.is_empty() && parsed.segments.len() % 2 == 0);
+    assert_eq!(
+        names_one,
+        !parsed.segments.is_empty() && parsed.segments.len() % 2 == 0
+    );
     for index in 0..PATH_SEGMENTS_MAX {
         let _ = parsed.id(index);
     }
@@ -69,7 +72,10 @@ fuzz_target!(|data: &[u8]| {
     for method in &METHODS {
         for headers in header_sets() {
             if let Err(error) = lethedb_server::classify(method, &parsed, headers) {
-                assert!(error.status().is_client_error(), "{method} {path:?}: {error:?}");
+                assert!(
+                    error.status().is_client_error(),
+                    "{method} {path:?}: {error:?}"
+                );
             }
             let _ = lethedb_server::classify(method, &renamed, headers);
         }

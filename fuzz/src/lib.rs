@@ -26,7 +26,10 @@ const INPUTS_PER_ENGINE: u64 = 2_000;
 pub fn container_definitions() -> Vec<(&'static str, Value)> {
     vec![
         ("v1", json!({"paths": ["/pk"], "kind": "Hash"})),
-        ("v2", json!({"paths": ["/a/b"], "kind": "Hash", "version": 2})),
+        (
+            "v2",
+            json!({"paths": ["/a/b"], "kind": "Hash", "version": 2}),
+        ),
         (
             "hier",
             json!({"paths": ["/tenant", "/user", "/session"], "kind": "MultiHash", "version": 2}),
@@ -175,7 +178,9 @@ pub fn split_line(data: &[u8]) -> (&[u8], Option<&[u8]>) {
 /// as it found it.
 pub fn snapshot(harness: &Harness, container: &str) -> (Vec<lethedb_engine::StoredItem>, u64) {
     let engine = harness.engine();
-    let handle = engine.read_container(DATABASE, container).expect("container");
+    let handle = engine
+        .read_container(DATABASE, container)
+        .expect("container");
     let feed = harness
         .block_on(engine.read_feed(
             &handle,
@@ -195,7 +200,5 @@ pub fn same_snapshot(
     a: &(Vec<lethedb_engine::StoredItem>, u64),
     b: &(Vec<lethedb_engine::StoredItem>, u64),
 ) -> bool {
-    a.1 == b.1
-        && a.0.len() == b.0.len()
-        && a.0.iter().zip(&b.0).all(|(x, y)| x.record == y.record)
+    a.1 == b.1 && a.0.len() == b.0.len() && a.0.iter().zip(&b.0).all(|(x, y)| x.record == y.record)
 }
