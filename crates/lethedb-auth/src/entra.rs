@@ -145,7 +145,11 @@ mod tests {
             (r#"{"exp":1e300,"nbf":1e300}"#, Err(EntraError::NotYetValid)),
         ] {
             let token = jwt(header(), claims, EMULATOR_KEY);
-            assert_eq!(check_emulator_entra_token(&token, &key, NOW), expected, "{claims}");
+            assert_eq!(
+                check_emulator_entra_token(&token, &key, NOW),
+                expected,
+                "{claims}"
+            );
             // Any clock at all gives an answer, never an overflow.
             let _ = check_emulator_entra_token(&token, &key, i64::MAX);
             let _ = check_emulator_entra_token(&token, &key, i64::MIN);
