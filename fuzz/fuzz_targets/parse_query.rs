@@ -15,13 +15,20 @@ fuzz_target!(|data: &[u8]| {
     };
     if let Ok(query) = lethedb_query::parse(text) {
         let displayed = query.to_string();
-        assert_eq!(lethedb_query::parse(&displayed).ok(), Some(query), "round trip of {displayed}");
+        assert_eq!(
+            lethedb_query::parse(&displayed).ok(),
+            Some(query),
+            "round trip of {displayed}"
+        );
     }
     let parameters = vec![("@p".to_string(), json!(1))];
     let Ok(prepared) = lethedb_query::prepare(text, &parameters, 0) else {
         return;
     };
-    let documents = [json!({"a": 1, "b": "x", "tags": ["a", "b"], "n": null}), json!({"c": {"d": [1, 2]}})];
+    let documents = [
+        json!({"a": 1, "b": "x", "tags": ["a", "b"], "n": null}),
+        json!({"c": {"d": [1, 2]}}),
+    ];
     let Ok(mut run) = prepared.start_page(None, 2) else {
         return;
     };

@@ -63,10 +63,12 @@ pub fn check_emulator_entra_token(
     let claims = json_part(claims)?;
     let time = |name: &str| claims.get(name).and_then(Value::as_f64).map(|v| v as i64);
     let expires = time("exp").ok_or(EntraError::Invalid)?;
-    if now_secs > expires + LEEWAY_SECS {
+    // Claims are any JSON numbers (cast to i64 they saturate), so the leeway saturates too: a
+    // far-future `exp` is valid, not an overflow (found by the `authorization` fuzz target).
+    if now_secs > expires.saturating_add(LEEWAY_SECS) {
         return Err(EntraError::Expired);
     }
-    if time("nbf").is_some_and(|not_before| now_secs + LEEWAY_SECS < not_before) {
+    if time("nbf").is_some_and(|not_before| now_secs.saturating_add(LEEWAY_SECS) < not_before) {
         return Err(EntraError::NotYetValid);
     }
     Ok(())
@@ -129,6 +131,29 @@ mod tests {
             check_emulator_entra_token(&early, &key, NOW),
             Err(EntraError::NotYetValid)
         );
+    }
+
+    #[test]
+    fn times_at_the_ends_of_the_range_do_not_overflow() {
+        // `exp` past i64::MAX used to overflow adding the leeway (a panic with overflow checks,
+        // a token refused as expired without). Found by the `authorization` fuzz target.
+        let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
+        for (claims, expected) in [
+            (r#"{"exp":9.3e18}"#, Ok(())),
+            (r#"{"exp":1e300,"nbf":-1e300}"#, Ok(())),
+            (r#"{"exp":-9.3e18}"#, Err(EntraError::Expired)),
+            (r#"{"exp":1e300,"nbf":1e300}"#, Err(EntraError::NotYetValid)),
+        ] {
+            let token = jwt(header(), claims, EMULATOR_KEY);
+            assert_eq!(
+                check_emulator_entra_token(&token, &key, NOW),
+                expected,
+                "{claims}"
+            );
+            // Any clock at all gives an answer, never an overflow.
+            let _ = check_emulator_entra_token(&token, &key, i64::MAX);
+            let _ = check_emulator_entra_token(&token, &key, i64::MIN);
+        }
     }
 
     #[test]

@@ -308,7 +308,8 @@ impl PageRun {
                     if run.produced >= plan.offset {
                         run.items.push(output);
                     }
-                    run.produced += 1;
+                    // A forged token may carry any count (found by the `continuation` fuzz target).
+                    run.produced = run.produced.saturating_add(1);
                     if end.is_some_and(|end| run.produced >= end) {
                         run.done = true;
                         return Ok(ControlFlow::Break(()));
@@ -422,7 +423,10 @@ impl PageRun {
                     items.push(entry.output);
                     last = Some(entry.position);
                 }
-                let produced = run.produced + run.offset_remaining + items.len() as u64;
+                let produced = run
+                    .produced
+                    .saturating_add(run.offset_remaining)
+                    .saturating_add(items.len() as u64);
                 let next = if more {
                     Some(Position::Ordered { last, produced })
                 } else {
