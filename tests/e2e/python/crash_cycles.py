@@ -493,10 +493,10 @@ def check_client(server: Server) -> CosmosClient:
 
 
 def master_key_headers(key: str) -> dict[str, str]:
-    """A master-key signature as for the account (`GET /`), so the statistics still answer if
-    they come to require the key; an endpoint that does not ask for one ignores it."""
+    """The master-key signature `GET /_lethedb/stats` asks for: resource type `_lethedb`, link
+    `_lethedb/stats` (see docs/compatibility.md)."""
     date = email.utils.formatdate(usegmt=True)
-    text = f"get\n\n\n{date.lower()}\n\n"
+    text = f"get\n_lethedb\n_lethedb/stats\n{date.lower()}\n\n"
     signature = base64.b64encode(hmac.new(base64.b64decode(key), text.encode(), hashlib.sha256).digest()).decode()
     return {"x-ms-date": date, "x-ms-version": "2018-12-31",
             "authorization": urllib.parse.quote(f"type=master&ver=1.0&sig={signature}", safe="")}
