@@ -23,34 +23,45 @@ use serde_json::Value;
 use std::sync::Arc;
 
 impl Engine {
-    /// Runs a synchronous scan on the blocking pool under the scan semaphore. Other bounded
-    /// CPU work that must not stall a request worker runs here too (compiling a script body).
+    /// Runs a synchronous scan on the blocking pool under the scan semaphore.
     pub(crate) async fn run_scan<T, F>(&self, scan: F) -> EngineResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Engine) -> EngineResult<T> + Send + 'static,
     {
-        let permit = Arc::clone(&self.inner.scans)
-            .acquire_owned()
-            .await
-            .map_err(|_| {
-                EngineError::with_message(ErrorCode::WriterStopped, "the engine is shutting down")
-            })?;
+        self.run_blocking(&self.inner.scans, "scan", scan).await
+    }
+
+    /// Runs synchronous work on the blocking pool under one of `permits` (the scans', the
+    /// scripts'). It only reads or goes through the writer, so a panic fails this request and
+    /// poisons nothing.
+    pub(crate) async fn run_blocking<T, F>(
+        &self,
+        permits: &Arc<tokio::sync::Semaphore>,
+        what: &'static str,
+        work: F,
+    ) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Engine) -> EngineResult<T> + Send + 'static,
+    {
+        let permit = Arc::clone(permits).acquire_owned().await.map_err(|_| {
+            EngineError::with_message(ErrorCode::WriterStopped, "the engine is shutting down")
+        })?;
         let engine = self.clone();
         tokio::task::spawn_blocking(move || {
             let _permit = permit;
-            scan(&engine)
+            work(&engine)
         })
         .await
         .map_err(|error| {
-            // A scan only reads: its panic fails this request and poisons nothing.
             let reason = if error.is_panic() {
                 panic_message(&*error.into_panic())
             } else {
                 error.to_string()
             };
-            tracing::error!(%reason, "a scan stopped");
-            EngineError::with_message(ErrorCode::Internal, format!("a scan stopped: {reason}"))
+            tracing::error!(%reason, "a {what} stopped");
+            EngineError::with_message(ErrorCode::Internal, format!("a {what} stopped: {reason}"))
         })?
     }
 

@@ -313,7 +313,7 @@
     start(factsJson) {
       facts = JSON.parse(factsJson);
       requestProperties = { Body: facts.requestBody };
-      request = propertyMap(requestProperties, facts.kind === 'pre' ? ['Body'] : (facts.kind === 'sproc' ? ['Body'] : []), {
+      request = propertyMap(requestProperties, facts.kind === 'post' ? [] : ['Body'], {
         getOperationType: () => facts.operationType,
       });
       if (facts.kind !== 'pre') {

@@ -174,21 +174,7 @@ impl Engine {
         T: Send + 'static,
         F: FnOnce(&Engine) -> EngineResult<T> + Send + 'static,
     {
-        let permit = Arc::clone(&self.inner.scripts)
-            .acquire_owned()
-            .await
-            .map_err(|_| {
-                EngineError::with_message(ErrorCode::WriterStopped, "the engine is shutting down")
-            })?;
-        let engine = self.clone();
-        tokio::task::spawn_blocking(move || {
-            let _permit = permit;
-            work(&engine)
-        })
-        .await
-        .map_err(|error| {
-            EngineError::with_message(ErrorCode::Internal, format!("a script stopped: {error}"))
-        })?
+        self.run_blocking(&self.inner.scripts, "script", work).await
     }
 
     /// Commits a view's writes through the writer (from a blocking thread).
@@ -224,56 +210,28 @@ impl Engine {
         let container = Arc::clone(container);
         self.run_script(move |engine| {
             let invocation = Invocation::StoredProcedure { arguments };
-            for _ in 0..SCRIPT_ATTEMPTS_MAX {
+            let ((outcome, compute_ms), done) = transact(engine, &container, &partition, |view| {
                 let started = Stopwatch::start();
-                let reader = engine.inner.store.read()?;
-                let mut view = ScriptView::new(
-                    Arc::clone(&container),
-                    &*reader,
-                    engine.now_ms(),
-                    partition.clone(),
-                );
                 let outcome: Outcome = lethedb_scripts::run(
                     &source,
                     &invocation,
                     logging,
-                    &mut view,
+                    view,
                     &engine.inner.script_limits,
                 )
                 .map_err(script_error)?;
-                let request_units = request_units::round_total(
-                    view.request_units
-                        + started.elapsed().as_secs_f64() * 1000.0 * REQUEST_UNITS_PER_SCRIPT_MS,
-                );
-                let log = logging.then_some(outcome.log);
-                let mut body = outcome.response_body;
-                if view.writes.is_empty() {
-                    let lsn = read_counters(&*reader, container.key_number())?.lsn;
-                    return Ok(ScriptResponse {
-                        body,
-                        log,
-                        request_units,
-                        lsn,
-                    });
-                }
-                let provisional = std::mem::take(&mut view.provisional_etags);
-                let plan = plan_of(&container, view);
-                drop(reader);
-                match engine.commit_view(plan) {
-                    Ok((finals, lsn)) => {
-                        finalize(&mut body, &provisional, &finals);
-                        return Ok(ScriptResponse {
-                            body,
-                            log,
-                            request_units,
-                            lsn,
-                        });
-                    }
-                    Err(error) if error.code == ErrorCode::ScriptConflict => continue,
-                    Err(error) => return Err(error),
-                }
-            }
-            Err(commit::conflict())
+                Ok((outcome, started.elapsed().as_secs_f64() * 1000.0))
+            })?;
+            let mut body = outcome.response_body;
+            done.finalize(&mut body);
+            Ok(ScriptResponse {
+                body,
+                log: logging.then_some(outcome.log),
+                request_units: request_units::round_total(
+                    done.request_units + compute_ms * REQUEST_UNITS_PER_SCRIPT_MS,
+                ),
+                lsn: done.lsn,
+            })
         })
         .await
     }
@@ -328,41 +286,91 @@ impl Engine {
         };
         let container = Arc::clone(container);
         self.run_script(move |engine| {
-            for _ in 0..SCRIPT_ATTEMPTS_MAX {
-                let reader = engine.inner.store.read()?;
-                let mut view = ScriptView::new(
-                    Arc::clone(&container),
-                    &*reader,
-                    engine.now_ms(),
-                    partition.clone(),
-                );
-                let (key, created, mut response_body) =
-                    triggered_write(engine, &mut view, &write, &pre, &post)?;
-                let request_units = request_units::round_total(view.request_units);
-                let provisional = std::mem::take(&mut view.provisional_etags);
-                let plan = plan_of(&container, view);
-                drop(reader);
-                match engine.commit_view(plan) {
-                    Ok((mut finals, lsn)) => {
-                        if let Some(body) = &mut response_body {
-                            finalize(body, &provisional, &finals);
-                        }
-                        return Ok(TriggeredOutcome {
-                            item: key.and_then(|key| finals.remove(&key)),
-                            created,
-                            response_body,
-                            request_units,
-                            lsn,
-                        });
-                    }
-                    Err(error) if error.code == ErrorCode::ScriptConflict => continue,
-                    Err(error) => return Err(error),
-                }
+            let ((key, created, mut response_body), mut done) =
+                transact(engine, &container, &partition, |view| {
+                    triggered_write(engine, view, &write, &pre, &post)
+                })?;
+            if let Some(body) = &mut response_body {
+                done.finalize(body);
             }
-            Err(commit::conflict())
+            Ok(TriggeredOutcome {
+                item: key.and_then(|key| done.finals.remove(&key)),
+                created,
+                response_body,
+                request_units: request_units::round_total(done.request_units),
+                lsn: done.lsn,
+            })
         })
         .await
     }
+}
+
+/// What a script transaction left once committed (or, writing nothing, once run).
+struct Transacted {
+    /// The written items as committed, by key.
+    finals: HashMap<Vec<u8>, StoredItem>,
+    /// The provisional ETags the script was shown, by the key of their item.
+    provisional: HashMap<String, Vec<u8>>,
+    /// The container's LSN after it.
+    lsn: u64,
+    /// What its operations cost.
+    request_units: f64,
+}
+
+impl Transacted {
+    /// Gives copies of written documents in `value` their committed system properties.
+    fn finalize(&self, value: &mut Value) {
+        finalize(value, &self.provisional, &self.finals);
+    }
+}
+
+/// Runs `run` against a view of a fresh snapshot and commits what it wrote; when a concurrent
+/// write changed what it read, runs it again, up to `SCRIPT_ATTEMPTS_MAX` times (then 449). A
+/// run that wrote nothing commits nothing.
+fn transact<T>(
+    engine: &Engine,
+    container: &Arc<Container>,
+    partition: &PartitionKeyValue,
+    mut run: impl FnMut(&mut ScriptView<'_>) -> EngineResult<T>,
+) -> EngineResult<(T, Transacted)> {
+    for _ in 0..SCRIPT_ATTEMPTS_MAX {
+        let reader = engine.inner.store.read()?;
+        let mut view = ScriptView::new(
+            Arc::clone(container),
+            &*reader,
+            engine.now_ms(),
+            partition.clone(),
+        );
+        let value = run(&mut view)?;
+        let request_units = view.request_units;
+        if view.writes.is_empty() {
+            let lsn = read_counters(&*reader, container.key_number())?.lsn;
+            let done = Transacted {
+                finals: HashMap::new(),
+                provisional: HashMap::new(),
+                lsn,
+                request_units,
+            };
+            return Ok((value, done));
+        }
+        let provisional = std::mem::take(&mut view.provisional_etags);
+        let plan = plan_of(container, view);
+        drop(reader);
+        match engine.commit_view(plan) {
+            Ok((finals, lsn)) => {
+                let done = Transacted {
+                    finals,
+                    provisional,
+                    lsn,
+                    request_units,
+                };
+                return Ok((value, done));
+            }
+            Err(error) if error.code == ErrorCode::ScriptConflict => continue,
+            Err(error) => return Err(error),
+        }
+    }
+    Err(commit::conflict())
 }
 
 /// The triggers and the write inside one view; returns the written item's key (none for a

@@ -61,24 +61,20 @@ fn item_range(context: &Context<'_>, container: &Container, item: Option<&Stored
     value.map_or(0, |value| container.range_of(&value))
 }
 
-/// The container an item request addresses.
-fn addressed(context: &Context<'_>) -> ApiResult<Arc<Container>> {
-    Ok(context
-        .state
-        .engine
-        .read_container(context.path.id(0), context.path.id(1))?)
-}
-
 /// `POST` to a container's items without a query or batch flag: a create, or an upsert when
 /// `x-ms-documentdb-is-upsert` says so.
-pub async fn create(context: &Context<'_>, mode: WriteMode) -> ApiResult<Reply> {
+pub async fn create(
+    context: &Context<'_>,
+    container: &Arc<Container>,
+    mode: WriteMode,
+) -> ApiResult<Reply> {
     if let Some(triggers) = named_triggers(context) {
         let body = parse_json(context.body)?;
         let operation = match mode {
             WriteMode::Upsert => TriggeredOperation::Upsert(body),
             _ => TriggeredOperation::Create(body),
         };
-        return triggered_write(context, &addressed(context)?, operation, triggers).await;
+        return triggered_write(context, container, operation, triggers).await;
     }
     let outcome = context
         .state
@@ -125,11 +121,11 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
     ))
 }
 
-pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
+pub async fn replace(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     if let Some(triggers) = named_triggers(context) {
         let operation =
             TriggeredOperation::Replace(context.path.id(2).to_string(), parse_json(context.body)?);
-        return triggered_write(context, &addressed(context)?, operation, triggers).await;
+        return triggered_write(context, container, operation, triggers).await;
     }
     let outcome = context
         .state

@@ -69,10 +69,14 @@ pub async fn route(
         Operation::Query => items::query(context, container()?).await,
         Operation::QueryPlan => items::query_plan(context, container()?),
         Operation::Batch => batch::execute(context, container()?).await,
-        Operation::Create => items::create(context, lethedb_engine::WriteMode::Create).await,
-        Operation::Upsert => items::create(context, lethedb_engine::WriteMode::Upsert).await,
+        Operation::Create => {
+            items::create(context, container()?, lethedb_engine::WriteMode::Create).await
+        }
+        Operation::Upsert => {
+            items::create(context, container()?, lethedb_engine::WriteMode::Upsert).await
+        }
         Operation::Read => items::read(context, container()?),
-        Operation::Replace => items::replace(context).await,
+        Operation::Replace => items::replace(context, container()?).await,
         Operation::Patch => items::patch(context).await,
         Operation::Delete => items::delete(context, container()?).await,
         Operation::ReadOfferFeed => offers::feed_or_query(context, Listing::Feed).await,
