@@ -169,6 +169,20 @@ pub(crate) fn remove_version(
     record: &ItemRecord,
     counters: &mut Counters,
 ) -> EngineResult<()> {
+    remove_version_keeping(context, container_number, item_key, record, counters, false)
+}
+
+/// [`remove_version`], leaving the resource-id entry in place when `keep_resource_id` (a
+/// replacement under the same key and document number writes the same entry again, and each
+/// entry rewritten costs the commit a copied B-tree leaf).
+fn remove_version_keeping(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    item_key: &[u8],
+    record: &ItemRecord,
+    counters: &mut Counters,
+    keep_resource_id: bool,
+) -> EngineResult<()> {
     if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
         context.delete(
             Table::Expiry,
@@ -182,10 +196,12 @@ pub(crate) fn remove_version(
     }
     context.delete(Table::Items, item_key)?;
     change_log::unindex_version(context, container_number, item_key, record.lsn)?;
-    context.delete(
-        Table::ResourceIds,
-        &keys::resource_id_key(container_number, record.document_number),
-    )?;
+    if !keep_resource_id {
+        context.delete(
+            Table::ResourceIds,
+            &keys::resource_id_key(container_number, record.document_number),
+        )?;
+    }
     counters.items = counters.items.saturating_sub(1);
     counters.bytes = counters.bytes.saturating_sub(record.body.len() as u64);
     Ok(())
@@ -200,13 +216,15 @@ pub(crate) fn next_lsn(context: &WriteContext<'_>, counters: &mut Counters) {
     };
 }
 
-/// Stores one version with its expiry-index and resource-id entries and counts it.
+/// Stores one version with its expiry-index and resource-id entries and counts it; the
+/// resource-id entry only when `resource_id_stored` is false.
 fn store_version(
     context: &mut WriteContext<'_>,
     container_number: u64,
     item_key: &[u8],
     record: &ItemRecord,
     counters: &mut Counters,
+    resource_id_stored: bool,
 ) -> EngineResult<()> {
     let suffix = keys::item_key_suffix(item_key);
     if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
@@ -222,11 +240,13 @@ fn store_version(
     }
     context.put(Table::Items, item_key, &record.encode())?;
     change_log::index_version(context, container_number, item_key, record.lsn)?;
-    context.put(
-        Table::ResourceIds,
-        &keys::resource_id_key(container_number, record.document_number),
-        suffix,
-    )?;
+    if !resource_id_stored {
+        context.put(
+            Table::ResourceIds,
+            &keys::resource_id_key(container_number, record.document_number),
+            suffix,
+        )?;
+    }
     counters.items += 1;
     counters.bytes += record.body.len() as u64;
     Ok(())
@@ -394,8 +414,19 @@ pub(crate) fn apply_write(
     if let (Some(old_key), Some(old)) = (&renamed_from, &source) {
         remove_version(context, number, old_key, old, &mut counters)?;
     }
+    // The same key keeps its document number, so its resource-id entry stays as it is.
+    let keeps_resource_id = existing
+        .as_ref()
+        .is_some_and(|old| old.document_number == document_number);
     if let Some(old) = &existing {
-        remove_version(context, number, &key, old, &mut counters)?;
+        remove_version_keeping(
+            context,
+            number,
+            &key,
+            old,
+            &mut counters,
+            keeps_resource_id,
+        )?;
     }
     next_lsn(context, &mut counters);
     let record = ItemRecord {
@@ -405,7 +436,14 @@ pub(crate) fn apply_write(
         ttl: ttl::item_ttl(&document),
         body: bytes,
     };
-    store_version(context, number, &key, &record, &mut counters)?;
+    store_version(
+        context,
+        number,
+        &key,
+        &record,
+        &mut counters,
+        keeps_resource_id,
+    )?;
     if let (Some(old_key), Some(old)) = (&renamed_from, &source) {
         change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
     }
