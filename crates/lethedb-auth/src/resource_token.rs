@@ -74,10 +74,19 @@ impl ResourceToken {
 
     /// Whether an `authorization` header (URL-encoded or not) claims to be a resource token.
     pub fn is_resource_token(header: &str) -> bool {
-        decode(header).is_some_and(|text| {
-            text.get(..RESOURCE_TOKEN_PREFIX.len())
-                .is_some_and(|head| head.eq_ignore_ascii_case(RESOURCE_TOKEN_PREFIX))
-        })
+        // Only the head is decoded: every master-key request asks this first.
+        let trimmed = header.trim();
+        if trimmed.len() > TOKEN_BYTES_MAX * 3 {
+            return false;
+        }
+        // An encoded character takes at most three bytes, so the prefix lies in this head.
+        let head_end = (RESOURCE_TOKEN_PREFIX.len() * 3).min(trimmed.len());
+        let head = match trimmed.get(..head_end) {
+            Some(head) => head,
+            None => return decode(header).is_some_and(|text| has_prefix(&text)),
+        };
+        let decoded: Vec<u8> = percent_encoding::percent_decode_str(head).collect();
+        has_prefix(&String::from_utf8_lossy(&decoded))
     }
 
     /// Parses a header and checks its MAC; says nothing about expiry or revocation.
@@ -122,6 +131,12 @@ impl ResourceToken {
 }
 
 /// The header percent-decoded, if it is of a sane length and UTF-8.
+fn has_prefix(text: &str) -> bool {
+    text.as_bytes()
+        .get(..RESOURCE_TOKEN_PREFIX.len())
+        .is_some_and(|head| head.eq_ignore_ascii_case(RESOURCE_TOKEN_PREFIX.as_bytes()))
+}
+
 fn decode(header: &str) -> Option<String> {
     if header.len() > TOKEN_BYTES_MAX * 3 {
         return None;
@@ -214,5 +229,13 @@ mod tests {
         assert!(ResourceToken::is_resource_token(
             "TYPE=RESOURCE&ver=1&sig=x"
         ));
+        // Fully encoded, as some SDKs send it, and encoded only in part.
+        assert!(ResourceToken::is_resource_token(
+            "%74%79%70%65%3D%72%65%73%6F%75%72%63%65%26%76%65%72"
+        ));
+        assert!(ResourceToken::is_resource_token("type%3Dresource%26ver%3D1"));
+        assert!(!ResourceToken::is_resource_token("type%3Dmaster%26ver%3D1"));
+        assert!(!ResourceToken::is_resource_token("type=res"));
+        assert!(!ResourceToken::is_resource_token(""));
     }
 }

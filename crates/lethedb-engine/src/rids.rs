@@ -94,12 +94,25 @@ pub(crate) fn marked_child_rid(parent_rid_bytes: &[u8], marker: u8, number: u64)
 
 /// The quoted ETag of a write: unique per container LSN.
 pub fn etag(container_number: u64, lsn: u64) -> String {
-    format!(
-        "\"{:08x}-{:04x}-0000-0000-{:012x}\"",
-        container_number as u32,
-        (lsn >> 48) as u16,
-        lsn & 0xffff_ffff_ffff
-    )
+    // Written by hand: every item read and write forms one, and `format!` cost a point read
+    // 4 % of its instructions.
+    let mut text = String::with_capacity(38);
+    text.push('"');
+    push_hex(&mut text, u64::from(container_number as u32), 8);
+    text.push('-');
+    push_hex(&mut text, lsn >> 48, 4);
+    text.push_str("-0000-0000-");
+    push_hex(&mut text, lsn & 0xffff_ffff_ffff, 12);
+    text.push('"');
+    text
+}
+
+/// Appends the low `digits` hex digits of `value`, lower case, zero-padded.
+fn push_hex(text: &mut String, value: u64, digits: u32) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    for shift in (0..digits).rev() {
+        text.push(char::from(HEX[((value >> (shift * 4)) & 0xf) as usize]));
+    }
 }
 
 /// A catalog ETag: unique per change, derived from the resource's number and the write's instant.
@@ -121,6 +134,10 @@ mod tests {
         assert_eq!(document_rid(1, 1, 1).len(), 24);
         assert!(!document_rid(u32::MAX, u32::MAX, u64::MAX).contains('/'));
         assert_ne!(etag(1, 1), etag(1, 2));
+        assert_eq!(
+            etag(0x1_0000_1234, (5 << 48) | 0xabc),
+            "\"00001234-0005-0000-0000-000000000abc\""
+        );
         assert_eq!(document_number_of(&document_rid(1, 2, 77)), Some(77));
         assert_eq!(document_number_of(&container_rid(1, 2)), None);
     }
