@@ -12,6 +12,7 @@ mod compare;
 mod config;
 mod cosmos;
 mod data;
+mod disk;
 mod goals;
 mod load;
 mod open_loop;

@@ -121,6 +121,12 @@ async fn workloads(
         }
         eprintln!("== {}", workload.name());
         let run_config = config.run_config(workload);
+        let sync_probe = matches!(
+            workload,
+            Workload::Create | Workload::Upsert | Workload::Replace | Workload::Mixed
+        )
+        .then(|| crate::disk::sync_latency_ms(&launch.scratch_dir, 100).ok())
+        .flatten();
         let lethedb = measure(
             launch,
             report,
@@ -164,12 +170,40 @@ async fn workloads(
         if workload == Workload::Create {
             note.push_str(", LetheDB durable (group commit)");
         }
+        if let Some((p50, p90)) = sync_probe {
+            let _ = write!(
+                note,
+                ", disk sync of 4 KiB just before: p50 {p50:.2} ms, p90 {p90:.2} ms"
+            );
+        }
         report.rows.push(Row {
             workload: workload.name().to_string(),
             lethedb: Some(lethedb),
-            peer: peer_measured,
+            peer: peer_measured.clone(),
             note,
         });
+        if matches!(
+            workload,
+            Workload::PointRead | Workload::Create | Workload::Upsert | Workload::Replace
+        ) {
+            // The peer keeps everything in memory: this row compares like with like.
+            let in_memory = measure(
+                launch,
+                report,
+                Kind::LetheDb,
+                workload,
+                &run_config,
+                config.load_clients,
+                &["--in-memory"],
+            )
+            .await?;
+            report.rows.push(Row {
+                workload: format!("{} (in-memory)", workload.name()),
+                lethedb: Some(in_memory),
+                peer: peer_measured,
+                note: "LetheDB `--in-memory` (nothing on disk, as the peer); the peer's figures are the row above's".into(),
+            });
+        }
         if workload == Workload::PointRead {
             let hello = measure(
                 launch,
