@@ -2,7 +2,7 @@
 //!
 //! This module only declares and validates settings; `main.rs` acts on them.
 
-use clap::{Args, Parser, Subcommand, ValueEnum};
+use clap::{Args, Parser, Subcommand};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
@@ -26,14 +26,6 @@ pub enum Command {
     Serve(ServeArgs),
 }
 
-/// The engines a durable store can be kept in.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum StorageEngine {
-    Redb,
-    #[cfg(feature = "fjall")]
-    Fjall,
-}
-
 #[derive(Args, Debug, Clone)]
 pub struct ServeArgs {
     /// Address to listen on (port 0 picks a free port; the log says which).
@@ -45,10 +37,6 @@ pub struct ServeArgs {
     /// Keep everything in memory (nothing survives a restart).
     #[arg(long, env = "LETHEDB_IN_MEMORY")]
     pub in_memory: bool,
-    /// The durable store's engine. Only redb is built by default; fjall is the candidate of the
-    /// storage bake-off, built with `--features fjall` (bench/results/storage-bake-off.md).
-    #[arg(long, env = "LETHEDB_STORAGE_ENGINE", value_enum, default_value_t = StorageEngine::Redb, hide = true)]
-    pub storage_engine: StorageEngine,
     /// The master key clients sign requests with (base64; default: the emulator's well-known
     /// key). Prefer --key-file: a flag is visible to every local user in the process list.
     #[arg(long, env = "LETHEDB_KEY", hide_env_values = true)]

@@ -5,7 +5,7 @@ use anyhow::Context as _;
 use axum_server::accept::DefaultAcceptor;
 use clap::Parser as _;
 use lethedb_engine::{Engine, EngineConfig, SystemClock};
-use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs, StorageEngine};
+use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::{app, metrics_router, secrets, tls, AppState, MetricsRoute};
@@ -63,18 +63,12 @@ async fn shutdown_signal() {
 }
 
 fn open_durable(args: &ServeArgs) -> anyhow::Result<Arc<dyn Storage>> {
-    let cache_bytes = args.cache_mb.saturating_mul(1024 * 1024);
-    Ok(match args.storage_engine {
-        StorageEngine::Redb => Arc::new(
-            RedbStore::open_with_cache(&args.data_dir.join(STORE_FILE), cache_bytes)
-                .context("cannot open the store")?,
-        ),
-        #[cfg(feature = "fjall")]
-        StorageEngine::Fjall => Arc::new(
-            lethedb_storage::FjallStore::open(&args.data_dir.join("fjall"), cache_bytes as u64)
-                .context("cannot open the store")?,
-        ),
-    })
+    let store = RedbStore::open_with_cache(
+        &args.data_dir.join(STORE_FILE),
+        args.cache_mb.saturating_mul(1024 * 1024),
+    )
+    .context("cannot open the store")?;
+    Ok(Arc::new(store))
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {

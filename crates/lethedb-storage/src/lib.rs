@@ -14,16 +14,12 @@
 //! This crate knows nothing of HTTP, Cosmos DB, JSON or time to live: keys and values are opaque.
 
 mod failing;
-#[cfg(feature = "fjall")]
-mod fjall_store;
 mod memory;
 mod overlay;
 mod redb_store;
 mod write_txn;
 
 pub use failing::{FailingStore, FaultPlan};
-#[cfg(feature = "fjall")]
-pub use fjall_store::FjallStore;
 pub use memory::MemoryStore;
 pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 

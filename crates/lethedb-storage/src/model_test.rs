@@ -349,26 +349,3 @@ fn prefix_successor_handles_carry() {
     assert_eq!(crate::prefix_successor(&[255, 255]), None);
 }
 
-#[cfg(feature = "fjall")]
-#[test]
-fn fjall_store_matches_the_model_and_keeps_commits_across_reopen() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    for seed in 1..4 {
-        let path = dir.path().join(format!("model-{seed}.fjall"));
-        let committed = {
-            let store = crate::FjallStore::open(&path, 8 << 20).expect("open");
-            assert!(matches!(
-                crate::FjallStore::open(&path, 8 << 20),
-                Err(StorageError::AlreadyOpen(_))
-            ));
-            run_model(&store, seed)
-        };
-        let reopened = crate::FjallStore::open(&path, 8 << 20).expect("reopen");
-        let read = reopened.read().expect("read");
-        let everything = KeyRange::prefix(&[]);
-        assert_eq!(
-            collect(&*read, Table::Items, &everything, false, usize::MAX),
-            expected(&committed, &everything, false, usize::MAX)
-        );
-    }
-}
