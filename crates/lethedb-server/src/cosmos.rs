@@ -9,7 +9,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::handlers::{self, Context};
 use crate::metrics::Observed;
 use crate::operation::{classify, Operation};
-use crate::request::{continuation_limit_kb, read_body};
+use crate::request::{continuation_limit_kb, read_body, text_body};
 use crate::resolve::resolve_resource_ids;
 use crate::respond::{add_common_headers, Reply};
 use crate::routes::ResourcePath;
@@ -43,7 +43,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         resolve_resource_ids(&state.engine, &mut path)?;
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;
-        let body = read_body(body).await?;
+        let body = text_body(read_body(body).await?)?;
         authorize(
             &state.engine,
             &caller,
