@@ -97,11 +97,18 @@ pub async fn create(
 }
 
 pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let (item, lsn) = context.state.engine.read_item_with_lsn(
+    let read = context.state.engine.read_item_with_lsn(
         container,
         partition_key(context.headers)?,
         context.path.id(2),
-    )?;
+    );
+    let (item, lsn) = match read {
+        Ok(found) => found,
+        Err(error) if error.code == ErrorCode::ItemNotFound => {
+            return Err(not_found_with_session(context, container, error));
+        }
+        Err(error) => return Err(error.into()),
+    };
     let etag = item.etag();
     if if_none_match(context.headers, &etag) {
         let range = item_range(context, container, Some(&item));
@@ -119,6 +126,25 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
         false,
         charge,
     ))
+}
+
+/// A point read of an item that is not there (or has expired) answers 404 with the session
+/// the read saw, as the service does: the range's session token, `lsn` and the range id, so a
+/// session-consistent client keeps its token moving.
+fn not_found_with_session(
+    context: &Context<'_>,
+    container: &Arc<Container>,
+    error: lethedb_engine::EngineError,
+) -> ApiError {
+    let Ok(lsn) = context.state.engine.container_lsn(container) else {
+        return error.into();
+    };
+    let range = item_range(context, container, None);
+    let headers = Reply::empty(StatusCode::NOT_FOUND)
+        .range_scoped(container, context.path, lsn, range)
+        .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
+        .into_headers();
+    ApiError::from(error).with_headers(headers)
 }
 
 pub async fn replace(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {

@@ -23,6 +23,7 @@ mod query_plans;
 mod ranges;
 mod router;
 mod scripts_resources;
+mod sdk_rules;
 mod throughput;
 mod tokens;
 mod users;
