@@ -13,6 +13,7 @@ use crate::request::{
 };
 use crate::respond::Reply;
 use axum::http::StatusCode;
+use base64::Engine as _;
 use lethedb_engine::{
     request_units, Container, ErrorCode, ItemOutcome, QueryPage, QueryRequest, StoredItem,
     TriggeredOperation, WriteMode,
@@ -246,6 +247,12 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
     let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
     let metrics = header_is_true(context.headers, "x-ms-documentdb-populatequerymetrics")
         .then(|| query_metrics(&page));
+    let index_metrics = if header_is_true(context.headers, POPULATE_INDEX_METRICS) {
+        let report = context.state.engine.index_utilization(container, &request)?;
+        Some(base64::engine::general_purpose::STANDARD.encode(report.to_string()))
+    } else {
+        None
+    };
     let mut reply = Reply::value_feed(
         container.rid(),
         "Documents",
@@ -262,8 +269,15 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
     if let Some(metrics) = metrics {
         reply = reply.header("x-ms-documentdb-query-metrics", metrics);
     }
+    if let Some(report) = index_metrics {
+        reply = reply.header("x-ms-cosmos-index-utilization", report);
+    }
     Ok(reply)
 }
+
+/// The request header that asks a query for its index utilization, which the answer carries in
+/// `x-ms-cosmos-index-utilization` as base64 of the service's JSON report.
+const POPULATE_INDEX_METRICS: &str = "x-ms-cosmos-populateindexmetrics";
 
 fn query_metrics(page: &QueryPage) -> String {
     format!(

@@ -205,3 +205,30 @@ async fn a_partial_hierarchical_key_on_a_point_operation_is_a_400_1001() {
         assert_eq!(answer.header("x-ms-substatus"), "1001");
     }
 }
+
+#[tokio::test]
+async fn index_metrics_are_reported_when_asked_for() {
+    use base64::Engine as _;
+    let server = Server::new();
+    let mut container = partitioned();
+    container["indexingPolicy"] =
+        json!({"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/skip/?"}]});
+    server.setup(container).await;
+    let created = server.create_item(json!({"id": "a", "pk": "p", "name": "n"})).await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let text = "SELECT * FROM c WHERE c.name = 'n' AND c.skip > 1";
+    let plain = server.query(text, &[]).await;
+    assert_eq!(plain.status, StatusCode::OK, "{}", plain.body);
+    assert!(plain.headers.get("x-ms-cosmos-index-utilization").is_none());
+    let asked = server
+        .query(text, &[("x-ms-cosmos-populateindexmetrics", "True")])
+        .await;
+    assert_eq!(asked.status, StatusCode::OK, "{}", asked.body);
+    let report = base64::engine::general_purpose::STANDARD
+        .decode(asked.header("x-ms-cosmos-index-utilization"))
+        .expect("base64");
+    let report: Value = serde_json::from_slice(&report).expect("json");
+    assert_eq!(report["UtilizedSingleIndexes"][0]["IndexSpec"], json!("/name/?"));
+    assert_eq!(report["PotentialSingleIndexes"][0]["IndexSpec"], json!("/skip/?"));
+    assert_eq!(report["UtilizedCompositeIndexes"], json!([]));
+}
