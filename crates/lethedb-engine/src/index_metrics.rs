@@ -77,7 +77,11 @@ pub fn utilization(
         let specs: Vec<String> = sorted
             .iter()
             .map(|(path, descending)| {
-                format!("{} {}", spec(path), if *descending { "DESC" } else { "ASC" })
+                format!(
+                    "{} {}",
+                    spec(path),
+                    if *descending { "DESC" } else { "ASC" }
+                )
             })
             .collect();
         let entry = json!({"IndexSpecs": specs, "IndexImpactScore": "High"});
@@ -170,12 +174,18 @@ fn has_composite(policy: &Value, paths: &[(&[String], bool)]) -> bool {
         .filter_map(Value::as_array)
         .any(|composite| {
             composite.len() == wanted.len()
-                && composite.iter().zip(&wanted).all(|(entry, (want, descending))| {
-                    let path = entry.get("path").and_then(Value::as_str).unwrap_or("");
-                    let order = entry.get("order").and_then(Value::as_str).unwrap_or("ascending");
-                    pattern(path).0 == pattern(want).0
-                        && order.eq_ignore_ascii_case("descending") == *descending
-                })
+                && composite
+                    .iter()
+                    .zip(&wanted)
+                    .all(|(entry, (want, descending))| {
+                        let path = entry.get("path").and_then(Value::as_str).unwrap_or("");
+                        let order = entry
+                            .get("order")
+                            .and_then(Value::as_str)
+                            .unwrap_or("ascending");
+                        pattern(path).0 == pattern(want).0
+                            && order.eq_ignore_ascii_case("descending") == *descending
+                    })
         })
 }
 
@@ -199,7 +209,8 @@ mod tests {
         assert!(is_indexed(&narrow, &path("tree/leaf")));
         assert!(!is_indexed(&narrow, &path("tree/secret")));
         assert!(!is_indexed(&narrow, &path("other")));
-        let none = json!({"indexingMode": "none", "includedPaths": [], "excludedPaths": [{"path": "/*"}]});
+        let none =
+            json!({"indexingMode": "none", "includedPaths": [], "excludedPaths": [{"path": "/*"}]});
         assert!(!is_indexed(&none, &path("name")));
     }
 

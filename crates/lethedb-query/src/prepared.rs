@@ -258,7 +258,9 @@ fn collect_document_paths(expr: &Expr, alias: &str, paths: &mut Vec<Vec<String>>
                 paths.push(path);
             }
         }
-        _ => for_each_child(expr, &mut |child| collect_document_paths(child, alias, paths)),
+        _ => for_each_child(expr, &mut |child| {
+            collect_document_paths(child, alias, paths)
+        }),
     }
 }
 

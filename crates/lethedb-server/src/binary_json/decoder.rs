@@ -477,7 +477,11 @@ impl<'a> Decoder<'a> {
                     strings::LOWERCASE_HEX
                 };
                 let bytes = self.take_array()?;
-                Some(strings::guid_string(&bytes, alphabet, marker == GUID_QUOTED))
+                Some(strings::guid_string(
+                    &bytes,
+                    alphabet,
+                    marker == GUID_QUOTED,
+                ))
             }
             HEX_LOWERCASE | HEX_UPPERCASE | DATE_TIME => {
                 let alphabet = match marker {

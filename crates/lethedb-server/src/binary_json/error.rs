@@ -72,7 +72,10 @@ impl fmt::Display for Problem {
                 write!(f, "a container's members do not fill its declared length")
             }
             Problem::CountMismatch => {
-                write!(f, "a container's member count differs from its declared count")
+                write!(
+                    f,
+                    "a container's member count differs from its declared count"
+                )
             }
             Problem::NameNotString => write!(f, "an object member's name is not a string"),
             Problem::InvalidReference => write!(f, "a reference string has an invalid target"),
@@ -91,4 +94,3 @@ impl fmt::Display for DecodeError {
         write!(f, "{} at byte offset {}", self.problem, self.offset)
     }
 }
-

@@ -72,4 +72,3 @@ pub const UNIFORM_OF_UNIFORM_C2: u8 = 0xF3;
 pub fn is_plain_string_marker(marker: u8) -> bool {
     (SYSTEM_STRING_FIRST..=STRING_L4).contains(&marker)
 }
-

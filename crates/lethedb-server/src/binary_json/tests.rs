@@ -131,9 +131,18 @@ fn reference_strings_of_every_width_repeat_an_earlier_string() {
 #[test]
 fn guids_base64_and_binary() {
     let guid = "01 23 45 67 89 AB CD EF 10 32 54 76 98 BA DC FE";
-    check(&format!("80 75 {guid}"), r#""10325476-98ba-dcfe-0123-456789abcdef""#);
-    check(&format!("80 76 {guid}"), r#""10325476-98BA-DCFE-0123-456789ABCDEF""#);
-    check(&format!("80 77 {guid}"), r#""\"10325476-98ba-dcfe-0123-456789abcdef\"""#);
+    check(
+        &format!("80 75 {guid}"),
+        r#""10325476-98ba-dcfe-0123-456789abcdef""#,
+    );
+    check(
+        &format!("80 76 {guid}"),
+        r#""10325476-98BA-DCFE-0123-456789ABCDEF""#,
+    );
+    check(
+        &format!("80 77 {guid}"),
+        r#""\"10325476-98ba-dcfe-0123-456789abcdef\"""#,
+    );
     check(
         "80 D3 33 22 11 00 55 44 77 66 88 99 AA BB CC DD EE FF",
         r#""00112233-4455-6677-8899-aabbccddeeff""#,
@@ -173,7 +182,10 @@ fn uniform_number_arrays() {
     check("80 F1 D8 02 00 FF 7F", "[-1,127]");
     check("80 F0 D9 01 00 80", "[-32768]");
     check("80 F0 DA 01 FF FF FF FF", "[-1]");
-    check("80 F0 DB 01 FF FF FF FF FF FF FF 7F", "[9223372036854775807]");
+    check(
+        "80 F0 DB 01 FF FF FF FF FF FF FF 7F",
+        "[9223372036854775807]",
+    );
     check("80 F0 DC 01 FF FF FF FF", "[4294967295]");
     check("80 F0 CD 01 00 00 20 40", "[2.5]");
     check("80 F0 CE 01 00 00 00 00 00 00 E0 3F", "[0.5]");
@@ -199,7 +211,10 @@ fn arrays_and_objects_in_every_frame_keep_member_order() {
     check("80 EC 04 00 00 00 2C 01 3B 02", r#"{"id":1,"type":2}"#);
     check("80 ED 04 02 2C 01 3B 02", r#"{"id":1,"type":2}"#);
     check("80 EE 04 00 02 00 2C 01 3B 02", r#"{"id":1,"type":2}"#);
-    check("80 EF 04 00 00 00 02 00 00 00 2C 01 3B 02", r#"{"id":1,"type":2}"#);
+    check(
+        "80 EF 04 00 00 00 02 00 00 00 2C 01 3B 02",
+        r#"{"id":1,"type":2}"#,
+    );
     check("80 EA 06 81 62 01 81 61 02", r#"{"b":1,"a":2}"#);
     check("80 E9 81 61 E1 E8", r#"{"a":[{}]}"#);
 }
@@ -226,7 +241,11 @@ fn malformed_buffers_name_the_offset_at_fault() {
     check_error("80 E1 C3 09", 2, Problem::InvalidReference);
     check_error("80 E1 C3 00", 2, Problem::InvalidReference);
     check_error("80 E2 03 01 C3 03", 4, Problem::InvalidReference);
-    check_error("80 E2 07 82 61 62 C3 03 C3 06", 8, Problem::InvalidReference);
+    check_error(
+        "80 E2 07 82 61 62 C3 03 C3 06",
+        8,
+        Problem::InvalidReference,
+    );
     check_error("80 71 01 05 61", 1, Problem::InvalidBase64Padding);
     check_error("80 78 01 F1", 1, Problem::InvalidCompressedString);
     check_error("80 7B 01 80 00", 1, Problem::InvalidCompressedString);

@@ -248,7 +248,10 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
     let metrics = header_is_true(context.headers, "x-ms-documentdb-populatequerymetrics")
         .then(|| query_metrics(&page));
     let index_metrics = if header_is_true(context.headers, POPULATE_INDEX_METRICS) {
-        let report = context.state.engine.index_utilization(container, &request)?;
+        let report = context
+            .state
+            .engine
+            .index_utilization(container, &request)?;
         Some(base64::engine::general_purpose::STANDARD.encode(report.to_string()))
     } else {
         None

@@ -55,10 +55,9 @@ fn encode(value: &Value) -> Vec<u8> {
 
 /// The body the Rust SDK's encoder wrote for a typed item, and the text it stands for.
 fn sdk_order() -> (Vec<u8>, String) {
-    let fixtures: Value = serde_json::from_str(include_str!(
-        "../binary_json/fixtures/sdk_encoded.json"
-    ))
-    .expect("fixtures");
+    let fixtures: Value =
+        serde_json::from_str(include_str!("../binary_json/fixtures/sdk_encoded.json"))
+            .expect("fixtures");
     let order = &fixtures[0];
     assert_eq!(order["name"], "typed_order");
     let binary = order["binary"]
@@ -86,7 +85,10 @@ async fn an_sdk_encoded_item_is_stored_as_its_text_with_members_in_order() {
             Some(binary),
             &[
                 ("x-ms-documentdb-partitionkey", pk),
-                ("x-ms-cosmos-supported-serialization-formats", "CosmosBinary"),
+                (
+                    "x-ms-cosmos-supported-serialization-formats",
+                    "CosmosBinary",
+                ),
             ],
         )
         .await;
@@ -181,7 +183,10 @@ async fn a_malformed_binary_body_is_a_400_naming_the_offset_and_writes_nothing()
         "BadRequest",
         "an object member's name is not a string at byte offset 3",
     );
-    assert_eq!(server.read_item("m", "p").await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        server.read_item("m", "p").await.status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]

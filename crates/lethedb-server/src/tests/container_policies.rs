@@ -187,14 +187,23 @@ async fn indexing_is_automatic_whatever_the_client_asks() {
         )
         .await;
         assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
-        assert_eq!(created.body["indexingPolicy"]["automatic"], json!(true), "{id}");
+        assert_eq!(
+            created.body["indexingPolicy"]["automatic"],
+            json!(true),
+            "{id}"
+        );
     }
     let refused = create_container(
         &server,
         json!({"id": "bad", "partitionKey": {"paths": ["/pk"]}, "indexingPolicy": {"automatic": "no"}}),
     )
     .await;
-    check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", "'automatic' must be a boolean");
+    check_error(
+        &refused,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "'automatic' must be a boolean",
+    );
 }
 
 #[tokio::test]
@@ -206,25 +215,50 @@ async fn the_partition_key_version_is_echoed_only_when_sent() {
         json!({"id": "v", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}}),
     )
     .await;
-    assert_eq!(unversioned.status, StatusCode::CREATED, "{}", unversioned.body);
+    assert_eq!(
+        unversioned.status,
+        StatusCode::CREATED,
+        "{}",
+        unversioned.body
+    );
     assert_eq!(
         unversioned.body["partitionKey"],
         json!({"paths": ["/pk"], "kind": "Hash"})
     );
     let read = server
-        .send("GET", "/dbs/db/colls/v", ("colls", "dbs/db/colls/v"), None, &[])
+        .send(
+            "GET",
+            "/dbs/db/colls/v",
+            ("colls", "dbs/db/colls/v"),
+            None,
+            &[],
+        )
         .await;
-    assert_eq!(read.body["partitionKey"], json!({"paths": ["/pk"], "kind": "Hash"}));
+    assert_eq!(
+        read.body["partitionKey"],
+        json!({"paths": ["/pk"], "kind": "Hash"})
+    );
     let hierarchical = create_container(
         &server,
         json!({"id": "h", "partitionKey": {"paths": ["/a", "/b"], "kind": "MultiHash"}}),
     )
     .await;
-    assert_eq!(hierarchical.status, StatusCode::CREATED, "{}", hierarchical.body);
+    assert_eq!(
+        hierarchical.status,
+        StatusCode::CREATED,
+        "{}",
+        hierarchical.body
+    );
     assert!(hierarchical.body["partitionKey"].get("version").is_none());
     // Sent, it comes back; the container behind `partitioned()` asked for version 2.
     let versioned = server
-        .send("GET", "/dbs/db/colls/c", ("colls", "dbs/db/colls/c"), None, &[])
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
         .await;
     assert_eq!(versioned.body["partitionKey"]["version"], json!(2));
 }

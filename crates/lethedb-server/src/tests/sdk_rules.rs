@@ -78,7 +78,13 @@ async fn a_request_meant_for_a_container_deleted_and_created_again_is_a_400_1024
     let server = Server::new();
     server.setup(partitioned()).await;
     let read = server
-        .send("GET", "/dbs/db/colls/c", ("colls", "dbs/db/colls/c"), None, &[])
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
         .await;
     let old_rid = read.body["_rid"].as_str().expect("rid").to_string();
     let intended = [("x-ms-cosmos-intended-collection-rid", old_rid.as_str())];
@@ -88,15 +94,18 @@ async fn a_request_meant_for_a_container_deleted_and_created_again_is_a_400_1024
             "/dbs/db/colls/c/docs",
             ("docs", "dbs/db/colls/c"),
             Some(json!({"id": "a", "pk": "p"})),
-            &[
-                ("x-ms-documentdb-partitionkey", r#"["p"]"#),
-                intended[0],
-            ],
+            &[("x-ms-documentdb-partitionkey", r#"["p"]"#), intended[0]],
         )
         .await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     let deleted = server
-        .send("DELETE", "/dbs/db/colls/c", ("colls", "dbs/db/colls/c"), None, &[])
+        .send(
+            "DELETE",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
         .await;
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
     let recreated = server
@@ -116,10 +125,7 @@ async fn a_request_meant_for_a_container_deleted_and_created_again_is_a_400_1024
             "/dbs/db/colls/c/docs/a",
             ("docs", "dbs/db/colls/c/docs/a"),
             None,
-            &[
-                ("x-ms-documentdb-partitionkey", r#"["p"]"#),
-                intended[0],
-            ],
+            &[("x-ms-documentdb-partitionkey", r#"["p"]"#), intended[0]],
         )
         .await;
     check_error(
@@ -214,7 +220,9 @@ async fn index_metrics_are_reported_when_asked_for() {
     container["indexingPolicy"] =
         json!({"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/skip/?"}]});
     server.setup(container).await;
-    let created = server.create_item(json!({"id": "a", "pk": "p", "name": "n"})).await;
+    let created = server
+        .create_item(json!({"id": "a", "pk": "p", "name": "n"}))
+        .await;
     assert_eq!(created.status, StatusCode::CREATED);
     let text = "SELECT * FROM c WHERE c.name = 'n' AND c.skip > 1";
     let plain = server.query(text, &[]).await;
@@ -228,7 +236,13 @@ async fn index_metrics_are_reported_when_asked_for() {
         .decode(asked.header("x-ms-cosmos-index-utilization"))
         .expect("base64");
     let report: Value = serde_json::from_slice(&report).expect("json");
-    assert_eq!(report["UtilizedSingleIndexes"][0]["IndexSpec"], json!("/name/?"));
-    assert_eq!(report["PotentialSingleIndexes"][0]["IndexSpec"], json!("/skip/?"));
+    assert_eq!(
+        report["UtilizedSingleIndexes"][0]["IndexSpec"],
+        json!("/name/?")
+    );
+    assert_eq!(
+        report["PotentialSingleIndexes"][0]["IndexSpec"],
+        json!("/skip/?")
+    );
     assert_eq!(report["UtilizedCompositeIndexes"], json!([]));
 }
