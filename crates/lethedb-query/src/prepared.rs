@@ -259,7 +259,7 @@ fn collect_document_paths(expr: &Expr, alias: &str, paths: &mut Vec<Vec<String>>
             }
         }
         _ => for_each_child(expr, &mut |child| {
-            collect_document_paths(child, alias, paths)
+            collect_document_paths(child, alias, paths);
         }),
     }
 }

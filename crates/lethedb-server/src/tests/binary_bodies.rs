@@ -11,17 +11,16 @@ fn encode(value: &Value) -> Vec<u8> {
         match value {
             Value::Null => out.push(0xD0),
             Value::Bool(flag) => out.push(if *flag { 0xD2 } else { 0xD1 }),
-            Value::Number(number) => match number.as_i64() {
-                Some(integer) => {
+            Value::Number(number) => {
+                if let Some(integer) = number.as_i64() {
                     out.push(0xCB);
                     out.extend_from_slice(&integer.to_le_bytes());
-                }
-                None => {
+                } else {
                     out.push(0xCC);
                     let double = number.as_f64().expect("f64");
                     out.extend_from_slice(&double.to_le_bytes());
                 }
-            },
+            }
             Value::String(text) => write_string(text, out),
             Value::Array(items) => {
                 let mut payload = Vec::new();

@@ -2,9 +2,12 @@
 //! moves, this fails to build and the README is corrected with it.
 
 use azure_core::credentials::Secret;
-use azure_data_cosmos::{models::ContainerProperties, AccountReference, CosmosClient, RoutingStrategy};
+use azure_data_cosmos::{
+    models::ContainerProperties, AccountReference, CosmosClient, RoutingStrategy,
+};
 
-const KEY: &str = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+const KEY: &str =
+    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -17,8 +20,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?;
     client.create_database("shop", None).await?;
     let db = client.database_client("shop");
-    db.create_container(ContainerProperties::new("orders", "/customer".into()).with_default_ttl(3600u32), None)
-        .await?;
+    db.create_container(
+        ContainerProperties::new("orders", "/customer".into()).with_default_ttl(3600u32),
+        None,
+    )
+    .await?;
     let orders = db.container_client("orders", None).await?;
     let order = serde_json::json!({"id": "o1", "customer": "ada", "total": 42});
     orders.upsert_item("ada", "o1", &order, None).await?;
