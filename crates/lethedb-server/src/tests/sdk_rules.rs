@@ -246,3 +246,79 @@ async fn index_metrics_are_reported_when_asked_for() {
     );
     assert_eq!(report["UtilizedCompositeIndexes"], json!([]));
 }
+
+#[tokio::test]
+async fn a_query_naming_a_range_is_scoped_to_it_without_the_cross_partition_header() {
+    let server = Server::new();
+    let database = server
+        .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])
+        .await;
+    assert_eq!(database.status, StatusCode::CREATED);
+    let created = server
+        .send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(partitioned()),
+            &[("x-ms-offer-throughput", "30000")],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    let mut owner = std::collections::BTreeMap::new();
+    for i in 0..20 {
+        let created = server
+            .create_item(json!({"id": format!("i{i}"), "pk": format!("p{i}")}))
+            .await;
+        let range = created
+            .header("x-ms-documentdb-partitionkeyrangeid")
+            .to_string();
+        owner.insert(format!("i{i}"), range);
+    }
+    let ranges: std::collections::BTreeSet<String> = owner.values().cloned().collect();
+    assert!(ranges.len() > 1, "items spread over ranges: {owner:?}");
+    let query = |range: Option<String>| {
+        let server = &server;
+        async move {
+            let mut headers = vec![
+                ("content-type", "application/query+json".to_string()),
+                ("x-ms-documentdb-isquery", "True".to_string()),
+            ];
+            if let Some(range) = range {
+                headers.push(("x-ms-documentdb-partitionkeyrangeid", range));
+            }
+            let headers: Vec<(&str, &str)> =
+                headers.iter().map(|(n, v)| (*n, v.as_str())).collect();
+            server
+                .send(
+                    "POST",
+                    "/dbs/db/colls/c/docs",
+                    ("docs", "dbs/db/colls/c"),
+                    Some(json!({"query": "SELECT VALUE c.id FROM c"})),
+                    &headers,
+                )
+                .await
+        }
+    };
+    let unscoped = query(None).await;
+    assert_eq!(
+        unscoped.status,
+        StatusCode::BAD_REQUEST,
+        "{}",
+        unscoped.body
+    );
+    for range in &ranges {
+        let answer = query(Some(range.clone())).await;
+        assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+        let mut ids: Vec<String> =
+            serde_json::from_value(answer.body["Documents"].clone()).expect("ids");
+        ids.sort();
+        let mut expected: Vec<String> = owner
+            .iter()
+            .filter(|(_, owner)| *owner == range)
+            .map(|(id, _)| id.clone())
+            .collect();
+        expected.sort();
+        assert_eq!(ids, expected, "range {range}");
+        assert_eq!(answer.header("x-ms-documentdb-partitionkeyrangeid"), range);
+    }
+}
