@@ -3,7 +3,7 @@
 
 Real shapes: bodies and headers as the SDKs send them, signatures made with the emulator's
 well-known key, tokens in LetheDB's own formats. Run from anywhere; it rewrites the seed
-directories it owns (item_body, authorization, continuation, patch, batch, resource_path).
+directories it owns (binary_json, item_body, authorization, continuation, patch, batch, resource_path).
 """
 import base64
 import hashlib
@@ -268,7 +268,25 @@ def resource_path():
     ]
 
 
+def binary_json():
+    """Bodies the Rust SDK's encoder wrote (the server's decoder fixtures) and one buffer per
+    compact form the SDK does not write: dictionary, compressed and reference strings, GUIDs,
+    base64, uniform number arrays, every container frame."""
+    fixtures = HERE.parents[1] / "crates/lethedb-server/src/binary_json/fixtures/sdk_encoded.json"
+    seeds = [bytes.fromhex(f["binary"]) for f in json.loads(fixtures.read_text())]
+    hand = [
+        "80 E2 05 82 61 62 C3 03", "80 EA 04 81 6B C3 03", "80 75 " + "01 23 45 67 89 AB CD EF" * 2,
+        "80 D3 " + "33 22 11 00 55 44 77 66 88 99 AA BB CC DD EE FF", "80 71 01 FD 61",
+        "80 74 01 00 00 FF FF FF", "80 78 05 21 43 05", "80 7A 06 32 4B F1", "80 7C 04 A9 1A 68 00",
+        "80 7D 04 41 40 20 0C", "80 7F 02 00 EF 35", "80 F3 F1 D8 01 00 02 00 FF 01",
+        "80 F0 CD 01 00 00 20 40", "80 EF 04 00 00 00 02 00 00 00 2C 01 3B 02",
+        "80 E9 81 61 E1 E8", "80 DF 02 00 00 00 FF FE", "80 C7 FF FF FF FF FF FF FF FF",
+    ]
+    return seeds + [bytes.fromhex(h) for h in hand]
+
+
 def main():
+    write("binary_json", binary_json())
     write("item_body", item_body())
     write("authorization", authorization())
     write("continuation", continuation())

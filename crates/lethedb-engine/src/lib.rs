@@ -47,6 +47,7 @@ mod engine;
 pub mod epk;
 mod error;
 mod expiry;
+mod index_metrics;
 mod item_requests;
 mod items;
 mod keys;

@@ -193,7 +193,11 @@ impl PartitionKeyDefinition {
         let mut resource = Map::new();
         resource.insert("paths".into(), Value::Array(path_strings));
         resource.insert("kind".into(), Value::String(kind.into()));
-        resource.insert("version".into(), json!(version));
+        // The service echoes a `version` only when the client sent one; without it a `Hash`
+        // key is version 1 and a `MultiHash` key version 2, as read back from this resource.
+        if definition.get("version").is_some_and(|v| !v.is_null()) {
+            resource.insert("version".into(), json!(version));
+        }
         if let Some(system_key) = definition.get("systemKey") {
             resource.insert("systemKey".into(), system_key.clone());
         }

@@ -155,6 +155,33 @@ impl Prepared {
         self.inner.mode != Mode::NoSource
     }
 
+    /// The document paths the WHERE clause reads (outermost first seen, each once), as lists of
+    /// property names: what an index on the filter would serve. Empty when the query has no
+    /// filter or its source is not the whole document.
+    pub fn filter_paths(&self) -> Vec<Vec<String>> {
+        let query = &self.inner.query;
+        let (Some(alias), Some(filter)) = (root_alias(query), query.filter.as_ref()) else {
+            return Vec::new();
+        };
+        let mut paths = Vec::new();
+        collect_document_paths(filter, alias, &mut paths);
+        paths
+    }
+
+    /// The document paths of the ORDER BY keys, in order, each with whether it sorts
+    /// descending (`None` for a key that is not a document path).
+    pub fn order_paths(&self) -> Vec<Option<(Vec<String>, bool)>> {
+        let query = &self.inner.query;
+        let Some(alias) = root_alias(query) else {
+            return Vec::new();
+        };
+        query
+            .order_by
+            .iter()
+            .map(|key| document_path(&key.expr, alias).map(|path| (path, key.descending)))
+            .collect()
+    }
+
     /// When the WHERE clause pins every partition key path to a constant with top-level
     /// AND-ed equalities, returns those values in path order. Paths are lists of property
     /// names, e.g. `[["tenant"], ["user", "id"]]`.
@@ -212,6 +239,31 @@ impl Prepared {
 }
 
 /// `alias.a.b` or `alias["a"]["b"]` as the property names `["a", "b"]`.
+/// The alias of a root source that binds the whole document (`FROM c`), if that is the source.
+fn root_alias(query: &Query) -> Option<&str> {
+    match &query.from.as_ref()?.source {
+        Source::Bind {
+            collection: Expr::Identifier(container),
+            alias,
+        } => Some(alias.as_deref().unwrap_or(container)),
+        _ => None,
+    }
+}
+
+/// Every maximal document path under `expr` (`c.a.b` counts as `a/b`, not also `a`), once each.
+fn collect_document_paths(expr: &Expr, alias: &str, paths: &mut Vec<Vec<String>>) {
+    match document_path(expr, alias) {
+        Some(path) if !path.is_empty() => {
+            if !paths.contains(&path) {
+                paths.push(path);
+            }
+        }
+        _ => for_each_child(expr, &mut |child| {
+            collect_document_paths(child, alias, paths);
+        }),
+    }
+}
+
 fn document_path(expr: &Expr, alias: &str) -> Option<Vec<String>> {
     let mut names = Vec::new();
     let mut current = expr;

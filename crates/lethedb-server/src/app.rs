@@ -191,8 +191,9 @@ async fn metrics_port_only(request: Request) -> Response {
 
 /// The headers every response carries, for the endpoints the dispatcher does not answer.
 async fn common_headers(request: Request, next: Next) -> Response {
+    let started = std::time::Instant::now();
     let headers = request.headers().clone();
     let mut response = next.run(request).await;
-    add_common_headers(&mut response, &headers);
+    add_common_headers(&mut response, &headers, started.elapsed());
     response
 }

@@ -9,7 +9,7 @@ use crate::error::{ApiError, ApiResult, Code};
 use crate::handlers::{self, Context};
 use crate::metrics::Observed;
 use crate::operation::{classify, Operation};
-use crate::request::{continuation_limit_kb, read_body};
+use crate::request::{continuation_limit_kb, read_body, text_body};
 use crate::resolve::resolve_resource_ids;
 use crate::respond::{add_common_headers, Reply};
 use crate::routes::ResourcePath;
@@ -41,9 +41,10 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let classified = classify(&parts.method, &path, &parts.headers);
         let caller = authenticate(&state, &parts.method, &parts.headers, &path)?;
         resolve_resource_ids(&state.engine, &mut path)?;
+        check_intended_container(&state, &path, &parts.headers)?;
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;
-        let body = read_body(body).await?;
+        let body = text_body(read_body(body).await?)?;
         authorize(
             &state.engine,
             &caller,
@@ -76,7 +77,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         Ok(response) => response,
         Err(error) => error.into_response(),
     };
-    add_common_headers(&mut response, &parts.headers);
+    add_common_headers(&mut response, &parts.headers, started.elapsed());
     if let (Some(metrics), Some((operation, path))) = (&state.metrics, observed) {
         metrics.observe(Observed {
             operation,
@@ -87,6 +88,34 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         });
     }
     response
+}
+
+/// The header with which the SDKs name the container they mean by its `_rid` when they address
+/// it by name.
+const INTENDED_CONTAINER_HEADER: &str = "x-ms-cosmos-intended-collection-rid";
+
+/// A request on a container or anything in it that names the container it means
+/// (`x-ms-cosmos-intended-collection-rid`) is refused with 400/1024 when another container now
+/// has that name (the one meant was deleted and a new one created), as the service does: the
+/// SDKs then refresh their cached container and retry. A missing container is left to the
+/// handler's 404, and a request without the header reads nothing here.
+fn check_intended_container(
+    state: &AppState,
+    path: &ResourcePath,
+    headers: &HeaderMap,
+) -> ApiResult<()> {
+    let Some(intended) = crate::request::header(headers, INTENDED_CONTAINER_HEADER) else {
+        return Ok(());
+    };
+    if path.segments.len() < 4 || path.segments[2] != "colls" || intended.is_empty() {
+        return Ok(());
+    }
+    match state.engine.read_container(path.id(0), path.id(1)) {
+        Ok(container) if container.rid() != intended => {
+            Err(ApiError::from_code(Code::CollectionRidMismatch))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// Item operations draw on their container's throughput budget: admitted while this second's

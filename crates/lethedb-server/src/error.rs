@@ -7,7 +7,7 @@
 //! [`ApiError`] renders the body. A 5xx whose message is hidden never carries internal detail:
 //! the detail goes to the log, the client gets a generic message and an activity id.
 
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use lethedb_engine::{EngineError, ErrorCode};
 
@@ -53,6 +53,9 @@ pub enum Code {
     CrossPartitionQueryNotServable,
     /// A query-plan request from a client that does not declare every feature the plan needs.
     UnsupportedQueryFeatures,
+    /// `x-ms-cosmos-intended-collection-rid` names another container than the one now under the
+    /// path's name (it was deleted and created again): the SDKs refresh their cache and retry.
+    CollectionRidMismatch,
 }
 
 /// Whether a client may see the message, or only a generic one naming the activity id.
@@ -198,6 +201,8 @@ error_table! {
     // 1004: the SDKs then fetch the query plan and run the query per range themselves.
     CrossPartitionQueryNotServable      => BAD_REQUEST,           1004, "BadRequest",            Shown;
     UnsupportedQueryFeatures            => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    // 1024: the SDKs' CollectionRidMismatch, on which they refresh the container and retry.
+    CollectionRidMismatch               => BAD_REQUEST,           1024, "BadRequest",            Shown;
 }
 
 impl Code {
@@ -242,6 +247,9 @@ impl Code {
             Code::UnsupportedQueryFeatures => {
                 "Query contains 1 or more unsupported features. Upgrade your SDK to a version that does support the requested features:"
             }
+            Code::CollectionRidMismatch => {
+                "Collection rid provided by the user does not match the existing collection."
+            }
         }
     }
 }
@@ -258,6 +266,8 @@ pub struct ApiError {
     pub additional_error_info: Option<String>,
     /// A substatus of this failure's own, replacing its code's (a script's error number).
     pub substatus: Option<u32>,
+    /// Headers the failure carries besides the common ones (the session of a 404 point read).
+    pub headers: Vec<(HeaderName, String)>,
 }
 
 impl ApiError {
@@ -269,6 +279,7 @@ impl ApiError {
             retry_after_ms: None,
             additional_error_info: None,
             substatus: None,
+            headers: Vec::new(),
         }
     }
 
@@ -293,6 +304,11 @@ impl ApiError {
         }
     }
 
+    /// This failure with headers of its own added to the response.
+    pub fn with_headers(self, headers: Vec<(HeaderName, String)>) -> ApiError {
+        ApiError { headers, ..self }
+    }
+
     pub fn status(&self) -> StatusCode {
         self.code.status()
     }
@@ -308,6 +324,7 @@ impl From<EngineError> for ApiError {
                 .then_some(lethedb_engine::writer::WRITER_BUSY_RETRY_AFTER_MS),
             additional_error_info: None,
             substatus: error.substatus,
+            headers: Vec::new(),
         }
     }
 }
@@ -346,6 +363,11 @@ impl IntoResponse for ApiError {
             "x-ms-substatus",
             HeaderValue::from(self.substatus.unwrap_or(row.substatus)),
         );
+        for (name, value) in self.headers {
+            if let Ok(value) = HeaderValue::from_str(&value) {
+                headers.append(name, value);
+            }
+        }
         if let Some(retry_after_ms) = self.retry_after_ms {
             // The SDKs retry 429s after this many milliseconds.
             headers.insert(

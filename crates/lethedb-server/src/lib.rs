@@ -13,6 +13,7 @@ mod access;
 mod activity;
 mod app;
 pub mod auth;
+pub mod binary_json;
 pub mod cli;
 mod cosmos;
 mod error;

@@ -5,6 +5,7 @@
 //! This module parses; it does not decide what a request is (that is `operation`) and does not
 //! call the engine.
 
+use crate::binary_json;
 use crate::error::{ApiError, ApiResult, Code};
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
@@ -91,6 +92,25 @@ pub async fn read_body(body: Body) -> ApiResult<Bytes> {
     axum::body::to_bytes(body, REQUEST_BODY_BYTES_MAX)
         .await
         .map_err(|_| ApiError::from_code(Code::RequestTooLarge))
+}
+
+/// A body in the Cosmos binary JSON encoding (first byte `0x80`, as the Rust SDK sends item
+/// bodies) as the JSON text it stands for; any other body as it came. Decided once, before
+/// anything reads the body, so every operation sees text.
+pub fn text_body(body: Bytes) -> ApiResult<Bytes> {
+    if !binary_json::is_binary(&body) {
+        return Ok(body);
+    }
+    match binary_json::to_json_text(&body) {
+        Ok(text) => Ok(Bytes::from(text)),
+        Err(error) if error.problem == binary_json::Problem::TooLarge => {
+            Err(ApiError::from_code(Code::RequestTooLarge))
+        }
+        Err(error) => Err(ApiError::new(
+            Code::InvalidJson,
+            format!("The request payload is invalid Cosmos binary JSON: {error}."),
+        )),
+    }
 }
 
 pub fn parse_json(body: &Bytes) -> ApiResult<Value> {

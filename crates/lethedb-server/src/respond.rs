@@ -9,6 +9,7 @@ use crate::routes::ResourcePath;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use lethedb_engine::Container;
+use std::time::Duration;
 
 /// The REST API version LetheDB answers as.
 const SCHEMA_VERSION: &str = "1.18";
@@ -163,6 +164,11 @@ impl Reply {
         Reply::feed(rid, name, texts, continuation, request_units)
     }
 
+    /// The headers set so far, for a failure that carries them (a 404 point read's session).
+    pub fn into_headers(self) -> Vec<(HeaderName, String)> {
+        self.headers
+    }
+
     pub fn finish(self) -> Response {
         let has_body =
             !self.body.is_empty() && !self.headers.iter().any(|(name, _)| name == "content-type");
@@ -183,9 +189,15 @@ impl Reply {
     }
 }
 
-/// Headers on every response: activity id (the client's, if it sent one), versions.
-pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap) {
+/// Headers on every response: activity id (the client's, if it sent one), versions, and how
+/// long the server spent on the request (`x-ms-request-duration-ms`, which the SDKs record as
+/// the server's share of the latency).
+pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap, spent: Duration) {
     let headers = response.headers_mut();
+    let spent_ms = format!("{:.3}", spent.as_secs_f64() * 1000.0);
+    if let Ok(value) = HeaderValue::from_str(&spent_ms) {
+        headers.insert("x-ms-request-duration-ms", value);
+    }
     if !headers.contains_key("x-ms-activity-id") {
         let activity = request_headers
             .get("x-ms-activity-id")

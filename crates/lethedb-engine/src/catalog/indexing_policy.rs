@@ -31,11 +31,13 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
     if !["consistent", "lazy", "none"].contains(&mode.as_str()) {
         return Err(bad("'indexingMode' must be 'consistent', 'lazy' or 'none'"));
     }
-    let automatic = match policy.get("automatic") {
-        None | Some(Value::Null) => mode != "none",
-        Some(Value::Bool(b)) => *b,
+    // The service no longer honours `automatic: false` (every item is indexed by the policy's
+    // paths): a boolean is accepted and the policy comes back with `automatic: true`, whatever
+    // was sent and whatever the mode.
+    match policy.get("automatic") {
+        None | Some(Value::Null | Value::Bool(_)) => {}
         Some(_) => return Err(bad("'automatic' must be a boolean")),
-    };
+    }
     for list in [
         "includedPaths",
         "excludedPaths",
@@ -85,7 +87,7 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
         (included, excluded)
     };
     policy.insert("indexingMode".into(), Value::String(mode));
-    policy.insert("automatic".into(), Value::Bool(automatic));
+    policy.insert("automatic".into(), Value::Bool(true));
     policy.insert("includedPaths".into(), Value::Array(included));
     policy.insert("excludedPaths".into(), Value::Array(excluded));
     Ok(Value::Object(policy))

@@ -13,6 +13,7 @@ use crate::request::{
 };
 use crate::respond::Reply;
 use axum::http::StatusCode;
+use base64::Engine as _;
 use lethedb_engine::{
     request_units, Container, ErrorCode, ItemOutcome, QueryPage, QueryRequest, StoredItem,
     TriggeredOperation, WriteMode,
@@ -97,11 +98,18 @@ pub async fn create(
 }
 
 pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let (item, lsn) = context.state.engine.read_item_with_lsn(
+    let read = context.state.engine.read_item_with_lsn(
         container,
         partition_key(context.headers)?,
         context.path.id(2),
-    )?;
+    );
+    let (item, lsn) = match read {
+        Ok(found) => found,
+        Err(error) if error.code == ErrorCode::ItemNotFound => {
+            return Err(not_found_with_session(context, container, error));
+        }
+        Err(error) => return Err(error.into()),
+    };
     let etag = item.etag();
     if if_none_match(context.headers, &etag) {
         let range = item_range(context, container, Some(&item));
@@ -119,6 +127,25 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
         false,
         charge,
     ))
+}
+
+/// A point read of an item that is not there (or has expired) answers 404 with the session
+/// the read saw, as the service does: the range's session token, `lsn` and the range id, so a
+/// session-consistent client keeps its token moving.
+fn not_found_with_session(
+    context: &Context<'_>,
+    container: &Arc<Container>,
+    error: lethedb_engine::EngineError,
+) -> ApiError {
+    let Ok(lsn) = context.state.engine.container_lsn(container) else {
+        return error.into();
+    };
+    let range = item_range(context, container, None);
+    let headers = Reply::empty(StatusCode::NOT_FOUND)
+        .range_scoped(container, context.path, lsn, range)
+        .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
+        .into_headers();
+    ApiError::from(error).with_headers(headers)
 }
 
 pub async fn replace(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
@@ -220,6 +247,15 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
     let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
     let metrics = header_is_true(context.headers, "x-ms-documentdb-populatequerymetrics")
         .then(|| query_metrics(&page));
+    let index_metrics = if header_is_true(context.headers, POPULATE_INDEX_METRICS) {
+        let report = context
+            .state
+            .engine
+            .index_utilization(container, &request)?;
+        Some(base64::engine::general_purpose::STANDARD.encode(report.to_string()))
+    } else {
+        None
+    };
     let mut reply = Reply::value_feed(
         container.rid(),
         "Documents",
@@ -236,8 +272,15 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
     if let Some(metrics) = metrics {
         reply = reply.header("x-ms-documentdb-query-metrics", metrics);
     }
+    if let Some(report) = index_metrics {
+        reply = reply.header("x-ms-cosmos-index-utilization", report);
+    }
     Ok(reply)
 }
+
+/// The request header that asks a query for its index utilization, which the answer carries in
+/// `x-ms-cosmos-index-utilization` as base64 of the service's JSON report.
+const POPULATE_INDEX_METRICS: &str = "x-ms-cosmos-populateindexmetrics";
 
 fn query_metrics(page: &QueryPage) -> String {
     format!(

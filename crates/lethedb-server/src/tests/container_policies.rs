@@ -171,3 +171,94 @@ async fn partition_key_paths_with_quoted_segments_match_documents() {
         .await;
     assert_eq!(mismatch.status, StatusCode::BAD_REQUEST);
 }
+
+#[tokio::test]
+async fn indexing_is_automatic_whatever_the_client_asks() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    for (id, policy) in [
+        ("off", json!({"automatic": false})),
+        ("none", json!({"indexingMode": "none", "automatic": false})),
+        ("lazy", json!({"indexingMode": "lazy"})),
+    ] {
+        let created = create_container(
+            &server,
+            json!({"id": id, "partitionKey": {"paths": ["/pk"], "kind": "Hash"}, "indexingPolicy": policy}),
+        )
+        .await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        assert_eq!(
+            created.body["indexingPolicy"]["automatic"],
+            json!(true),
+            "{id}"
+        );
+    }
+    let refused = create_container(
+        &server,
+        json!({"id": "bad", "partitionKey": {"paths": ["/pk"]}, "indexingPolicy": {"automatic": "no"}}),
+    )
+    .await;
+    check_error(
+        &refused,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "'automatic' must be a boolean",
+    );
+}
+
+#[tokio::test]
+async fn the_partition_key_version_is_echoed_only_when_sent() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let unversioned = create_container(
+        &server,
+        json!({"id": "v", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}}),
+    )
+    .await;
+    assert_eq!(
+        unversioned.status,
+        StatusCode::CREATED,
+        "{}",
+        unversioned.body
+    );
+    assert_eq!(
+        unversioned.body["partitionKey"],
+        json!({"paths": ["/pk"], "kind": "Hash"})
+    );
+    let read = server
+        .send(
+            "GET",
+            "/dbs/db/colls/v",
+            ("colls", "dbs/db/colls/v"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(
+        read.body["partitionKey"],
+        json!({"paths": ["/pk"], "kind": "Hash"})
+    );
+    let hierarchical = create_container(
+        &server,
+        json!({"id": "h", "partitionKey": {"paths": ["/a", "/b"], "kind": "MultiHash"}}),
+    )
+    .await;
+    assert_eq!(
+        hierarchical.status,
+        StatusCode::CREATED,
+        "{}",
+        hierarchical.body
+    );
+    assert!(hierarchical.body["partitionKey"].get("version").is_none());
+    // Sent, it comes back; the container behind `partitioned()` asked for version 2.
+    let versioned = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(versioned.body["partitionKey"]["version"], json!(2));
+}

@@ -4,6 +4,7 @@
 //! This file holds the shared test server and checks; each resource area has its own file.
 
 mod access;
+mod binary_bodies;
 mod bodies;
 mod change_feed;
 mod children;
@@ -22,6 +23,7 @@ mod query_plans;
 mod ranges;
 mod router;
 mod scripts_resources;
+mod sdk_rules;
 mod throughput;
 mod tokens;
 mod users;
@@ -118,6 +120,19 @@ impl Server {
         body: Option<Value>,
         headers: &[(&str, &str)],
     ) -> Answer {
+        let body = body.map(|b| b.to_string().into_bytes());
+        self.send_bytes(method, path, signed, body, headers).await
+    }
+
+    /// Sends a request whose body is the given bytes as they are (binary JSON, say).
+    async fn send_bytes(
+        &self,
+        method: &str,
+        path: &str,
+        signed: (&str, &str),
+        body: Option<Vec<u8>>,
+        headers: &[(&str, &str)],
+    ) -> Answer {
         let date = self.date(0);
         let mut request = Request::builder()
             .method(method)
@@ -132,7 +147,7 @@ impl Server {
         for (name, value) in headers {
             request = request.header(*name, *value);
         }
-        let body = body.map_or(Body::empty(), |b| Body::from(b.to_string()));
+        let body = body.map_or(Body::empty(), Body::from);
         self.raw(request.body(body).expect("request")).await
     }
 
