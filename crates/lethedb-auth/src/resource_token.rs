@@ -81,9 +81,8 @@ impl ResourceToken {
         }
         // An encoded character takes at most three bytes, so the prefix lies in this head.
         let head_end = (RESOURCE_TOKEN_PREFIX.len() * 3).min(trimmed.len());
-        let head = match trimmed.get(..head_end) {
-            Some(head) => head,
-            None => return decode(header).is_some_and(|text| has_prefix(&text)),
+        let Some(head) = trimmed.get(..head_end) else {
+            return decode(header).is_some_and(|text| has_prefix(&text));
         };
         let decoded: Vec<u8> = percent_encoding::percent_decode_str(head).collect();
         has_prefix(&String::from_utf8_lossy(&decoded))
@@ -233,7 +232,9 @@ mod tests {
         assert!(ResourceToken::is_resource_token(
             "%74%79%70%65%3D%72%65%73%6F%75%72%63%65%26%76%65%72"
         ));
-        assert!(ResourceToken::is_resource_token("type%3Dresource%26ver%3D1"));
+        assert!(ResourceToken::is_resource_token(
+            "type%3Dresource%26ver%3D1"
+        ));
         assert!(!ResourceToken::is_resource_token("type%3Dmaster%26ver%3D1"));
         assert!(!ResourceToken::is_resource_token("type=res"));
         assert!(!ResourceToken::is_resource_token(""));

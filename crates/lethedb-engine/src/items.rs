@@ -419,14 +419,7 @@ pub(crate) fn apply_write(
         .as_ref()
         .is_some_and(|old| old.document_number == document_number);
     if let Some(old) = &existing {
-        remove_version_keeping(
-            context,
-            number,
-            &key,
-            old,
-            &mut counters,
-            keeps_resource_id,
-        )?;
+        remove_version_keeping(context, number, &key, old, &mut counters, keeps_resource_id)?;
     }
     next_lsn(context, &mut counters);
     let record = ItemRecord {

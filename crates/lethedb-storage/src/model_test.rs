@@ -348,4 +348,3 @@ fn prefix_successor_handles_carry() {
     assert_eq!(crate::prefix_successor(&[1, 255]), Some(vec![2]));
     assert_eq!(crate::prefix_successor(&[255, 255]), None);
 }
-
