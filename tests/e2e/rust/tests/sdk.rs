@@ -237,9 +237,9 @@ async fn a_transactional_batch_commits_whole_or_not_at_all() {
     )
     .await;
     let batch = TransactionalBatch::new("p")
-        .create_item(&order("b1", "p", 1.0))
+        .create_item(order("b1", "p", 1.0))
         .expect("op")
-        .upsert_item(&order("b2", "p", 2.0), None)
+        .upsert_item(order("b2", "p", 2.0), None)
         .expect("op")
         .read_item("b1", None);
     let response = items
@@ -250,9 +250,9 @@ async fn a_transactional_batch_commits_whole_or_not_at_all() {
     let statuses: Vec<u16> = results.results().iter().map(|r| r.status_code()).collect();
     assert_eq!(statuses, [201, 201, 200]);
     let failing = TransactionalBatch::new("p")
-        .create_item(&order("b3", "p", 3.0))
+        .create_item(order("b3", "p", 3.0))
         .expect("op")
-        .create_item(&order("b1", "p", 1.0))
+        .create_item(order("b1", "p", 1.0))
         .expect("op");
     let answer = items.execute_transactional_batch(failing, None).await;
     let rolled_back = match answer {
