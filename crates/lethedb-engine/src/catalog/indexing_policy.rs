@@ -32,12 +32,15 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
         return Err(bad("'indexingMode' must be 'consistent', 'lazy' or 'none'"));
     }
     // The service no longer honours `automatic: false` (every item is indexed by the policy's
-    // paths): a boolean is accepted and the policy comes back with `automatic: true`, whatever
-    // was sent and whatever the mode.
+    // paths): a boolean is accepted and the policy comes back with `automatic: true` whatever
+    // was sent, except with indexing mode `none`, which indexes nothing and comes back with
+    // `automatic: false` (the Rust SDK sends `automatic: false` on every policy it builds and
+    // checks both answers).
     match policy.get("automatic") {
         None | Some(Value::Null | Value::Bool(_)) => {}
         Some(_) => return Err(bad("'automatic' must be a boolean")),
     }
+    let automatic = mode != "none";
     for list in [
         "includedPaths",
         "excludedPaths",
@@ -87,7 +90,7 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
         (included, excluded)
     };
     policy.insert("indexingMode".into(), Value::String(mode));
-    policy.insert("automatic".into(), Value::Bool(true));
+    policy.insert("automatic".into(), Value::Bool(automatic));
     policy.insert("includedPaths".into(), Value::Array(included));
     policy.insert("excludedPaths".into(), Value::Array(excluded));
     Ok(Value::Object(policy))

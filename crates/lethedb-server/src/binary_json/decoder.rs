@@ -43,9 +43,7 @@ impl<'a> Decoder<'a> {
         }
         Ok(decoder.out)
     }
-}
 
-impl<'a> Decoder<'a> {
     fn error_at(&self, offset: usize, problem: Problem) -> DecodeError {
         DecodeError { offset, problem }
     }

@@ -118,15 +118,13 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
             .range_scoped(container, context.path, lsn, range));
     }
     let charge = request_units::read(item.record.body.len());
-    // A read always returns the document, whatever `Prefer` says.
-    Ok(item_reply(
-        context,
-        StatusCode::OK,
-        &item,
-        lsn,
-        false,
-        charge,
-    ))
+    // A read always returns the document, whatever `Prefer` says, and the LSN of the write
+    // that made this version (`x-ms-item-lsn`, beside the container's `lsn`).
+    let item_lsn = item.record.lsn.to_string();
+    Ok(
+        item_reply(context, StatusCode::OK, &item, lsn, false, charge)
+            .header("x-ms-item-lsn", item_lsn),
+    )
 }
 
 /// A point read of an item that is not there (or has expired) answers 404 with the session

@@ -173,13 +173,26 @@ async fn partition_key_paths_with_quoted_segments_match_documents() {
 }
 
 #[tokio::test]
-async fn indexing_is_automatic_whatever_the_client_asks() {
+async fn indexing_is_automatic_unless_the_mode_is_none_whatever_the_client_asks() {
     let server = Server::new();
     server.setup(partitioned()).await;
-    for (id, policy) in [
-        ("off", json!({"automatic": false})),
-        ("none", json!({"indexingMode": "none", "automatic": false})),
-        ("lazy", json!({"indexingMode": "lazy"})),
+    for (id, policy, automatic) in [
+        ("off", json!({"automatic": false}), true),
+        (
+            "lazy",
+            json!({"indexingMode": "lazy", "automatic": false}),
+            true,
+        ),
+        (
+            "none",
+            json!({"indexingMode": "none", "automatic": true}),
+            false,
+        ),
+        (
+            "none-off",
+            json!({"indexingMode": "none", "automatic": false}),
+            false,
+        ),
     ] {
         let created = create_container(
             &server,
@@ -189,7 +202,7 @@ async fn indexing_is_automatic_whatever_the_client_asks() {
         assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
         assert_eq!(
             created.body["indexingPolicy"]["automatic"],
-            json!(true),
+            json!(automatic),
             "{id}"
         );
     }

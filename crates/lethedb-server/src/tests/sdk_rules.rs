@@ -56,6 +56,10 @@ async fn a_point_read_that_finds_nothing_carries_the_session_it_saw() {
         let created = server.create_item(json!({"id": id, "pk": "p"})).await;
         assert_eq!(created.status, StatusCode::CREATED);
     }
+    // A read names the LSN of the write that made the version it returns.
+    let found = server.read_item("a", "p").await;
+    assert_eq!(found.header("x-ms-item-lsn"), "1");
+    assert_eq!(found.header("lsn"), "2");
     let missing = server.read_item("nope", "p").await;
     check_error(&missing, StatusCode::NOT_FOUND, "NotFound", "");
     assert_eq!(missing.header("lsn"), "2");

@@ -237,9 +237,9 @@ async fn a_transactional_batch_commits_whole_or_not_at_all() {
     )
     .await;
     let batch = TransactionalBatch::new("p")
-        .create_item(&order("b1", "p", 1.0))
+        .create_item(order("b1", "p", 1.0))
         .expect("op")
-        .upsert_item(&order("b2", "p", 2.0), None)
+        .upsert_item(order("b2", "p", 2.0), None)
         .expect("op")
         .read_item("b1", None);
     let response = items
@@ -250,9 +250,9 @@ async fn a_transactional_batch_commits_whole_or_not_at_all() {
     let statuses: Vec<u16> = results.results().iter().map(|r| r.status_code()).collect();
     assert_eq!(statuses, [201, 201, 200]);
     let failing = TransactionalBatch::new("p")
-        .create_item(&order("b3", "p", 3.0))
+        .create_item(order("b3", "p", 3.0))
         .expect("op")
-        .create_item(&order("b1", "p", 1.0))
+        .create_item(order("b1", "p", 1.0))
         .expect("op");
     let answer = items.execute_transactional_batch(failing, None).await;
     let rolled_back = match answer {
@@ -463,7 +463,16 @@ async fn a_container_deleted_and_created_again_is_followed_by_the_sdk() {
         .create_item("p", "o1", &order("o1", "p", 1.0), None)
         .await
         .expect("create");
-    // Another application drops the container and makes a new one under the same name.
+    // The client caches the container and its one partition key range.
+    let ids: Vec<String> = query_all(
+        &items,
+        "SELECT VALUE c.id FROM c",
+        FeedScope::full_container(),
+    )
+    .await;
+    assert_eq!(ids, ["o1"]);
+    // Another application drops the container and makes a new one under the same name, with
+    // throughput that lays it out over several ranges, and fills it.
     let other = client_for(server.port).await.database_client("db");
     other
         .container_client("c", None)
@@ -473,20 +482,49 @@ async fn a_container_deleted_and_created_again_is_followed_by_the_sdk() {
         .await
         .expect("delete");
     other
-        .create_container(ContainerProperties::new("c", "/pk".into()), None)
+        .create_container(
+            ContainerProperties::new("c", "/pk".into()),
+            Some(
+                CreateContainerOptions::default()
+                    .with_throughput(ThroughputProperties::manual(30_000)),
+            ),
+        )
         .await
         .expect("recreate");
-    // The first client's cached container is stale: the server refuses it (400/1024), the SDK
-    // refreshes and the write lands in the new container.
+    let fresh = other.container_client("c", None).await.expect("client");
+    for n in 0..20 {
+        let pk = format!("p{n}");
+        fresh
+            .create_item(
+                pk.clone(),
+                &format!("n{n:02}"),
+                &order(&format!("n{n:02}"), &pk, 1.0),
+                None,
+            )
+            .await
+            .expect("create");
+    }
+    // The first client's cached container is stale: the server refuses what it sends for the
+    // old `_rid` (400/1024), the SDK refreshes the container and its ranges, and the query sees
+    // every item of the new container rather than one range's share.
+    let mut ids: Vec<String> = query_all(
+        &items,
+        "SELECT VALUE c.id FROM c",
+        FeedScope::full_container(),
+    )
+    .await;
+    ids.sort();
+    let expected: Vec<String> = (0..20).map(|n| format!("n{n:02}")).collect();
+    assert_eq!(ids, expected);
     items
         .create_item("p", "o2", &order("o2", "p", 2.0), None)
         .await
         .expect("create after recreate");
-    let ids: Vec<String> = query_all(
-        &items,
-        "SELECT VALUE c.id FROM c",
-        FeedScope::partition("p"),
-    )
-    .await;
-    assert_eq!(ids, ["o2"]);
+    let read: Order = fresh
+        .read_item("p", "o2", None)
+        .await
+        .expect("read")
+        .into_model()
+        .expect("model");
+    assert_eq!(read.id, "o2");
 }
