@@ -184,7 +184,11 @@ async fn workloads(
         });
         if matches!(
             workload,
-            Workload::PointRead | Workload::Create | Workload::Upsert | Workload::Replace
+            Workload::PointRead
+                | Workload::Create
+                | Workload::Upsert
+                | Workload::Replace
+                | Workload::Mixed
         ) {
             // The peer keeps everything in memory: this row compares like with like.
             let in_memory = measure(

@@ -104,6 +104,11 @@ impl KeyRange {
         }
     }
 
+    /// The bounds as borrowed slices, as ordered maps take them.
+    pub(crate) fn as_slices(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
+        (slice_bound(&self.start), slice_bound(&self.end))
+    }
+
     /// True when no key can fall in the range (redb panics on such ranges, so we never pass one).
     fn is_empty(&self) -> bool {
         match (&self.start, &self.end) {
@@ -112,6 +117,14 @@ impl KeyRange {
             | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
             _ => false,
         }
+    }
+}
+
+fn slice_bound(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
+    match bound {
+        Bound::Included(key) => Bound::Included(key.as_slice()),
+        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
+        Bound::Unbounded => Bound::Unbounded,
     }
 }
 

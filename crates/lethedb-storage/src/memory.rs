@@ -1,17 +1,21 @@
 //! The in-memory backend: ordered maps behind a lock, for tests and `--in-memory` servers.
 //!
-//! Snapshots share the committed maps through an `Arc`; the write transaction buffers its changes
-//! in an overlay and publishes them on commit (copying the maps only if a snapshot still holds the
-//! old ones). Nothing here survives the process.
+//! The maps are persistent B-trees (`imbl::OrdMap`): a snapshot is a clone that shares every node,
+//! and a commit copies only the paths to the keys it changes. Keys and values are `Arc`s, so a
+//! copied node clones pointers, never bytes. (Plain `BTreeMap`s behind an `Arc` had to be copied
+//! whole whenever a reader still held the old ones at commit: with reads and writes mixed, every
+//! commit copied the store.) The write transaction buffers its changes in an overlay and
+//! publishes them on commit. Nothing here survives the process.
 
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
 use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
-use std::collections::BTreeMap;
-
+use imbl::OrdMap;
 use std::sync::{Arc, RwLock};
 
-type Tables = [BTreeMap<Vec<u8>, Vec<u8>>; Table::ALL.len()];
+type Bytes = Arc<[u8]>;
+type Map = OrdMap<Bytes, Bytes>;
+type Tables = [Map; Table::ALL.len()];
 
 /// A store that lives only as long as the process.
 #[derive(Default)]
@@ -54,7 +58,7 @@ struct MemoryRead {
 }
 
 fn scan_map(
-    map: &BTreeMap<Vec<u8>, Vec<u8>>,
+    map: &Map,
     range: &KeyRange,
     reverse: bool,
     visit: Visit<'_>,
@@ -62,8 +66,8 @@ fn scan_map(
     if range.is_empty() {
         return Ok(());
     }
-    let entries = map.range((range.start.clone(), range.end.clone()));
-    let mut step = |(key, value): (&Vec<u8>, &Vec<u8>)| visit(key, value);
+    let entries = map.range::<_, [u8]>(range.as_slices());
+    let mut step = |(key, value): (&Bytes, &Bytes)| visit(key, value);
     if reverse {
         for entry in entries.rev() {
             if step(entry).is_break() {
@@ -82,7 +86,9 @@ fn scan_map(
 
 impl ReadTxn for MemoryRead {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.tables[table.index()].get(key).cloned())
+        Ok(self.tables[table.index()]
+            .get(key)
+            .map(|value| value.to_vec()))
     }
 
     fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
@@ -107,7 +113,9 @@ struct MemoryBase<'a> {
 
 impl Base for MemoryBase<'_> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        Ok(self.tables[table.index()].get(key).cloned())
+        Ok(self.tables[table.index()]
+            .get(key)
+            .map(|value| value.to_vec()))
     }
 
     fn merged_scan(
@@ -121,8 +129,8 @@ impl Base for MemoryBase<'_> {
         if range.is_empty() {
             return Ok(());
         }
-        let entries = self.tables[table.index()].range((range.start.clone(), range.end.clone()));
-        let base: Box<dyn Iterator<Item = BaseEntry<&Vec<u8>, &Vec<u8>>>> = if reverse {
+        let entries = self.tables[table.index()].range::<_, [u8]>(range.as_slices());
+        let base: Box<dyn Iterator<Item = BaseEntry<&Bytes, &Bytes>>> = if reverse {
             Box::new(entries.rev().map(Ok))
         } else {
             Box::new(entries.map(Ok))
@@ -132,21 +140,27 @@ impl Base for MemoryBase<'_> {
 
     fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
         let MemoryBase { store, tables } = self;
-        // Drop our own reference first so that make_mut copies only if a reader holds the maps.
-        drop(tables);
+        // The one writer's base is the committed state: change a shallow copy of it (sharing
+        // every node) and publish that; snapshots keep the maps they hold.
+        let mut tables: Tables = (*tables).clone();
+        for (table, changes) in overlay.into_tables() {
+            let map = &mut tables[table.index()];
+            for (key, change) in changes {
+                match change {
+                    Some(value) => {
+                        map.insert(Bytes::from(key), Bytes::from(value));
+                    }
+                    None => {
+                        map.remove::<[u8]>(&key);
+                    }
+                }
+            }
+        }
         let mut guard = match store.committed.write() {
             Ok(guard) => guard,
             Err(poisoned) => poisoned.into_inner(),
         };
-        let tables = Arc::make_mut(&mut guard);
-        for (table, changes) in overlay.into_tables() {
-            for (key, change) in changes {
-                match change {
-                    Some(value) => tables[table.index()].insert(key, value),
-                    None => tables[table.index()].remove(&key),
-                };
-            }
-        }
+        *guard = Arc::new(tables);
         Ok(())
     }
 }

@@ -9,7 +9,6 @@ use crate::write_txn::{Base, OverlayWrite};
 use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::cell::OnceCell;
-use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -117,18 +116,6 @@ impl RedbRead {
     }
 }
 
-fn bounds(range: &KeyRange) -> (Bound<&[u8]>, Bound<&[u8]>) {
-    (as_ref(&range.start), as_ref(&range.end))
-}
-
-fn as_ref(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(key) => Bound::Included(key.as_slice()),
-        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
 fn visit_all<'a, I>(entries: I, visit: Visit<'_>) -> Result<(), StorageError>
 where
     I: Iterator<
@@ -162,7 +149,7 @@ impl ReadTxn for RedbRead {
         }
         let entries = self
             .table(table)?
-            .range::<&[u8]>(bounds(range))
+            .range::<&[u8]>(range.as_slices())
             .map_err(io)?;
         visit_all(entries, visit)
     }
@@ -178,7 +165,7 @@ impl ReadTxn for RedbRead {
         }
         let entries = self
             .table(table)?
-            .range::<&[u8]>(bounds(range))
+            .range::<&[u8]>(range.as_slices())
             .map_err(io)?;
         visit_all(entries.rev(), visit)
     }
@@ -234,7 +221,7 @@ impl Base for RedbBase<'_> {
             return Ok(());
         }
         let opened = self.transaction.open_table(definition(table)).map_err(io)?;
-        let entries = opened.range::<&[u8]>(bounds(range)).map_err(io)?;
+        let entries = opened.range::<&[u8]>(range.as_slices()).map_err(io)?;
         let base: Box<dyn Iterator<Item = BaseEntry<Guarded<'_>, Guarded<'_>>>> = if reverse {
             Box::new(entries.rev().map(guarded))
         } else {
