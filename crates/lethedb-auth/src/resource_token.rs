@@ -74,18 +74,17 @@ impl ResourceToken {
 
     /// Whether an `authorization` header (URL-encoded or not) claims to be a resource token.
     pub fn is_resource_token(header: &str) -> bool {
-        // Only the head is decoded: every master-key request asks this first.
-        let trimmed = header.trim();
+        // Only the head is decoded (an encoded character takes at most three bytes, so the
+        // prefix lies in it): every master-key request asks this first.
+        let trimmed = header.trim().as_bytes();
         if trimmed.len() > TOKEN_BYTES_MAX * 3 {
             return false;
         }
-        // An encoded character takes at most three bytes, so the prefix lies in this head.
-        let head_end = (RESOURCE_TOKEN_PREFIX.len() * 3).min(trimmed.len());
-        let Some(head) = trimmed.get(..head_end) else {
-            return decode(header).is_some_and(|text| has_prefix(&text));
-        };
-        let decoded: Vec<u8> = percent_encoding::percent_decode_str(head).collect();
-        has_prefix(&String::from_utf8_lossy(&decoded))
+        let head = &trimmed[..(RESOURCE_TOKEN_PREFIX.len() * 3).min(trimmed.len())];
+        let decoded: Vec<u8> = percent_encoding::percent_decode(head).collect();
+        decoded
+            .get(..RESOURCE_TOKEN_PREFIX.len())
+            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(RESOURCE_TOKEN_PREFIX.as_bytes()))
     }
 
     /// Parses a header and checks its MAC; says nothing about expiry or revocation.
@@ -130,12 +129,6 @@ impl ResourceToken {
 }
 
 /// The header percent-decoded, if it is of a sane length and UTF-8.
-fn has_prefix(text: &str) -> bool {
-    text.as_bytes()
-        .get(..RESOURCE_TOKEN_PREFIX.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(RESOURCE_TOKEN_PREFIX.as_bytes()))
-}
-
 fn decode(header: &str) -> Option<String> {
     if header.len() > TOKEN_BYTES_MAX * 3 {
         return None;

@@ -41,7 +41,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let classified = classify(&parts.method, &path, &parts.headers);
         let caller = authenticate(&state, &parts.method, &parts.headers, &path)?;
         resolve_resource_ids(&state.engine, &mut path)?;
-        check_intended_container(&state, &path, &parts.headers)?;
+        let checked = check_intended_container(&state, &path, &parts.headers)?;
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;
         let body = text_body(read_body(body).await?)?;
@@ -55,7 +55,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
             &body,
         )
         .await?;
-        let admitted = admit(&state, operation, &path)?;
+        let admitted = admit(&state, operation, &path, checked)?;
         let context = Context {
             state: &state,
             headers: &parts.headers,
@@ -98,38 +98,45 @@ const INTENDED_CONTAINER_HEADER: &str = "x-ms-cosmos-intended-collection-rid";
 /// (`x-ms-cosmos-intended-collection-rid`) is refused with 400/1024 when another container now
 /// has that name (the one meant was deleted and a new one created), as the service does: the
 /// SDKs then refresh their cached container and retry. A missing container is left to the
-/// handler's 404, and a request without the header reads nothing here.
+/// handler's 404, and a request without the header reads nothing here. The container read is
+/// returned, so that admission does not look it up again.
 fn check_intended_container(
     state: &AppState,
     path: &ResourcePath,
     headers: &HeaderMap,
-) -> ApiResult<()> {
+) -> ApiResult<Option<Arc<Container>>> {
     let Some(intended) = crate::request::header(headers, INTENDED_CONTAINER_HEADER) else {
-        return Ok(());
+        return Ok(None);
     };
     if path.segments.len() < 4 || path.segments[2] != "colls" || intended.is_empty() {
-        return Ok(());
+        return Ok(None);
     }
     match state.engine.read_container(path.id(0), path.id(1)) {
         Ok(container) if container.rid() != intended => {
             Err(ApiError::from_code(Code::CollectionRidMismatch))
         }
-        _ => Ok(()),
+        Ok(container) => Ok(Some(container)),
+        Err(_) => Ok(None),
     }
 }
 
 /// Item operations draw on their container's throughput budget: admitted while this second's
 /// budget lasts (429 with a retry hint once it is spent), charged what they cost afterwards.
-/// Other operations are not metered and load nothing here.
+/// Other operations are not metered and load nothing here; `checked` is the container the
+/// intended-container check already read, if it did.
 fn admit(
     state: &AppState,
     operation: Operation,
     path: &ResourcePath,
+    checked: Option<Arc<Container>>,
 ) -> ApiResult<Option<Arc<Container>>> {
     if !operation.is_item_operation() {
         return Ok(None);
     }
-    let container = state.engine.read_container(path.id(0), path.id(1))?;
+    let container = match checked {
+        Some(container) => container,
+        None => state.engine.read_container(path.id(0), path.id(1))?,
+    };
     state
         .engine
         .admit(&container)

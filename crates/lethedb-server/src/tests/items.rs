@@ -152,6 +152,61 @@ async fn item_lifecycle_with_headers_the_sdks_read() {
     );
 }
 
+/// A replacement keeps the item's resource id, and its resource-id entry (which the writer no
+/// longer rewrites when it is unchanged) still leads to the item's latest version.
+#[tokio::test]
+async fn an_item_replaced_and_upserted_is_still_found_by_its_self_link() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let pk = "[\"p\"]";
+    let created = server
+        .create_item(json!({"id": "r", "pk": "p", "n": 0}))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let replaced = server
+        .send(
+            "PUT",
+            "/dbs/db/colls/c/docs/r",
+            ("docs", "dbs/db/colls/c/docs/r"),
+            Some(json!({"id": "r", "pk": "p", "n": 1})),
+            &[("x-ms-documentdb-partitionkey", pk)],
+        )
+        .await;
+    assert_eq!(replaced.status, StatusCode::OK);
+    let upserted = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"id": "r", "pk": "p", "n": 2})),
+            &[
+                ("x-ms-documentdb-partitionkey", pk),
+                ("x-ms-documentdb-is-upsert", "True"),
+            ],
+        )
+        .await;
+    assert_eq!(upserted.status, StatusCode::OK);
+    assert_eq!(upserted.body["_rid"], created.body["_rid"]);
+    let self_link = upserted.body["_self"].as_str().expect("self").to_string();
+    let rid = upserted.body["_rid"]
+        .as_str()
+        .expect("rid")
+        .to_ascii_lowercase();
+    let read = server
+        .send(
+            "GET",
+            &format!("/{self_link}"),
+            ("docs", &rid),
+            None,
+            &[("x-ms-documentdb-partitionkey", pk)],
+        )
+        .await;
+    assert_eq!(
+        (read.status, read.body["n"].clone()),
+        (StatusCode::OK, json!(2))
+    );
+}
+
 #[tokio::test]
 async fn read_feed_pages_exactly() {
     let server = Server::new();
