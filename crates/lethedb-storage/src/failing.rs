@@ -136,6 +136,14 @@ impl<S: Storage> ReadTxn for FailingWrite<'_, S> {
     ) -> Result<(), StorageError> {
         self.inner.scan_rev(table, range, visit)
     }
+
+    fn store_now_ms(&self) -> Option<i64> {
+        self.inner.store_now_ms()
+    }
+
+    fn catalog_epoch(&self) -> Option<u64> {
+        self.inner.catalog_epoch()
+    }
 }
 
 impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
