@@ -112,6 +112,10 @@ impl<S: Storage> Storage for FailingStore<S> {
             store: self,
         }))
     }
+
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
 }
 
 struct FailingWrite<'a, S> {

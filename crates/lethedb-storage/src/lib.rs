@@ -209,6 +209,11 @@ pub trait Storage: Send + Sync + 'static {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
     /// Begins the write transaction. Callers serialise writes (the engine has one writer).
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
+    /// Whether other processes may write to this store too (PostgreSQL): then what a process
+    /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

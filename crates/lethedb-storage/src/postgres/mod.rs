@@ -332,6 +332,10 @@ impl Storage for PgStore {
             transaction: self.begin(&self.sql.begin_write)?,
         })))
     }
+
+    fn is_shared(&self) -> bool {
+        true
+    }
 }
 
 /// A snapshot.

@@ -71,7 +71,8 @@ impl Sql {
              (SELECT value FROM {s}.meta WHERE name = 'catalog_epoch')"
         );
         let mut create_schema = format!(
-            "BEGIN; SELECT pg_advisory_xact_lock({schema_lock}); CREATE SCHEMA IF NOT EXISTS {s}; \
+            "BEGIN; SET LOCAL client_min_messages = warning; \
+             SELECT pg_advisory_xact_lock({schema_lock}); CREATE SCHEMA IF NOT EXISTS {s}; \
              CREATE TABLE IF NOT EXISTS {s}.meta (name text PRIMARY KEY, value int8 NOT NULL); \
              INSERT INTO {s}.meta (name, value) VALUES ('schema_version', 1), \
              ('catalog_epoch', 0), ('clock_floor_ms', 0) ON CONFLICT (name) DO NOTHING; "
