@@ -5,13 +5,15 @@
 //! is a future spawned on a small runtime owned by the store, whose connections live there and
 //! nowhere else; the caller waits on a plain channel. That never enters another runtime (which
 //! would panic) and never needs the caller's runtime to make progress (which could deadlock it).
-//! Every wait is bounded: an operation that does not finish in time fails as unavailable.
+//! Every wait is bounded: an operation that does not finish in time fails as unavailable. A wait
+//! on a worker of a multi-threaded runtime is announced (`block_in_place`), so the runtime moves
+//! the worker's other tasks elsewhere meanwhile.
 
 use crate::StorageError;
 use deadpool_postgres::{Pool, PoolError};
 use std::future::Future;
 use std::time::Duration;
-use tokio::runtime::Runtime;
+use tokio::runtime::{Runtime, RuntimeFlavor};
 
 /// The longest any one round of work may take before the caller is told the store is
 /// unavailable (a stalled server or network must not hang a request).
@@ -92,9 +94,20 @@ impl Bridge {
             };
             let _ = sender.send(outcome);
         });
-        receiver
-            .recv()
-            .unwrap_or_else(|_| Err(unavailable("the PostgreSQL runtime stopped")))
+        let wait = || {
+            receiver
+                .recv()
+                .unwrap_or_else(|_| Err(unavailable("the PostgreSQL runtime stopped")))
+        };
+        // On a worker of the server's runtime (a point read), the wait is announced, so the
+        // runtime hands the worker's other tasks to another thread: a database that stops
+        // answering holds only the requests that wait on it, never every connection.
+        match tokio::runtime::Handle::try_current() {
+            Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
+                tokio::task::block_in_place(wait)
+            }
+            _ => wait(),
+        }
     }
 
     /// Runs `work` on the store's runtime without waiting for it (a snapshot's rollback).
