@@ -92,7 +92,7 @@ impl Engine {
         let (indexed, ttl_due) = {
             let reader = self.inner.store.read()?;
             let state = change_log::read_state(&*reader, number)?;
-            let now_ms = self.now_ms();
+            let now_ms = self.now_in(&*reader);
             let due = request.mode == ChangeFeedMode::AllVersionsAndDeletes
                 && (change_log::ttl_events_pending(&*reader, container, now_ms)?
                     || change_log::trim_due(
@@ -131,10 +131,10 @@ impl Engine {
     /// asked the writer to update.
     pub async fn maintain_change_feeds(&self) -> EngineResult<usize> {
         let containers = self.run_scan(Engine::all_containers).await?;
-        let now_ms = self.now_ms();
         let mut due = Vec::new();
         {
             let reader = self.inner.store.read()?;
+            let now_ms = self.now_in(&*reader);
             for container in containers {
                 if change_log::ttl_events_pending(&*reader, &container, now_ms)?
                     || change_log::trim_due(
@@ -170,8 +170,8 @@ impl Engine {
         request: &ChangeFeedRequest,
     ) -> EngineResult<ChangeFeedPage> {
         let number = container.key_number();
-        let now_ms = self.now_ms();
         let reader = self.inner.store.read()?;
+        let now_ms = self.now_in(&*reader);
         let current = read_counters(&*reader, number)?.lsn;
         let (cursor, since_ms) = match request.start {
             ChangeFeedStart::Beginning => (0, None),

@@ -51,6 +51,19 @@ impl Clock for SystemClock {
     }
 }
 
+/// The machine's wall clock moved by a fixed offset: `lethedb serve --clock-offset-ms`, for
+/// tests that give processes sharing a store clocks that disagree.
+#[derive(Debug, Default)]
+pub struct OffsetClock {
+    pub offset_ms: i64,
+}
+
+impl Clock for OffsetClock {
+    fn now_ms(&self) -> i64 {
+        SystemClock.now_ms().saturating_add(self.offset_ms)
+    }
+}
+
 /// A clock that moves only when told to.
 #[derive(Debug)]
 pub struct ManualClock {

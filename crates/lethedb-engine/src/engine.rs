@@ -12,9 +12,9 @@ use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
 use crate::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
 use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
-use lethedb_storage::Storage;
+use lethedb_storage::{ReadTxn, Storage};
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 /// Tunables fixed at start-up.
@@ -40,6 +40,10 @@ pub struct EngineConfig {
     /// The time budget, memory cap and stack of one script execution (stored procedure,
     /// triggers of one write, the UDFs of one query page).
     pub script_limits: lethedb_scripts::Limits,
+    /// How many processes serve one shared store: each admits requests (and sweeps) against
+    /// its share, 1/n of every container's throughput, so together they allow what was
+    /// provisioned. 1 for a store one process owns.
+    pub throughput_instances: u32,
 }
 
 impl Default for EngineConfig {
@@ -54,6 +58,7 @@ impl Default for EngineConfig {
             partition_key_ranges: None,
             change_log_retention_minutes: crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT,
             script_limits: lethedb_scripts::Limits::default(),
+            throughput_instances: 1,
         }
     }
 }
@@ -63,6 +68,8 @@ impl Default for EngineConfig {
 #[derive(Default)]
 pub(crate) struct ContainerCache {
     pub(crate) generation: AtomicU64,
+    /// On a shared store, the catalog epoch the cached definitions were read at.
+    epoch: AtomicU64,
     /// Database id → container id → definition (nested so lookups need no allocation).
     entries: RwLock<HashMap<String, HashMap<String, Arc<Container>>>>,
     /// Every container, as the sweeper last listed them, with the generation it listed at: the
@@ -78,6 +85,28 @@ impl ContainerCache {
         };
         self.generation.fetch_add(1, Ordering::SeqCst);
         entries.clear();
+    }
+
+    /// Whether definitions cached here may serve a transaction that read catalog epoch
+    /// `epoch` (`None`: a store this process owns, whose every change invalidates the cache).
+    /// A newer epoch (another process changed the catalog) drops every cached definition
+    /// first; an older one (a snapshot begun before) is served from the store, not the cache.
+    pub(crate) fn serves(&self, epoch: Option<u64>) -> bool {
+        let Some(epoch) = epoch else {
+            return true;
+        };
+        if self.epoch.load(Ordering::SeqCst) < epoch {
+            let mut entries = match self.entries.write() {
+                Ok(guard) => guard,
+                Err(poisoned) => poisoned.into_inner(),
+            };
+            if self.epoch.load(Ordering::SeqCst) < epoch {
+                self.generation.fetch_add(1, Ordering::SeqCst);
+                entries.clear();
+                self.epoch.store(epoch, Ordering::SeqCst);
+            }
+        }
+        self.epoch.load(Ordering::SeqCst) == epoch
     }
 
     /// Every container, if listed since the last catalog change.
@@ -115,7 +144,12 @@ pub(crate) struct Inner {
     /// The writer thread, joined by [`Engine::close`].
     writer_thread: std::sync::Mutex<Option<std::thread::JoinHandle<()>>>,
     pub(crate) store: Arc<dyn Storage>,
+    /// Whether other processes write to the store too (see [`Storage::is_shared`]).
+    pub(crate) shared: bool,
     pub(crate) clock: Arc<dyn Clock>,
+    /// The store's clock minus this engine's, as the last transaction on a shared store read
+    /// it (0 otherwise): [`Engine::now_ms`] outside a transaction follows the store's clock.
+    store_offset_ms: AtomicI64,
     pub(crate) writer: Writer,
     pub(crate) containers: Arc<ContainerCache>,
     pub(crate) sweep_stats: SweepRegistry,
@@ -135,6 +169,8 @@ pub(crate) struct Inner {
     pub(crate) rate_limit: bool,
     pub(crate) partition_key_ranges: Option<usize>,
     pub(crate) change_log_retention_ms: i64,
+    /// Every container's throughput is divided by this (see [`EngineConfig`]).
+    throughput_instances: u32,
 }
 
 /// The engine. Cloning it is cheap and shares everything.
@@ -168,7 +204,9 @@ impl Engine {
         Ok(Engine {
             inner: Arc::new(Inner {
                 writer_thread: std::sync::Mutex::new(Some(thread)),
+                shared: store.is_shared(),
                 store,
+                store_offset_ms: AtomicI64::new(0),
                 clock,
                 writer,
                 containers,
@@ -184,6 +222,7 @@ impl Engine {
                 rate_limit: config.rate_limit,
                 partition_key_ranges: config.partition_key_ranges,
                 change_log_retention_ms,
+                throughput_instances: config.throughput_instances.max(1),
             }),
         })
     }
@@ -208,13 +247,17 @@ impl Engine {
         true
     }
 
-    /// The budget a container's requests draw on, if any.
+    /// The budget a container's requests draw on in this process, if any: its throughput, or
+    /// this process's share of it when several serve one store.
     pub fn budget_of(&self, container: &Container) -> Option<(BudgetKey, f64)> {
-        container.budget.or_else(|| {
-            self.inner
-                .default_throughput_ru
-                .map(|ru| (BudgetKey::Container(container.number), f64::from(ru)))
-        })
+        container
+            .budget
+            .or_else(|| {
+                self.inner
+                    .default_throughput_ru
+                    .map(|ru| (BudgetKey::Container(container.number), f64::from(ru)))
+            })
+            .map(|(key, ru)| (key, ru / f64::from(self.inner.throughput_instances)))
     }
 
     /// Whether a user request arrived within `window` (the sweeper yields to active users).
@@ -260,8 +303,29 @@ impl Engine {
         self.inner.writer.poison.reason().map(str::to_string)
     }
 
+    /// The time now: this engine's clock, or on a shared store the store's clock as the last
+    /// transaction saw it (what decides expiry there is [`Engine::now_in`]).
     pub fn now_ms(&self) -> i64 {
-        self.inner.clock.now_ms()
+        self.inner
+            .clock
+            .now_ms()
+            .saturating_add(self.inner.store_offset_ms.load(Ordering::Relaxed))
+    }
+
+    /// The instant a snapshot is judged at (expiry, `GetCurrentDateTime()`): on a shared store
+    /// the store's clock as the transaction read it, so every process agrees on the instant an
+    /// item expires whatever its own clock says; otherwise this engine's clock.
+    pub(crate) fn now_in(&self, reader: &dyn ReadTxn) -> i64 {
+        match reader.store_now_ms() {
+            Some(store_ms) => {
+                self.inner.store_offset_ms.store(
+                    store_ms.saturating_sub(self.inner.clock.now_ms()),
+                    Ordering::Relaxed,
+                );
+                store_ms
+            }
+            None => self.inner.clock.now_ms(),
+        }
     }
 
     /// The writer's commit latencies: per-bucket counts (bounds in

@@ -259,7 +259,7 @@ impl From<&StorageError> for EngineError {
     fn from(error: &StorageError) -> EngineError {
         match error {
             // The detail is for the log; the wire layer does not show it.
-            StorageError::Io(_) | StorageError::AlreadyOpen(_) => {
+            StorageError::Io(_) | StorageError::AlreadyOpen(_) | StorageError::Unavailable(_) => {
                 EngineError::with_message(ErrorCode::StorageUnavailable, error.to_string())
             }
             StorageError::Corrupted(_) => {

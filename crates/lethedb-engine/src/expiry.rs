@@ -255,8 +255,8 @@ impl Engine {
         container: &Container,
         proposed: Option<Option<i64>>,
     ) -> EngineResult<TtlOverview> {
-        let now_ms = self.now_ms();
         let reader = self.inner.store.read()?;
+        let now_ms = self.now_in(&*reader);
         let reader = &*reader;
         let number = container.key_number();
         let current = container.ttl;

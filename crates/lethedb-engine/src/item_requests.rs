@@ -100,7 +100,7 @@ impl Engine {
         let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
         let reader = self.inner.store.read()?;
         let record = read_record(&*reader, &key)?.ok_or_else(item_not_found)?;
-        if record_is_expired(container, &record, self.now_ms()) {
+        if record_is_expired(container, &record, self.now_in(&*reader)) {
             return Err(item_not_found());
         }
         let lsn = if with_lsn {
@@ -165,8 +165,8 @@ impl Engine {
             range.start = Bound::Excluded(after);
         }
         let page_items_max = page_items_max.clamp(1, PAGE_ITEMS_MAX);
-        let now_ms = self.now_ms();
         let reader = self.inner.store.read()?;
+        let now_ms = self.now_in(&*reader);
         let mut items = Vec::new();
         let mut last_key = Vec::new();
         let mut more = false;

@@ -74,7 +74,7 @@ pub use catalog::script_body::{TriggerOperation, TriggerType};
 pub use catalog::scripts::ScriptResource;
 pub use catalog::usage::RangeStatistics;
 pub use change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
-pub use clock::{Clock, ManualClock, Stopwatch, SystemClock};
+pub use clock::{Clock, ManualClock, OffsetClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};
 pub use epk::HashScheme;

@@ -101,7 +101,10 @@ impl Engine {
         container: &Arc<Container>,
         request: &QueryRequest,
     ) -> EngineResult<QueryPage> {
-        let now_ms = self.now_ms();
+        // One snapshot, and its time, for the whole page: expiry and the query's own clock
+        // functions agree with every other process on a shared store.
+        let reader = self.inner.store.read()?;
+        let now_ms = self.now_in(&*reader);
         let prepared = lethedb_query::prepare_with_computed(
             &request.text,
             &request.parameters,
@@ -152,7 +155,6 @@ impl Engine {
             }
             range.start = Bound::Excluded(start);
         }
-        let reader = self.inner.store.read()?;
         let mut failure: Option<EngineError> = None;
         let mut page_full = false;
         let cache = &self.inner.documents;

@@ -105,6 +105,11 @@ impl Engine {
     /// the catalog, so a change during the listing makes it stale at once).
     async fn containers_to_sweep(&self) -> EngineResult<Vec<Arc<Container>>> {
         let cache = &self.inner.containers;
+        if self.inner.shared {
+            // Another process may have changed the catalog: a newer epoch drops the listing.
+            let epoch = self.inner.store.read()?.catalog_epoch();
+            cache.serves(epoch);
+        }
         if let Some(containers) = cache.listing() {
             return Ok(containers);
         }

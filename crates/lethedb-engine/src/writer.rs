@@ -16,7 +16,14 @@
 //!
 //! A job that panics, and a commit that fails, poison the engine: the group's transaction is
 //! dropped, every request of the group and every later write answers `StorePoisoned`, and
-//! `Engine::poisoned` says why. Reads keep working. The writer never stops silently.
+//! `Engine::poisoned` says why. Reads keep working. The writer never stops silently. The one
+//! exception is a shared store (PostgreSQL) that could not be reached: it rolled the group back
+//! and keeps nothing in memory, so the group answers `StorageUnavailable` and the next one tries
+//! again.
+//!
+//! On a shared store, several processes each run a writer like this one; the store makes them
+//! take turns (one write transaction at a time), and each group takes its time and the catalog's
+//! epoch from the store, so cached definitions another process changed are dropped first.
 
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
@@ -229,6 +236,7 @@ impl Writer {
         ));
         let thread = Thread {
             store,
+            catalog_epoch: AtomicU64::new(0),
             clock,
             write_batch_max: write_batch_max.max(1),
             stats: Arc::clone(&stats),
@@ -322,6 +330,8 @@ fn answer_once<T>(
 /// What the writer thread owns.
 struct Thread {
     store: Arc<dyn Storage>,
+    /// The catalog epoch of a shared store as the last group read it.
+    catalog_epoch: AtomicU64,
     clock: Arc<dyn Clock>,
     write_batch_max: usize,
     stats: Arc<WriterStats>,
@@ -386,9 +396,18 @@ impl Thread {
                 return;
             }
         };
+        // A shared store's catalog may have changed under another process: definitions cached
+        // at an older epoch are dropped before any job reads them.
+        if let Some(epoch) = txn.catalog_epoch() {
+            if self.catalog_epoch.swap(epoch, Ordering::SeqCst) != epoch {
+                containers.clear();
+                on_catalog_change();
+            }
+        }
         let mut context = WriteContext {
+            // A shared store's clock decides, so every process stamps and expires alike.
+            now_ms: txn.store_now_ms().unwrap_or_else(|| self.clock.now_ms()),
             txn,
-            now_ms: self.clock.now_ms(),
             containers: std::mem::take(containers),
             pinned_lsn: None,
             change_log_retention_default_ms: self.change_log_retention_ms.load(Ordering::Relaxed),
@@ -434,9 +453,17 @@ impl Thread {
                 Err(EngineError::from(error))
             }
             None => txn.commit().map_err(|error| {
-                // The store's durable state is unknown after a failed commit; it refuses
-                // further writes, and so does the engine, visibly.
-                self.poison.set(format!("a commit failed: {error}"));
+                match error {
+                    // A shared store that could not be reached rolled the transaction back (or
+                    // lost it with the connection, unacknowledged): it is intact, and the next
+                    // group reads everything again, so the engine keeps writing.
+                    StorageError::Unavailable(_) => {
+                        tracing::warn!(error = %error, "a commit did not reach the store");
+                    }
+                    // A local store's durable state is unknown after a failed commit; it
+                    // refuses further writes, and so does the engine, visibly.
+                    _ => self.poison.set(format!("a commit failed: {error}")),
+                }
                 EngineError::from(error)
             }),
         };

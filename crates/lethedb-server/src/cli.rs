@@ -35,8 +35,29 @@ pub struct ServeArgs {
     #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
     pub data_dir: PathBuf,
     /// Keep everything in memory (nothing survives a restart).
-    #[arg(long, env = "LETHEDB_IN_MEMORY")]
+    #[arg(long, env = "LETHEDB_IN_MEMORY", conflicts_with = "postgres")]
     pub in_memory: bool,
+    /// Keep everything in this PostgreSQL database instead of the data directory
+    /// (`postgresql://user[:password]@host[:port]/database`); any number of LetheDB processes
+    /// on one database serve as one. Prefer the environment variable when the URL holds a
+    /// password: a flag is visible to every local user in the process list.
+    #[arg(long, env = "LETHEDB_POSTGRES", hide_env_values = true)]
+    pub postgres: Option<String>,
+    /// How many LetheDB processes serve the same PostgreSQL store: each admits requests, and
+    /// sweeps, against 1/n of every container's throughput, so that together they allow what
+    /// was provisioned (default 1: each process enforces the whole throughput on its own).
+    #[arg(long, env = "LETHEDB_THROUGHPUT_INSTANCES", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub throughput_instances: u32,
+    /// Move this process's clock by this many milliseconds (tests of processes whose clocks
+    /// disagree; on PostgreSQL the store's clock decides expiry anyway).
+    #[arg(
+        long,
+        env = "LETHEDB_CLOCK_OFFSET_MS",
+        default_value_t = 0,
+        hide = true,
+        allow_hyphen_values = true
+    )]
+    pub clock_offset_ms: i64,
     /// The master key clients sign requests with (base64; default: the emulator's well-known
     /// key). Prefer --key-file: a flag is visible to every local user in the process list.
     #[arg(long, env = "LETHEDB_KEY", hide_env_values = true)]

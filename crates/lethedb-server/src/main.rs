@@ -4,12 +4,12 @@
 use anyhow::Context as _;
 use axum_server::accept::DefaultAcceptor;
 use clap::Parser as _;
-use lethedb_engine::{Engine, EngineConfig, SystemClock};
+use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
 use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::{app, metrics_router, secrets, tls, AppState, MetricsRoute};
-use lethedb_storage::{MemoryStore, RedbStore, Storage};
+use lethedb_storage::{MemoryStore, PgStore, RedbStore, Storage};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -76,8 +76,15 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?;
     secrets::check_exposure(args.bind, &key, args.allow_emulator_key_on_network)
         .map_err(anyhow::Error::msg)?;
+    let mut store_name = args.data_dir.display().to_string();
     let store: Arc<dyn Storage> = if args.in_memory {
+        store_name = "in-memory".to_string();
         Arc::new(MemoryStore::new())
+    } else if let Some(url) = args.postgres.as_deref() {
+        let store = PgStore::open(url).context("cannot open the PostgreSQL store")?;
+        // Named without its password.
+        store_name = store.target().to_string();
+        Arc::new(store)
     } else {
         std::fs::create_dir_all(&args.data_dir).with_context(|| {
             format!(
@@ -94,6 +101,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         document_cache_bytes: args.document_cache_mb.saturating_mul(1024 * 1024),
         partition_key_ranges: args.partition_key_ranges.map(usize::from),
         change_log_retention_minutes: args.change_feed_retention_minutes,
+        throughput_instances: args.throughput_instances,
         sweeper: lethedb_engine::SweeperConfig {
             unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
             ..lethedb_engine::SweeperConfig::default()
@@ -101,11 +109,27 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         ..EngineConfig::default()
     };
     let sweeper_config = config.sweeper.clone();
-    let engine = Engine::open(store, Arc::new(SystemClock), config)?;
+    let clock: Arc<dyn Clock> = if args.clock_offset_ms == 0 {
+        Arc::new(SystemClock)
+    } else {
+        Arc::new(OffsetClock {
+            offset_ms: args.clock_offset_ms,
+        })
+    };
+    let engine = Engine::open(store, clock, config)?;
     let sweeper = engine.start_sweeper(sweeper_config);
 
     let material = if args.tls {
         let explicit = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
+        // On PostgreSQL the data directory holds only the generated certificate.
+        if args.postgres.is_some() && explicit.is_none() {
+            std::fs::create_dir_all(&args.data_dir).with_context(|| {
+                format!(
+                    "cannot create the data directory {}",
+                    args.data_dir.display()
+                )
+            })?;
+        }
         let data_dir = (!args.in_memory).then_some(args.data_dir.as_path());
         Some(tls::load_or_generate(explicit, data_dir)?)
     } else {
@@ -156,11 +180,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     drop(metrics);
     let router = app(state);
     let scheme = if material.is_some() { "https" } else { "http" };
-    let store_name = if args.in_memory {
-        "in-memory".to_string()
-    } else {
-        args.data_dir.display().to_string()
-    };
     // The key signs requests and resource tokens: only the emulator's public one is named, any
     // other only by its fingerprint.
     let key_label = secrets::key_label(&state_key);

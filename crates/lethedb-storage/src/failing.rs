@@ -112,6 +112,10 @@ impl<S: Storage> Storage for FailingStore<S> {
             store: self,
         }))
     }
+
+    fn is_shared(&self) -> bool {
+        self.inner.is_shared()
+    }
 }
 
 struct FailingWrite<'a, S> {
@@ -135,6 +139,14 @@ impl<S: Storage> ReadTxn for FailingWrite<'_, S> {
         visit: Visit<'_>,
     ) -> Result<(), StorageError> {
         self.inner.scan_rev(table, range, visit)
+    }
+
+    fn store_now_ms(&self) -> Option<i64> {
+        self.inner.store_now_ms()
+    }
+
+    fn catalog_epoch(&self) -> Option<u64> {
+        self.inner.catalog_epoch()
     }
 }
 

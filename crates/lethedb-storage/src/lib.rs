@@ -5,22 +5,26 @@
 //! one write transaction at a time ([`WriteTxn`]) that becomes durable, whole, when
 //! [`WriteTxn::commit`] returns. A write transaction can take savepoints and roll back to them,
 //! so an operation that fails leaves the transaction as it found it. The backends are
-//! [`RedbStore`] (durable, the default) and [`MemoryStore`] (a throwaway store for tests and
-//! `--in-memory`); [`FailingStore`] wraps either to inject failures in tests.
+//! [`RedbStore`] (durable, the default), [`PgStore`] (PostgreSQL, shared by several processes)
+//! and [`MemoryStore`] (a throwaway store for tests and `--in-memory`); [`FailingStore`] wraps
+//! any of them to inject failures in tests.
 //!
-//! One process owns a store: a durable store refuses a second opener with
-//! [`StorageError::AlreadyOpen`].
+//! One process owns a redb store: it refuses a second opener with [`StorageError::AlreadyOpen`].
+//! A PostgreSQL store is shared: its transactions carry the store's clock and catalog epoch
+//! ([`ReadTxn::store_now_ms`], [`ReadTxn::catalog_epoch`]) so that its processes agree.
 //!
 //! This crate knows nothing of HTTP, Cosmos DB, JSON or time to live: keys and values are opaque.
 
 mod failing;
 mod memory;
 mod overlay;
+mod postgres;
 mod redb_store;
 mod write_txn;
 
 pub use failing::{FailingStore, FaultPlan};
 pub use memory::MemoryStore;
+pub use postgres::{PgStore, POSTGRES_SCHEMA_DEFAULT};
 pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 
 use std::ops::{Bound, ControlFlow};
@@ -78,6 +82,11 @@ pub enum StorageError {
         "the store at {0} is already open in another process; one LetheDB process owns a store"
     )]
     AlreadyOpen(String),
+    /// A shared store (PostgreSQL) could not be reached or did not answer in time. Nothing was
+    /// done, or, if the connection was lost during a commit, nothing was acknowledged; the
+    /// store itself is intact, so this never poisons it, and the next operation tries again.
+    #[error("the store is unavailable: {0}")]
+    Unavailable(String),
 }
 
 /// A key range: start and end bounds over byte keys.
@@ -155,6 +164,18 @@ pub trait ReadTxn {
         range: &KeyRange,
         visit: Visit<'_>,
     ) -> Result<(), StorageError>;
+    /// The store's own clock as this transaction read it, in milliseconds since the Unix epoch,
+    /// for a store that several processes share (PostgreSQL); `None` for a store one process
+    /// owns, whose caller keeps the time.
+    fn store_now_ms(&self) -> Option<i64> {
+        None
+    }
+    /// How many commits have changed [`Table::Catalog`], as of this transaction, for a shared
+    /// store (so a process can tell whether definitions it cached are still current); `None`
+    /// for a store one process owns, which sees every catalog change itself.
+    fn catalog_epoch(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A point a write transaction can return to, from [`WriteTxn::savepoint`]. Savepoints nest;
@@ -188,6 +209,11 @@ pub trait Storage: Send + Sync + 'static {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
     /// Begins the write transaction. Callers serialise writes (the engine has one writer).
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
+    /// Whether other processes may write to this store too (PostgreSQL): then what a process
+    /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].
+    fn is_shared(&self) -> bool {
+        false
+    }
 }
 
 #[cfg(test)]

@@ -28,7 +28,7 @@ impl Rng {
     }
 }
 
-fn collect(
+pub(crate) fn collect(
     txn: &dyn crate::ReadTxn,
     table: Table,
     range: &KeyRange,
@@ -53,7 +53,7 @@ fn collect(
     out
 }
 
-fn expected(
+pub(crate) fn expected(
     model: &BTreeMap<Vec<u8>, Vec<u8>>,
     range: &KeyRange,
     reverse: bool,
@@ -88,11 +88,11 @@ fn random_range(rng: &mut Rng) -> KeyRange {
     }
 }
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Runs a random history; returns the model of what is committed at the end. Injected failures
 /// (from a [`FailingStore`]) are expected, never other errors.
-fn run_model(store: &dyn Storage, seed: u64) -> Model {
+pub(crate) fn run_model(store: &dyn Storage, seed: u64) -> Model {
     let mut rng = Rng(seed);
     let mut committed: Model = BTreeMap::new();
     for _round in 0..60 {

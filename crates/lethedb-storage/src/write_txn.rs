@@ -25,6 +25,14 @@ pub(crate) trait Base {
     ) -> Result<(), StorageError>;
     /// Applies the overlay and makes it durable; `Ok` means a crash cannot lose it.
     fn commit(self, overlay: Overlay) -> Result<(), StorageError>;
+    /// See [`ReadTxn::store_now_ms`].
+    fn store_now_ms(&self) -> Option<i64> {
+        None
+    }
+    /// See [`ReadTxn::catalog_epoch`].
+    fn catalog_epoch(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// A write transaction over a backend's committed base.
@@ -63,6 +71,14 @@ impl<B: Base> ReadTxn for OverlayWrite<B> {
     ) -> Result<(), StorageError> {
         self.base
             .merged_scan(&self.overlay, table, range, true, visit)
+    }
+
+    fn store_now_ms(&self) -> Option<i64> {
+        self.base.store_now_ms()
+    }
+
+    fn catalog_epoch(&self) -> Option<u64> {
+        self.base.catalog_epoch()
     }
 }
 

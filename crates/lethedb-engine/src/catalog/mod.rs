@@ -222,15 +222,33 @@ impl Engine {
         container_id: &str,
     ) -> EngineResult<Arc<Container>> {
         let cache = &self.inner.containers;
-        if let Some(found) = cache.get(database_id, container_id) {
-            return Ok(found);
+        if !self.inner.shared {
+            if let Some(found) = cache.get(database_id, container_id) {
+                return Ok(found);
+            }
         }
         let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
         let reader = self.inner.store.read()?;
+        // On a shared store the cache only saves parsing: the transaction's catalog epoch
+        // says whether what it holds is still what the store holds.
+        let usable = cache.serves(reader.catalog_epoch());
+        let generation = if self.inner.shared {
+            if let Some(found) = usable
+                .then(|| cache.get(database_id, container_id))
+                .flatten()
+            {
+                return Ok(found);
+            }
+            cache.generation.load(std::sync::atomic::Ordering::SeqCst)
+        } else {
+            generation
+        };
         let container = Arc::new(
             load_container(&*reader, database_id, container_id)?.ok_or_else(container_not_found)?,
         );
-        cache.insert_if_current(generation, Arc::clone(&container));
+        if usable {
+            cache.insert_if_current(generation, Arc::clone(&container));
+        }
         Ok(container)
     }
 

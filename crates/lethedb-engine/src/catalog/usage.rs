@@ -54,7 +54,7 @@ impl Engine {
         visit_expired(
             &*reader,
             container,
-            self.now_ms(),
+            self.now_in(&*reader),
             &mut |_, entry: ExpiryEntry| {
                 expired_items += 1;
                 expired_bytes += entry.body_bytes;
@@ -84,8 +84,8 @@ impl Engine {
                 ..RangeStatistics::default()
             })
             .collect();
-        let now_ms = self.now_ms();
         let reader = self.inner.store.read()?;
+        let now_ms = self.now_in(&*reader);
         let prefix = keys::container_items_prefix(container.key_number());
         let mut last_partition: Vec<u8> = Vec::new();
         let mut owner = 0usize;

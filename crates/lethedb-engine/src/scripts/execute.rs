@@ -338,7 +338,7 @@ fn transact<T>(
         let mut view = ScriptView::new(
             Arc::clone(container),
             &*reader,
-            engine.now_ms(),
+            engine.now_in(&*reader),
             partition.clone(),
         );
         let value = run(&mut view)?;

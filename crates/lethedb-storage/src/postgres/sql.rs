@@ -1,0 +1,204 @@
+//! The SQL this backend sends, built once per store for its schema.
+//!
+//! Every [`Table`] is a PostgreSQL table of `(k bytea PRIMARY KEY, v bytea)`: `bytea` compares
+//! bytewise (then by length), exactly the order the engine's keys are designed for, so every
+//! range scan is a B-tree range scan. Values are the engine's bytes unchanged: an item's value
+//! is a small header and the JSON exactly as the client sent it (member order, duplicate names,
+//! `\u0000`), never re-encoded. `meta` holds the store-wide numbers: the catalog epoch and the
+//! clock floor.
+
+use crate::{KeyRange, Table};
+use std::ops::Bound;
+
+/// The names of the tables, indexed like [`Table::ALL`].
+const TABLE_NAMES: [&str; 7] = [
+    "catalog",
+    "items",
+    "expiry",
+    "counters",
+    "resource_ids",
+    "change_index",
+    "change_log",
+];
+
+/// Rows a scan fetches per round trip: small first, since most scans stop early (a page of a
+/// feed, a check for a first entry), then larger.
+pub(crate) const SCAN_PAGE_FIRST: i64 = 32;
+pub(crate) const SCAN_PAGE_MAX: i64 = 512;
+
+/// Statements that do not depend on arguments, built for one schema.
+pub(crate) struct Sql {
+    schema: String,
+    pub(crate) begin_read: String,
+    pub(crate) begin_write: String,
+    pub(crate) create_schema: String,
+    gets: Vec<String>,
+    upserts: Vec<String>,
+    deletes: Vec<String>,
+    pub(crate) raise_floor: String,
+    pub(crate) bump_epoch: String,
+}
+
+/// A 63-bit FNV-1a hash, for advisory lock keys derived from names.
+fn lock_key(name: &str) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for byte in name.bytes() {
+        hash ^= u64::from(byte);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    (hash >> 1) as i64
+}
+
+/// Quotes an identifier for SQL.
+fn quote(identifier: &str) -> String {
+    format!("\"{}\"", identifier.replace('"', "\"\""))
+}
+
+impl Sql {
+    pub(crate) fn new(schema: &str) -> Sql {
+        let s = quote(schema);
+        let name = |table: Table| format!("{s}.{}", TABLE_NAMES[table as usize]);
+        // The store-wide advisory lock every write transaction holds: writers on every instance
+        // apply one group at a time, as the single writer of one process does.
+        let write_lock = lock_key(&format!("lethedb-write:{schema}"));
+        let schema_lock = lock_key(&format!("lethedb-schema:{schema}"));
+        // The store's clock, read once per transaction: PostgreSQL's, never below the floor
+        // every commit raises (so time does not run back after a failover to a replica whose
+        // clock is behind), with the catalog epoch beside it.
+        let clock = format!(
+            "SELECT greatest((extract(epoch FROM clock_timestamp()) * 1000)::int8, \
+             (SELECT value FROM {s}.meta WHERE name = 'clock_floor_ms')), \
+             (SELECT value FROM {s}.meta WHERE name = 'catalog_epoch')"
+        );
+        let mut create_schema = format!(
+            "BEGIN; SET LOCAL client_min_messages = warning; \
+             SELECT pg_advisory_xact_lock({schema_lock}); CREATE SCHEMA IF NOT EXISTS {s}; \
+             CREATE TABLE IF NOT EXISTS {s}.meta (name text PRIMARY KEY, value int8 NOT NULL); \
+             INSERT INTO {s}.meta (name, value) VALUES ('schema_version', 1), \
+             ('catalog_epoch', 0), ('clock_floor_ms', 0) ON CONFLICT (name) DO NOTHING; "
+        );
+        for table in Table::ALL {
+            create_schema.push_str(&format!(
+                "CREATE TABLE IF NOT EXISTS {} (k bytea PRIMARY KEY, v bytea NOT NULL); ",
+                name(table)
+            ));
+        }
+        create_schema.push_str("COMMIT");
+        Sql {
+            schema: s.clone(),
+            begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; {clock}"),
+            begin_write: format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({write_lock}); {clock}"
+            ),
+            create_schema,
+            gets: Table::ALL
+                .iter()
+                .map(|&t| format!("SELECT v FROM {} WHERE k = $1", name(t)))
+                .collect(),
+            upserts: Table::ALL
+                .iter()
+                .map(|&t| {
+                    format!(
+                        "INSERT INTO {} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+                         ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+                        name(t)
+                    )
+                })
+                .collect(),
+            deletes: Table::ALL
+                .iter()
+                .map(|&t| format!("DELETE FROM {} WHERE k = ANY($1::bytea[])", name(t)))
+                .collect(),
+            raise_floor: format!(
+                "UPDATE {s}.meta SET value = greatest(value, $1) WHERE name = 'clock_floor_ms'"
+            ),
+            bump_epoch: format!(
+                "UPDATE {s}.meta SET value = value + 1 WHERE name = 'catalog_epoch'"
+            ),
+        }
+    }
+
+    pub(crate) fn get(&self, table: Table) -> &str {
+        &self.gets[table as usize]
+    }
+
+    pub(crate) fn upsert(&self, table: Table) -> &str {
+        &self.upserts[table as usize]
+    }
+
+    pub(crate) fn delete(&self, table: Table) -> &str {
+        &self.deletes[table as usize]
+    }
+
+    /// One page of a scan: the rows of `range` in order (descending when `reverse`), at most
+    /// `$n` of them, the bounds bound as parameters in the order returned.
+    pub(crate) fn scan_page(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        reverse: bool,
+    ) -> (String, Vec<Vec<u8>>) {
+        let mut conditions = Vec::new();
+        let mut parameters = Vec::new();
+        let mut bound = |bound: &Bound<Vec<u8>>, inclusive: &str, exclusive: &str| match bound {
+            Bound::Included(key) => {
+                parameters.push(key.clone());
+                conditions.push(format!("k {inclusive} ${}", parameters.len()));
+            }
+            Bound::Excluded(key) => {
+                parameters.push(key.clone());
+                conditions.push(format!("k {exclusive} ${}", parameters.len()));
+            }
+            Bound::Unbounded => {}
+        };
+        bound(&range.start, ">=", ">");
+        bound(&range.end, "<=", "<");
+        let filter = if conditions.is_empty() {
+            String::new()
+        } else {
+            format!("WHERE {}", conditions.join(" AND "))
+        };
+        let order = if reverse { "DESC" } else { "ASC" };
+        let limit = parameters.len() + 1;
+        (
+            format!(
+                "SELECT k, v FROM {}.{} {filter} ORDER BY k {order} LIMIT ${limit}",
+                self.schema, TABLE_NAMES[table as usize]
+            ),
+            parameters,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scan_pages_bind_only_the_bounds_they_have() {
+        let sql = Sql::new("lethedb");
+        let (text, parameters) = sql.scan_page(Table::Items, &KeyRange::prefix(b"ab"), false);
+        assert_eq!(
+            text,
+            "SELECT k, v FROM \"lethedb\".items WHERE k >= $1 AND k < $2 ORDER BY k ASC LIMIT $3"
+        );
+        assert_eq!(parameters, vec![b"ab".to_vec(), b"ac".to_vec()]);
+        let everything = KeyRange {
+            start: Bound::Unbounded,
+            end: Bound::Unbounded,
+        };
+        let (text, parameters) = sql.scan_page(Table::Expiry, &everything, true);
+        assert_eq!(
+            text,
+            "SELECT k, v FROM \"lethedb\".expiry  ORDER BY k DESC LIMIT $1"
+        );
+        assert!(parameters.is_empty());
+    }
+
+    #[test]
+    fn names_are_quoted_and_locks_differ_per_schema() {
+        assert_eq!(quote("we\"ird"), "\"we\"\"ird\"");
+        assert_ne!(Sql::new("a").begin_write, Sql::new("b").begin_write);
+        assert!(lock_key("a") >= 0 && lock_key("b") >= 0);
+    }
+}
