@@ -87,6 +87,20 @@ def start_instance(data_dir: Path, database_url: str, *, advertise: str = "http:
     return Server(data_dir, extra_args=args + list(extra_args or [])).start()
 
 
+def start_pair(postgres: Postgres, base_dir: Path, offsets_ms: tuple[int, int] = (0, 0),
+               database_url: Optional[str] = None) -> tuple[Server, Server]:
+    """Instances A and B on one database (a fresh one unless given), each advertising its own
+    address, with their clocks moved by `offsets_ms`."""
+    url = database_url or postgres.fresh_database("pair")
+    a = start_instance(Path(base_dir) / "a", url, clock_offset_ms=offsets_ms[0])
+    try:
+        b = start_instance(Path(base_dir) / "b", url, clock_offset_ms=offsets_ms[1])
+    except BaseException:
+        a.kill()
+        raise
+    return a, b
+
+
 class Proxy:
     """round_robin.py as a child process, serving on a socket bound here (so its port is known
     before the instances that advertise it start)."""
@@ -161,8 +175,11 @@ class Cluster:
         self.proxy = Proxy(self.base_dir / "proxy.log")
         try:
             for number in range(self.count):
-                self.instances.append(start_instance(self.base_dir / f"instance{number}", self.database_url,
-                                                     advertise=self.proxy.endpoint))
+                # Configured as a deployment of this many instances would be: each admits its
+                # share of every container's throughput.
+                self.instances.append(start_instance(
+                    self.base_dir / f"instance{number}", self.database_url, advertise=self.proxy.endpoint,
+                    extra_args=["--throughput-instances", str(self.count)]))
             self.proxy.start([f"127.0.0.1:{instance.port}" for instance in self.instances])
         except BaseException:
             self.kill()
