@@ -16,6 +16,7 @@ import urllib.parse
 from typing import Any, Optional
 
 import requests
+import requests.adapters
 
 API_VERSION = "2018-12-31"
 
@@ -43,6 +44,8 @@ class RawClient:
         self.key = key
         self.timeout_secs = timeout_secs
         self.session = requests.Session()
+        # Room for as many keep-alive connections as a test runs threads at once.
+        self.session.mount("http://", requests.adapters.HTTPAdapter(pool_maxsize=64))
 
     def request(self, verb: str, path: str, *, body: Any = None, partition_key: Any = None,
                 headers: Optional[dict] = None, signed_as: Optional[str] = None) -> requests.Response:

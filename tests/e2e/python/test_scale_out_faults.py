@@ -9,6 +9,8 @@ not at all, never in part.
 
 from __future__ import annotations
 
+import re
+import signal
 import threading
 import time
 from dataclasses import dataclass, field
@@ -298,3 +300,104 @@ def test_postgres_restarted_under_load_gives_quick_503s_and_instances_reconnect(
                 return False
 
         assert wait_until(serves, RECOVERY_SECS_MAX, 0.2), server.log_tail()
+
+
+FREEZE_SECS = 12.0  # longer than LetheDB's 10 s wait for PostgreSQL
+STUCK_TRANSACTIONS_SQL = (
+    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND application_name = 'lethedb' "
+    "AND state LIKE 'idle in transaction%' AND now() - state_change > interval '3 seconds'")
+
+
+def distinct_problems(server, lines: int = 2000) -> list[str]:
+    """The distinct warnings and errors of an instance's log, without times and activity ids."""
+    text = re.sub(r"\x1b\[[0-9;]*m", "", server.log_tail(lines))
+    found = set()
+    for line in text.splitlines():
+        if " ERROR " in line or " WARN " in line:
+            found.add(re.sub(r"activity_id=\S+ ", "", line.split(" ", 1)[-1].strip())[:220])
+    return sorted(found)
+
+
+def burst(server, count: int) -> list:
+    """`count` requests at once to one instance (writes and reads); the failed ones."""
+    client = RawClient(server.endpoint, server.key, 30)
+    failures: list = []
+    lock = threading.Lock()
+
+    def one(n: int) -> None:
+        try:
+            if n % 2:
+                response = client.create_item(COLLECTION, {"id": unique_id("burst"), "pk": "p"}, "p")
+            else:
+                response = client.request("GET", f"{COLLECTION}/docs", partition_key="p")
+            ok = response.status_code in (200, 201)
+            detail = response.text[:160]
+        except requests.RequestException as error:
+            ok, detail = False, repr(error)
+        if not ok:
+            with lock:
+                failures.append(detail)
+
+    threads = [threading.Thread(target=one, args=(n,)) for n in range(count)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    return failures
+
+
+def test_an_instance_frozen_holding_the_write_lock_stalls_writes_only_while_frozen(postgres, tmp_path):
+    """A is frozen (SIGSTOP) at a moment it holds the store's write lock (as pg_locks shows)
+    and stays frozen for 12 s, longer than LetheDB waits for PostgreSQL: a paused process or a
+    partitioned one. B's write meanwhile is answered (a 503, not a hang). Once A resumes, both
+    instances serve bursts of concurrent requests without a failure, and no connection of
+    either is left inside a transaction: a request that gave up waiting must not leave its
+    pooled connection in a transaction, where it would hold (or later take) the write lock or
+    fail every request that picks it up afterwards."""
+    url = postgres.fresh_database("freeze")
+    a, b = start_pair(postgres, tmp_path, database_url=url)
+    try:
+        setup_container(a)
+        stop = threading.Event()
+        written = [Written() for _ in range(2)]
+        writers = [threading.Thread(target=writer_loop, args=(RawClient(a.endpoint, a.key, 60), n, written[n], stop))
+                   for n in range(2)]
+        for thread in writers:
+            thread.start()
+        time.sleep(0.5)
+        for _ in range(500):
+            a.process.send_signal(signal.SIGSTOP)
+            if postgres.psql("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted", url) != "0":
+                break
+            a.process.send_signal(signal.SIGCONT)
+            time.sleep(0.01)
+        else:
+            pytest.fail("A was never caught holding the write lock")
+        frozen_at = time.monotonic()
+        raw_b = RawClient(b.endpoint, b.key, 60)
+        sent = time.monotonic()
+        response = raw_b.create_item(COLLECTION, {"id": "during", "pk": "p"}, "p")
+        assert response.status_code in (201, 503) and time.monotonic() - sent < 30, response.text
+        time.sleep(max(0.0, frozen_at + FREEZE_SECS - time.monotonic()))
+        a.process.send_signal(signal.SIGCONT)
+        stop.set()
+        for thread in writers:
+            thread.join(60)
+
+        def writes_again() -> bool:
+            return all(RawClient(s.endpoint, s.key, 30).create_item(
+                COLLECTION, {"id": unique_id("again"), "pk": "p"}, "p").status_code == 201 for s in (a, b))
+
+        assert wait_until(writes_again, RECOVERY_SECS_MAX, 0.2), "writes did not come back after A resumed"
+        for name, server in (("A", a), ("B", b), ("A", a), ("B", b)):
+            failures = burst(server, 48)
+            assert failures == [], (f"{len(failures)} of 48 requests to {name} failed", failures[:2],
+                                    distinct_problems(server))
+        assert wait_until(lambda: postgres.psql(STUCK_TRANSACTIONS_SQL, url) == "0", 10, 0.5), \
+            postgres.psql("SELECT state, now() - xact_start, left(query, 90) FROM pg_stat_activity WHERE "
+                          "datname = current_database() AND application_name = 'lethedb' AND state <> 'idle'", url)
+    finally:
+        if a.process and a.process.poll() is None:
+            a.process.send_signal(signal.SIGCONT)
+        a.kill()
+        b.stop()
