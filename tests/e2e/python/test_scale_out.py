@@ -77,7 +77,7 @@ def race(calls) -> list:
         try:
             call()
             outcomes[index] = "ok"
-        except CosmosHttpResponseError as error:
+        except (CosmosHttpResponseError, CosmosBatchOperationError) as error:
             outcomes[index] = error.status_code
         except Exception as error:  # noqa: BLE001 - reported in the assertion
             outcomes[index] = repr(error)
@@ -290,6 +290,28 @@ def test_a_batch_on_one_instance_is_never_partly_visible_on_the_other(dbs):
     assert on_b.read_item("i0", partition_key="p")["g"] != -1
     with pytest.raises(CosmosResourceNotFoundError):
         on_b.read_item("new", partition_key="p")
+
+
+def test_concurrent_conditional_batches_on_both_instances_one_wins_whole(dbs):
+    """Batches from A and B replace the same two items, each operation conditional on the
+    ETags read before: exactly one batch commits, wholly; every other one fails wholly (both
+    items hold the winner's body, never a mix)."""
+    on_a, on_b = containers(dbs)
+    for item_id in ("x", "y"):
+        on_a.create_item({"id": item_id, "pk": "p", "racer": None})
+    for _ in range(RACE_ROUNDS):
+        etags = {item_id: on_b.read_item(item_id, partition_key="p")["_etag"] for item_id in ("x", "y")}
+
+        def batch(container, racer):
+            return container.execute_item_batch(
+                [("replace", (item_id, {"id": item_id, "pk": "p", "racer": racer}), {"if_match_etag": etags[item_id]})
+                 for item_id in ("x", "y")], partition_key="p")
+
+        outcomes = race([lambda c=(on_a if i % 2 == 0 else on_b), i=i: batch(c, i) for i in range(RACERS)])
+        assert outcomes.count("ok") == 1, outcomes
+        assert all(o == "ok" or o == 412 for o in outcomes), outcomes
+        winner = outcomes.index("ok")
+        assert [on_a.read_item(i, partition_key="p")["racer"] for i in ("x", "y")] == [winner, winner]
 
 
 def test_concurrent_creates_of_one_database_and_container_exactly_one_wins(pair):
