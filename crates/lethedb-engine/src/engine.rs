@@ -149,7 +149,7 @@ pub(crate) struct Inner {
     pub(crate) clock: Arc<dyn Clock>,
     /// The store's clock minus this engine's, as the last transaction on a shared store read
     /// it (0 otherwise): [`Engine::now_ms`] outside a transaction follows the store's clock.
-    store_offset_ms: AtomicI64,
+    store_offset_ms: Arc<AtomicI64>,
     pub(crate) writer: Writer,
     pub(crate) containers: Arc<ContainerCache>,
     pub(crate) sweep_stats: SweepRegistry,
@@ -189,9 +189,11 @@ impl Engine {
     ) -> EngineResult<Engine> {
         let containers = Arc::new(ContainerCache::default());
         let invalidated = Arc::clone(&containers);
+        let store_offset_ms = Arc::new(AtomicI64::new(0));
         let (writer, thread) = Writer::start(
             Arc::clone(&store),
             Arc::clone(&clock),
+            Arc::clone(&store_offset_ms),
             config.write_batch_max,
             config.writer_queue_jobs_max,
             move || invalidated.invalidate(),
@@ -206,7 +208,7 @@ impl Engine {
                 writer_thread: std::sync::Mutex::new(Some(thread)),
                 shared: store.is_shared(),
                 store,
-                store_offset_ms: AtomicI64::new(0),
+                store_offset_ms,
                 clock,
                 writer,
                 containers,

@@ -44,15 +44,16 @@ struct Candidates {
 }
 
 /// Walks a container's expired entries and picks a batch within the item and RU allowances.
+/// What has expired is judged at the snapshot's instant (the store's clock on a shared store).
 fn choose_candidates(
-    store: &dyn lethedb_storage::Storage,
+    engine: &Engine,
     container: &Container,
-    now_ms: i64,
     batch_items_max: usize,
     mut allowance_ru: f64,
     count_everything: bool,
 ) -> EngineResult<Candidates> {
-    let reader = store.read()?;
+    let reader = engine.inner.store.read()?;
+    let now_ms = engine.now_in(&*reader);
     let oldest_expired_ms = oldest_expired(&*reader, container, now_ms)?;
     let mut candidates = Vec::new();
     let mut visited = 0u64;
@@ -144,9 +145,8 @@ impl Engine {
             let container = Arc::clone(container);
             self.run_scan(move |engine| {
                 choose_candidates(
-                    &*engine.inner.store,
+                    engine,
                     &container,
-                    now_ms,
                     batch_items_max,
                     allowance_ru,
                     count_everything,

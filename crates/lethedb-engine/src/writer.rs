@@ -221,9 +221,12 @@ impl Writer {
 
     /// Starts the writer thread with room for `queue_jobs_max` waiting jobs.
     /// `on_catalog_change` runs after a commit that changed the catalog.
+    /// `store_offset_ms` is where the writer leaves the store's clock minus `clock`, when the
+    /// store keeps the time (see `Engine::now_ms`).
     pub fn start(
         store: Arc<dyn Storage>,
         clock: Arc<dyn Clock>,
+        store_offset_ms: Arc<AtomicI64>,
         write_batch_max: usize,
         queue_jobs_max: usize,
         on_catalog_change: impl Fn() + Send + 'static,
@@ -237,6 +240,7 @@ impl Writer {
         let thread = Thread {
             store,
             catalog_epoch: AtomicU64::new(0),
+            store_offset_ms,
             clock,
             write_batch_max: write_batch_max.max(1),
             stats: Arc::clone(&stats),
@@ -332,6 +336,7 @@ struct Thread {
     store: Arc<dyn Storage>,
     /// The catalog epoch of a shared store as the last group read it.
     catalog_epoch: AtomicU64,
+    store_offset_ms: Arc<AtomicI64>,
     clock: Arc<dyn Clock>,
     write_batch_max: usize,
     stats: Arc<WriterStats>,
@@ -404,9 +409,19 @@ impl Thread {
                 on_catalog_change();
             }
         }
+        // A shared store's clock decides, so every process stamps and expires alike.
+        let now_ms = match txn.store_now_ms() {
+            Some(store_ms) => {
+                self.store_offset_ms.store(
+                    store_ms.saturating_sub(self.clock.now_ms()),
+                    Ordering::Relaxed,
+                );
+                store_ms
+            }
+            None => self.clock.now_ms(),
+        };
         let mut context = WriteContext {
-            // A shared store's clock decides, so every process stamps and expires alike.
-            now_ms: txn.store_now_ms().unwrap_or_else(|| self.clock.now_ms()),
+            now_ms,
             txn,
             containers: std::mem::take(containers),
             pinned_lsn: None,

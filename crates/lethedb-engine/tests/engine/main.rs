@@ -15,6 +15,7 @@ mod ranges;
 mod resources;
 mod script_resources;
 mod scripts;
+mod shared_store;
 mod sweeper;
 mod ttl_overview;
 mod ttl_paths;

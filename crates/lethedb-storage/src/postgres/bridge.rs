@@ -53,6 +53,8 @@ pub(crate) fn pool_error(error: &PoolError) -> StorageError {
 pub(crate) struct Bridge {
     runtime: Option<Runtime>,
     pub(crate) pool: Pool,
+    /// [`OPERATION_TIMEOUT`], shorter in tests.
+    pub(crate) timeout: Duration,
 }
 
 impl Bridge {
@@ -68,6 +70,7 @@ impl Bridge {
         Ok(Bridge {
             runtime: Some(runtime),
             pool,
+            timeout: OPERATION_TIMEOUT,
         })
     }
 
@@ -81,8 +84,9 @@ impl Bridge {
             return Err(unavailable("the store is closed"));
         };
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
+        let timeout = self.timeout;
         runtime.spawn(async move {
-            let outcome = match tokio::time::timeout(OPERATION_TIMEOUT, work).await {
+            let outcome = match tokio::time::timeout(timeout, work).await {
                 Ok(outcome) => outcome,
                 Err(_) => Err(unavailable("PostgreSQL did not answer in time")),
             };
@@ -96,8 +100,9 @@ impl Bridge {
     /// Runs `work` on the store's runtime without waiting for it (a snapshot's rollback).
     pub(crate) fn detach(&self, work: impl Future<Output = ()> + Send + 'static) {
         if let Some(runtime) = &self.runtime {
+            let timeout = self.timeout;
             runtime.spawn(async move {
-                let _ = tokio::time::timeout(OPERATION_TIMEOUT, work).await;
+                let _ = tokio::time::timeout(timeout, work).await;
             });
         }
     }

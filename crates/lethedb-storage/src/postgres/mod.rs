@@ -109,13 +109,16 @@ impl PgStore {
         let pool = self.bridge.pool.clone();
         let begin = begin.to_string();
         let (connection, now_ms, epoch) = self.bridge.run(async move {
-            let connection = Arc::new(pool.get().await.map_err(|error| pool_error(&error))?);
+            let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
+            // Failing or timing out here (a writer waiting on the lock) leaves the connection
+            // inside a transaction: it is closed, never pooled.
             let messages = connection
+                .get()
                 .simple_query(&begin)
                 .await
                 .map_err(|error| client_error(&error))?;
             let (now_ms, epoch) = clock_row(&messages)?;
-            Ok((connection, now_ms, epoch))
+            Ok((connection.settle(), now_ms, epoch))
         })?;
         Ok(Transaction {
             store: self,
@@ -242,13 +245,49 @@ impl Drop for Transaction<'_> {
             return;
         };
         self.store.bridge.detach(async move {
-            if connection.batch_execute("ROLLBACK").await.is_err() {
-                // A connection that cannot roll back must not serve anyone else.
-                if let Ok(object) = Arc::try_unwrap(connection) {
-                    drop(Object::take(object));
-                }
+            // A connection that cannot roll back (in time) must not serve anyone else.
+            let connection = Unsettled(Some(connection));
+            if connection.get().batch_execute("ROLLBACK").await.is_ok() {
+                drop(connection.settle());
             }
         });
+    }
+}
+
+/// A connection whose transaction state is not known to be clean: dropped, it is closed instead
+/// of going back to the pool, so a connection left inside a transaction or waiting for a lock
+/// (after an error, or a timeout that dropped the future) never serves another caller.
+struct Unsettled(Option<Arc<Object>>);
+
+impl Unsettled {
+    fn new(object: Object) -> Unsettled {
+        Unsettled(Some(Arc::new(object)))
+    }
+
+    fn get(&self) -> &Object {
+        match &self.0 {
+            Some(connection) => connection,
+            // Only `settle` and `drop` take it, and both consume the guard.
+            None => unreachable!("an unsettled connection is held until settled"),
+        }
+    }
+
+    /// The connection, now known to be in the expected state.
+    fn settle(mut self) -> Arc<Object> {
+        match self.0.take() {
+            Some(connection) => connection,
+            None => unreachable!("an unsettled connection is held until settled"),
+        }
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        if let Some(connection) = self.0.take() {
+            if let Ok(object) = Arc::try_unwrap(connection) {
+                drop(Object::take(object));
+            }
+        }
     }
 }
 

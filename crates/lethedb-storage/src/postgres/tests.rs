@@ -236,3 +236,37 @@ fn a_failed_commit_keeps_nothing_and_the_store_stays_usable() {
     txn.put(Table::Items, b"b", b"2").expect("put");
     txn.commit().expect("commit");
 }
+
+#[test]
+fn a_writer_that_gives_up_waiting_for_the_lock_leaves_no_connection_inside_a_transaction() {
+    let Some(url) = database_url() else { return };
+    let schema = Schema::new(&url);
+    let holder = schema.open();
+    let mut waiter = schema.open();
+    waiter.bridge.timeout = Duration::from_millis(500);
+    let mut held = holder.write().expect("write");
+    held.put(Table::Items, b"a", b"1").expect("put");
+    // The lock stays taken: the waiter gives up, and the connection that was waiting is closed.
+    assert!(matches!(
+        waiter.write().err(),
+        Some(StorageError::Unavailable(_))
+    ));
+    held.commit().expect("commit");
+    // Every connection the waiter hands out afterwards begins a fresh transaction: a snapshot
+    // sees the commit, and its write transaction takes the lock anew and commits.
+    for _ in 0..4 {
+        let read = waiter.read().expect("read");
+        assert_eq!(
+            read.get(Table::Items, b"a").expect("get"),
+            Some(b"1".to_vec())
+        );
+    }
+    let mut txn = waiter.write().expect("write after the wait");
+    txn.put(Table::Items, b"b", b"2").expect("put");
+    txn.commit().expect("commit");
+    let read = holder.read().expect("read");
+    assert_eq!(
+        read.get(Table::Items, b"b").expect("get"),
+        Some(b"2".to_vec())
+    );
+}
