@@ -3,6 +3,12 @@
 One `lethedb` process serves the whole session over a fresh temporary data directory; tests that
 need their own process (TLS, durability, shutdown) start one with `start_server`. Each test gets
 its own database, so tests never see each other's data.
+
+With LETHEDB_E2E_BACKEND=postgres (set by `scripts/test postgres`, with LETHEDB_TEST_POSTGRES),
+the shared server is instead two instances on one fresh PostgreSQL database behind a
+round-robin proxy (postgres_cluster.py): every test that uses `server` then runs against two
+processes whose requests alternate. `start_server` still starts single processes on their own
+data directories.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from azure.cosmos import CosmosClient, PartitionKey
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from lethedb_server import Server
+from postgres_cluster import Cluster, Postgres, postgres_mode
 
 
 def unique_id(prefix: str) -> str:
@@ -47,8 +54,23 @@ def start_server(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def server(tmp_path_factory):
-    server = Server(tmp_path_factory.mktemp("lethedb") / "data").start()
+def postgres():
+    """The test PostgreSQL server: only in the PostgreSQL run, where it must be there."""
+    if not postgres_mode():
+        pytest.skip("needs the PostgreSQL run: scripts/test postgres (LETHEDB_E2E_BACKEND=postgres)")
+    found = Postgres.from_environment()
+    if found is None:
+        pytest.fail("LETHEDB_E2E_BACKEND=postgres needs LETHEDB_TEST_POSTGRES (scripts/test postgres sets it)")
+    return found
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory, request):
+    if postgres_mode():
+        postgres = request.getfixturevalue("postgres")
+        server = Cluster(tmp_path_factory.mktemp("cluster"), postgres.fresh_database("suite")).start()
+    else:
+        server = Server(tmp_path_factory.mktemp("lethedb") / "data").start()
     yield server
     server.stop()
 
@@ -80,5 +102,5 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     server = item.funcargs.get("server") if hasattr(item, "funcargs") else None
-    if report.failed and isinstance(server, Server):
+    if report.failed and isinstance(server, (Server, Cluster)):
         report.sections.append(("lethedb log (tail)", server.log_tail()))
