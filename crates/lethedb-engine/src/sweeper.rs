@@ -255,6 +255,10 @@ impl Drop for SweeperHandle {
     }
 }
 
+/// The longest pause after failed turns, and how many failures in a row are logged once.
+const FAILURE_PAUSE_MAX: Duration = Duration::from_secs(5);
+const FAILURE_LOG_EVERY: u32 = 20;
+
 /// How often the sweeper's loop emits due TTL events and trims change logs.
 const CHANGE_FEED_MAINTENANCE_INTERVAL: Duration = Duration::from_millis(200);
 
@@ -265,6 +269,9 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
     let mut window = Stopwatch::start();
     let mut deleted_in_window = 0u64;
     let mut change_feeds = Stopwatch::start();
+    // Turns failed in a row (a store that cannot be reached): the pause doubles with each, and
+    // only the first of a run and then every `FAILURE_LOG_EVERY`th is logged.
+    let mut failures = 0u32;
     loop {
         // TTL events and change-log trimming, without waiting for a reader (see change_feed.rs).
         if change_feeds.elapsed() >= CHANGE_FEED_MAINTENANCE_INTERVAL {
@@ -273,7 +280,9 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
                 if error.code == ErrorCode::StorePoisoned {
                     return;
                 }
-                tracing::warn!(%error, "change feed maintenance failed; retrying later");
+                if failures.is_multiple_of(FAILURE_LOG_EVERY) {
+                    tracing::warn!(%error, "change feed maintenance failed; retrying later");
+                }
             }
         }
         if window.elapsed() >= Duration::from_secs(1) {
@@ -308,6 +317,7 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
         };
         let pause = match turn {
             Ok(Ok((deleted, more))) if more => {
+                failures = 0;
                 deleted_in_window += deleted;
                 if busy {
                     // Work one part in `busy_duty_divisor`: rest that many times as long.
@@ -318,6 +328,7 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
                 }
             }
             Ok(Ok((deleted, _))) => {
+                failures = 0;
                 deleted_in_window += deleted;
                 config.idle_interval
             }
@@ -326,8 +337,11 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
                 return;
             }
             Ok(Err(error)) => {
-                tracing::warn!(%error, "sweep pass failed; retrying later");
-                config.idle_interval
+                if failures.is_multiple_of(FAILURE_LOG_EVERY) {
+                    tracing::warn!(%error, failures_in_a_row = failures + 1, "sweep pass failed; retrying later");
+                }
+                failures = failures.saturating_add(1);
+                (config.idle_interval * 2u32.saturating_pow(failures.min(8))).min(FAILURE_PAUSE_MAX)
             }
             Err(failure) => {
                 let message = if failure.is_panic() {
