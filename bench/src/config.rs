@@ -24,6 +24,8 @@ pub struct CompareConfig {
     pub seed: u64,
     pub sweep_items: Vec<usize>,
     pub lag_items: usize,
+    /// Items of the mass expiry on PostgreSQL.
+    pub pg_sweep_items: usize,
     pub accuracy_items: usize,
     pub rss_items: usize,
     pub cold_starts: usize,

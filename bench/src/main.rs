@@ -16,6 +16,8 @@ mod disk;
 mod goals;
 mod load;
 mod open_loop;
+mod pg;
+mod pg_sections;
 mod report;
 mod resources;
 mod scripts;
@@ -52,7 +54,7 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Run every workload against LetheDB and the peer and write the table.
-    Compare(CompareArgs),
+    Compare(Box<CompareArgs>),
     /// Run one workload against a running server.
     Run(RunArgs),
     /// Server-side JavaScript figures against a running LetheDB (stored procedures, bulk
@@ -135,8 +137,19 @@ struct CompareArgs {
     /// Seconds each phase of the mass expiry under provisioned throughput is measured.
     #[arg(long)]
     throughput_secs: Option<f64>,
+    /// A PostgreSQL server to also run LetheDB on (`postgresql://user@host:port/database`;
+    /// default: `LETHEDB_BENCH_POSTGRES`, which keeps a password out of the process list):
+    /// point reads, creates, upserts and the cross-partition query with one and with two
+    /// instances, and the `ttl-postgres` part, each server start on a database of its own that
+    /// the run creates and drops. The user needs CREATEDB; `psql` must be installed.
+    #[arg(long)]
+    postgres: Option<String>,
+    /// Items of the mass expiry on PostgreSQL.
+    #[arg(long)]
+    pg_sweep_items: Option<usize>,
     /// Run only these parts (point-read, create, upsert, replace, mixed, query-partition,
-    /// query-cross, rss, ttl-sweep, ttl-lag, ttl-throughput, ttl-accuracy), comma-separated.
+    /// query-cross, rss, ttl-sweep, ttl-lag, ttl-throughput, ttl-accuracy, ttl-postgres),
+    /// comma-separated.
     /// Without --smoke the results go to `<parts joined by +>.{md,json}`, not `latest`.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -233,7 +246,7 @@ fn main() -> anyhow::Result<()> {
                 .build()?;
             runtime.block_on(async move {
                 match command {
-                    Command::Compare(args) => compare_command(args).await,
+                    Command::Compare(args) => compare_command(*args).await,
                     Command::Run(args) => run_command(args).await,
                     Command::Scripts(args) => scripts_command(args).await,
                     Command::Soak(args) => soak_command(args).await,
@@ -268,6 +281,9 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
             vec![100_000, 1_000_000]
         }),
         lag_items: args.lag_items.unwrap_or(if smoke { 1000 } else { 20_000 }),
+        pg_sweep_items: args
+            .pg_sweep_items
+            .unwrap_or(if smoke { 1000 } else { 20_000 }),
         accuracy_items: args.accuracy_items.unwrap_or(if smoke { 20 } else { 100 }),
         rss_items: args
             .rss_items
@@ -301,6 +317,10 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
         scratch_dir: args.scratch_dir.unwrap_or_else(|| {
             std::env::temp_dir().join(format!("lethedb-bench-{}", std::process::id()))
         }),
+        postgres: args
+            .postgres
+            .or_else(|| std::env::var("LETHEDB_BENCH_POSTGRES").ok())
+            .filter(|url| !url.is_empty()),
     };
     if !launch.lethedb_binary.exists() {
         anyhow::bail!(
@@ -330,6 +350,7 @@ async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
         tls: false,
         key: lethedb_auth::EMULATOR_KEY.to_string(),
         scratch_dir: scratch_dir.clone(),
+        postgres: None,
     };
     let config = soak::SoakConfig {
         duration: Duration::from_secs_f64(args.seconds),

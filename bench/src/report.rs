@@ -143,6 +143,7 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
         }
     );
     workload_table(&mut out, report, peer);
+    crate::pg_sections::markdown(&mut out, report);
     cold_start_line(&mut out, report);
     lethedb_only(&mut out, report);
     goals_and_errors(&mut out, report);
@@ -164,7 +165,8 @@ fn workload_table(out: &mut String, report: &Report, peer: bool) {
         };
         let mut note = row.note.clone();
         if let Some(per_commit) = row.lethedb.as_ref().and_then(|m| m.writes_per_commit) {
-            if row.workload != "point-read" {
+            // Point reads write nothing themselves: their servers' commits were the preload's.
+            if !row.workload.starts_with("point-read") {
                 let _ = write!(note, "; LetheDB {per_commit:.1} writes per commit");
             }
         }

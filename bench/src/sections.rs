@@ -7,6 +7,7 @@
 use crate::config::CompareConfig;
 use crate::cosmos::{Client, ContainerPaths, Endpoint};
 use crate::data::DataSet;
+use crate::pg_sections;
 use crate::report::{mb, Measured, Report, Row, RssAfterLoad};
 use crate::resources::{create_container, ensure_database, DATABASE_ID};
 use crate::server_snapshot::get_json;
@@ -32,6 +33,8 @@ pub enum Section {
     TtlLag,
     TtlThroughput,
     TtlAccuracy,
+    /// Sweep rate and deletion lag on PostgreSQL (only with `--postgres`).
+    TtlPostgres,
 }
 
 pub const SECTIONS: &[Section] = &[
@@ -42,6 +45,7 @@ pub const SECTIONS: &[Section] = &[
     Section::TtlLag,
     Section::TtlThroughput,
     Section::TtlAccuracy,
+    Section::TtlPostgres,
 ];
 
 impl Section {
@@ -55,6 +59,7 @@ impl Section {
             Section::TtlLag => Some("ttl-lag"),
             Section::TtlThroughput => Some("ttl-throughput"),
             Section::TtlAccuracy => Some("ttl-accuracy"),
+            Section::TtlPostgres => Some("ttl-postgres"),
         }
     }
 
@@ -77,6 +82,7 @@ impl Section {
             Section::TtlLag => ttl_sections::deletion_lag(launch, config, report).await,
             Section::TtlThroughput => ttl_sections::under_throughput(launch, config, report).await,
             Section::TtlAccuracy => ttl_sections::accuracy(launch, config, report).await,
+            Section::TtlPostgres => pg_sections::ttl(launch, config, report).await,
         }
     }
 }
@@ -256,6 +262,7 @@ async fn workloads(
                 note: "LetheDB only: `--write-batch-max 1` (group commit off)".into(),
             });
         }
+        pg_sections::workload_rows(launch, config, workload, &run_config, report).await?;
     }
     Ok(())
 }

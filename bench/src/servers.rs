@@ -27,6 +27,8 @@ const STOP_GRACE: Duration = Duration::from_secs(10);
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
     LetheDb,
+    /// LetheDB on a PostgreSQL store (`pg.rs` says which database).
+    LetheDbPg,
     Peer,
     Hello,
 }
@@ -35,6 +37,7 @@ impl Kind {
     pub fn label(self) -> &'static str {
         match self {
             Kind::LetheDb => "LetheDB",
+            Kind::LetheDbPg => "LetheDB-pg",
             Kind::Peer => "peer",
             Kind::Hello => "hello",
         }
@@ -55,6 +58,9 @@ pub struct Launch {
     pub key: String,
     /// Where data directories and server logs go.
     pub scratch_dir: PathBuf,
+    /// A PostgreSQL URL (`postgresql://user@host:port/database`) whose server the PostgreSQL
+    /// rows create their databases on; `None` leaves those rows out.
+    pub postgres: Option<String>,
 }
 
 /// A running server.
@@ -88,6 +94,18 @@ impl Launch {
         name: &str,
         extra_args: &[&str],
     ) -> anyhow::Result<Server> {
+        self.start_with_env(kind, name, extra_args, &[]).await
+    }
+
+    /// [`Launch::start`] with environment variables for the server (such as the PostgreSQL
+    /// URL, which may hold a password and so stays out of the process list).
+    pub async fn start_with_env(
+        &self,
+        kind: Kind,
+        name: &str,
+        extra_args: &[&str],
+        env: &[(&str, &str)],
+    ) -> anyhow::Result<Server> {
         let port = free_port()?;
         let address = format!("127.0.0.1:{port}");
         std::fs::create_dir_all(&self.scratch_dir)?;
@@ -95,7 +113,9 @@ impl Launch {
         let log = File::create(&log_path)?;
         let mut data_dir = None;
         let mut command = match kind {
-            Kind::LetheDb => {
+            Kind::LetheDb | Kind::LetheDbPg => {
+                // On PostgreSQL the data directory stays empty (it would hold only a generated
+                // certificate).
                 let dir = self.scratch_dir.join(format!("{name}-data"));
                 let _ = std::fs::remove_dir_all(&dir);
                 let mut command = Command::new(&self.lethedb_binary);
@@ -144,6 +164,7 @@ impl Launch {
                 command
             }
         };
+        command.envs(env.iter().copied());
         command
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())

@@ -8,7 +8,7 @@
 //! it sends no requests.
 
 use anyhow::bail;
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The log filter that makes the sweeper report every batch.
@@ -93,21 +93,24 @@ pub fn parse_rfc3339_ms(text: &str) -> Option<f64> {
     Some(((days * 86_400 + hour * 3600 + minute * 60) as f64 + seconds) * 1000.0)
 }
 
-/// Waits until the sweeper has deleted `expected` items of `container`, and returns its
-/// batches for that container.
+/// Waits until the sweepers writing `log_paths` (one log per server sharing the store) have
+/// deleted `expected` items of `container` between them, and returns their batches for that
+/// container in time order. A batch counts only items its own transaction deleted, so batches
+/// of several sweepers that raced for the same items add up to the items actually removed.
 pub async fn wait_for_deletions(
-    log_path: &Path,
+    log_paths: &[PathBuf],
     container: &str,
     expected: u64,
 ) -> anyhow::Result<Vec<SweepBatch>> {
     let limit = Duration::from_secs_f64(expected as f64 / SWEEP_RATE_FLOOR) + SWEEP_WAIT_MARGIN;
     let started = Instant::now();
     loop {
-        let log = std::fs::read_to_string(log_path).unwrap_or_default();
-        let batches: Vec<SweepBatch> = parse_sweep_log(&log)
-            .into_iter()
+        let mut batches: Vec<SweepBatch> = log_paths
+            .iter()
+            .flat_map(|path| parse_sweep_log(&std::fs::read_to_string(path).unwrap_or_default()))
             .filter(|b| b.container == container)
             .collect();
+        batches.sort_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         let deleted: u64 = batches.iter().map(|b| b.deleted).sum();
         if deleted >= expected {
             return Ok(batches);

@@ -15,7 +15,7 @@ use crate::stats::{percentile_f64, round, Summary};
 use crate::sweep_log::{deletion_instants, wait_for_deletions};
 use crate::workload::{run, RunConfig, Workload};
 use serde_json::{json, Value};
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,7 +59,7 @@ pub struct MassExpiry {
 /// container before and during the sweep.
 pub async fn mass_expiry(
     endpoint: &Arc<Endpoint>,
-    log_path: &Path,
+    log_paths: &[PathBuf],
     config: &MassExpiryConfig,
 ) -> anyhow::Result<MassExpiry> {
     let mut client = Client::new(Arc::clone(endpoint));
@@ -121,7 +121,7 @@ pub async fn mass_expiry(
             unix_ms()
         })
     };
-    let waited = wait_for_deletions(log_path, &container_id, config.items as u64).await;
+    let waited = wait_for_deletions(log_paths, &container_id, config.items as u64).await;
     stop_reads.store(true, Ordering::Relaxed);
     let reads_stopped_ms = if stopper.is_finished() {
         stopper.await?
@@ -230,7 +230,7 @@ pub struct LagConfig {
 /// the lag reported is an upper bound.
 pub async fn deletion_lag(
     endpoint: &Arc<Endpoint>,
-    log_path: &Path,
+    log_paths: &[PathBuf],
     config: &LagConfig,
 ) -> anyhow::Result<Value> {
     let mut client = Client::new(Arc::clone(endpoint));
@@ -252,7 +252,7 @@ pub async fn deletion_lag(
         Arc::new(move |_| format!("\"ttl\":{ttl_secs},")),
     )
     .await?;
-    let batches = wait_for_deletions(log_path, container_id, config.items as u64).await?;
+    let batches = wait_for_deletions(log_paths, container_id, config.items as u64).await?;
     let mut expiries: Vec<f64> = load
         .sent_ms
         .iter()

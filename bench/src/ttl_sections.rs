@@ -32,7 +32,7 @@ pub async fn mass_expiry(
         report.started(&server);
         let outcome = ttl::mass_expiry(
             &server.endpoint,
-            &server.log_path,
+            std::slice::from_ref(&server.log_path),
             &ttl::MassExpiryConfig {
                 items,
                 item_bytes: config.item_bytes,
@@ -75,7 +75,7 @@ pub async fn deletion_lag(
     report.started(&server);
     let outcome = ttl::deletion_lag(
         &server.endpoint,
-        &server.log_path,
+        std::slice::from_ref(&server.log_path),
         &ttl::LagConfig {
             items: config.lag_items,
             item_bytes: config.item_bytes,

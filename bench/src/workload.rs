@@ -103,6 +103,19 @@ pub async fn run(
     workload: Workload,
     config: &RunConfig,
 ) -> anyhow::Result<Summary> {
+    run_on(std::slice::from_ref(endpoint), paths, workload, config).await
+}
+
+/// [`run`] against several servers that serve one store (instances on one PostgreSQL
+/// database): client `i` talks to `endpoints[i % endpoints.len()]` for the whole run, as
+/// clients spread over instances by a load balancer would, with nothing in between.
+pub async fn run_on(
+    endpoints: &[Arc<Endpoint>],
+    paths: &ContainerPaths,
+    workload: Workload,
+    config: &RunConfig,
+) -> anyhow::Result<Summary> {
+    anyhow::ensure!(!endpoints.is_empty(), "no server to run against");
     let started = Instant::now();
     let measure_from = started + config.warmup;
     let deadline = measure_from + config.duration;
@@ -118,7 +131,7 @@ pub async fn run(
     let mut tasks = Vec::new();
     for worker in 0..config.clients.max(1) {
         let (endpoint, paths, config, expected) = (
-            Arc::clone(endpoint),
+            Arc::clone(&endpoints[worker % endpoints.len()]),
             paths.clone(),
             config.clone(),
             Arc::clone(&expected_all),
