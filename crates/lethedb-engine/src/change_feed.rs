@@ -104,20 +104,19 @@ impl Engine {
             (state.indexed, due)
         };
         let needs_index = request.mode == ChangeFeedMode::LatestVersion && !indexed;
-        if needs_index || ttl_due {
-            let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
+        let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
+        if needs_index {
             self.inner
                 .writer
                 .write(move |context| {
                     let container = writer_container(context, &database_id, &container_id)?;
-                    if needs_index {
-                        change_log::backfill_index(context, container.key_number())?;
-                    }
-                    if ttl_due {
-                        change_log::emit_ttl_events(context, &container)?;
-                    }
-                    Ok(())
+                    change_log::backfill_index(context, container.key_number())
                 })
+                .await?;
+        }
+        if ttl_due {
+            // Every due event is in the log before the page is read.
+            self.emit_due_ttl_events(vec![(container.database_id.clone(), container.id.clone())])
                 .await?;
         }
         let container = Arc::clone(container);
@@ -149,19 +148,32 @@ impl Engine {
             }
         }
         let count = due.len();
-        if count > 0 {
-            self.inner
+        self.emit_due_ttl_events(due).await?;
+        Ok(count)
+    }
+
+    /// Emits every due TTL event of these containers (and trims their logs), in as many writer
+    /// jobs as a mass expiry needs: each job emits a bounded share, so other writes (of every
+    /// process, on a shared store) get their turn in between.
+    async fn emit_due_ttl_events(&self, mut due: Vec<(String, String)>) -> EngineResult<()> {
+        while !due.is_empty() {
+            due = self
+                .inner
                 .writer
                 .write(move |context| {
-                    for (database_id, container_id) in &due {
-                        let container = writer_container(context, database_id, container_id)?;
-                        change_log::emit_ttl_events(context, &container)?;
+                    let mut unfinished = Vec::new();
+                    for (database_id, container_id) in due {
+                        let container = writer_container(context, &database_id, &container_id)?;
+                        let emitted = change_log::emit_ttl_events(context, &container)?;
+                        if emitted >= change_log::TTL_EVENTS_PER_JOB_MAX as u64 {
+                            unfinished.push((database_id, container_id));
+                        }
                     }
-                    Ok(())
+                    Ok(unfinished)
                 })
                 .await?;
         }
-        Ok(count)
+        Ok(())
     }
 
     fn read_change_feed_blocking(

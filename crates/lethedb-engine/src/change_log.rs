@@ -253,7 +253,7 @@ pub(crate) fn ttl_events_pending(
 ) -> EngineResult<bool> {
     let state = read_state(reader, container.key_number())?;
     let mut pending = false;
-    for range in unemitted_ranges(container, &state, now_ms) {
+    for (_, range) in unemitted_ranges(container, &state, now_ms) {
         reader.scan(Table::Expiry, &range, &mut |_, _| {
             pending = true;
             ControlFlow::Break(())
@@ -287,7 +287,11 @@ pub(crate) fn trim_due(
 }
 
 /// The parts of each expiry-index class that expired since the watermarks.
-fn unemitted_ranges(container: &Container, state: &ChangeState, now_ms: i64) -> Vec<KeyRange> {
+fn unemitted_ranges(
+    container: &Container,
+    state: &ChangeState,
+    now_ms: i64,
+) -> Vec<(ExpiryClass, KeyRange)> {
     let number = container.key_number();
     [
         (
@@ -308,9 +312,28 @@ fn unemitted_ranges(container: &Container, state: &ChangeState, now_ms: i64) -> 
             Some(from) => keys::expiry_bound(number, class, from),
             None => keys::expiry_prefix(number, class),
         };
-        KeyRange::between(start, keys::expiry_bound(number, class, to))
+        (
+            class,
+            KeyRange::between(start, keys::expiry_bound(number, class, to)),
+        )
     })
     .collect()
+}
+
+/// The most TTL events one writer job emits. A mass expiry is emitted over several jobs, each
+/// ending at a millisecond boundary, so no one transaction runs long (on a shared store it holds
+/// the writers of every process).
+pub(crate) const TTL_EVENTS_PER_JOB_MAX: usize = 2_000;
+
+/// How far one class's emission got in this job.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Reached {
+    /// Not scanned: the job's share was used up before it.
+    Untouched,
+    /// Every due entry emitted.
+    Bound,
+    /// Stopped before the first entry of this millisecond.
+    Before(i64),
 }
 
 /// Emits the TTL delete events due at `now`, then trims the log past its retention. Each event
@@ -325,13 +348,28 @@ pub(crate) fn emit_ttl_events(
     let now_ms = context.now_ms;
     let mut state = read_state(context.reader(), number)?;
     let mut due: Vec<(Vec<u8>, ExpiryEntry)> = Vec::new();
-    for range in unemitted_ranges(container, &state, now_ms) {
+    let mut reached = [Reached::Untouched; 2];
+    for (class, range) in unemitted_ranges(container, &state, now_ms) {
+        if due.len() >= TTL_EVENTS_PER_JOB_MAX {
+            break;
+        }
+        let mut class_reached = Reached::Bound;
+        let mut last_ms = None;
         context.scan(Table::Expiry, &range, &mut |key, value| {
+            let time_ms = keys::split_expiry_key(key).map(|(time_ms, _)| time_ms);
+            if due.len() >= TTL_EVENTS_PER_JOB_MAX && time_ms != last_ms {
+                if let Some(time_ms) = time_ms {
+                    class_reached = Reached::Before(time_ms);
+                    return ControlFlow::Break(());
+                }
+            }
+            last_ms = time_ms;
             if let Some(entry) = ExpiryEntry::decode(value) {
                 due.push((key.to_vec(), entry));
             }
             ControlFlow::Continue(())
         })?;
+        reached[class as usize] = class_reached;
     }
     let emitted = due.len() as u64;
     if !due.is_empty() {
@@ -354,12 +392,21 @@ pub(crate) fn emit_ttl_events(
         }
         store_counters(context, number, &counters)?;
     }
-    state.own_emitted_ms = Some(container.ttl.own_expiry_bound_ms(now_ms))
-        .filter(|bound| *bound != i64::MIN)
-        .or(state.own_emitted_ms);
-    state.default_emitted_ms = Some(container.ttl.default_modified_bound_ms(now_ms))
-        .filter(|bound| *bound != i64::MIN)
-        .or(state.default_emitted_ms);
+    let advance = |reached: Reached, bound: i64, emitted: Option<i64>| match reached {
+        Reached::Before(time_ms) => Some(time_ms),
+        Reached::Bound => Some(bound).filter(|bound| *bound != i64::MIN).or(emitted),
+        Reached::Untouched => emitted,
+    };
+    state.own_emitted_ms = advance(
+        reached[ExpiryClass::Own as usize],
+        container.ttl.own_expiry_bound_ms(now_ms),
+        state.own_emitted_ms,
+    );
+    state.default_emitted_ms = advance(
+        reached[ExpiryClass::Default as usize],
+        container.ttl.default_modified_bound_ms(now_ms),
+        state.default_emitted_ms,
+    );
     trim(
         context,
         number,

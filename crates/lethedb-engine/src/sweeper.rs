@@ -255,6 +255,8 @@ impl Drop for SweeperHandle {
     }
 }
 
+/// The longest rest after a turn while users are busy.
+const BUSY_PAUSE_MAX: Duration = Duration::from_secs(1);
 /// The longest pause after failed turns, and how many failures in a row are logged once.
 const FAILURE_PAUSE_MAX: Duration = Duration::from_secs(5);
 const FAILURE_LOG_EVERY: u32 = 20;
@@ -321,8 +323,11 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
                 deleted_in_window += deleted;
                 if busy {
                     // Work one part in `busy_duty_divisor`: rest that many times as long.
+                    // A turn slowed by waiting (a shared store's lock) must not put the
+                    // sweeper to sleep for long: the rest is capped.
                     (batch.elapsed() * config.busy_duty_divisor.saturating_sub(1))
                         .max(config.batch_pause)
+                        .min(BUSY_PAUSE_MAX)
                 } else {
                     config.batch_pause
                 }
