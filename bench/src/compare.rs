@@ -45,6 +45,9 @@ pub async fn compare(launch: &Launch, config: &CompareConfig) -> anyhow::Result<
     if let Some(postgres) = crate::pg_sections::to_json(&report) {
         report.extra.insert("postgres".into(), postgres);
     }
+    let mut postgres_markdown = String::new();
+    crate::pg_sections::markdown(&mut postgres_markdown, &report);
+    report.extra_markdown = postgres_markdown;
     goals::evaluate(&mut report, config);
     let markdown = report::markdown(&report, config, peer, launch);
     let json = report::to_json(&report, config, peer, launch);

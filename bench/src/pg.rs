@@ -125,7 +125,7 @@ impl PgServers {
     /// `instances` (`--throughput-instances`). `extra_args` go to every `lethedb serve`.
     pub async fn start(
         launch: &Launch,
-        report: &mut crate::report::Report,
+        on_started: &mut dyn FnMut(&Server),
         name: &str,
         instances: usize,
         extra_args: &[&str],
@@ -159,7 +159,7 @@ impl PgServers {
                 .await;
             match started {
                 Ok(server) => {
-                    report.started(&server);
+                    on_started(&server);
                     cluster.servers.push(server);
                 }
                 Err(error) => {

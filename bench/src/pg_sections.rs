@@ -112,7 +112,8 @@ async fn measure(
     instances: usize,
 ) -> anyhow::Result<(Measured, Option<f64>)> {
     let name = format!("pg{instances}-{}", workload.name());
-    let cluster = PgServers::start(launch, report, &name, instances, &[]).await?;
+    let cluster =
+        PgServers::start(launch, &mut |s| report.started(s), &name, instances, &[]).await?;
     let endpoints = cluster.endpoints();
     let outcome = async {
         let mut client = Client::new(Arc::clone(&endpoints[0]));
@@ -172,7 +173,7 @@ pub async fn ttl(
         eprintln!("== ttl mass expiry of {items} items on PostgreSQL, {instances} instance(s)");
         let cluster = PgServers::start(
             launch,
-            report,
+            &mut |s| report.started(s),
             &format!("pg{instances}-ttl-sweep"),
             instances,
             &log,
@@ -207,7 +208,7 @@ pub async fn ttl(
         eprintln!("== ttl deletion lag on PostgreSQL, {instances} instance(s)");
         let cluster = PgServers::start(
             launch,
-            report,
+            &mut |s| report.started(s),
             &format!("pg{instances}-ttl-lag"),
             instances,
             &log,

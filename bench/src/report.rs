@@ -60,6 +60,9 @@ pub struct Report {
     pub throughput: Option<TtlThroughput>,
     /// Each section's figures as JSON, in run order: the document's `extra`.
     pub extra: serde_json::Map<String, Value>,
+    /// Markdown that sections rendered themselves, printed after the workload table (the
+    /// PostgreSQL rows).
+    pub extra_markdown: String,
     pub goals: Vec<Goal>,
     pub failures: Vec<String>,
 }
@@ -143,7 +146,7 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
         }
     );
     workload_table(&mut out, report, peer);
-    crate::pg_sections::markdown(&mut out, report);
+    out.push_str(&report.extra_markdown);
     cold_start_line(&mut out, report);
     lethedb_only(&mut out, report);
     goals_and_errors(&mut out, report);
