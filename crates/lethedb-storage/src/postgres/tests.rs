@@ -3,8 +3,8 @@
 //! catalog epoch, failures that leave the store usable).
 //!
 //! They run when `LETHEDB_TEST_POSTGRES` names a database (`scripts/test` starts one); each test
-//! works in a schema of its own and drops it at the end. Under CI a missing database fails the
-//! test instead of skipping it.
+//! works in a schema of its own and drops it at the end. In the `postgres` stage
+//! (`LETHEDB_TEST_POSTGRES_REQUIRED`) a missing database fails the test instead of skipping it.
 
 use super::PgStore;
 use crate::model_test::{collect, expected, run_model};
