@@ -45,6 +45,19 @@ pub struct CompareConfig {
 }
 
 impl CompareConfig {
+    /// The mass-expiry workload of `items` items at this run's sizes and client counts.
+    pub fn mass_expiry(&self, items: usize) -> crate::ttl::MassExpiryConfig {
+        crate::ttl::MassExpiryConfig {
+            items,
+            item_bytes: self.item_bytes,
+            partitions: self.partitions,
+            seed: self.seed,
+            load_clients: self.load_clients,
+            read_clients: self.read_clients_during_expiry,
+            baseline: self.duration.max(std::time::Duration::from_millis(500)),
+        }
+    }
+
     pub fn wants(&self, name: &str) -> bool {
         self.only.is_empty() || self.only.iter().any(|o| o == name)
     }

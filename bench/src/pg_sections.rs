@@ -24,7 +24,6 @@ use crate::workload::{self, RunConfig, Workload};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The workloads measured on PostgreSQL.
 pub const PG_WORKLOADS: [Workload; 4] = [
@@ -182,15 +181,7 @@ pub async fn ttl(
         let outcome = ttl::mass_expiry(
             &cluster.endpoints()[0],
             &cluster.log_paths(),
-            &ttl::MassExpiryConfig {
-                items,
-                item_bytes: config.item_bytes,
-                partitions: config.partitions,
-                seed: config.seed,
-                load_clients: config.load_clients,
-                read_clients: config.read_clients_during_expiry,
-                baseline: config.duration.max(Duration::from_millis(500)),
-            },
+            &config.mass_expiry(items),
         )
         .await;
         cluster.stop()?;

@@ -33,15 +33,7 @@ pub async fn mass_expiry(
         let outcome = ttl::mass_expiry(
             &server.endpoint,
             std::slice::from_ref(&server.log_path),
-            &ttl::MassExpiryConfig {
-                items,
-                item_bytes: config.item_bytes,
-                partitions: config.partitions,
-                seed: config.seed,
-                load_clients: config.load_clients,
-                read_clients: config.read_clients_during_expiry,
-                baseline: config.duration.max(Duration::from_millis(500)),
-            },
+            &config.mass_expiry(items),
         )
         .await;
         server.stop()?;

@@ -129,7 +129,7 @@ impl Engine {
     /// milliseconds; it draws on no request-unit budget). Returns how many containers it
     /// asked the writer to update.
     pub async fn maintain_change_feeds(&self) -> EngineResult<usize> {
-        let containers = self.run_scan(Engine::all_containers).await?;
+        let containers = self.listed_containers().await?;
         let mut due = Vec::new();
         {
             let reader = self.inner.store.read()?;

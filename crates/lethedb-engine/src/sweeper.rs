@@ -91,7 +91,7 @@ impl Engine {
     /// Runs one turn: at most one batch per container. Returns how many items were deleted and
     /// whether any container still has a backlog.
     pub async fn sweep_once(&self, batch_items_max: usize) -> EngineResult<(u64, bool)> {
-        let containers = self.containers_to_sweep().await?;
+        let containers = self.listed_containers().await?;
         let mut deleted = 0;
         let mut backlog_left = false;
         for container in containers {
@@ -100,25 +100,6 @@ impl Engine {
             backlog_left |= more;
         }
         Ok((deleted, backlog_left))
-    }
-
-    /// Every container, listed again only after a catalog change (the generation is read before
-    /// the catalog, so a change during the listing makes it stale at once).
-    async fn containers_to_sweep(&self) -> EngineResult<Vec<Arc<Container>>> {
-        let cache = &self.inner.containers;
-        if self.inner.shared {
-            // Another process may have changed the catalog: a newer epoch drops the listing.
-            let epoch = self.inner.store.read()?.catalog_epoch();
-            cache.serves(epoch);
-        }
-        if let Some(containers) = cache.listing() {
-            return Ok(containers);
-        }
-        let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
-        // Parsing the catalog reads storage: a scan like any other.
-        let containers = self.run_scan(super::engine::Engine::all_containers).await?;
-        cache.keep_listing(generation, containers.clone());
-        Ok(containers)
     }
 
     async fn sweep_container(

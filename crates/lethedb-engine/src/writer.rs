@@ -401,12 +401,12 @@ impl Thread {
                 return;
             }
         };
-        // A shared store's catalog may have changed under another process: definitions cached
-        // at an older epoch are dropped before any job reads them.
+        // A shared store's catalog may have changed under another process: the writer's own
+        // definitions cached at an older epoch are dropped before any job reads them (readers
+        // check the epochs of their own snapshots).
         if let Some(epoch) = txn.catalog_epoch() {
             if self.catalog_epoch.swap(epoch, Ordering::SeqCst) != epoch {
                 containers.clear();
-                on_catalog_change();
             }
         }
         // A shared store's clock decides, so every process stamps and expires alike.

@@ -227,22 +227,17 @@ impl Engine {
                 return Ok(found);
             }
         }
+        // Read before the snapshot: a change committed meanwhile keeps a stale definition out.
         let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
         let reader = self.inner.store.read()?;
         // On a shared store the cache only saves parsing: the transaction's catalog epoch
         // says whether what it holds is still what the store holds.
         let usable = cache.serves(reader.catalog_epoch());
-        let generation = if self.inner.shared {
-            if let Some(found) = usable
-                .then(|| cache.get(database_id, container_id))
-                .flatten()
-            {
+        if self.inner.shared && usable {
+            if let Some(found) = cache.get(database_id, container_id) {
                 return Ok(found);
             }
-            cache.generation.load(std::sync::atomic::Ordering::SeqCst)
-        } else {
-            generation
-        };
+        }
         let container = Arc::new(
             load_container(&*reader, database_id, container_id)?.ok_or_else(container_not_found)?,
         );
@@ -250,6 +245,26 @@ impl Engine {
             cache.insert_if_current(generation, Arc::clone(&container));
         }
         Ok(container)
+    }
+
+    /// Every container, listed again only after a catalog change (the generation is read before
+    /// the catalog, so a change during the listing makes it stale at once): for the sweeper and
+    /// the change-feed maintenance, which turn several times a second.
+    pub(crate) async fn listed_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
+        let cache = &self.inner.containers;
+        if self.inner.shared {
+            // Another process may have changed the catalog: a newer epoch drops the listing.
+            let epoch = self.inner.store.read()?.catalog_epoch();
+            cache.serves(epoch);
+        }
+        if let Some(containers) = cache.listing() {
+            return Ok(containers);
+        }
+        let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
+        // Parsing the catalog reads storage: a scan like any other.
+        let containers = self.run_scan(Engine::all_containers).await?;
+        cache.keep_listing(generation, containers.clone());
+        Ok(containers)
     }
 
     /// Every container of every database.

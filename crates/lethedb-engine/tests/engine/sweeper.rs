@@ -314,3 +314,35 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
         "only the deliberate over-budget requests"
     );
 }
+
+#[tokio::test]
+async fn each_of_several_instances_draws_on_its_share_of_a_containers_throughput() {
+    let open = |instances: u32| {
+        Engine::open(
+            Arc::new(MemoryStore::new()),
+            Arc::new(ManualClock::new(START_MS)),
+            EngineConfig {
+                throughput_instances: instances,
+                ..EngineConfig::default()
+            },
+        )
+        .expect("engine")
+    };
+    for (instances, share) in [(1, 400.0), (2, 200.0), (4, 100.0)] {
+        let engine = open(instances);
+        engine
+            .create_database(json!({"id": "db"}), None)
+            .await
+            .expect("db");
+        let container = engine
+            .create_container(
+                "db",
+                json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}}),
+                Some(lethedb_engine::throughput::Throughput::Manual(400)),
+            )
+            .await
+            .expect("container");
+        let (_, budget) = engine.budget_of(&container).expect("a budget");
+        assert_eq!(budget, share, "{instances} instances");
+    }
+}
