@@ -173,4 +173,34 @@ impl Engine {
         self.run_scan(super::engine::Engine::list_offers_blocking)
             .await
     }
+
+    /// The id of the database whose `_rid` is `rid`, if any.
+    pub async fn database_id_by_rid(&self, rid: &str) -> EngineResult<Option<String>> {
+        let rid = rid.to_string();
+        self.run_scan(move |engine| engine.database_id_by_rid_blocking(&rid))
+            .await
+    }
+
+    /// The id of the container in `database_id` whose `_rid` is `rid`, if any.
+    pub async fn container_id_by_rid(
+        &self,
+        database_id: &str,
+        rid: &str,
+    ) -> EngineResult<Option<String>> {
+        let (database_id, rid) = (database_id.to_string(), rid.to_string());
+        self.run_scan(move |engine| engine.container_id_by_rid_blocking(&database_id, &rid))
+            .await
+    }
+
+    /// The id of the child resource of `kind` under `parent` whose `_rid` is `rid`, if any.
+    pub async fn resource_id_by_rid(
+        &self,
+        kind: ResourceKind,
+        parent: &ResourceParent,
+        rid: &str,
+    ) -> EngineResult<Option<String>> {
+        let (parent, rid) = (parent.clone(), rid.to_string());
+        self.run_scan(move |engine| engine.resource_id_by_rid_blocking(kind, &parent, &rid))
+            .await
+    }
 }

@@ -18,7 +18,7 @@ use crate::resolve::resolve_resource_ids;
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::http::{HeaderMap, Method};
-use lethedb_engine::{Engine, ErrorCode, ResourceKind, ResourceParent};
+use lethedb_engine::{Engine, ResourceKind, ResourceParent};
 use serde_json::Value;
 
 /// Who is calling, once authenticated.
@@ -202,15 +202,8 @@ pub async fn authorize(
         }
         Caller::Resource(token) => token,
     };
-    let (engine, token) = (engine.clone(), token.clone());
-    let grant = tokio::task::spawn_blocking(move || load_grant(&engine, &token))
-        .await
-        .map_err(|_| {
-            ApiError::new(
-                Code::Engine(ErrorCode::Internal),
-                "checking a resource token's permission failed",
-            )
-        })??
+    let grant = load_grant(engine, token)
+        .await?
         .ok_or_else(invalid_resource_token)?;
     let partition_key = header(headers, "x-ms-documentdb-partitionkey");
     if grant.allows(operation, path, partition_key, body) {
@@ -222,14 +215,16 @@ pub async fn authorize(
 
 /// The grant of the permission the token names, if that permission still exists with the
 /// `_etag` it had when the token was made (deleting or replacing it revokes its tokens).
-fn load_grant(engine: &Engine, token: &ResourceToken) -> ApiResult<Option<Grant>> {
-    let Some(database_id) = engine.database_id_by_rid(&token.database_rid)? else {
+async fn load_grant(engine: &Engine, token: &ResourceToken) -> ApiResult<Option<Grant>> {
+    let Some(database_id) = engine.database_id_by_rid(&token.database_rid).await? else {
         return Ok(None);
     };
     let users = ResourceParent::Database {
         database_id: database_id.clone(),
     };
-    let Some(user_id) = engine.resource_id_by_rid(ResourceKind::User, &users, &token.user_rid)?
+    let Some(user_id) = engine
+        .resource_id_by_rid(ResourceKind::User, &users, &token.user_rid)
+        .await?
     else {
         return Ok(None);
     };
@@ -237,11 +232,13 @@ fn load_grant(engine: &Engine, token: &ResourceToken) -> ApiResult<Option<Grant>
         database_id,
         user_id,
     };
-    let Some(permission_id) = engine.resource_id_by_rid(
-        ResourceKind::Permission,
-        &permissions,
-        &token.permission_rid,
-    )?
+    let Some(permission_id) = engine
+        .resource_id_by_rid(
+            ResourceKind::Permission,
+            &permissions,
+            &token.permission_rid,
+        )
+        .await?
     else {
         return Ok(None);
     };
@@ -261,7 +258,7 @@ fn load_grant(engine: &Engine, token: &ResourceToken) -> ApiResult<Option<Grant>
     let mut resource = ResourcePath::parse(link)?;
     // A rid link names the same resource as its name link; one that names nothing stays as is
     // and so matches no request.
-    let _ = resolve_resource_ids(engine, &mut resource);
+    let _ = resolve_resource_ids(engine, &mut resource).await;
     Ok(Some(Grant {
         mode,
         resource: resource.segments,

@@ -40,7 +40,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let mut path = ResourcePath::parse(&full_path(&parts.uri))?;
         let classified = classify(&parts.method, &path, &parts.headers);
         let caller = authenticate(&state, &parts.method, &parts.headers, &path)?;
-        resolve_resource_ids(&state.engine, &mut path)?;
+        resolve_resource_ids(&state.engine, &mut path).await?;
         let checked = check_intended_container(&state, &path, &parts.headers)?;
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;

@@ -4,7 +4,8 @@
 //! paths addressed by ids, which is what the engine and the handlers take.
 //!
 //! Resolution reads the catalog, so it runs only after the request is authenticated: a caller
-//! without the key must not learn which resource ids exist.
+//! without the key must not learn which resource ids exist. The catalog lookups are the
+//! engine's async doors (scans under its bound), so no request worker walks the catalog.
 
 use crate::error::{ApiError, ApiResult, Code};
 use crate::routes::ResourcePath;
@@ -12,22 +13,23 @@ use lethedb_engine::{Engine, ErrorCode, ResourceKind, ResourceParent};
 
 /// Rewrites `path` in place. A path is taken as id-addressed only when its database segment is
 /// a database's `_rid`; then an unknown container or item rid is a 404.
-pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResult<()> {
+pub async fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResult<()> {
     let types: Vec<String> = path.shape().0.into_iter().map(str::to_string).collect();
     let types: Vec<&str> = types.iter().map(String::as_str).collect();
     if types.first() != Some(&"dbs") || path.segments.len() < 2 {
         return Ok(());
     }
-    let Some(database_id) = engine.database_id_by_rid(path.id(0))? else {
+    let Some(database_id) = engine.database_id_by_rid(path.id(0)).await? else {
         return Ok(());
     };
     path.set_id(0, database_id.clone());
     if types.get(1) == Some(&"users") && path.segments.len() >= 4 {
-        return resolve_user_ids(engine, path, database_id, &types);
+        return resolve_user_ids(engine, path, database_id, &types).await;
     }
     if types.get(1) == Some(&"colls") && path.segments.len() >= 4 {
         let container_id = engine
-            .container_id_by_rid(&database_id, path.id(1))?
+            .container_id_by_rid(&database_id, path.id(1))
+            .await?
             .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ContainerNotFound)))?;
         path.set_id(1, container_id.clone());
         if types.get(2) == Some(&"docs") && path.segments.len() >= 6 {
@@ -51,7 +53,8 @@ pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResu
                 container_id,
             };
             let child_id = engine
-                .resource_id_by_rid(kind, &parent, path.id(2))?
+                .resource_id_by_rid(kind, &parent, path.id(2))
+                .await?
                 .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ResourceNotFound)))?;
             path.set_id(2, child_id);
         }
@@ -61,7 +64,7 @@ pub fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> ApiResu
 
 /// A user's and its permission's rids (`dbs/{rid}/users/{rid}/permissions/{rid}`, from their
 /// `_self` links) turned into ids; an unknown rid is a 404.
-fn resolve_user_ids(
+async fn resolve_user_ids(
     engine: &Engine,
     path: &mut ResourcePath,
     database_id: String,
@@ -72,7 +75,8 @@ fn resolve_user_ids(
         database_id: database_id.clone(),
     };
     let user_id = engine
-        .resource_id_by_rid(ResourceKind::User, &users, path.id(1))?
+        .resource_id_by_rid(ResourceKind::User, &users, path.id(1))
+        .await?
         .ok_or_else(not_found)?;
     path.set_id(1, user_id.clone());
     if types.get(2) == Some(&"permissions") && path.segments.len() >= 6 {
@@ -81,7 +85,8 @@ fn resolve_user_ids(
             user_id,
         };
         let permission_id = engine
-            .resource_id_by_rid(ResourceKind::Permission, &permissions, path.id(2))?
+            .resource_id_by_rid(ResourceKind::Permission, &permissions, path.id(2))
+            .await?
             .ok_or_else(not_found)?;
         path.set_id(2, permission_id);
     }

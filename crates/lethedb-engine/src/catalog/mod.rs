@@ -101,16 +101,17 @@ impl Engine {
         )
     }
 
-    /// The id of the database whose `_rid` is `rid`, if any.
-    pub fn database_id_by_rid(&self, rid: &str) -> EngineResult<Option<String>> {
+    /// The id of the database whose `_rid` is `rid`, if any (a catalog scan: `scans.rs` is its door).
+    pub(crate) fn database_id_by_rid_blocking(&self, rid: &str) -> EngineResult<Option<String>> {
         if !rids::has_length(rid, rids::DATABASE_RID_BYTES) {
             return Ok(None);
         }
         Ok(id_with_rid(self.list_databases_blocking()?, rid))
     }
 
-    /// The id of the container in `database_id` whose `_rid` is `rid`, if any.
-    pub fn container_id_by_rid(
+    /// The id of the container in `database_id` whose `_rid` is `rid`, if any (a catalog
+    /// scan: `scans.rs` is its door).
+    pub(crate) fn container_id_by_rid_blocking(
         &self,
         database_id: &str,
         rid: &str,

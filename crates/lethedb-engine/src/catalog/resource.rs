@@ -452,7 +452,7 @@ impl Engine {
     }
 
     /// The id of the child resource of one kind under `parent` whose `_rid` is `rid`, if any.
-    pub fn resource_id_by_rid(
+    pub(crate) fn resource_id_by_rid_blocking(
         &self,
         kind: ResourceKind,
         parent: &ResourceParent,

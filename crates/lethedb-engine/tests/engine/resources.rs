@@ -450,6 +450,7 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
     assert_eq!(
         engine
             .resource_id_by_rid(kind, &container(), &rids[1])
+            .await
             .expect("by rid"),
         Some("b".to_string())
     );
@@ -457,12 +458,14 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
     assert_eq!(
         engine
             .resource_id_by_rid(ResourceKind::Trigger, &container(), &rids[1])
+            .await
             .expect("by rid"),
         None
     );
     assert_eq!(
         engine
             .resource_id_by_rid(kind, &container(), "not a rid")
+            .await
             .expect("by rid"),
         None
     );
@@ -473,6 +476,7 @@ async fn lists_feed_queries_and_find_ids_by_rid() {
     assert_eq!(
         engine
             .resource_id_by_rid(ResourceKind::User, &database(), text(&user, "_rid"))
+            .await
             .expect("by rid"),
         Some("u".to_string())
     );

@@ -124,11 +124,11 @@ fn check_permission(body: &mut Value) -> ApiResult<String> {
 
 /// A permission's resource as path segments, a `_rid` link resolved to names where it names an
 /// existing resource, so both forms of one resource compare equal.
-fn resource_segments(context: &Context<'_>, link: &str) -> Vec<String> {
+async fn resource_segments(context: &Context<'_>, link: &str) -> Vec<String> {
     match ResourcePath::parse(link) {
         Ok(mut path) => {
             // A link naming nothing stays as written.
-            let _ = resolve_resource_ids(&context.state.engine, &mut path);
+            let _ = resolve_resource_ids(&context.state.engine, &mut path).await;
             path.segments
         }
         Err(_) => vec![link.to_string()],
@@ -147,11 +147,16 @@ async fn check_one_per_resource(
         .engine
         .list_resources(ResourceKind::Permission, &user(context))
         .await?;
-    let wanted = resource_segments(context, resource);
-    let taken = existing.iter().any(|permission| {
-        Some(text(permission, "id")) != except_id
-            && resource_segments(context, text(permission, "resource")) == wanted
-    });
+    let wanted = resource_segments(context, resource).await;
+    let mut taken = false;
+    for permission in &existing {
+        if Some(text(permission, "id")) != except_id
+            && resource_segments(context, text(permission, "resource")).await == wanted
+        {
+            taken = true;
+            break;
+        }
+    }
     if taken {
         return Err(ApiError::new(
             Code::Engine(ErrorCode::ResourceIdConflict),
