@@ -111,7 +111,7 @@ impl Harness {
             Arc::new(ManualClock::new(NOW_MS)),
             EngineConfig {
                 rate_limit: false,
-                ..EngineConfig::default()
+                ..EngineConfig::new(lethedb_server::wire_status)
             },
         )
         .expect("engine");

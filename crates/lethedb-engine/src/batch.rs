@@ -6,9 +6,8 @@
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::items::{
-    apply_delete, apply_write, current_version, prepare_body, StoredItem, WriteMode,
-};
+use crate::item_rules::{prepare_body, WriteMode};
+use crate::items::{apply_delete, apply_write, current_version, StoredItem, WriteRequest};
 use crate::partition_key::PartitionKeyValue;
 use crate::patch::{apply_patch_item, parse_patch};
 use crate::records::{read_counters, writer_container};
@@ -118,64 +117,44 @@ pub fn parse_batch(body: &Value) -> EngineResult<Vec<BatchOperation>> {
         .collect()
 }
 
-fn run_operation(
-    context: &mut WriteContext<'_>,
-    container: &Arc<Container>,
-    default_key: Option<&PartitionKeyValue>,
-    operation: BatchOperation,
-) -> EngineResult<BatchOutcome> {
-    let partition_key = operation.partition_key.or_else(|| default_key.cloned());
-    let body = || {
-        operation.body.clone().ok_or_else(|| {
+impl BatchOperation {
+    /// The operation's `resourceBody`, which writes and patches need.
+    fn take_body(&mut self) -> EngineResult<Value> {
+        self.body.take().ok_or_else(|| {
             EngineError::with_message(
                 ErrorCode::InvalidBatch,
                 "The operation needs a 'resourceBody'.",
             )
         })
-    };
-    let id = || {
-        operation.id.clone().ok_or_else(|| {
+    }
+
+    /// The operation's `id`, which reads, replaces, deletes and patches need.
+    fn take_id(&mut self) -> EngineResult<String> {
+        self.id.take().ok_or_else(|| {
             EngineError::with_message(ErrorCode::InvalidBatch, "The operation needs an 'id'.")
         })
-    };
-    let written = |effect: BatchEffect, item: StoredItem| BatchOutcome {
-        effect,
-        request_units: request_units::write(item.record.body.len()),
-        item: Some(item),
-    };
+    }
+}
+
+/// Runs one operation of a batch by the rules of its single-item counterpart.
+fn run_operation(
+    context: &mut WriteContext<'_>,
+    container: &Arc<Container>,
+    default_key: Option<&PartitionKeyValue>,
+    mut operation: BatchOperation,
+) -> EngineResult<BatchOutcome> {
+    let partition_key = operation
+        .partition_key
+        .take()
+        .or_else(|| default_key.cloned());
     match operation.kind.as_str() {
-        "Create" | "Upsert" | "Replace" => {
-            let (body_id, document, bytes) = prepare_body(body()?)?;
-            let mode = match operation.kind.as_str() {
-                "Create" => WriteMode::Create,
-                "Upsert" => WriteMode::Upsert,
-                // A body with another id renames the item, as a single replace does.
-                _ => WriteMode::Replace(id()?),
-            };
-            let outcome = apply_write(
-                context,
-                Arc::clone(container),
-                mode,
-                partition_key,
-                body_id,
-                document,
-                bytes,
-                operation.if_match,
-            )?;
-            let effect = if outcome.created {
-                BatchEffect::Created
-            } else {
-                BatchEffect::Replaced
-            };
-            Ok(written(effect, outcome.item))
-        }
+        "Create" | "Upsert" | "Replace" => run_write(context, container, partition_key, operation),
         "Read" => {
             let key = container.partition_key.point_key(partition_key)?;
-            let record = current_version(context, container, &key, &id()?)?;
-            let request_units = request_units::read(record.body.len());
+            let record = current_version(context, container, &key, &operation.take_id()?)?;
             Ok(BatchOutcome {
                 effect: BatchEffect::Read,
-                request_units,
+                request_units: request_units::read(record.body.len()),
                 item: Some(StoredItem {
                     container: Arc::clone(container),
                     record,
@@ -183,13 +162,8 @@ fn run_operation(
             })
         }
         "Delete" => {
-            apply_delete(
-                context,
-                container,
-                partition_key,
-                &id()?,
-                operation.if_match,
-            )?;
+            let id = operation.take_id()?;
+            apply_delete(context, container, partition_key, &id, operation.if_match)?;
             Ok(BatchOutcome {
                 effect: BatchEffect::Deleted,
                 request_units: request_units::write(0),
@@ -197,12 +171,12 @@ fn run_operation(
             })
         }
         "Patch" => {
-            let (operations, condition) = parse_patch(&body()?)?;
+            let (operations, condition) = parse_patch(&operation.take_body()?)?;
             let outcome = apply_patch_item(
                 context,
                 Arc::clone(container),
                 partition_key,
-                &id()?,
+                &operation.take_id()?,
                 &operations,
                 condition.as_deref(),
                 operation.if_match,
@@ -213,6 +187,44 @@ fn run_operation(
             ErrorCode::InvalidBatch,
             format!("The batch operation type '{other}' is not supported."),
         )),
+    }
+}
+
+/// A create, upsert or replace of a batch.
+fn run_write(
+    context: &mut WriteContext<'_>,
+    container: &Arc<Container>,
+    partition_key: Option<PartitionKeyValue>,
+    mut operation: BatchOperation,
+) -> EngineResult<BatchOutcome> {
+    let body = prepare_body(operation.take_body()?)?;
+    let mode = match operation.kind.as_str() {
+        "Create" => WriteMode::Create,
+        "Upsert" => WriteMode::Upsert,
+        // A body with another id renames the item, as a single replace does.
+        _ => WriteMode::Replace(operation.take_id()?),
+    };
+    let request = WriteRequest {
+        mode,
+        partition_key,
+        body,
+        if_match: operation.if_match,
+    };
+    let outcome = apply_write(context, Arc::clone(container), request)?;
+    let effect = if outcome.created {
+        BatchEffect::Created
+    } else {
+        BatchEffect::Replaced
+    };
+    Ok(written(effect, outcome.item))
+}
+
+/// The outcome of an operation that wrote `item`.
+fn written(effect: BatchEffect, item: StoredItem) -> BatchOutcome {
+    BatchOutcome {
+        effect,
+        request_units: request_units::write(item.record.body.len()),
+        item: Some(item),
     }
 }
 

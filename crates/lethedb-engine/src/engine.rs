@@ -7,7 +7,7 @@
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
-use crate::error::EngineResult;
+use crate::error::{EngineResult, ErrorCode};
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
 use crate::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
@@ -17,9 +17,17 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+/// What a failure is on the wire: the HTTP status and the Cosmos code name a client gets for it.
+/// A script sees them as a failed operation's `err.number` (compared against `ErrorCodes`), so
+/// it sees what a client would. The wire layer's one error table supplies it at open: the
+/// engine holds no status of its own.
+pub type WireStatus = fn(ErrorCode) -> (u16, &'static str);
+
 /// Tunables fixed at start-up.
 #[derive(Clone, Debug)]
 pub struct EngineConfig {
+    /// What a failure is on the wire (see [`WireStatus`]).
+    pub wire_status: WireStatus,
     /// The most operations one durable commit may carry (1 disables group commit).
     pub write_batch_max: usize,
     /// The most writes that may wait for the writer before more are refused (429).
@@ -46,9 +54,12 @@ pub struct EngineConfig {
     pub throughput_instances: u32,
 }
 
-impl Default for EngineConfig {
-    fn default() -> EngineConfig {
+impl EngineConfig {
+    /// The default tunables, with the wire layer's statuses. There is no `Default`: whoever
+    /// opens an engine says what its failures are on the wire.
+    pub fn new(wire_status: WireStatus) -> EngineConfig {
         EngineConfig {
+            wire_status,
             write_batch_max: WRITE_BATCH_MAX_DEFAULT,
             writer_queue_jobs_max: WRITER_QUEUE_JOBS_MAX,
             sweeper: SweeperConfig::default(),
@@ -161,6 +172,7 @@ pub(crate) struct Inner {
     /// every blocking thread.
     pub(crate) scripts: Arc<tokio::sync::Semaphore>,
     pub(crate) script_limits: lethedb_scripts::Limits,
+    pub(crate) wire_status: WireStatus,
     /// When the engine started, for the monotonic activity clock below.
     started: Stopwatch,
     /// Milliseconds after `started` of the latest user request on an item (0: none yet).
@@ -218,6 +230,7 @@ impl Engine {
                 scans: Arc::new(tokio::sync::Semaphore::new(SCANS_CONCURRENT_MAX)),
                 scripts: Arc::new(tokio::sync::Semaphore::new(SCRIPTS_CONCURRENT_MAX)),
                 script_limits: config.script_limits,
+                wire_status: config.wire_status,
                 started: Stopwatch::start(),
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,

@@ -3,15 +3,16 @@
 //! `_rid`, the container's LSN) run on a read snapshot and hide expired items.
 //!
 //! This module decides no rule of its own about items: validation, visibility and storage layout
-//! are below it (items.rs, expiry.rs, keys.rs).
+//! are below it (item_rules.rs, items.rs, expiry.rs, keys.rs).
 
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{corrupted, invalid_continuation, item_not_found, EngineResult};
 use crate::expiry::record_is_expired;
+use crate::item_rules::{prepare_body, WriteMode};
 use crate::items::{
-    apply_delete, apply_delete_partition, apply_write, prepare_body, read_record, Feed,
-    ItemOutcome, StoredItem, WriteMode,
+    apply_delete, apply_delete_partition, apply_write, read_record, Feed, ItemOutcome, StoredItem,
+    WriteRequest,
 };
 use crate::keys;
 use crate::limits::PAGE_ITEMS_MAX;
@@ -47,22 +48,18 @@ impl Engine {
         body: Value,
         if_match: Option<String>,
     ) -> EngineResult<ItemOutcome> {
-        let (id, document, bytes) = prepare_body(body)?;
+        let request = WriteRequest {
+            mode,
+            partition_key,
+            body: prepare_body(body)?,
+            if_match,
+        };
         let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
         self.inner
             .writer
             .write(move |context| {
                 let container = writer_container(context, &database_id, &container_id)?;
-                apply_write(
-                    context,
-                    container,
-                    mode,
-                    partition_key,
-                    id,
-                    document,
-                    bytes,
-                    if_match,
-                )
+                apply_write(context, container, request)
             })
             .await
     }

@@ -6,22 +6,20 @@
 //! item with the writer's clock (restarting its TTL countdown), moves its expiry-index entry and
 //! updates the container's counters in the same transaction. Every mutation asks
 //! `expiry::is_expired` whether the stored version is visible, so an expired item is absent
-//! whether or not the sweeper has deleted it yet. The requests that reach these mutations are in
+//! whether or not the sweeper has deleted it yet. Whether a write or delete may go ahead is
+//! decided by `item_rules.rs`; this module finds the versions the rules look at and applies
+//! what they decide. The requests that reach these mutations are in
 //! `item_requests.rs`; what the sweeper deletes and when is the sweeper's business.
 
 use crate::change_log;
 use crate::container::Container;
-use crate::error::{
-    corrupted, item_conflict, item_not_found, precondition_failed, EngineError, EngineResult,
-    ErrorCode,
-};
+use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::expiry::{expiry_placement, record_is_expired};
+use crate::item_rules::{self, Body, Effect, Version, WriteMode};
 use crate::keys;
-use crate::limits::{validate_id, ITEM_BYTES_MAX};
-use crate::partition_key::{PartitionKeyValue, PARTITION_KEY_BYTES_MAX};
+use crate::partition_key::PartitionKeyValue;
 use crate::records::{
     read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
-    SYSTEM_PROPERTIES,
 };
 use crate::request_units;
 use crate::rids;
@@ -31,18 +29,6 @@ use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-
-/// How a write treats an existing item.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum WriteMode {
-    /// Fails with a conflict if the item exists.
-    Create,
-    /// Creates or replaces.
-    Upsert,
-    /// Replaces the item with this id (the URL's); fails if it does not exist. A body with
-    /// another id renames the item, unless an item of that id exists (conflict).
-    Replace(String),
-}
 
 /// One visible version of an item.
 #[derive(Clone, Debug)]
@@ -202,8 +188,15 @@ fn remove_version_keeping(
             &keys::resource_id_key(container_number, record.document_number),
         )?;
     }
+    let body_bytes = record.body.len() as u64;
+    // Every stored version was counted when stored: a count that would go below zero is a bug
+    // (a version removed twice), which tests must see; a release build keeps the counters at 0.
+    debug_assert!(
+        counters.items >= 1 && counters.bytes >= body_bytes,
+        "container {container_number}: removing a version its counters do not hold"
+    );
     counters.items = counters.items.saturating_sub(1);
-    counters.bytes = counters.bytes.saturating_sub(record.body.len() as u64);
+    counters.bytes = counters.bytes.saturating_sub(body_bytes);
     Ok(())
 }
 
@@ -260,11 +253,17 @@ pub(crate) fn current_version(
     id: &str,
 ) -> EngineResult<ItemRecord> {
     let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
-    let record = read_record(context.reader(), &key)?.ok_or_else(item_not_found)?;
-    if record_is_expired(container, &record, context.now_ms) {
-        return Err(item_not_found());
-    }
-    Ok(record)
+    visible_record(context, container, &key)?.ok_or_else(item_not_found)
+}
+
+/// The visible version stored under `key` inside the writer, if any.
+pub(crate) fn visible_record(
+    context: &WriteContext<'_>,
+    container: &Container,
+    key: &[u8],
+) -> EngineResult<Option<ItemRecord>> {
+    Ok(read_record(context.reader(), key)?
+        .filter(|record| !record_is_expired(container, record, context.now_ms)))
 }
 
 /// One stored version of an item (visible or not), if any.
@@ -277,180 +276,199 @@ pub(crate) fn read_record(reader: &dyn ReadTxn, key: &[u8]) -> EngineResult<Opti
     }
 }
 
-/// Validates and normalises a body for storage: an object with a valid id, no system properties,
-/// within the size limit. Returns the id, the document and its compact bytes.
-pub(crate) fn prepare_body(body: Value) -> EngineResult<(String, Value, Vec<u8>)> {
-    let Value::Object(mut map) = body else {
-        return Err(EngineError::new(ErrorCode::InvalidDocument));
-    };
-    let id = match map.get("id") {
-        Some(Value::String(id)) => id.clone(),
-        Some(_) => {
-            return Err(EngineError::with_message(
-                ErrorCode::InvalidDocument,
-                "The input content is invalid because the required properties - 'id' - must be a string.",
-            ))
-        }
-        None => {
-            return Err(EngineError::with_message(
-                ErrorCode::InvalidDocument,
-                "The input content is invalid because the required properties - 'id; ' - are missing",
-            ))
-        }
-    };
-    validate_id(&id)?;
-    for name in SYSTEM_PROPERTIES {
-        map.shift_remove(name);
+/// How the rules see a committed version of an item.
+pub(crate) fn stored_version(container_number: u64, record: &ItemRecord) -> Version<'static> {
+    Version::Stored {
+        container_number,
+        lsn: record.lsn,
     }
-    let document = Value::Object(map);
-    let bytes = serde_json::to_vec(&document).map_err(|_| {
-        EngineError::with_message(
-            ErrorCode::InvalidDocument,
-            "The document cannot be serialised.",
-        )
-    })?;
-    if bytes.len() > ITEM_BYTES_MAX {
-        return Err(EngineError::new(ErrorCode::ItemTooLarge));
-    }
-    Ok((id, document, bytes))
 }
 
-/// Applies one create, upsert or replace inside the writer: validates against the current
-/// state (visibility, ETag, partition key, TTL), then writes the item, its index entries and
-/// the counters. Nothing is written when it returns an error.
-#[allow(clippy::too_many_arguments)]
+/// One create, upsert or replace, as the writer applies it.
+#[derive(Clone, Debug)]
+pub(crate) struct WriteRequest {
+    pub(crate) mode: WriteMode,
+    /// The request's partition key (its header), when sent: it must name the document's own.
+    pub(crate) partition_key: Option<PartitionKeyValue>,
+    /// The body, past the body rules (`item_rules::prepare_body`).
+    pub(crate) body: Body,
+    pub(crate) if_match: Option<String>,
+}
+
+/// The stored versions a write meets.
+struct Found {
+    /// The key the write stores under: its partition key and the body's id.
+    key: Vec<u8>,
+    /// The version stored under `key`, visible or expired.
+    existing: Option<ItemRecord>,
+    /// Whether `existing` is visible.
+    visible: bool,
+    /// For a rename (a replace whose body names another id than its URL): the key of the URL's
+    /// item and its visible version, if any.
+    renamed_from: Option<(Vec<u8>, Option<ItemRecord>)>,
+}
+
+impl Found {
+    fn visible(&self) -> Option<&ItemRecord> {
+        self.existing.as_ref().filter(|_| self.visible)
+    }
+
+    /// The visible version the write replaces: the URL's item for a rename.
+    fn replaced(&self) -> Option<&ItemRecord> {
+        match &self.renamed_from {
+            Some((_, source)) => source.as_ref(),
+            None => self.visible(),
+        }
+    }
+}
+
+/// What a write does, once the rules allowed it.
+struct WritePlan {
+    created: bool,
+    /// The replaced item's document number, or a new one.
+    document_number: u64,
+    /// Whether the version under the write's key keeps its document number, so that its
+    /// resource-id entry stays as it is.
+    keeps_resource_id: bool,
+}
+
+/// Applies one create, upsert or replace inside the writer: decides it by the item rules
+/// against the current state, plans its keys and document number, then writes the item, its
+/// index entries, the counters and the change log. Nothing is written when it returns an error.
 pub(crate) fn apply_write(
     context: &mut WriteContext<'_>,
     container: Arc<Container>,
-    mode: WriteMode,
-    partition_key: Option<PartitionKeyValue>,
-    id: String,
-    document: Value,
-    bytes: Vec<u8>,
-    if_match: Option<String>,
+    request: WriteRequest,
 ) -> EngineResult<ItemOutcome> {
-    ttl::validate_item_ttl(&document, container.ttl.is_on())?;
-    let document_key = container.partition_key.extract(&document);
-    if let Some(sent) = partition_key {
-        let sent = container.partition_key.require_full(sent)?;
-        if sent.encode() != document_key.encode() {
-            return Err(EngineError::with_message(
-                ErrorCode::PartitionKeyMismatch,
-                "PartitionKey extracted from document doesn't match the one specified in the header.",
-            ));
-        }
-    }
+    let WriteRequest {
+        mode,
+        partition_key,
+        body,
+        if_match,
+    } = request;
+    let document_key = item_rules::document_partition_key(&container, &body.document)?;
+    item_rules::check_sent_partition_key(&container, partition_key, &document_key)?;
     let partition_bytes = document_key.encode();
-    if partition_bytes.len() > PARTITION_KEY_BYTES_MAX {
-        return Err(EngineError::with_message(
-            ErrorCode::InvalidPartitionKey,
-            "The partition key value is too large.",
-        ));
-    }
+    item_rules::check_partition_key_size(&partition_bytes)?;
+    let found = find_versions(context, &container, &mode, &partition_bytes, &body.id)?;
     let number = container.key_number();
-    let key = keys::item_key(number, &partition_bytes, &id);
-    let existing = read_record(context.reader(), &key)?;
-    let visible = existing
-        .as_ref()
-        .filter(|record| !record_is_expired(&container, record, context.now_ms));
-    // A replace whose body names another id renames the item (the service allows it; only the
-    // partition key is fixed): the URL's id is the item replaced, the body's id its new name.
-    let renamed_from = match &mode {
-        WriteMode::Replace(url_id) if *url_id != id => {
-            Some(keys::item_key(number, &partition_bytes, url_id))
-        }
-        _ => None,
-    };
-    let source = match &renamed_from {
-        Some(old_key) => read_record(context.reader(), old_key)?
-            .filter(|record| !record_is_expired(&container, record, context.now_ms)),
-        None => None,
-    };
-    // The visible version this write replaces, which an If-Match is checked against.
-    let replaced = if renamed_from.is_some() {
-        source.as_ref()
-    } else {
-        visible
-    };
-    match (&mode, replaced, visible) {
-        (WriteMode::Create, _, Some(_)) => return Err(item_conflict()),
-        (WriteMode::Replace(_), None, _) => return Err(item_not_found()),
-        (WriteMode::Replace(_), Some(_), Some(_)) if renamed_from.is_some() => {
-            return Err(item_conflict())
-        }
-        _ => {}
-    }
-    if let Some(expected) = &if_match {
-        // A create ignores the condition; an upsert that finds no item creates it, condition
-        // or not (the service's upsert: replace semantics if the item exists, create if not).
-        let applies = match mode {
-            WriteMode::Create => false,
-            WriteMode::Upsert => replaced.is_some(),
-            WriteMode::Replace(_) => true,
-        };
-        let current_etag = replaced.map(|record| rids::etag(number, record.lsn));
-        let met = if expected == "*" {
-            replaced.is_some()
-        } else {
-            current_etag.as_deref() == Some(expected.as_str())
-        };
-        if applies && !met {
-            return Err(precondition_failed());
-        }
-    }
+    let taken = found.renamed_from.is_some() && found.visible;
+    let current = found
+        .replaced()
+        .map(|record| stored_version(number, record));
+    let effect = item_rules::decide_write(&mode, if_match.as_deref(), current, taken)?;
     // Validation is over: from here on the operation writes.
-    if existing.is_some() && visible.is_none() {
+    if found.existing.is_some() && !found.visible {
         // An expired version is about to go: its TTL event must be out first.
         change_log::emit_ttl_events(context, &container)?;
     }
     let mut counters = read_counters(context.reader(), number)?;
+    let plan = plan_write(&found, effect, &mut counters);
+    let record = store_write(context, number, &found, &plan, body, &mut counters)?;
+    store_counters(context, number, &counters)?;
+    Ok(ItemOutcome {
+        item: StoredItem { container, record },
+        created: plan.created,
+    })
+}
+
+/// Reads the versions a write meets: the one under its own key, and for a rename the URL's.
+fn find_versions(
+    context: &WriteContext<'_>,
+    container: &Container,
+    mode: &WriteMode,
+    partition_bytes: &[u8],
+    id: &str,
+) -> EngineResult<Found> {
+    let number = container.key_number();
+    let key = keys::item_key(number, partition_bytes, id);
+    let existing = read_record(context.reader(), &key)?;
+    let visible = existing
+        .as_ref()
+        .is_some_and(|record| !record_is_expired(container, record, context.now_ms));
+    // A replace whose body names another id renames the item (the service allows it; only the
+    // partition key is fixed): the URL's id is the item replaced, the body's id its new name.
+    let renamed_from = match mode {
+        WriteMode::Replace(url_id) if url_id != id => {
+            let old_key = keys::item_key(number, partition_bytes, url_id);
+            let source = visible_record(context, container, &old_key)?;
+            Some((old_key, source))
+        }
+        _ => None,
+    };
+    Ok(Found {
+        key,
+        existing,
+        visible,
+        renamed_from,
+    })
+}
+
+/// The document number the new version takes: the replaced item's, or the container's next.
+fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePlan {
+    let replaced = found.replaced().filter(|_| effect == Effect::Replace);
     let document_number = if let Some(record) = replaced {
         record.document_number
     } else {
         counters.next_document_number += 1;
         counters.next_document_number
     };
-    let created = replaced.is_none();
-    if let (Some(old_key), Some(old)) = (&renamed_from, &source) {
-        remove_version(context, number, old_key, old, &mut counters)?;
-    }
-    // The same key keeps its document number, so its resource-id entry stays as it is.
-    let keeps_resource_id = existing
+    let keeps_resource_id = found
+        .existing
         .as_ref()
         .is_some_and(|old| old.document_number == document_number);
-    if let Some(old) = &existing {
-        remove_version_keeping(context, number, &key, old, &mut counters, keeps_resource_id)?;
+    WritePlan {
+        created: effect == Effect::Create,
+        document_number,
+        keeps_resource_id,
     }
-    next_lsn(context, &mut counters);
+}
+
+/// Removes the versions a write replaces, stores the new one under the next LSN, and logs the
+/// change (a rename also logs the deletion of the old id). Returns the stored version.
+fn store_write(
+    context: &mut WriteContext<'_>,
+    number: u64,
+    found: &Found,
+    plan: &WritePlan,
+    body: Body,
+    counters: &mut Counters,
+) -> EngineResult<ItemRecord> {
+    if let Some((old_key, Some(old))) = &found.renamed_from {
+        remove_version(context, number, old_key, old, counters)?;
+    }
+    if let Some(old) = &found.existing {
+        let keep = plan.keeps_resource_id;
+        remove_version_keeping(context, number, &found.key, old, counters, keep)?;
+    }
+    next_lsn(context, counters);
     let record = ItemRecord {
         last_modified_ms: context.now_ms,
         lsn: counters.lsn,
-        document_number,
-        ttl: ttl::item_ttl(&document),
-        body: bytes,
+        document_number: plan.document_number,
+        ttl: ttl::item_ttl(&body.document),
+        body: body.bytes,
     };
+    let key = &found.key;
     store_version(
         context,
         number,
-        &key,
+        key,
         &record,
-        &mut counters,
-        keeps_resource_id,
+        counters,
+        plan.keeps_resource_id,
     )?;
-    if let (Some(old_key), Some(old)) = (&renamed_from, &source) {
-        change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
-    }
-    let replaced_lsn = if renamed_from.is_some() {
-        None
-    } else {
-        visible.map(|old| old.lsn)
+    let replaced_lsn = match &found.renamed_from {
+        Some((old_key, old)) => {
+            if let Some(old) = old {
+                change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
+            }
+            None
+        }
+        None => found.visible().map(|old| old.lsn),
     };
-    change_log::log_write(context, number, &key, &record, replaced_lsn)?;
-    store_counters(context, number, &counters)?;
-    Ok(ItemOutcome {
-        item: StoredItem { container, record },
-        created,
-    })
+    change_log::log_write(context, number, key, &record, replaced_lsn)?;
+    Ok(record)
 }
 
 /// Deletes one visible item inside the writer; returns the container LSN of the deletion.
@@ -464,15 +482,9 @@ pub(crate) fn apply_delete(
     let partition_key = container.partition_key.point_key(partition_key)?;
     let number = container.key_number();
     let key = keys::item_key(number, &partition_key.encode(), id);
-    let existing = read_record(context.reader(), &key)?.ok_or_else(item_not_found)?;
-    if record_is_expired(container, &existing, context.now_ms) {
-        return Err(item_not_found());
-    }
-    if let Some(expected) = &if_match {
-        if expected != "*" && *expected != rids::etag(number, existing.lsn) {
-            return Err(precondition_failed());
-        }
-    }
+    let current = visible_record(context, container, &key)?
+        .map(|record| (stored_version(number, &record), record));
+    let existing = item_rules::decide_delete(if_match.as_deref(), current)?;
     let mut counters = read_counters(context.reader(), number)?;
     remove_version(context, number, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);

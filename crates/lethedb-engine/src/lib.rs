@@ -7,7 +7,8 @@
 //! pure `lethedb-query` crate; the engine feeds it documents from storage.
 //!
 //! The public API, by file:
-//! - `engine.rs`: [`Engine`] (open, close, admission and charging), [`EngineConfig`].
+//! - `engine.rs`: [`Engine`] (open, close, admission and charging), [`EngineConfig`],
+//!   [`WireStatus`] (what a failure is on the wire, given by the server at open).
 //! - `catalog/`: databases and containers (`create_database`, `read_container`, ...),
 //!   `container_usage`; `catalog/resource.rs`: child resources (`create_resource`,
 //!   `list_resources`, ...); `catalog/kinds.rs`: [`ResourceKind`], [`ResourceParent`];
@@ -15,7 +16,8 @@
 //!   checked when stored); `catalog/scripts.rs`: `read_script` ([`ScriptResource`]),
 //!   `list_udfs`.
 //! - `item_requests.rs`: item requests (`write_item`, `read_item`, `read_feed`, ...);
-//!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`WriteMode`], [`Feed`].
+//!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`Feed`]; `item_rules.rs`: [`WriteMode`]
+//!   (and every write rule of an item, decided once).
 //! - `query.rs`: `query_items`, `query_resources`, [`QueryRequest`], [`QueryPage`],
 //!   [`validate_query`], [`client_plan`] (the service's plan for the SDKs' client pipelines,
 //!   a [`ClientPlan`]). `batch.rs`, `patch.rs`: batches and partial updates.
@@ -34,7 +36,8 @@
 //!
 //! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
 //! ttl, partition key, epk, throughput, document cache; ranges; container; writer; records; expiry;
-//! sweep stats; engine; scans; items; catalog; item requests, patch, batch, query, offers; sweeper.
+//! sweep stats; engine; scans; item rules; items; catalog; item requests, patch, batch, query,
+//! offers; sweeper.
 
 pub mod batch;
 mod catalog;
@@ -49,6 +52,7 @@ mod error;
 mod expiry;
 mod index_metrics;
 mod item_requests;
+mod item_rules;
 mod items;
 mod keys;
 mod limits;
@@ -76,13 +80,14 @@ pub use catalog::usage::RangeStatistics;
 pub use change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
 pub use clock::{Clock, ManualClock, OffsetClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
-pub use engine::{Engine, EngineConfig};
+pub use engine::{Engine, EngineConfig, WireStatus};
 pub use epk::HashScheme;
 pub use error::{EngineError, EngineResult, ErrorCode};
 pub use expiry::{
     ExpiringCounts, TtlOverview, TtlPreview, TTL_COUNT_ENTRIES_MAX, TTL_HISTOGRAM_WINDOWS_MS,
 };
-pub use items::{Feed, ItemOutcome, StoredItem, WriteMode};
+pub use item_rules::WriteMode;
+pub use items::{Feed, ItemOutcome, StoredItem};
 pub use lethedb_query::ClientPlan;
 pub use lethedb_scripts::Limits as ScriptLimits;
 pub use limits::{

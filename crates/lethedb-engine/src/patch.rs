@@ -7,11 +7,12 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{corrupted, precondition_failed, EngineError, EngineResult, ErrorCode};
-use crate::items::{apply_write, current_version, prepare_body, ItemOutcome, WriteMode};
+use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
+use crate::item_rules::{self, prepare_body, WriteMode};
+use crate::items::{apply_write, stored_version, visible_record, ItemOutcome, WriteRequest};
+use crate::keys;
 use crate::partition_key::PartitionKeyValue;
 use crate::records::{writer_container, SYSTEM_PROPERTIES};
-use crate::rids;
 use crate::writer::WriteContext;
 use serde_json::Value;
 
@@ -200,75 +201,13 @@ pub fn apply_patch(document: &Value, operations: &[PatchOperation]) -> EngineRes
     let mut patched = document.clone();
     for operation in operations {
         match operation {
-            PatchOperation::Add { path, value } | PatchOperation::Set { path, value } => {
-                let insert = matches!(operation, PatchOperation::Add { .. });
-                let last = &path[path.len() - 1];
-                match parent(&mut patched, path)? {
-                    Value::Object(map) => {
-                        map.insert(last.clone(), value.clone());
-                    }
-                    Value::Array(items) if insert => {
-                        let index = array_index(last, items.len(), true)?;
-                        items.insert(index, value.clone());
-                    }
-                    Value::Array(items) => {
-                        let index = array_index(last, items.len(), true)?;
-                        if index == items.len() {
-                            items.push(value.clone());
-                        } else {
-                            items[index] = value.clone();
-                        }
-                    }
-                    _ => {
-                        return Err(bad(
-                            "The patch path does not end inside an object or array.",
-                        ))
-                    }
-                }
-            }
-            PatchOperation::Replace { path, value } => {
-                let last = &path[path.len() - 1];
-                match parent(&mut patched, path)? {
-                    Value::Object(map) => match map.get_mut(last) {
-                        Some(slot) => *slot = value.clone(),
-                        None => {
-                            return Err(bad(format!(
-                                "The property '{last}' to replace does not exist."
-                            )))
-                        }
-                    },
-                    Value::Array(items) => {
-                        let index = array_index(last, items.len(), false)?;
-                        items[index] = value.clone();
-                    }
-                    _ => return Err(bad("The patch path does not name a property or element.")),
-                }
-            }
+            PatchOperation::Add { path, value } => put_at(&mut patched, path, value, true)?,
+            PatchOperation::Set { path, value } => put_at(&mut patched, path, value, false)?,
+            PatchOperation::Replace { path, value } => replace_at(&mut patched, path, value)?,
             PatchOperation::Remove { path } => {
                 remove_at(&mut patched, path)?;
             }
-            PatchOperation::Increment { path, value } => {
-                let last = &path[path.len() - 1];
-                let Value::Object(map) = parent(&mut patched, path)? else {
-                    return Err(bad("The 'incr' path must name an object property."));
-                };
-                let current = map.get(last).cloned().unwrap_or(Value::from(0));
-                let sum = match (current.as_i64(), value.as_i64()) {
-                    (Some(a), Some(b)) => a.checked_add(b).map(Value::from),
-                    _ => match (current.as_f64(), value.as_f64()) {
-                        (Some(a), Some(b)) if current.is_number() => {
-                            serde_json::Number::from_f64(a + b).map(Value::Number)
-                        }
-                        _ => None,
-                    },
-                };
-                let sum = sum.ok_or_else(|| {
-                    bad(format!(
-                        "The property '{last}' is not a number that can be incremented."
-                    ))
-                })?;
-                map.insert(last.clone(), sum);
-            }
+            PatchOperation::Increment { path, value } => increment_at(&mut patched, path, value)?,
             PatchOperation::Move { from, path } => {
                 let moved = remove_at(&mut patched, from)?;
                 let last = &path[path.len() - 1];
@@ -284,6 +223,79 @@ pub fn apply_patch(document: &Value, operations: &[PatchOperation]) -> EngineRes
     Ok(patched)
 }
 
+/// `add` (`insert`: an array element goes before the index) and `set` (it replaces the
+/// element at the index); both create or overwrite an object's property.
+fn put_at(document: &mut Value, path: &[String], value: &Value, insert: bool) -> EngineResult<()> {
+    let last = &path[path.len() - 1];
+    match parent(document, path)? {
+        Value::Object(map) => {
+            map.insert(last.clone(), value.clone());
+        }
+        Value::Array(items) => {
+            let index = array_index(last, items.len(), true)?;
+            if insert {
+                items.insert(index, value.clone());
+            } else if index == items.len() {
+                items.push(value.clone());
+            } else {
+                items[index] = value.clone();
+            }
+        }
+        _ => {
+            return Err(bad(
+                "The patch path does not end inside an object or array.",
+            ))
+        }
+    }
+    Ok(())
+}
+
+/// `replace`: the property or element must exist.
+fn replace_at(document: &mut Value, path: &[String], value: &Value) -> EngineResult<()> {
+    let last = &path[path.len() - 1];
+    match parent(document, path)? {
+        Value::Object(map) => match map.get_mut(last) {
+            Some(slot) => *slot = value.clone(),
+            None => {
+                return Err(bad(format!(
+                    "The property '{last}' to replace does not exist."
+                )))
+            }
+        },
+        Value::Array(items) => {
+            let index = array_index(last, items.len(), false)?;
+            items[index] = value.clone();
+        }
+        _ => return Err(bad("The patch path does not name a property or element.")),
+    }
+    Ok(())
+}
+
+/// `incr`: adds to a number (a missing property counts as 0), in integers while both are.
+fn increment_at(document: &mut Value, path: &[String], value: &Value) -> EngineResult<()> {
+    let last = &path[path.len() - 1];
+    let Value::Object(map) = parent(document, path)? else {
+        return Err(bad("The 'incr' path must name an object property."));
+    };
+    let current = map.get(last).cloned().unwrap_or(Value::from(0));
+    let sum = match (current.as_i64(), value.as_i64()) {
+        (Some(a), Some(b)) => a.checked_add(b).map(Value::from),
+        _ => match (current.as_f64(), value.as_f64()) {
+            (Some(a), Some(b)) if current.is_number() => {
+                serde_json::Number::from_f64(a + b).map(Value::Number)
+            }
+            _ => None,
+        },
+    };
+    let sum = sum.ok_or_else(|| {
+        bad(format!(
+            "The property '{last}' is not a number that can be incremented."
+        ))
+    })?;
+    map.insert(last.clone(), sum);
+    Ok(())
+}
+
 /// Whether `document` satisfies a patch's `FROM c WHERE ...` condition.
 fn condition_holds(condition: &str, document: &Value, now_ms: i64) -> EngineResult<bool> {
     let prepared = lethedb_query::prepare(&format!("SELECT VALUE 1 {condition}"), &[], now_ms)?;
@@ -293,7 +305,9 @@ fn condition_holds(condition: &str, document: &Value, now_ms: i64) -> EngineResu
     Ok(!run.finish(true)?.items.is_empty())
 }
 
-/// Patches one visible item inside the writer.
+/// Patches one visible item inside the writer: a replace of the item by its patched copy, so
+/// the item rules decide it (the item must exist, an If-Match must hold) before the patch's own
+/// condition and operations apply.
 pub(crate) fn apply_patch_item(
     context: &mut WriteContext<'_>,
     container: std::sync::Arc<Container>,
@@ -304,13 +318,10 @@ pub(crate) fn apply_patch_item(
     if_match: Option<String>,
 ) -> EngineResult<ItemOutcome> {
     let partition_key = container.partition_key.point_key(partition_key)?;
-    let current = current_version(context, &container, &partition_key, id)?;
-    let current_etag = rids::etag(container.key_number(), current.lsn);
-    if let Some(expected) = &if_match {
-        if expected != "*" && *expected != current_etag {
-            return Err(precondition_failed());
-        }
-    }
+    let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
+    let current = visible_record(context, &container, &key)?
+        .map(|record| (stored_version(container.key_number(), &record), record));
+    let current = item_rules::decide_patch(if_match.as_deref(), current)?;
     let document = current.document().ok_or_else(|| corrupted("item"))?;
     if let Some(condition) = condition {
         if !condition_holds(condition, &document, context.now_ms)? {
@@ -324,17 +335,14 @@ pub(crate) fn apply_patch_item(
     if container.partition_key.extract(&patched).encode() != partition_key.encode() {
         return Err(bad("A patch cannot change the partition key of an item."));
     }
-    let (patched_id, patched, bytes) = prepare_body(patched)?;
-    let mut outcome = apply_write(
-        context,
-        container,
-        WriteMode::Replace(patched_id.clone()),
-        Some(partition_key),
-        patched_id,
-        patched,
-        bytes,
-        Some(current_etag),
-    )?;
+    // The same writer job: the version just decided on is still the current one.
+    let request = WriteRequest {
+        mode: WriteMode::Replace(id.to_string()),
+        partition_key: Some(partition_key),
+        body: prepare_body(patched)?,
+        if_match: None,
+    };
+    let mut outcome = apply_write(context, container, request)?;
     outcome.created = false;
     Ok(outcome)
 }

@@ -254,6 +254,15 @@ impl Code {
     }
 }
 
+/// What an engine failure is on the wire: its status and Cosmos code name, from the one table.
+/// The engine is given this at open (`EngineConfig::wire_status`), so a script's failed
+/// operation shows the status a client would get (`err.number`), and the engine holds no status
+/// table of its own.
+pub fn wire_status(code: ErrorCode) -> (u16, &'static str) {
+    let row = Code::Engine(code).row();
+    (row.status.as_u16(), row.cosmos_code)
+}
+
 /// A failure to report to the client.
 #[derive(Debug)]
 pub struct ApiError {

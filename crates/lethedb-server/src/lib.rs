@@ -34,7 +34,7 @@ pub mod tls;
 
 pub use app::{app, metrics_router};
 pub use cosmos::dispatch;
-pub use error::{ApiError, ApiResult, Code};
+pub use error::{wire_status, ApiError, ApiResult, Code};
 pub use operation::{classify, Operation};
 pub use request::{JSON_DEPTH_MAX, REQUEST_BODY_BYTES_MAX};
 pub use state::{AppState, MetricsRoute};

@@ -8,7 +8,7 @@ use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
 use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
-use lethedb_server::{app, metrics_router, secrets, tls, AppState, MetricsRoute};
+use lethedb_server::{app, metrics_router, secrets, tls, wire_status, AppState, MetricsRoute};
 use lethedb_storage::{MemoryStore, PgStore, RedbStore, Storage};
 use std::sync::Arc;
 use std::time::Duration;
@@ -106,7 +106,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
             ..lethedb_engine::SweeperConfig::default()
         },
-        ..EngineConfig::default()
+        ..EngineConfig::new(wire_status)
     };
     let sweeper_config = config.sweeper.clone();
     let clock: Arc<dyn Clock> = if args.clock_offset_ms == 0 {

@@ -21,7 +21,7 @@ async fn a_full_writer_queue_answers_429_with_a_retry_delay() {
     let config = EngineConfig {
         write_batch_max: 1,
         writer_queue_jobs_max: 1,
-        ..EngineConfig::default()
+        ..EngineConfig::new(lethedb_server::wire_status)
     };
     let engine =
         Engine::open(store.clone(), Arc::new(ManualClock::new(NOW_MS)), config).expect("engine");

@@ -8,7 +8,7 @@ use super::view::ScriptWrite;
 use crate::container::Container;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::expiry::record_is_expired;
-use crate::items::{apply_delete, apply_write, read_record, StoredItem};
+use crate::items::{apply_delete, apply_write, read_record, StoredItem, WriteRequest};
 use crate::partition_key::PartitionKeyValue;
 use crate::records::{read_counters, writer_container};
 use crate::writer::WriteContext;
@@ -79,22 +79,17 @@ fn apply_writes(
 ) -> EngineResult<()> {
     for write in writes {
         let applied = match write {
-            ScriptWrite::Put {
-                mode,
-                id,
-                document,
-                bytes,
-            } => apply_write(
-                context,
-                Arc::clone(container),
-                mode,
-                Some(partition.clone()),
-                id,
-                document,
-                bytes,
-                None,
-            )
-            .map(|_| ()),
+            ScriptWrite::Put { mode, body } => {
+                // The script's own conditions were met in its view; the read set, checked
+                // above, says the state it met is still the state here.
+                let request = WriteRequest {
+                    mode,
+                    partition_key: Some(partition.clone()),
+                    body,
+                    if_match: None,
+                };
+                apply_write(context, Arc::clone(container), request).map(|_| ())
+            }
             ScriptWrite::Delete { id } => {
                 apply_delete(context, container, Some(partition.clone()), &id, None).map(|_| ())
             }

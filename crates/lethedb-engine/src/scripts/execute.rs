@@ -11,14 +11,15 @@
 //! because nothing was applied.
 
 use super::commit::{self, CommitPlan, Committed};
-use super::view::{ScriptView, ScriptWriteError};
+use super::view::{ScriptView, ScriptWrite, ScriptWriteError};
 use crate::catalog::kinds::ResourceKind;
 use crate::catalog::script_body::{TriggerOperation, TriggerType};
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::items::{StoredItem, WriteMode};
+use crate::item_rules::{Effect, WriteMode};
+use crate::items::StoredItem;
 use crate::limits::SCRIPT_ATTEMPTS_MAX;
 use crate::partition_key::PartitionKeyValue;
 use crate::records::read_counters;
@@ -108,8 +109,10 @@ pub struct TriggeredOutcome {
 }
 
 /// Maps a sandbox failure to the engine's: the message the service gives, and a thrown
-/// `Error(number, ...)`'s number as the substatus.
-fn script_error(failure: Failure) -> EngineError {
+/// `Error(number, ...)`'s number as the substatus. An operation's failure that ended the
+/// execution is the one the view kept (`ended_by`), so the client sees it as it would have
+/// seen it from the same request.
+fn script_error(failure: Failure, ended_by: Option<EngineError>) -> EngineError {
     match failure {
         Failure::Thrown {
             number, message, ..
@@ -120,17 +123,26 @@ fn script_error(failure: Failure) -> EngineError {
         .with_substatus(number.and_then(|n| u32::try_from(n).ok())),
         Failure::Timeout => EngineError::new(ErrorCode::ScriptTimeout),
         Failure::OutOfMemory => EngineError::new(ErrorCode::ScriptOutOfMemory),
-        Failure::Operation(error) if error.status >= 500 => {
-            EngineError::with_message(ErrorCode::StorageUnavailable, error.message)
-        }
-        Failure::Operation(error) => {
-            EngineError::with_message(ErrorCode::ScriptFailed, error.message)
-        }
+        Failure::Operation(error) => ended_by
+            .unwrap_or_else(|| EngineError::with_message(ErrorCode::ScriptFailed, error.message)),
         Failure::Sandbox(message) => EngineError::with_message(
             ErrorCode::Internal,
             format!("the script sandbox failed: {message}"),
         ),
     }
+}
+
+/// Runs one script (a stored procedure, a trigger) against `view`.
+fn run_in_view(
+    engine: &Engine,
+    source: &str,
+    invocation: &Invocation,
+    logging: bool,
+    view: &mut ScriptView<'_>,
+) -> EngineResult<Outcome> {
+    let limits = &engine.inner.script_limits;
+    lethedb_scripts::run(source, invocation, logging, view, limits)
+        .map_err(|failure| script_error(failure, view.ended_by.take()))
 }
 
 /// Gives the writes' final system properties to every copy of a written document in `value`
@@ -212,14 +224,7 @@ impl Engine {
             let invocation = Invocation::StoredProcedure { arguments };
             let ((outcome, compute_ms), done) = transact(engine, &container, &partition, |view| {
                 let started = Stopwatch::start();
-                let outcome: Outcome = lethedb_scripts::run(
-                    &source,
-                    &invocation,
-                    logging,
-                    view,
-                    &engine.inner.script_limits,
-                )
-                .map_err(script_error)?;
+                let outcome = run_in_view(engine, &source, &invocation, logging, view)?;
                 Ok((outcome, started.elapsed().as_secs_f64() * 1000.0))
             })?;
             let mut body = outcome.response_body;
@@ -340,6 +345,7 @@ fn transact<T>(
             &*reader,
             engine.now_in(&*reader),
             partition.clone(),
+            engine.inner.wire_status,
         );
         let value = run(&mut view)?;
         let request_units = view.request_units;
@@ -383,7 +389,6 @@ fn triggered_write(
     post: &[(String, String)],
 ) -> EngineResult<(Option<Vec<u8>>, bool, Option<Value>)> {
     let operation = write.operation.type_name();
-    let limits = &engine.inner.script_limits;
     let mut body = match &write.operation {
         TriggeredOperation::Create(body)
         | TriggeredOperation::Upsert(body)
@@ -395,58 +400,9 @@ fn triggered_write(
             operation,
             request_body: body.clone(),
         };
-        body = lethedb_scripts::run(source, &invocation, false, view, limits)
-            .map_err(script_error)?
-            .request_body;
+        body = run_in_view(engine, source, &invocation, false, view)?.request_body;
     }
-    let written = |result: Result<Arc<Value>, ScriptWriteError>| match result {
-        Ok(document) => Ok(document),
-        Err(ScriptWriteError::Failed(error)) => Err(error),
-        Err(ScriptWriteError::OutsidePartition) => {
-            Err(EngineError::new(ErrorCode::PartitionKeyMismatch))
-        }
-    };
-    let as_map = |body: Value| match body {
-        Value::Object(map) => Ok(map),
-        _ => Err(EngineError::new(ErrorCode::InvalidDocument)),
-    };
-    let (key, created, response) = match &write.operation {
-        TriggeredOperation::Create(_) | TriggeredOperation::Upsert(_) => {
-            let mode = if matches!(write.operation, TriggeredOperation::Create(_)) {
-                WriteMode::Create
-            } else {
-                WriteMode::Upsert
-            };
-            let id = body.get("id").and_then(Value::as_str).unwrap_or_default();
-            let existed = view.current(&view.key_of(id))?.is_some();
-            let document = written(view.put(
-                mode,
-                None,
-                as_map(body.clone())?,
-                false,
-                write.if_match.as_deref(),
-            ))?;
-            let key = key_of_document(view, &document);
-            (Some(key), !existed, (*document).clone())
-        }
-        TriggeredOperation::Replace(id, _) => {
-            let target = view.key_of(id);
-            let document = written(view.put(
-                WriteMode::Replace(id.clone()),
-                Some(target),
-                as_map(body.clone())?,
-                false,
-                write.if_match.as_deref(),
-            ))?;
-            let key = key_of_document(view, &document);
-            (Some(key), false, (*document).clone())
-        }
-        TriggeredOperation::Delete(id) => {
-            let key = view.key_of(id);
-            view.delete(key, write.if_match.as_deref())?;
-            (None, false, Value::Null)
-        }
-    };
+    let (key, created, response) = triggered_operation(view, write, &body)?;
     let mut response = response;
     let mut replaced = None;
     for (_, source) in post {
@@ -455,8 +411,7 @@ fn triggered_write(
             request_body: body.clone(),
             response_body: response.clone(),
         };
-        let outcome =
-            lethedb_scripts::run(source, &invocation, false, view, limits).map_err(script_error)?;
+        let outcome = run_in_view(engine, source, &invocation, false, view)?;
         if outcome.response_set {
             // The next post-trigger sees, and the client gets, the body this one set.
             response = outcome.response_body.clone();
@@ -464,6 +419,39 @@ fn triggered_write(
         }
     }
     Ok((key, created, replaced))
+}
+
+/// The write itself, between the triggers, with the body the pre-triggers left: returns the
+/// written item's key (none for a delete), whether it created the item, and the document.
+fn triggered_operation(
+    view: &mut ScriptView<'_>,
+    write: &TriggeredWrite,
+    body: &Value,
+) -> EngineResult<(Option<Vec<u8>>, bool, Value)> {
+    let (mode, replaced) = match &write.operation {
+        TriggeredOperation::Create(_) => (WriteMode::Create, None),
+        TriggeredOperation::Upsert(_) => (WriteMode::Upsert, None),
+        TriggeredOperation::Replace(id, _) => {
+            (WriteMode::Replace(id.clone()), Some(view.key_of(id)))
+        }
+        TriggeredOperation::Delete(id) => {
+            let key = view.key_of(id);
+            view.delete(key, write.if_match.as_deref())?;
+            return Ok((None, false, Value::Null));
+        }
+    };
+    let Value::Object(map) = body.clone() else {
+        return Err(EngineError::new(ErrorCode::InvalidDocument));
+    };
+    let (document, effect) = match view.put(mode, replaced, map, false, write.if_match.as_deref()) {
+        Ok(written) => written,
+        Err(ScriptWriteError::Failed(error)) => return Err(error),
+        Err(ScriptWriteError::OutsidePartition) => {
+            return Err(EngineError::new(ErrorCode::PartitionKeyMismatch))
+        }
+    };
+    let key = key_of_document(view, &document);
+    Ok((Some(key), effect == Effect::Create, (*document).clone()))
 }
 
 fn key_of_document(view: &ScriptView<'_>, document: &Value) -> Vec<u8> {
@@ -477,14 +465,14 @@ fn key_of_document(view: &ScriptView<'_>, document: &Value) -> Vec<u8> {
 
 /// What a finished view leaves to commit.
 fn plan_of(container: &Container, view: ScriptView<'_>) -> CommitPlan {
-    let mut written_keys: Vec<Vec<u8>> =
-        view.writes
-            .iter()
-            .map(|write| match write {
-                super::view::ScriptWrite::Put { id, .. }
-                | super::view::ScriptWrite::Delete { id } => view.key_of(id),
-            })
-            .collect();
+    let mut written_keys: Vec<Vec<u8>> = view
+        .writes
+        .iter()
+        .map(|write| match write {
+            ScriptWrite::Put { body, .. } => view.key_of(&body.id),
+            ScriptWrite::Delete { id } => view.key_of(id),
+        })
+        .collect();
     written_keys.sort();
     written_keys.dedup();
     CommitPlan {

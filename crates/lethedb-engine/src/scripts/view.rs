@@ -1,32 +1,34 @@
 //! What a script sees and does while it runs: a storage snapshot of its partition, overlaid with
 //! its own writes, off the writer thread.
 //!
-//! Every operation is decided here against that view, with the rules of its single-item
-//! counterpart (ids, ETags, TTL, sizes), so the script's callbacks get the answers the service
-//! would give. Writes are not applied: they are kept, in order, for the commit (`commit.rs`),
-//! together with the version each item the script touched had in the snapshot (the read set),
-//! which the commit re-checks. Items the script writes carry provisional `_rid`s (for new
+//! Every operation is decided against that view by the rules of its single-item counterpart
+//! (`item_rules.rs`: ids, ETags, TTL, sizes), so the script's callbacks get the answers the
+//! service would give. Writes are not applied: they are kept, in order, for the commit
+//! (`commit.rs`), together with the version each item the script touched had in the snapshot
+//! (the read set), which the commit re-checks. Items the script writes carry provisional `_rid`s (for new
 //! items), `_etag`s and `_ts`s until the commit gives them their own.
 //!
 //! A script is confined to the partition key it was executed with: a read outside it finds
 //! nothing, and a write outside it ends the execution.
 
 use crate::container::Container;
-use crate::error::{corrupted, invalid_continuation, item_conflict, item_not_found};
-use crate::error::{precondition_failed, EngineError, EngineResult, ErrorCode};
+use crate::engine::WireStatus;
+use crate::error::{corrupted, invalid_continuation, item_not_found};
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::expiry::record_is_expired;
 use crate::item_requests::{decode_continuation, encode_continuation};
-use crate::items::{prepare_body, read_record, StoredItem, WriteMode};
+use crate::item_rules::{self, Body, Effect, Version, WriteMode};
+use crate::items::{read_record, StoredItem};
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partition_key::PartitionKeyValue;
 use crate::records::ItemRecord;
 use crate::request_units;
 use crate::rids;
-use crate::ttl;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::{Map, Value};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{btree_map, BTreeMap, HashMap};
+use std::iter::Peekable;
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
 
@@ -36,15 +38,8 @@ const PROVISIONAL_DOCUMENT_NUMBER_BASE: u64 = 0x00f0_0000_0000_0000;
 /// One write, kept for the commit.
 #[derive(Clone, Debug)]
 pub(crate) enum ScriptWrite {
-    Put {
-        mode: WriteMode,
-        id: String,
-        document: Value,
-        bytes: Vec<u8>,
-    },
-    Delete {
-        id: String,
-    },
+    Put { mode: WriteMode, body: Body },
+    Delete { id: String },
 }
 
 /// The view of one execution.
@@ -65,6 +60,11 @@ pub(crate) struct ScriptView<'r> {
     pub(crate) reads: HashMap<Vec<u8>, Option<u64>>,
     pub(crate) writes: Vec<ScriptWrite>,
     pub(crate) request_units: f64,
+    /// What a failure is on the wire, which a script sees of a failed operation.
+    pub(crate) wire_status: WireStatus,
+    /// The failure that ended the execution (a failure of the store, a write outside the
+    /// partition), which the sandbox reports only as the script API shows it.
+    pub(crate) ended_by: Option<EngineError>,
 }
 
 impl<'r> ScriptView<'r> {
@@ -73,6 +73,7 @@ impl<'r> ScriptView<'r> {
         reader: &'r dyn ReadTxn,
         now_ms: i64,
         partition: PartitionKeyValue,
+        wire_status: WireStatus,
     ) -> ScriptView<'r> {
         let partition_bytes = partition.encode();
         ScriptView {
@@ -88,6 +89,8 @@ impl<'r> ScriptView<'r> {
             reads: HashMap::new(),
             writes: Vec::new(),
             request_units: 0.0,
+            wire_status,
+            ended_by: None,
         }
     }
 
@@ -133,14 +136,6 @@ impl<'r> ScriptView<'r> {
         }
     }
 
-    /// Makes sure the read set has the snapshot version of `key` (a write's base).
-    fn note_base(&mut self, key: &[u8]) -> EngineResult<()> {
-        if !self.local.contains_key(key) && !self.reads.contains_key(key) {
-            self.current(key)?;
-        }
-        Ok(())
-    }
-
     /// The collection part of a link, checked to be this collection's (by rid or by name).
     pub(crate) fn check_collection_link(&self, link: &str) -> EngineResult<()> {
         let link = link.trim_matches('/');
@@ -184,22 +179,22 @@ impl<'r> ScriptView<'r> {
     }
 
     /// Checks a body for a write: the id (generated unless turned off), the item rules, and
-    /// the partition (a write outside it ends the execution: `Err(Ok(..))`).
+    /// the partition (a write outside it ends the execution).
     fn prepare(
         &self,
         mut body: Map<String, Value>,
         generate_id: bool,
-    ) -> Result<(String, Value, Vec<u8>), ScriptWriteError> {
+    ) -> Result<Body, ScriptWriteError> {
         if !body.contains_key("id") && generate_id {
             body.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
         }
-        let (id, document, bytes) = prepare_body(Value::Object(body))?;
-        ttl::validate_item_ttl(&document, self.container.ttl.is_on())?;
-        let key = self.container.partition_key.extract(&document);
+        let body = item_rules::prepare_body(Value::Object(body))?;
+        let key = item_rules::document_partition_key(&self.container, &body.document)?;
         if key.encode() != self.partition_bytes {
             return Err(ScriptWriteError::OutsidePartition);
         }
-        Ok((id, document, bytes))
+        item_rules::check_partition_key_size(&self.partition_bytes)?;
+        Ok(body)
     }
 
     /// The document as the script sees it after writing it: its body, the system properties
@@ -229,6 +224,7 @@ impl<'r> ScriptView<'r> {
     }
 
     /// A create, upsert or replace (`replaced`: the key the link names, for a replace).
+    /// Returns the document as the script sees it now, and whether the write created it.
     pub(crate) fn put(
         &mut self,
         mode: WriteMode,
@@ -236,47 +232,22 @@ impl<'r> ScriptView<'r> {
         body: Map<String, Value>,
         generate_id: bool,
         if_match: Option<&str>,
-    ) -> Result<Arc<Value>, ScriptWriteError> {
-        let (id, document, bytes) = self.prepare(body, generate_id)?;
-        let key = self.key_of(&id);
-        let target = replaced.clone().unwrap_or_else(|| key.clone());
+    ) -> Result<(Arc<Value>, Effect), ScriptWriteError> {
+        let body = self.prepare(body, generate_id)?;
+        let key = self.key_of(&body.id);
+        let target = replaced.unwrap_or_else(|| key.clone());
         let existing = self.current(&target)?;
-        self.note_base(&key)?;
-        let condition = |existing: &Option<Arc<Value>>| -> EngineResult<()> {
-            let Some(expected) = if_match else {
-                return Ok(());
-            };
-            let current = existing
-                .as_ref()
-                .and_then(|doc| doc.get("_etag"))
-                .and_then(Value::as_str);
-            if expected == "*" && current.is_some() || current == Some(expected) {
-                Ok(())
-            } else {
-                Err(precondition_failed())
-            }
-        };
+        // A rename's new id is read too: it must be free, and the commit re-checks it.
+        let taken = target != key && self.current(&key)?.is_some();
+        let current = existing.as_deref().map(Version::shown);
+        let effect = item_rules::decide_write(&mode, if_match, current, taken)?;
         let mode = match mode {
-            WriteMode::Create if existing.is_some() => return Err(item_conflict().into()),
-            WriteMode::Create => WriteMode::Create,
-            WriteMode::Upsert => {
-                if existing.is_some() {
-                    condition(&existing)?;
-                }
-                WriteMode::Upsert
-            }
             WriteMode::Replace(_) => {
-                if existing.is_none() {
-                    return Err(item_not_found().into());
-                }
-                condition(&existing)?;
-                if target != key && self.current(&key)?.is_some() {
-                    return Err(item_conflict().into());
-                }
                 let (_, old_id) = keys::split_item_suffix(keys::item_key_suffix(&target))
                     .ok_or_else(|| corrupted("item key"))?;
                 WriteMode::Replace(old_id.to_string())
             }
+            other => other,
         };
         let kept_rid = existing
             .as_ref()
@@ -286,25 +257,17 @@ impl<'r> ScriptView<'r> {
         if target != key {
             self.local.insert(target, None);
         }
-        let seen = self.written(&key, &document, kept_rid);
+        let seen = self.written(&key, &body.document, kept_rid);
         self.local.insert(key, Some(Arc::clone(&seen)));
-        self.request_units += request_units::write(bytes.len());
-        self.writes.push(ScriptWrite::Put {
-            mode,
-            id,
-            document,
-            bytes,
-        });
-        Ok(seen)
+        self.request_units += request_units::write(body.bytes.len());
+        self.writes.push(ScriptWrite::Put { mode, body });
+        Ok((seen, effect))
     }
 
     pub(crate) fn delete(&mut self, key: Vec<u8>, if_match: Option<&str>) -> EngineResult<()> {
-        let existing = self.current(&key)?.ok_or_else(item_not_found)?;
-        if let Some(expected) = if_match {
-            if expected != "*" && existing.get("_etag").and_then(Value::as_str) != Some(expected) {
-                return Err(precondition_failed());
-            }
-        }
+        let existing = self.current(&key)?;
+        let current = existing.as_deref().map(|doc| (Version::shown(doc), ()));
+        item_rules::decide_delete(if_match, current)?;
         let (_, id) = keys::split_item_suffix(keys::item_key_suffix(&key))
             .ok_or_else(|| corrupted("item key"))?;
         self.writes.push(ScriptWrite::Delete { id: id.to_string() });
@@ -320,6 +283,38 @@ impl<'r> ScriptView<'r> {
         after: Option<&[u8]>,
         visit: &mut dyn FnMut(&[u8], &Value) -> ControlFlow<()>,
     ) -> EngineResult<()> {
+        let range = self.scan_range(after)?;
+        let local_range = (range.start.clone(), range.end.clone());
+        let mut merge = Merge {
+            container: Arc::clone(&self.container),
+            now_ms: self.now_ms,
+            pending: self.local.range(local_range).peekable(),
+            reads: &mut self.reads,
+            stopped: false,
+            failure: None,
+            scanned_bytes: 0,
+        };
+        self.reader.scan(Table::Items, &range, &mut |key, value| {
+            merge.snapshot_entry(key, value, visit)
+        })?;
+        if let Some(error) = merge.failure {
+            return Err(error);
+        }
+        if !merge.stopped {
+            for (local_key, local) in merge.pending {
+                if let Some(document) = local {
+                    if visit(local_key, document).is_break() {
+                        break;
+                    }
+                }
+            }
+        }
+        self.request_units += request_units::read(merge.scanned_bytes);
+        Ok(())
+    }
+
+    /// The keys of the partition after `after` (a key suffix, which must be in the partition).
+    fn scan_range(&self, after: Option<&[u8]>) -> EngineResult<KeyRange> {
         let number = self.container.key_number();
         let prefix = keys::partition_prefix(number, &self.partition_bytes);
         let mut range = KeyRange::prefix(&prefix);
@@ -330,71 +325,7 @@ impl<'r> ScriptView<'r> {
             }
             range.start = Bound::Excluded(start);
         }
-        let local_range = (range.start.clone(), range.end.clone());
-        let mut pending = self.local.range(local_range).peekable();
-        let (container, now_ms) = (Arc::clone(&self.container), self.now_ms);
-        let reads = &mut self.reads;
-        let mut stopped = false;
-        let mut failure: Option<EngineError> = None;
-        let mut scanned_bytes = 0usize;
-        self.reader.scan(Table::Items, &range, &mut |key, value| {
-            while let Some((local_key, local)) = pending.peek() {
-                if local_key.as_slice() > key {
-                    break;
-                }
-                let overrides = local_key.as_slice() == key;
-                if let Some(document) = local {
-                    if visit(local_key, document).is_break() {
-                        stopped = true;
-                        return ControlFlow::Break(());
-                    }
-                }
-                pending.next();
-                if overrides {
-                    return ControlFlow::Continue(());
-                }
-            }
-            let Some(record) = ItemRecord::decode(value) else {
-                failure = Some(corrupted("item"));
-                return ControlFlow::Break(());
-            };
-            if record_is_expired(&container, &record, now_ms) {
-                return ControlFlow::Continue(());
-            }
-            reads.entry(key.to_vec()).or_insert(Some(record.lsn));
-            scanned_bytes += record.body.len();
-            let item = StoredItem {
-                container: Arc::clone(&container),
-                record,
-            };
-            match item.to_value() {
-                Ok(document) => {
-                    if visit(key, &document).is_break() {
-                        stopped = true;
-                        return ControlFlow::Break(());
-                    }
-                    ControlFlow::Continue(())
-                }
-                Err(error) => {
-                    failure = Some(error);
-                    ControlFlow::Break(())
-                }
-            }
-        })?;
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        if !stopped {
-            for (local_key, local) in pending {
-                if let Some(document) = local {
-                    if visit(local_key, document).is_break() {
-                        break;
-                    }
-                }
-            }
-        }
-        self.request_units += request_units::read(scanned_bytes);
-        Ok(())
+        Ok(range)
     }
 
     /// One page of the partition's documents.
@@ -458,6 +389,87 @@ impl<'r> ScriptView<'r> {
         let page = run.finish(!full)?;
         self.request_units += request_units::query(page.documents_scanned, page.items.len() as u64);
         Ok((page.items, page.continuation))
+    }
+}
+
+/// The script's own writes, in key order, not yet merged into a scan.
+type Pending<'v> = Peekable<btree_map::Range<'v, Vec<u8>, Option<Arc<Value>>>>;
+
+/// A scan of the snapshot merged with the script's own writes: a written key replaces the
+/// snapshot's version of it (a deleted one hides it), and the snapshot's visible versions join
+/// the read set.
+struct Merge<'v> {
+    container: Arc<Container>,
+    now_ms: i64,
+    pending: Pending<'v>,
+    reads: &'v mut HashMap<Vec<u8>, Option<u64>>,
+    /// Whether the visitor broke.
+    stopped: bool,
+    failure: Option<EngineError>,
+    scanned_bytes: usize,
+}
+
+impl Merge<'_> {
+    /// One stored entry: the script's writes before it (or at its key, which replace it) are
+    /// visited first, then its own version if visible.
+    fn snapshot_entry(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        visit: &mut dyn FnMut(&[u8], &Value) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        while let Some((local_key, local)) = self.pending.peek() {
+            if local_key.as_slice() > key {
+                break;
+            }
+            let overrides = local_key.as_slice() == key;
+            if let Some(document) = local {
+                if visit(local_key, document).is_break() {
+                    self.stopped = true;
+                    return ControlFlow::Break(());
+                }
+            }
+            self.pending.next();
+            if overrides {
+                return ControlFlow::Continue(());
+            }
+        }
+        self.stored_version(key, value, visit)
+    }
+
+    /// The snapshot's version at `key`, visited when visible.
+    fn stored_version(
+        &mut self,
+        key: &[u8],
+        value: &[u8],
+        visit: &mut dyn FnMut(&[u8], &Value) -> ControlFlow<()>,
+    ) -> ControlFlow<()> {
+        let Some(record) = ItemRecord::decode(value) else {
+            self.failure = Some(corrupted("item"));
+            return ControlFlow::Break(());
+        };
+        if record_is_expired(&self.container, &record, self.now_ms) {
+            return ControlFlow::Continue(());
+        }
+        self.reads.entry(key.to_vec()).or_insert(Some(record.lsn));
+        self.scanned_bytes += record.body.len();
+        let item = StoredItem {
+            container: Arc::clone(&self.container),
+            record,
+        };
+        match item.to_value() {
+            Ok(document) => {
+                if visit(key, &document).is_break() {
+                    self.stopped = true;
+                    return ControlFlow::Break(());
+                }
+                ControlFlow::Continue(())
+            }
+            Err(error) => {
+                self.failure = Some(error);
+                ControlFlow::Break(())
+            }
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 const START_MS: i64 = 1_800_000_000_000;
 
 async fn engine(default_ttl: Option<i64>) -> (Engine, Arc<ManualClock>) {
-    engine_with(EngineConfig::default(), default_ttl, None).await
+    engine_with(crate::common::config(), default_ttl, None).await
 }
 
 async fn engine_with(
@@ -367,7 +367,7 @@ async fn survives(engine: &Engine, clock: &ManualClock, minutes_later: i64) -> b
 async fn retention_follows_the_server_default_and_the_container_policy() {
     let short = EngineConfig {
         change_log_retention_minutes: 5,
-        ..EngineConfig::default()
+        ..crate::common::config()
     };
     let (engine, clock) = engine_with(short.clone(), None, None).await;
     assert!(
@@ -379,7 +379,7 @@ async fn retention_follows_the_server_default_and_the_container_policy() {
         survives(&engine, &clock, 61).await,
         "the container's 120 minutes win"
     );
-    let (engine, clock) = engine_with(EngineConfig::default(), None, None).await;
+    let (engine, clock) = engine_with(crate::common::config(), None, None).await;
     assert!(survives(&engine, &clock, 59).await, "60 minutes by default");
 }
 

@@ -1,7 +1,26 @@
-//! Helpers shared by the engine's integration tests: partition key values and a deterministic
-//! random generator.
+//! Helpers shared by the engine's integration tests: partition key values, a deterministic
+//! random generator, and the engine's configuration with these tests' own wire statuses.
 
-use lethedb_engine::PartitionKeyValue;
+use lethedb_engine::{EngineConfig, ErrorCode, PartitionKeyValue};
+
+/// What a failure is on the wire, as these tests tell the engine (the server gives its one error
+/// table; the engine has none): the statuses and code names a script's failed operation shows,
+/// for the failures these tests make a script meet, as the service gives them.
+pub fn wire_status(code: ErrorCode) -> (u16, &'static str) {
+    match code {
+        ErrorCode::ItemNotFound | ErrorCode::ResourceNotFound => (404, "NotFound"),
+        ErrorCode::ItemIdConflict | ErrorCode::ResourceIdConflict => (409, "Conflict"),
+        ErrorCode::PreconditionFailed => (412, "PreconditionFailed"),
+        ErrorCode::ItemTooLarge => (413, "RequestEntityTooLarge"),
+        code if code.is_service_failure() => (503, "ServiceUnavailable"),
+        _ => (400, "BadRequest"),
+    }
+}
+
+/// The default configuration, with [`wire_status`].
+pub fn config() -> EngineConfig {
+    EngineConfig::new(wire_status)
+}
 
 /// The partition key header value for a single string key.
 pub fn pk(value: &str) -> Option<PartitionKeyValue> {
@@ -26,13 +45,7 @@ pub async fn engine_with_container(
     container: serde_json::Value,
 ) -> lethedb_engine::Engine {
     let store = std::sync::Arc::new(lethedb_storage::MemoryStore::new());
-    engine_on_store(
-        store,
-        clock,
-        container,
-        lethedb_engine::EngineConfig::default(),
-    )
-    .await
+    engine_on_store(store, clock, container, config()).await
 }
 
 /// An engine on `store` with database `db` and the container `container` in it.

@@ -54,7 +54,7 @@ async fn a_panic_in_the_writer_poisons_the_engine_and_reads_keep_working() {
         store.clone(),
         clock(),
         container_body(),
-        EngineConfig::default(),
+        crate::common::config(),
     )
     .await;
     assert_eq!(engine.poisoned(), None);
@@ -113,7 +113,7 @@ async fn a_full_writer_queue_refuses_writes_at_once() {
     let config = EngineConfig {
         write_batch_max: 1,
         writer_queue_jobs_max: QUEUE,
-        ..EngineConfig::default()
+        ..crate::common::config()
     };
     let engine = engine_on_store(store.clone(), clock(), container_body(), config).await;
     store.hold_commits();
@@ -297,7 +297,7 @@ async fn a_scan_runs_off_the_async_worker() {
         store.clone(),
         clock(),
         container_body(),
-        EngineConfig::default(),
+        crate::common::config(),
     )
     .await;
     create(&engine, "i0").await.expect("create");

@@ -10,6 +10,7 @@ mod change_feed;
 mod common;
 mod epk;
 mod faults;
+mod item_rules;
 mod model;
 mod ranges;
 mod resources;

@@ -7,9 +7,7 @@
 use crate::common::*;
 use lethedb_engine::ranges::RangeFilter;
 
-use lethedb_engine::{
-    Engine, EngineConfig, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode,
-};
+use lethedb_engine::{Engine, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
 use lethedb_storage::{FailingStore, FaultPlan, MemoryStore};
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -52,7 +50,7 @@ async fn a_failed_put_or_commit_acknowledges_nothing_and_loses_nothing_acknowled
         store.clone(),
         clock.clone(),
         json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
-        EngineConfig::default(),
+        crate::common::config(),
     )
     .await;
     let (model, refusals) = drive(&engine, &clock, 1_500, true).await;

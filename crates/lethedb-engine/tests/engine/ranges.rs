@@ -47,7 +47,7 @@ fn ids(engine: &Engine) -> Vec<u32> {
 async fn a_fixed_count_ignores_throughput_and_never_splits() {
     let config = EngineConfig {
         partition_key_ranges: Some(3),
-        ..EngineConfig::default()
+        ..crate::common::config()
     };
     let engine = engine(config, 400).await;
     assert_eq!(ids(&engine), [0, 1, 2]);
@@ -57,7 +57,7 @@ async fn a_fixed_count_ignores_throughput_and_never_splits() {
 
 #[tokio::test]
 async fn throughput_splits_ranges_when_the_count_is_not_fixed() {
-    let engine = engine(EngineConfig::default(), 30_000).await;
+    let engine = engine(crate::common::config(), 30_000).await;
     assert_eq!(ids(&engine), [0, 1, 2]);
     raise(&engine, 40_000).await;
     // Range 0 (fewest ancestors, leftmost) halves into 3 and 4.

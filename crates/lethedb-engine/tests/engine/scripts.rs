@@ -23,7 +23,7 @@ async fn engine(ttl: Option<i64>) -> (Engine, Arc<ManualClock>) {
             budget: Duration::from_millis(500),
             ..ScriptLimits::default()
         },
-        ..EngineConfig::default()
+        ..crate::common::config()
     };
     let store = Arc::new(lethedb_storage::MemoryStore::new());
     let engine = engine_on_store(store, Arc::clone(&clock), container, config).await;

@@ -9,7 +9,7 @@
 //! (`LETHEDB_TEST_POSTGRES_REQUIRED`) a missing database fails instead of skipping.
 
 use crate::common::pk;
-use lethedb_engine::{Engine, EngineConfig, ErrorCode, ManualClock, WriteMode};
+use lethedb_engine::{Engine, ErrorCode, ManualClock, WriteMode};
 use lethedb_storage::PgStore;
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -54,7 +54,7 @@ async fn pair(url: &str) -> (Engine, Engine) {
         Engine::open(
             Arc::new(store),
             Arc::new(ManualClock::new(real_now_ms() + offset)),
-            EngineConfig::default(),
+            crate::common::config(),
         )
         .expect("engine")
     };

@@ -54,7 +54,7 @@ async fn a_hundred_thousand_expired_items_are_all_deleted() {
     let store = Arc::new(MemoryStore::new());
     let clock = Arc::new(ManualClock::new(START_MS));
     let engine =
-        Engine::open(store.clone(), clock.clone(), EngineConfig::default()).expect("engine");
+        Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
     setup(&engine, 60).await;
     let total = 100_000;
     let writers: Vec<_> = (0..50)
@@ -127,7 +127,7 @@ async fn a_rewrite_at_the_expiry_instant_is_never_swept() {
         let engine = Engine::open(
             Arc::new(MemoryStore::new()),
             clock.clone(),
-            EngineConfig::default(),
+            crate::common::config(),
         )
         .expect("engine");
         setup(&engine, 10).await;
@@ -201,7 +201,7 @@ async fn expired_items_stay_invisible_after_a_restart_and_the_sweeper_resumes() 
         let engine = Engine::open(
             Arc::new(RedbStore::open(&path).expect("open")),
             clock.clone(),
-            EngineConfig::default(),
+            crate::common::config(),
         )
         .expect("engine");
         setup(&engine, 5).await;
@@ -213,7 +213,7 @@ async fn expired_items_stay_invisible_after_a_restart_and_the_sweeper_resumes() 
     }
     let store = Arc::new(RedbStore::open(&path).expect("reopen"));
     let engine =
-        Engine::open(store.clone(), clock.clone(), EngineConfig::default()).expect("engine");
+        Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
     let container = engine.read_container("db", "c").expect("container");
     for i in 0..100 {
         assert!(
@@ -238,7 +238,7 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
     let clock = Arc::new(ManualClock::new(START_MS));
     let store = Arc::new(MemoryStore::new());
     let engine =
-        Engine::open(store.clone(), clock.clone(), EngineConfig::default()).expect("engine");
+        Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
     engine
         .create_database(json!({"id": "db"}), None)
         .await
@@ -323,7 +323,7 @@ async fn each_of_several_instances_draws_on_its_share_of_a_containers_throughput
             Arc::new(ManualClock::new(START_MS)),
             EngineConfig {
                 throughput_instances: instances,
-                ..EngineConfig::default()
+                ..crate::common::config()
             },
         )
         .expect("engine")

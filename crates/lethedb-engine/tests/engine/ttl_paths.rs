@@ -5,9 +5,7 @@
 use crate::common::pk;
 use lethedb_engine::ranges::RangeFilter;
 
-use lethedb_engine::{
-    Engine, EngineConfig, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode,
-};
+use lethedb_engine::{Engine, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
 use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -19,7 +17,7 @@ fn engine() -> (Engine, Arc<ManualClock>) {
     let engine = Engine::open(
         Arc::new(MemoryStore::new()),
         clock.clone(),
-        EngineConfig::default(),
+        crate::common::config(),
     )
     .expect("engine");
     (engine, clock)

@@ -84,7 +84,8 @@ impl Server {
         configure: impl FnOnce(&mut AppState),
     ) -> Server {
         let clock = Arc::new(ManualClock::new(START_MS));
-        let engine = Engine::open(store, clock.clone(), EngineConfig::default()).expect("engine");
+        let engine = Engine::open(store, clock.clone(), EngineConfig::new(crate::wire_status))
+            .expect("engine");
         let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
         let metrics = Some(Arc::new(crate::metrics::Metrics::new(engine.clone())));
         let mut state = AppState {

@@ -287,8 +287,12 @@ async fn other_methods_and_paths_near_internal_endpoints_are_cosmos_requests() {
 #[tokio::test]
 async fn the_metrics_port_serves_only_metrics() {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let engine =
-        Engine::open(Arc::new(MemoryStore::new()), clock, EngineConfig::default()).expect("engine");
+    let engine = Engine::open(
+        Arc::new(MemoryStore::new()),
+        clock,
+        EngineConfig::new(crate::wire_status),
+    )
+    .expect("engine");
     let state = AppState {
         entra_id: true,
         metrics: Some(Arc::new(crate::metrics::Metrics::new(engine.clone()))),
