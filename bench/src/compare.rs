@@ -47,9 +47,8 @@ pub async fn compare(launch: &Launch, config: &CompareConfig) -> anyhow::Result<
     }
     let mut postgres_markdown = String::new();
     crate::pg_sections::markdown(&mut postgres_markdown, &report);
-    report.extra_markdown = postgres_markdown;
     goals::evaluate(&mut report, config);
-    let markdown = report::markdown(&report, config, peer, launch);
+    let markdown = report::markdown(&report, config, peer, launch, &postgres_markdown);
     let json = report::to_json(&report, config, peer, launch);
     std::fs::create_dir_all(&config.results_dir)?;
     let stem = results_stem(config);

@@ -11,7 +11,7 @@
 //! refusals is one of the figures. Any other status but 200, or a transport failure, is an
 //! error. This module knows nothing of TTL or of the servers under test.
 
-use crate::cosmos::{Client, ContainerPaths, Endpoint};
+use crate::cosmos::{Client, ContainerPaths, Endpoint, Reply};
 use crate::data::{DataSet, Rng};
 use crate::stats::{Recorder, Summary};
 use serde_json::{json, Value};
@@ -90,7 +90,43 @@ impl OpenLoopSummary {
     }
 }
 
-#[derive(Default)]
+/// When each request is due, and the measured window and its parts.
+#[derive(Clone, Copy)]
+struct Schedule {
+    connections: usize,
+    interval: Duration,
+    start: Instant,
+    measure_from: Instant,
+    deadline: Instant,
+    sub_windows: usize,
+    sub_window: Duration,
+}
+
+impl Schedule {
+    fn new(config: &OpenLoopConfig) -> Schedule {
+        // A moment for every connection task to start before the first request is due.
+        let start = Instant::now() + Duration::from_millis(20);
+        let measure_from = start + config.warmup;
+        let sub_windows = ((config.duration.as_secs_f64() / SUB_WINDOW.as_secs_f64()) as usize)
+            .max(SUB_WINDOWS_MIN);
+        Schedule {
+            connections: config.connections.max(1),
+            interval: Duration::from_secs_f64(1.0 / config.rate_per_sec.max(1e-3)),
+            start,
+            measure_from,
+            deadline: measure_from + config.duration,
+            sub_windows,
+            sub_window: config.duration / sub_windows as u32,
+        }
+    }
+
+    /// The part of the measured window a request due at `due` falls in.
+    fn sub_window_of(&self, due: Instant) -> usize {
+        ((due - self.measure_from).as_secs_f64() / self.sub_window.as_secs_f64().max(1e-9)) as usize
+    }
+}
+
+/// What one connection counted over the requests due in the measured window.
 struct ConnectionTally {
     recorder: Recorder,
     sub_windows: Vec<Recorder>,
@@ -100,6 +136,68 @@ struct ConnectionTally {
     slipped: u64,
 }
 
+impl ConnectionTally {
+    fn new(schedule: &Schedule) -> ConnectionTally {
+        ConnectionTally {
+            recorder: Recorder::default(),
+            sub_windows: std::iter::repeat_with(Recorder::default)
+                .take(schedule.sub_windows)
+                .collect(),
+            sent: 0,
+            throttled: 0,
+            charge_ru: 0.0,
+            slipped: 0,
+        }
+    }
+
+    /// Counts the answer to a request due at `due` inside the measured window.
+    fn count(
+        &mut self,
+        schedule: &Schedule,
+        due: Instant,
+        latency: Duration,
+        outcome: anyhow::Result<Reply>,
+    ) {
+        self.sent += 1;
+        let reply = match outcome {
+            Ok(reply) => reply,
+            Err(error) => {
+                self.recorder
+                    .error("transport".into(), format!("{error:#}"));
+                return;
+            }
+        };
+        self.charge_ru += reply.request_charge;
+        match reply.status {
+            200 => {
+                self.recorder.record(latency);
+                if let Some(recorder) = self.sub_windows.get_mut(schedule.sub_window_of(due)) {
+                    recorder.record(latency);
+                }
+            }
+            429 => self.throttled += 1,
+            status => self.recorder.error(
+                format!("status {status}"),
+                String::from_utf8_lossy(&reply.body)
+                    .chars()
+                    .take(300)
+                    .collect(),
+            ),
+        }
+    }
+
+    fn merge(&mut self, other: ConnectionTally) {
+        self.recorder.merge(other.recorder);
+        for (sum, part) in self.sub_windows.iter_mut().zip(other.sub_windows) {
+            sum.merge(part);
+        }
+        self.sent += other.sent;
+        self.throttled += other.throttled;
+        self.charge_ru += other.charge_ru;
+        self.slipped += other.slipped;
+    }
+}
+
 /// Runs point reads at `config.rate_per_sec` for the warm-up and the measured window, then
 /// waits for every answer.
 pub async fn point_reads(
@@ -107,101 +205,23 @@ pub async fn point_reads(
     paths: &ContainerPaths,
     config: &OpenLoopConfig,
 ) -> anyhow::Result<OpenLoopSummary> {
-    let connections = config.connections.max(1);
-    let interval = Duration::from_secs_f64(1.0 / config.rate_per_sec.max(1e-3));
-    // A moment for every connection task to start before the first request is due.
-    let start = Instant::now() + Duration::from_millis(20);
-    let measure_from = start + config.warmup;
-    let deadline = measure_from + config.duration;
-    let sub_windows =
-        ((config.duration.as_secs_f64() / SUB_WINDOW.as_secs_f64()) as usize).max(SUB_WINDOWS_MIN);
-    let sub_window = config.duration / sub_windows as u32;
+    let schedule = Schedule::new(config);
     let mut tasks = Vec::new();
-    for connection in 0..connections {
+    for connection in 0..schedule.connections {
         let (endpoint, paths, data) = (Arc::clone(endpoint), paths.clone(), config.data.clone());
         let first_item = config.first_item;
         tasks.push(tokio::spawn(async move {
-            let mut client = Client::new(endpoint);
-            let mut rng = Rng::new(data.seed ^ (0x0be2_1005 + connection as u64));
-            let mut tally = ConnectionTally::default();
-            tally
-                .sub_windows
-                .resize_with(sub_windows, Recorder::default);
-            let mut index = connection as u32;
-            loop {
-                let due = start + interval * index;
-                if due >= deadline {
-                    break;
-                }
-                index += connections as u32;
-                let left = if Instant::now() < due {
-                    tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
-                    let left = Instant::now();
-                    if left > due + SLIP_TOLERANCE && due >= measure_from {
-                        tally.slipped += 1;
-                    }
-                    left
-                } else {
-                    due
-                };
-                let item = first_item + rng.below(data.items as u64) as usize;
-                let (id, pk) = (data.id(item), data.pk(item));
-                let outcome = client.read_item(&paths, &id, &pk).await;
-                let latency = left.elapsed();
-                if due < measure_from {
-                    continue;
-                }
-                tally.sent += 1;
-                match outcome {
-                    Ok(reply) => {
-                        tally.charge_ru += reply.request_charge;
-                        match reply.status {
-                            200 => {
-                                tally.recorder.record(latency);
-                                let part = ((due - measure_from).as_secs_f64()
-                                    / sub_window.as_secs_f64().max(1e-9))
-                                    as usize;
-                                if let Some(recorder) = tally.sub_windows.get_mut(part) {
-                                    recorder.record(latency);
-                                }
-                            }
-                            429 => tally.throttled += 1,
-                            status => tally.recorder.error(
-                                format!("status {status}"),
-                                String::from_utf8_lossy(&reply.body)
-                                    .chars()
-                                    .take(300)
-                                    .collect(),
-                            ),
-                        }
-                    }
-                    Err(error) => tally
-                        .recorder
-                        .error("transport".into(), format!("{error:#}")),
-                }
-            }
-            tally
+            connection_reads(endpoint, paths, data, first_item, connection, schedule).await
         }));
     }
-    let mut total = ConnectionTally::default();
-    total
-        .sub_windows
-        .resize_with(sub_windows, Recorder::default);
+    let mut total = ConnectionTally::new(&schedule);
     for task in tasks {
-        let tally = task.await?;
-        total.recorder.merge(tally.recorder);
-        for (sum, part) in total.sub_windows.iter_mut().zip(tally.sub_windows) {
-            sum.merge(part);
-        }
-        total.sent += tally.sent;
-        total.throttled += tally.throttled;
-        total.charge_ru += tally.charge_ru;
-        total.slipped += tally.slipped;
+        total.merge(task.await?);
     }
     let p99_ms_by_sub_window = total
         .sub_windows
         .into_iter()
-        .map(|part| part.summary(sub_window).p99_ms)
+        .map(|part| part.summary(schedule.sub_window).p99_ms)
         .collect();
     Ok(OpenLoopSummary {
         reads: total.recorder.summary(config.duration),
@@ -212,4 +232,45 @@ pub async fn point_reads(
         slipped: total.slipped,
         duration: config.duration,
     })
+}
+
+/// Connection `connection`'s share of the schedule: requests `connection`, `connection + n`,
+/// ... one at a time, each reading a random item of `first_item..first_item + data.items`.
+async fn connection_reads(
+    endpoint: Arc<Endpoint>,
+    paths: ContainerPaths,
+    data: DataSet,
+    first_item: usize,
+    connection: usize,
+    schedule: Schedule,
+) -> ConnectionTally {
+    let mut client = Client::new(endpoint);
+    let mut rng = Rng::new(data.seed ^ (0x0be2_1005 + connection as u64));
+    let mut tally = ConnectionTally::new(&schedule);
+    let mut index = connection as u32;
+    loop {
+        let due = schedule.start + schedule.interval * index;
+        if due >= schedule.deadline {
+            break;
+        }
+        index += schedule.connections as u32;
+        let left = if Instant::now() < due {
+            tokio::time::sleep_until(tokio::time::Instant::from_std(due)).await;
+            let left = Instant::now();
+            if left > due + SLIP_TOLERANCE && due >= schedule.measure_from {
+                tally.slipped += 1;
+            }
+            left
+        } else {
+            due
+        };
+        let item = first_item + rng.below(data.items as u64) as usize;
+        let (id, pk) = (data.id(item), data.pk(item));
+        let outcome = client.read_item(&paths, &id, &pk).await;
+        let latency = left.elapsed();
+        if due >= schedule.measure_from {
+            tally.count(&schedule, due, latency, outcome);
+        }
+    }
+    tally
 }

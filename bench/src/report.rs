@@ -60,9 +60,6 @@ pub struct Report {
     pub throughput: Option<TtlThroughput>,
     /// Each section's figures as JSON, in run order: the document's `extra`.
     pub extra: serde_json::Map<String, Value>,
-    /// Markdown that sections rendered themselves, printed after the workload table (the
-    /// PostgreSQL rows).
-    pub extra_markdown: String,
     pub goals: Vec<Goal>,
     pub failures: Vec<String>,
 }
@@ -116,7 +113,16 @@ fn cell(measured: Option<&Measured>) -> [String; 4] {
     }
 }
 
-pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> String {
+/// The Markdown document. `postgres_markdown` (the PostgreSQL rows, printed after the workload
+/// table) is rendered by `pg_sections`, which imports this module and so cannot be called
+/// from it.
+pub fn markdown(
+    report: &Report,
+    config: &CompareConfig,
+    peer: bool,
+    launch: &Launch,
+    postgres_markdown: &str,
+) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -146,7 +152,7 @@ pub fn markdown(report: &Report, config: &CompareConfig, peer: bool, launch: &La
         }
     );
     workload_table(&mut out, report, peer);
-    out.push_str(&report.extra_markdown);
+    out.push_str(postgres_markdown);
     cold_start_line(&mut out, report);
     lethedb_only(&mut out, report);
     goals_and_errors(&mut out, report);
@@ -291,9 +297,9 @@ fn goals_and_errors(out: &mut String, report: &Report) {
     }
 }
 
-/// The table of the mass expiry under provisioned throughput, from its JSON.
+/// The section of the mass expiry under provisioned throughput, from its JSON: the setup, a
+/// table of both phases, the sweeper's pace in phase B, and where each phase's time went.
 fn throughput_markdown(out: &mut String, t: &Value) {
-    let (a, b, d) = (&t["baseline"], &t["during_expiry"], &t["deletions"]);
     let _ = writeln!(
         out,
         "\n**Mass expiry under provisioned throughput (LetheDB only)**: {} RU/s per container, users at {}% of it: {} point reads/s of {} RU, open loop over {} connections, 429s counted and not retried; {} s per phase after {} s warm-up. Phase B's {} items ({} B, loaded at {} items/s) expire at one instant as it starts; a delete costs {} RU.\n",
@@ -309,6 +315,14 @@ fn throughput_markdown(out: &mut String, t: &Value) {
         whole(&t["load_items_per_sec"]),
         t["delete_charge_ru"],
     );
+    throughput_phases(out, t);
+    throughput_sweep_line(out, t);
+    throughput_server_table(out, t);
+}
+
+/// Reads, charges, latencies and 429s of phase A and B, their deletions, and B over A.
+fn throughput_phases(out: &mut String, t: &Value) {
+    let (a, b, d) = (&t["baseline"], &t["during_expiry"], &t["deletions"]);
     out.push_str("| phase | expiring items | reads/s | user RU/s | p50 ms | p99 ms | 429s | deletions/s | expected deletions/s |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let percent = |phase: &Value| {
@@ -346,6 +360,11 @@ fn throughput_markdown(out: &mut String, t: &Value) {
         "| B / A | – | – | – | {}× | {}× | {points:+.3} points | {}× expected | – |",
         t["p50_ratio"], t["p99_ratio"], d["ratio_to_expected"]
     );
+}
+
+/// The spread of p99 within each phase, and the sweeper's batches and deletion rates in B.
+fn throughput_sweep_line(out: &mut String, t: &Value) {
+    let (a, b, d) = (&t["baseline"], &t["during_expiry"], &t["deletions"]);
     let quartiles = |phase: &Value| {
         let q = &phase["p99_ms_sub_window_quartiles"];
         format!("{} ms ({}–{})", q[1], q[0], q[2])
@@ -366,7 +385,11 @@ fn throughput_markdown(out: &mut String, t: &Value) {
         whole(&d["per_second_max"]),
         d["backlog_at_end"],
     );
-    // Where the time went, per phase: what a p99 change is made of.
+}
+
+/// Where the time went, per phase: what a p99 change is made of.
+fn throughput_server_table(out: &mut String, t: &Value) {
+    let (a, b) = (&t["baseline"], &t["during_expiry"]);
     out.push_str("\n| phase | server Read p99 ms (histogram bucket) | 429s counted by the server | server CPU s/s | of which writer thread | server threads waiting for a core s/s | load generator CPU s/s | load generator waiting s/s | sends > 2 ms late | other processes CPU s/s | stolen CPU s/s |\n");
     out.push_str("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     for (name, phase) in [("A", a), ("B", b)] {

@@ -157,15 +157,34 @@ pub async fn run(endpoint: Arc<Endpoint>, config: &ScriptsConfig) -> anyhow::Res
         "function (n) { return n; }",
     )
     .await?;
+    let mut rates = trivial_executions(&endpoint, &paths, config).await?;
+    let mut import_rates = bulk_imports(&mut client, &paths, config).await?;
+    let udf_costs = udf_query_costs(&mut client, &paths, config).await?;
+    Ok(json!({
+        "trivial_executions_per_sec": median(&mut rates),
+        "bulk_import_items_per_sec": median(&mut import_rates),
+        "query_items": config.import_items,
+        "query_plain_ms": udf_costs.plain_ms,
+        "query_udf_ms": udf_costs.udf_ms,
+        "udf_query_cost_ratio": udf_costs.ratio,
+        "clients": config.clients,
+        "rounds": config.rounds,
+    }))
+}
 
-    // 1. Trivial executions per second, `clients` at a time.
+/// Trivial executions per second, `clients` at a time, one rate per round.
+async fn trivial_executions(
+    endpoint: &Arc<Endpoint>,
+    paths: &ContainerPaths,
+    config: &ScriptsConfig,
+) -> anyhow::Result<Vec<f64>> {
     let mut rates = Vec::new();
     for _ in 0..config.rounds {
         let started = Instant::now();
         let mut tasks = Vec::new();
         for _ in 0..config.clients {
             let (endpoint, paths, duration) =
-                (Arc::clone(&endpoint), paths.clone(), config.duration);
+                (Arc::clone(endpoint), paths.clone(), config.duration);
             tasks.push(tokio::spawn(async move {
                 let mut client = Client::new(endpoint);
                 let mut done = 0u64;
@@ -182,9 +201,16 @@ pub async fn run(endpoint: Arc<Endpoint>, config: &ScriptsConfig) -> anyhow::Res
         }
         rates.push(total as f64 / started.elapsed().as_secs_f64());
     }
+    Ok(rates)
+}
 
-    // 2. Bulk import, one partition per round: items created per second of execution,
-    // continuation pattern included.
+/// Bulk import, one partition per round (`p`, then `p1`, `p2`...): items created per second of
+/// execution, continuation pattern included.
+async fn bulk_imports(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    config: &ScriptsConfig,
+) -> anyhow::Result<Vec<f64>> {
     let mut import_rates = Vec::new();
     for round in 0..config.rounds {
         let partition = if round == 0 {
@@ -196,7 +222,7 @@ pub async fn run(endpoint: Arc<Endpoint>, config: &ScriptsConfig) -> anyhow::Res
         let mut next = 0usize;
         while next < config.import_items {
             let arguments = json!([partition, next, config.import_items - next]);
-            let done = execute(&mut client, &paths, "bulkImport", &partition, &arguments).await?;
+            let done = execute(client, paths, "bulkImport", &partition, &arguments).await?;
             let done = done.as_u64().unwrap_or(0) as usize;
             if done == 0 {
                 bail!("the bulk import made no progress");
@@ -205,36 +231,45 @@ pub async fn run(endpoint: Arc<Endpoint>, config: &ScriptsConfig) -> anyhow::Res
         }
         import_rates.push(config.import_items as f64 / started.elapsed().as_secs_f64());
     }
-    let next = config.import_items;
+    Ok(import_rates)
+}
 
-    // 3. A query over one partition's imported items with and without a trivial UDF per item.
+/// The medians of a query over partition `p`'s imported items without and with a trivial UDF
+/// per item, and of the ratio of the two.
+struct UdfCosts {
+    plain_ms: f64,
+    udf_ms: f64,
+    ratio: f64,
+}
+
+/// Times both queries `rounds` times; fails when either misses an imported item.
+async fn udf_query_costs(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    config: &ScriptsConfig,
+) -> anyhow::Result<UdfCosts> {
     let plain = "SELECT VALUE c.n FROM c";
     let with_udf = "SELECT VALUE udf.same(c.n) FROM c";
+    let expected = config.import_items;
     let mut ratios = Vec::new();
     let (mut plain_ms, mut udf_ms) = (Vec::new(), Vec::new());
     for _ in 0..config.rounds {
         let started = Instant::now();
-        let counted = query_all(&mut client, &paths, plain).await?;
+        let counted = query_all(client, paths, plain).await?;
         let plain_time = started.elapsed().as_secs_f64();
         let started = Instant::now();
-        let counted_udf = query_all(&mut client, &paths, with_udf).await?;
+        let counted_udf = query_all(client, paths, with_udf).await?;
         let udf_time = started.elapsed().as_secs_f64();
-        if counted != next || counted_udf != next {
-            bail!("the queries counted {counted} and {counted_udf} of {next} items");
+        if counted != expected || counted_udf != expected {
+            bail!("the queries counted {counted} and {counted_udf} of {expected} items");
         }
         plain_ms.push(plain_time * 1000.0);
         udf_ms.push(udf_time * 1000.0);
         ratios.push(udf_time / plain_time);
     }
-    let result = json!({
-        "trivial_executions_per_sec": median(&mut rates),
-        "bulk_import_items_per_sec": median(&mut import_rates),
-        "query_items": next,
-        "query_plain_ms": median(&mut plain_ms),
-        "query_udf_ms": median(&mut udf_ms),
-        "udf_query_cost_ratio": median(&mut ratios),
-        "clients": config.clients,
-        "rounds": config.rounds,
-    });
-    Ok(result)
+    Ok(UdfCosts {
+        plain_ms: median(&mut plain_ms),
+        udf_ms: median(&mut udf_ms),
+        ratio: median(&mut ratios),
+    })
 }

@@ -106,164 +106,220 @@ async fn cold_starts(
     Ok(())
 }
 
+/// The closed-loop workloads, in the order they run.
+const WORKLOADS: [Workload; 7] = [
+    Workload::PointRead,
+    Workload::Create,
+    Workload::Upsert,
+    Workload::Replace,
+    Workload::Mixed,
+    Workload::QueryPartition,
+    Workload::QueryCross,
+];
+
+/// Each workload's row (LetheDB against the peer) and the rows that explain it: LetheDB in
+/// memory, the hello-world ceiling, one commit per write, and PostgreSQL.
 async fn workloads(
     launch: &Launch,
     config: &CompareConfig,
     peer: bool,
     report: &mut Report,
 ) -> anyhow::Result<()> {
-    let workloads = [
-        Workload::PointRead,
-        Workload::Create,
-        Workload::Upsert,
-        Workload::Replace,
-        Workload::Mixed,
-        Workload::QueryPartition,
-        Workload::QueryCross,
-    ];
-    for workload in workloads {
+    for workload in WORKLOADS {
         if !config.wants(workload.name()) {
             continue;
         }
         eprintln!("== {}", workload.name());
         let run_config = config.run_config(workload);
-        let sync_probe = matches!(
-            workload,
-            Workload::Create | Workload::Upsert | Workload::Replace | Workload::Mixed
-        )
-        .then(|| crate::disk::sync_latency_ms(&launch.scratch_dir, 100).ok())
-        .flatten();
-        let lethedb = measure(
-            launch,
-            report,
-            Kind::LetheDb,
-            workload,
-            &run_config,
-            config.load_clients,
-            &[],
-        )
-        .await?;
-        let peer_measured = if peer {
-            match measure(
-                launch,
-                report,
-                Kind::Peer,
-                workload,
-                &run_config,
-                config.load_clients,
-                &[],
-            )
-            .await
-            {
-                Ok(measured) => Some(measured),
-                Err(error) => {
-                    eprintln!("peer failed {}: {error:#}", workload.name());
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let clients = run_config.clients;
-        let mut note = format!("{clients} clients");
-        if matches!(workload, Workload::QueryPartition | Workload::QueryCross) {
-            let _ = write!(
-                note,
-                ", {} items, {} partitions, pages of {}; ops = whole queries",
-                config.items, config.partitions, config.page_items
-            );
-        }
-        if workload == Workload::Create {
-            note.push_str(", LetheDB durable (group commit)");
-        }
-        if let Some((p50, p90)) = sync_probe {
-            let _ = write!(
-                note,
-                ", disk sync of 4 KiB just before: p50 {p50:.2} ms, p90 {p90:.2} ms"
-            );
-        }
-        report.rows.push(Row {
-            workload: workload.name().to_string(),
-            lethedb: Some(lethedb),
-            peer: peer_measured.clone(),
-            note,
-        });
-        if matches!(
-            workload,
-            Workload::PointRead
-                | Workload::Create
-                | Workload::Upsert
-                | Workload::Replace
-                | Workload::Mixed
-        ) {
-            // The peer keeps everything in memory: this row compares like with like.
-            let in_memory = measure(
-                launch,
-                report,
-                Kind::LetheDb,
-                workload,
-                &run_config,
-                config.load_clients,
-                &["--in-memory"],
-            )
-            .await?;
-            report.rows.push(Row {
-                workload: format!("{} (in-memory)", workload.name()),
-                lethedb: Some(in_memory),
-                peer: peer_measured,
-                note: "LetheDB `--in-memory` (nothing on disk, as the peer); the peer's figures are the row above's".into(),
-            });
+        let peer_measured =
+            compared_row(launch, config, peer, workload, &run_config, report).await?;
+        if workload == Workload::PointRead || workload.writes() {
+            in_memory_row(launch, config, workload, &run_config, peer_measured, report).await?;
         }
         if workload == Workload::PointRead {
-            let hello = measure(
-                launch,
-                report,
-                Kind::Hello,
-                Workload::PointRead,
-                &run_config,
-                config.load_clients,
-                &[],
-            )
-            .await?;
-            report.rows.push(Row {
-                workload: "hello-world ceiling".into(),
-                lethedb: None,
-                peer: None,
-                note: format!(
-                    "axum hello world{}, same load generator: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, peak RSS {:.1} MB",
-                    if launch.tls { " (plain HTTP even with --tls)" } else { "" },
-                    hello.summary.ops_per_sec,
-                    hello.summary.p50_ms,
-                    hello.summary.p99_ms,
-                    mb(hello.peak_rss_bytes)
-                ),
-            });
-            report.extra.insert(
-                "hello".into(),
-                json!({"summary": hello.summary.to_json(), "peak_rss_mb": round(mb(hello.peak_rss_bytes), 1)}),
-            );
-            report.hello = Some(hello);
+            hello_row(launch, config, &run_config, report).await?;
         }
         if workload == Workload::Create {
-            let single = measure(
-                launch,
-                report,
-                Kind::LetheDb,
-                Workload::Create,
-                &run_config,
-                config.load_clients,
-                &["--write-batch-max", "1"],
-            )
-            .await?;
-            report.rows.push(Row {
-                workload: "create, one commit per write".into(),
-                lethedb: Some(single),
-                peer: None,
-                note: "LetheDB only: `--write-batch-max 1` (group commit off)".into(),
-            });
+            single_commit_row(launch, config, &run_config, report).await?;
         }
         pg_sections::workload_rows(launch, config, workload, &run_config, report).await?;
     }
+    Ok(())
+}
+
+/// The workload's main row: LetheDB and, when it runs, the peer (whose failure leaves its
+/// cells empty). Returns the peer's figures, which the in-memory row repeats.
+async fn compared_row(
+    launch: &Launch,
+    config: &CompareConfig,
+    peer: bool,
+    workload: Workload,
+    run_config: &RunConfig,
+    report: &mut Report,
+) -> anyhow::Result<Option<Measured>> {
+    let sync_probe = workload
+        .writes()
+        .then(|| crate::disk::sync_latency_ms(&launch.scratch_dir, 100).ok())
+        .flatten();
+    let load_clients = config.load_clients;
+    let lethedb = measure(
+        launch,
+        report,
+        Kind::LetheDb,
+        workload,
+        run_config,
+        load_clients,
+        &[],
+    )
+    .await?;
+    let peer_measured = if peer {
+        match measure(
+            launch,
+            report,
+            Kind::Peer,
+            workload,
+            run_config,
+            load_clients,
+            &[],
+        )
+        .await
+        {
+            Ok(measured) => Some(measured),
+            Err(error) => {
+                eprintln!("peer failed {}: {error:#}", workload.name());
+                None
+            }
+        }
+    } else {
+        None
+    };
+    report.rows.push(Row {
+        workload: workload.name().to_string(),
+        lethedb: Some(lethedb),
+        peer: peer_measured.clone(),
+        note: workload_note(config, workload, run_config.clients, sync_probe),
+    });
+    Ok(peer_measured)
+}
+
+/// The main row's note: the concurrency, what a query operation is, and the disk's sync
+/// latency just before a write workload, `(p50, p90)` in ms.
+fn workload_note(
+    config: &CompareConfig,
+    workload: Workload,
+    clients: usize,
+    sync_probe: Option<(f64, f64)>,
+) -> String {
+    let mut note = format!("{clients} clients");
+    if matches!(workload, Workload::QueryPartition | Workload::QueryCross) {
+        let _ = write!(
+            note,
+            ", {} items, {} partitions, pages of {}; ops = whole queries",
+            config.items, config.partitions, config.page_items
+        );
+    }
+    if workload == Workload::Create {
+        note.push_str(", LetheDB durable (group commit)");
+    }
+    if let Some((p50, p90)) = sync_probe {
+        let _ = write!(
+            note,
+            ", disk sync of 4 KiB just before: p50 {p50:.2} ms, p90 {p90:.2} ms"
+        );
+    }
+    note
+}
+
+/// LetheDB with `--in-memory`: the peer keeps everything in memory, so this row compares like
+/// with like.
+async fn in_memory_row(
+    launch: &Launch,
+    config: &CompareConfig,
+    workload: Workload,
+    run_config: &RunConfig,
+    peer_measured: Option<Measured>,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let in_memory = measure(
+        launch,
+        report,
+        Kind::LetheDb,
+        workload,
+        run_config,
+        config.load_clients,
+        &["--in-memory"],
+    )
+    .await?;
+    report.rows.push(Row {
+        workload: format!("{} (in-memory)", workload.name()),
+        lethedb: Some(in_memory),
+        peer: peer_measured,
+        note: "LetheDB `--in-memory` (nothing on disk, as the peer); the peer's figures are the row above's".into(),
+    });
+    Ok(())
+}
+
+/// Point reads against an axum hello world: the HTTP ceiling of this load generator.
+async fn hello_row(
+    launch: &Launch,
+    config: &CompareConfig,
+    run_config: &RunConfig,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let hello = measure(
+        launch,
+        report,
+        Kind::Hello,
+        Workload::PointRead,
+        run_config,
+        config.load_clients,
+        &[],
+    )
+    .await?;
+    report.rows.push(Row {
+        workload: "hello-world ceiling".into(),
+        lethedb: None,
+        peer: None,
+        note: format!(
+            "axum hello world{}, same load generator: {:.0} req/s, p50 {:.2} ms, p99 {:.2} ms, peak RSS {:.1} MB",
+            if launch.tls { " (plain HTTP even with --tls)" } else { "" },
+            hello.summary.ops_per_sec,
+            hello.summary.p50_ms,
+            hello.summary.p99_ms,
+            mb(hello.peak_rss_bytes)
+        ),
+    });
+    report.extra.insert(
+        "hello".into(),
+        json!({"summary": hello.summary.to_json(), "peak_rss_mb": round(mb(hello.peak_rss_bytes), 1)}),
+    );
+    report.hello = Some(hello);
+    Ok(())
+}
+
+/// Creates with group commit off (`--write-batch-max 1`), LetheDB only.
+async fn single_commit_row(
+    launch: &Launch,
+    config: &CompareConfig,
+    run_config: &RunConfig,
+    report: &mut Report,
+) -> anyhow::Result<()> {
+    let single = measure(
+        launch,
+        report,
+        Kind::LetheDb,
+        Workload::Create,
+        run_config,
+        config.load_clients,
+        &["--write-batch-max", "1"],
+    )
+    .await?;
+    report.rows.push(Row {
+        workload: "create, one commit per write".into(),
+        lethedb: Some(single),
+        peer: None,
+        note: "LetheDB only: `--write-batch-max 1` (group commit off)".into(),
+    });
     Ok(())
 }
 

@@ -111,57 +111,19 @@ impl Launch {
         std::fs::create_dir_all(&self.scratch_dir)?;
         let log_path = self.scratch_dir.join(format!("{name}.log"));
         let log = File::create(&log_path)?;
-        let mut data_dir = None;
-        let mut command = match kind {
+        let (mut command, data_dir) = match kind {
             Kind::LetheDb | Kind::LetheDbPg => {
                 // On PostgreSQL the data directory stays empty (it would hold only a generated
                 // certificate).
                 let dir = self.scratch_dir.join(format!("{name}-data"));
                 let _ = std::fs::remove_dir_all(&dir);
-                let mut command = Command::new(&self.lethedb_binary);
-                command
-                    .arg("serve")
-                    .arg("--bind")
-                    .arg(&address)
-                    .arg("--data-dir")
-                    .arg(&dir)
-                    .arg("--key")
-                    .arg(&self.key)
-                    .args(extra_args);
-                if self.tls {
-                    command.arg("--tls");
-                }
-                data_dir = Some(dir);
-                command
+                (self.lethedb_command(&address, &dir, extra_args), Some(dir))
             }
-            Kind::Peer => {
-                let mut command = Command::new("node");
-                if self.peer_cli {
-                    command
-                        .arg(
-                            self.peer_dir
-                                .join("node_modules/@vercel/cosmosdb-server/lib/cli.js"),
-                        )
-                        .arg("--host")
-                        .arg("127.0.0.1")
-                        .arg("-p")
-                        .arg(port.to_string());
-                    if !self.tls {
-                        command.arg("--no-ssl");
-                    }
-                } else {
-                    command
-                        .arg(self.peer_dir.join("serve.js"))
-                        .arg(port.to_string())
-                        .arg(if self.tls { "tls" } else { "plain" });
-                }
-                command.current_dir(&self.peer_dir);
-                command
-            }
+            Kind::Peer => (self.peer_command(port), None),
             Kind::Hello => {
                 let mut command = Command::new(&self.bench_binary);
                 command.arg("hello").arg("--bind").arg(&address);
-                command
+                (command, None)
             }
         };
         command.envs(env.iter().copied());
@@ -192,6 +154,50 @@ impl Launch {
             log_path,
             data_dir,
         })
+    }
+
+    /// `lethedb serve` on `address` with its data in `data_dir`.
+    fn lethedb_command(&self, address: &str, data_dir: &Path, extra_args: &[&str]) -> Command {
+        let mut command = Command::new(&self.lethedb_binary);
+        command
+            .arg("serve")
+            .arg("--bind")
+            .arg(address)
+            .arg("--data-dir")
+            .arg(data_dir)
+            .arg("--key")
+            .arg(&self.key)
+            .args(extra_args);
+        if self.tls {
+            command.arg("--tls");
+        }
+        command
+    }
+
+    /// The peer on `port`: through its own CLI, or through `bench/peer/serve.js`.
+    fn peer_command(&self, port: u16) -> Command {
+        let mut command = Command::new("node");
+        if self.peer_cli {
+            command
+                .arg(
+                    self.peer_dir
+                        .join("node_modules/@vercel/cosmosdb-server/lib/cli.js"),
+                )
+                .arg("--host")
+                .arg("127.0.0.1")
+                .arg("-p")
+                .arg(port.to_string());
+            if !self.tls {
+                command.arg("--no-ssl");
+            }
+        } else {
+            command
+                .arg(self.peer_dir.join("serve.js"))
+                .arg(port.to_string())
+                .arg(if self.tls { "tls" } else { "plain" });
+        }
+        command.current_dir(&self.peer_dir);
+        command
     }
 }
 

@@ -144,8 +144,6 @@ pub async fn run(launch: &Launch, config: &SoakConfig) -> anyhow::Result<(String
             &["--change-feed-retention-minutes", &retention],
         )
         .await?;
-    let pid = server.child.id();
-    let data_dir = launch.scratch_dir.join("soak-data");
     let mut setup = Client::new(Arc::clone(&server.endpoint));
     ensure_database(&mut setup).await?;
     let paths = create_container_with_throughput(
@@ -168,75 +166,115 @@ pub async fn run(launch: &Launch, config: &SoakConfig) -> anyhow::Result<(String
             Arc::clone(&tally),
         )));
     }
-    let started = Instant::now();
-    let mut rows = Vec::new();
-    let mut failures = Vec::new();
-    let (mut refused_without_hint, mut longest) = (0u64, Duration::ZERO);
-    while started.elapsed() < config.duration {
-        tokio::time::sleep(config.window).await;
-        let window = std::mem::take(
-            &mut *tally
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        );
-        let mut latencies = window.admitted_us;
-        latencies.sort_unstable();
-        let p99_ms = crate::stats::percentile_ms(&latencies, 0.99);
-        refused_without_hint += window.refused_without_hint;
-        longest = longest.max(window.longest);
-        failures.extend(window.failures);
-        let seconds = config.window.as_secs_f64();
-        rows.push(json!({
-            "at_s": started.elapsed().as_secs(),
-            "admitted_per_s": (latencies.len() as f64 / seconds).round(),
-            "refused_per_s": (window.refused as f64 / seconds).round(),
-            "charged_ru_per_s": (window.charged / seconds).round(),
-            "p99_ms": p99_ms,
-            "longest_ms": window.longest.as_millis() as u64,
-            "rss_mib": memory(pid).rss_bytes / (1 << 20),
-            "fds": open_descriptors(pid),
-            "store_mib": directory_bytes(&data_dir) as f64 / f64::from(1 << 20),
-        }));
-    }
+    let server_files = ServerFiles {
+        pid: server.child.id(),
+        data_dir: launch.scratch_dir.join("soak-data"),
+    };
+    let observed = Observed::watch(config, &tally, &server_files).await;
     stop.store(true, Ordering::Relaxed);
     for task in tasks {
         let _ = task.await;
     }
     server.stop()?;
-    let mut table = String::from(
-        "| at (s) | admitted/s | RU/s charged | refused (429)/s | p99 admitted (ms) | longest (ms) | RSS (MiB) | fds | store (MiB) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
-    );
-    for row in &rows {
-        table.push_str(&format!(
-            "| {} | {} | {} | {} | {:.2} | {} | {} | {} | {:.1} |\n",
-            row["at_s"],
-            row["admitted_per_s"],
-            row["charged_ru_per_s"],
-            row["refused_per_s"],
-            row["p99_ms"].as_f64().unwrap_or(0.0),
-            row["longest_ms"],
-            row["rss_mib"],
-            row["fds"],
-            row["store_mib"].as_f64().unwrap_or(0.0),
-        ));
-    }
+    let table = observed.table();
     let figures = json!({
-        "windows": rows,
-        "refused_without_retry_hint": refused_without_hint,
-        "longest_wait_ms": longest.as_millis() as u64,
-        "failures": failures.len(),
+        "windows": observed.rows,
+        "refused_without_retry_hint": observed.refused_without_hint,
+        "longest_wait_ms": observed.longest.as_millis() as u64,
+        "failures": observed.failures.len(),
     });
-    if refused_without_hint > 0 {
-        bail!("{refused_without_hint} requests were refused (429) without x-ms-retry-after-ms\n{table}");
-    }
-    if longest > WAIT_MAX {
-        bail!("a request waited {longest:?}, more than {WAIT_MAX:?}\n{table}");
-    }
-    if let Some(first) = failures.first() {
-        bail!(
-            "{} requests failed with other than 429, the first: {first}\n{table}",
-            failures.len()
-        );
-    }
+    observed.judge(&table)?;
     Ok((table, figures))
+}
+
+/// Where the server's process and store are, to read what it holds.
+struct ServerFiles {
+    pid: u32,
+    data_dir: std::path::PathBuf,
+}
+
+/// What the soak saw, window by window, and what it must never see.
+#[derive(Default)]
+struct Observed {
+    rows: Vec<Value>,
+    failures: Vec<String>,
+    refused_without_hint: u64,
+    longest: Duration,
+}
+
+impl Observed {
+    /// Takes the clients' tally every window until the soak's duration has passed, with what
+    /// the server holds at that moment.
+    async fn watch(config: &SoakConfig, tally: &Mutex<Tally>, server: &ServerFiles) -> Observed {
+        let started = Instant::now();
+        let mut observed = Observed::default();
+        while started.elapsed() < config.duration {
+            tokio::time::sleep(config.window).await;
+            let window = std::mem::take(
+                &mut *tally
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
+            );
+            let mut latencies = window.admitted_us;
+            latencies.sort_unstable();
+            let p99_ms = crate::stats::percentile_ms(&latencies, 0.99);
+            observed.refused_without_hint += window.refused_without_hint;
+            observed.longest = observed.longest.max(window.longest);
+            observed.failures.extend(window.failures);
+            let seconds = config.window.as_secs_f64();
+            observed.rows.push(json!({
+                "at_s": started.elapsed().as_secs(),
+                "admitted_per_s": (latencies.len() as f64 / seconds).round(),
+                "refused_per_s": (window.refused as f64 / seconds).round(),
+                "charged_ru_per_s": (window.charged / seconds).round(),
+                "p99_ms": p99_ms,
+                "longest_ms": window.longest.as_millis() as u64,
+                "rss_mib": memory(server.pid).rss_bytes / (1 << 20),
+                "fds": open_descriptors(server.pid),
+                "store_mib": directory_bytes(&server.data_dir) as f64 / f64::from(1 << 20),
+            }));
+        }
+        observed
+    }
+
+    /// One Markdown line per window.
+    fn table(&self) -> String {
+        let mut table = String::from(
+            "| at (s) | admitted/s | RU/s charged | refused (429)/s | p99 admitted (ms) | longest (ms) | RSS (MiB) | fds | store (MiB) |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for row in &self.rows {
+            table.push_str(&format!(
+                "| {} | {} | {} | {} | {:.2} | {} | {} | {} | {:.1} |\n",
+                row["at_s"],
+                row["admitted_per_s"],
+                row["charged_ru_per_s"],
+                row["refused_per_s"],
+                row["p99_ms"].as_f64().unwrap_or(0.0),
+                row["longest_ms"],
+                row["rss_mib"],
+                row["fds"],
+                row["store_mib"].as_f64().unwrap_or(0.0),
+            ));
+        }
+        table
+    }
+
+    /// Fails on what must never happen: a 429 without a retry hint, a wait over
+    /// [`WAIT_MAX`], an error other than 429.
+    fn judge(&self, table: &str) -> anyhow::Result<()> {
+        let (refused_without_hint, longest) = (self.refused_without_hint, self.longest);
+        if refused_without_hint > 0 {
+            bail!("{refused_without_hint} requests were refused (429) without x-ms-retry-after-ms\n{table}");
+        }
+        if longest > WAIT_MAX {
+            bail!("a request waited {longest:?}, more than {WAIT_MAX:?}\n{table}");
+        }
+        if let Some(first) = self.failures.first() {
+            bail!(
+                "{} requests failed with other than 429, the first: {first}\n{table}",
+                self.failures.len()
+            );
+        }
+        Ok(())
+    }
 }

@@ -12,7 +12,7 @@ use crate::data::{unix_ms, DataSet, Rng};
 use crate::load::load_items;
 use crate::resources::{create_container, ensure_database, replace_default_ttl};
 use crate::stats::{percentile_f64, round, Summary};
-use crate::sweep_log::{deletion_instants, wait_for_deletions};
+use crate::sweep_log::{deletion_instants, wait_for_deletions, SweepBatch};
 use crate::workload::{run, RunConfig, Workload};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -98,73 +98,141 @@ pub async fn mass_expiry(
     let wait_ms = (last_write_ms + 1100.0 - unix_ms()).max(0.0);
     tokio::time::sleep(Duration::from_secs_f64(wait_ms / 1000.0)).await;
 
-    let stop_reads = Arc::new(AtomicBool::new(false));
-    let reads = {
-        let (endpoint, hot, read_config, stop_reads) = (
-            Arc::clone(endpoint),
-            hot.clone(),
-            read_config.clone(),
-            Arc::clone(&stop_reads),
-        );
-        tokio::spawn(async move { reads_until(&endpoint, &hot, &read_config, &stop_reads).await })
+    let reads = HotReads {
+        endpoint: Arc::clone(endpoint),
+        paths: hot,
+        config: read_config,
     };
-    let expired_at_ms = unix_ms();
-    replace_default_ttl(&mut client, &expiring, 1).await?;
-    let replaced_ms = unix_ms();
-    // Reads run for the first `baseline` of the sweep (the latency goal is about that); then the
-    // server is left idle, which is what the sweep-rate goal is about.
-    let stopper = {
-        let (stop_reads, during) = (Arc::clone(&stop_reads), config.baseline);
-        tokio::spawn(async move {
-            tokio::time::sleep(during).await;
-            stop_reads.store(true, Ordering::Relaxed);
+    let expiry = Expiry {
+        log_paths,
+        container_id: &container_id,
+        paths: &expiring,
+        items: config.items,
+        reads_for: config.baseline,
+    };
+    let sweep = expiry.run(&mut client, reads).await?;
+    Ok(sweep.result(config, load.elapsed, read_baseline))
+}
+
+/// The point reads on another container, measured during the sweep.
+struct HotReads {
+    endpoint: Arc<Endpoint>,
+    paths: ContainerPaths,
+    config: RunConfig,
+}
+
+/// The expiring container and how long the sweep is read under load.
+struct Expiry<'a> {
+    log_paths: &'a [PathBuf],
+    container_id: &'a str,
+    paths: &'a ContainerPaths,
+    items: usize,
+    /// How long the reads run after the expiry.
+    reads_for: Duration,
+}
+
+/// The mass expiry as it happened (Unix ms): when the setting changed, when the reads
+/// stopped, what they measured, and the sweeper's batches.
+struct Sweep {
+    expired_at_ms: f64,
+    replaced_ms: f64,
+    reads_stopped_ms: f64,
+    read_during: Summary,
+    batches: Vec<SweepBatch>,
+}
+
+impl Expiry<'_> {
+    /// Sets `defaultTtl` to 1 s, reads the hot container for the first `reads_for` of the
+    /// sweep, and waits for the sweeper to delete every item.
+    async fn run(&self, client: &mut Client, reads: HotReads) -> anyhow::Result<Sweep> {
+        let stop_reads = Arc::new(AtomicBool::new(false));
+        let reader = {
+            let stop_reads = Arc::clone(&stop_reads);
+            tokio::spawn(async move {
+                reads_until(&reads.endpoint, &reads.paths, &reads.config, &stop_reads).await
+            })
+        };
+        let expired_at_ms = unix_ms();
+        replace_default_ttl(client, self.paths, 1).await?;
+        let replaced_ms = unix_ms();
+        // Reads run for the first `reads_for` of the sweep (the latency goal is about that);
+        // then the server is left idle, which is what the sweep-rate goal is about.
+        let stopper = {
+            let (stop_reads, during) = (Arc::clone(&stop_reads), self.reads_for);
+            tokio::spawn(async move {
+                tokio::time::sleep(during).await;
+                stop_reads.store(true, Ordering::Relaxed);
+                unix_ms()
+            })
+        };
+        let waited = wait_for_deletions(self.log_paths, self.container_id, self.items as u64).await;
+        stop_reads.store(true, Ordering::Relaxed);
+        let reads_stopped_ms = if stopper.is_finished() {
+            stopper.await?
+        } else {
+            stopper.abort();
             unix_ms()
+        };
+        let read_during = reader.await??;
+        Ok(Sweep {
+            expired_at_ms,
+            replaced_ms,
+            reads_stopped_ms,
+            read_during,
+            batches: waited?,
         })
-    };
-    let waited = wait_for_deletions(log_paths, &container_id, config.items as u64).await;
-    stop_reads.store(true, Ordering::Relaxed);
-    let reads_stopped_ms = if stopper.is_finished() {
-        stopper.await?
-    } else {
-        stopper.abort();
-        unix_ms()
-    };
-    let read_during = reads.await??;
-    let batches = waited?;
-    let instants = deletion_instants(&batches, config.items);
-    let last_ms = instants.last().copied().unwrap_or(replaced_ms);
-    let first_ms = instants.first().copied().unwrap_or(replaced_ms);
-    let drain_secs = ((last_ms - expired_at_ms) / 1000.0).max(1e-9);
-    let overall_rate_per_sec = config.items as f64 / drain_secs;
-    // The idle rate: deletions after the reads stopped, over the time they took.
-    let idle_deletions = instants.iter().filter(|&&at| at > reads_stopped_ms).count();
-    let idle_secs = ((last_ms - reads_stopped_ms) / 1000.0).max(1e-9);
-    let sweep_rate_per_sec = if idle_deletions > 0 {
-        idle_deletions as f64 / idle_secs
-    } else {
-        overall_rate_per_sec
-    };
-    let lags = instants.iter().map(|d| d - expired_at_ms).collect();
-    Ok(MassExpiry {
-        json: json!({
-            "items": config.items,
-            "load_secs": round(load.elapsed.as_secs_f64(), 2),
-            "load_items_per_sec": round(config.items as f64 / load.elapsed.as_secs_f64().max(1e-9), 0),
-            "first_batch_after_ms": round(first_ms - expired_at_ms, 1),
-            "drain_secs": round(drain_secs, 3),
-            "sweep_rate_per_sec": round(sweep_rate_per_sec, 0),
-            "sweep_rate_overall_per_sec": round(overall_rate_per_sec, 0),
-            "idle_deletions": idle_deletions,
-            "reads_during_secs": round((reads_stopped_ms - expired_at_ms) / 1000.0, 3),
-            "batches": batches.len(),
-            "deletion_lag_from_expiry": lag_json(lags),
-            "read_baseline": read_baseline.to_json(),
-            "read_during_expiry": read_during.to_json(),
-        }),
-        sweep_rate_per_sec,
-        read_baseline,
-        read_during,
-    })
+    }
+}
+
+impl Sweep {
+    /// The sweep rate (while idle, and overall), each item's deletion lag from the expiry, and
+    /// the reads' latencies before and during the sweep.
+    fn result(
+        self,
+        config: &MassExpiryConfig,
+        load_elapsed: Duration,
+        read_baseline: Summary,
+    ) -> MassExpiry {
+        let expired_at_ms = self.expired_at_ms;
+        let instants = deletion_instants(&self.batches, config.items);
+        let last_ms = instants.last().copied().unwrap_or(self.replaced_ms);
+        let first_ms = instants.first().copied().unwrap_or(self.replaced_ms);
+        let drain_secs = ((last_ms - expired_at_ms) / 1000.0).max(1e-9);
+        let overall_rate_per_sec = config.items as f64 / drain_secs;
+        // The idle rate: deletions after the reads stopped, over the time they took.
+        let idle_deletions = instants
+            .iter()
+            .filter(|&&at| at > self.reads_stopped_ms)
+            .count();
+        let idle_secs = ((last_ms - self.reads_stopped_ms) / 1000.0).max(1e-9);
+        let sweep_rate_per_sec = if idle_deletions > 0 {
+            idle_deletions as f64 / idle_secs
+        } else {
+            overall_rate_per_sec
+        };
+        let lags = instants.iter().map(|d| d - expired_at_ms).collect();
+        let load_secs = load_elapsed.as_secs_f64();
+        MassExpiry {
+            json: json!({
+                "items": config.items,
+                "load_secs": round(load_secs, 2),
+                "load_items_per_sec": round(config.items as f64 / load_secs.max(1e-9), 0),
+                "first_batch_after_ms": round(first_ms - expired_at_ms, 1),
+                "drain_secs": round(drain_secs, 3),
+                "sweep_rate_per_sec": round(sweep_rate_per_sec, 0),
+                "sweep_rate_overall_per_sec": round(overall_rate_per_sec, 0),
+                "idle_deletions": idle_deletions,
+                "reads_during_secs": round((self.reads_stopped_ms - expired_at_ms) / 1000.0, 3),
+                "batches": self.batches.len(),
+                "deletion_lag_from_expiry": lag_json(lags),
+                "read_baseline": read_baseline.to_json(),
+                "read_during_expiry": self.read_during.to_json(),
+            }),
+            sweep_rate_per_sec,
+            read_baseline,
+            read_during: self.read_during,
+        }
+    }
 }
 
 /// Closed-loop point reads until `stop` is set; the summary covers the whole time.

@@ -99,6 +99,66 @@ pub async fn ttl_under_throughput(
     endpoint: &Arc<Endpoint>,
     config: &ThroughputConfig,
 ) -> anyhow::Result<TtlThroughput> {
+    check_layout(config)?;
+    let mut client = Client::new(Arc::clone(endpoint));
+    let loaded = load_containers(endpoint, &mut client, config).await?;
+    let rate_per_sec =
+        config.user_load * f64::from(config.throughput_ru) / loaded.read_charge_ru.max(1e-9);
+    let open_loop = OpenLoopConfig {
+        rate_per_sec,
+        connections: config.connections,
+        warmup: config.warmup,
+        duration: config.duration,
+        first_item: READER_FIRST_INDEX,
+        data: loaded.readers.clone(),
+    };
+
+    let before_a = Snapshot::take(&mut client, config.server_pid).await?;
+    let phase_a = open_loop::point_reads(endpoint, &loaded.baseline, &open_loop).await?;
+    let after_a = Snapshot::take(&mut client, config.server_pid).await?;
+    let phase_b = expire_while_reading(endpoint, &mut client, config, &loaded, &open_loop).await?;
+
+    let user_ru_per_sec = phase_b.reads.charge_ru_per_sec();
+    let expected_deletions_per_sec = (f64::from(config.throughput_ru) - user_ru_per_sec).max(0.0)
+        / loaded.delete_charge_ru.max(1e-9);
+    let (deletions_per_sec, deletions) = phase_b.deletions_json(config, expected_deletions_per_sec);
+    let phase_json = |summary: &OpenLoopSummary, before: &Snapshot, after: &Snapshot, container| {
+        let mut value = summary.to_json();
+        value["server"] = after.delta_json(before, container);
+        value
+    };
+    let load_secs = loaded.load_secs;
+    let json = json!({
+        "throughput_ru": config.throughput_ru,
+        "user_load": config.user_load,
+        "expiring_items": config.expiring_items,
+        "reader_items": config.reader_items,
+        "item_bytes": config.item_bytes,
+        "load_secs": round(load_secs, 2),
+        "load_items_per_sec": round(config.expiring_items as f64 / load_secs.max(1e-9), 0),
+        "read_charge_ru": loaded.read_charge_ru,
+        "delete_charge_ru": loaded.delete_charge_ru,
+        "rate_per_sec": round(rate_per_sec, 1),
+        "connections": config.connections,
+        "warmup_secs": config.warmup.as_secs_f64(),
+        "duration_secs": config.duration.as_secs_f64(),
+        "baseline": phase_json(&phase_a, &before_a, &after_a, BASELINE_CONTAINER),
+        "during_expiry": phase_json(&phase_b.reads, &phase_b.before, &phase_b.after, EXPIRING_CONTAINER),
+        "deletions": deletions,
+        "p99_ratio": round(phase_b.reads.reads.p99_ms / phase_a.reads.p99_ms.max(1e-9), 3),
+        "p50_ratio": round(phase_b.reads.reads.p50_ms / phase_a.reads.p50_ms.max(1e-9), 3),
+    });
+    Ok(TtlThroughput {
+        json,
+        baseline: phase_a,
+        during: phase_b.reads,
+        deletions_per_sec,
+        expected_deletions_per_sec,
+    })
+}
+
+/// Refuses item counts whose ids would not fit their ranges of indices.
+fn check_layout(config: &ThroughputConfig) -> anyhow::Result<()> {
     if config.reader_items == 0
         || READER_FIRST_INDEX + config.reader_items > EXPIRING_FIRST_INDEX
         || EXPIRING_FIRST_INDEX + config.expiring_items > INDEX_END
@@ -109,17 +169,40 @@ pub async fn ttl_under_throughput(
             INDEX_END - EXPIRING_FIRST_INDEX
         );
     }
-    let mut client = Client::new(Arc::clone(endpoint));
-    ensure_database(&mut client).await?;
+    Ok(())
+}
+
+/// Both containers, loaded and set to the measured throughput, with the charges measured on
+/// them.
+struct Loaded {
+    baseline: ContainerPaths,
+    expiring: ContainerPaths,
+    readers: DataSet,
+    load_secs: f64,
+    /// When the last expiring item was acknowledged (Unix ms).
+    last_write_ms: f64,
+    read_charge_ru: f64,
+    delete_charge_ru: f64,
+}
+
+/// Creates both containers under [`LOADING_THROUGHPUT_RU`], loads the readable items into both
+/// and the expiring ones into the second, probes the charges of a read and a delete, and sets
+/// both containers to the measured throughput.
+async fn load_containers(
+    endpoint: &Arc<Endpoint>,
+    client: &mut Client,
+    config: &ThroughputConfig,
+) -> anyhow::Result<Loaded> {
+    ensure_database(client).await?;
     let baseline = create_container_with_throughput(
-        &mut client,
+        client,
         BASELINE_CONTAINER,
         Some(-1),
         Some(LOADING_THROUGHPUT_RU),
     )
     .await?;
     let expiring = create_container_with_throughput(
-        &mut client,
+        client,
         EXPIRING_CONTAINER,
         Some(-1),
         Some(LOADING_THROUGHPUT_RU),
@@ -155,44 +238,56 @@ pub async fn ttl_under_throughput(
         Arc::new(|_| String::new()),
     )
     .await?;
-    let load_secs = load.elapsed.as_secs_f64();
-    let read_charge_ru = probe_read(
-        &mut client,
-        &baseline,
-        &readers.id(READER_FIRST_INDEX),
-        &readers.pk(READER_FIRST_INDEX),
-    )
-    .await?;
-    let delete_charge_ru = probe_delete(&mut client, &baseline, config.item_bytes).await?;
-    replace_throughput(&mut client, &baseline, config.throughput_ru).await?;
-    replace_throughput(&mut client, &expiring, config.throughput_ru).await?;
+    let (first_id, first_pk) = (
+        readers.id(READER_FIRST_INDEX),
+        readers.pk(READER_FIRST_INDEX),
+    );
+    let read_charge_ru = probe_read(client, &baseline, &first_id, &first_pk).await?;
+    let delete_charge_ru = probe_delete(client, &baseline, config.item_bytes).await?;
+    replace_throughput(client, &baseline, config.throughput_ru).await?;
+    replace_throughput(client, &expiring, config.throughput_ru).await?;
     // Let the budgets start from a second without loading in it.
     tokio::time::sleep(Duration::from_millis(1100)).await;
+    Ok(Loaded {
+        baseline,
+        expiring,
+        readers,
+        load_secs: load.elapsed.as_secs_f64(),
+        last_write_ms: load.acked_ms.iter().copied().fold(0.0, f64::max),
+        read_charge_ru,
+        delete_charge_ru,
+    })
+}
 
-    let rate_per_sec =
-        config.user_load * f64::from(config.throughput_ru) / read_charge_ru.max(1e-9);
-    let open_loop = OpenLoopConfig {
-        rate_per_sec,
-        connections: config.connections,
-        warmup: config.warmup,
-        duration: config.duration,
-        first_item: READER_FIRST_INDEX,
-        data: readers.clone(),
-    };
+/// Phase B: the users' reads while the expiring items expire, with the sweeper's counters
+/// polled alongside.
+struct ExpiryPhase {
+    reads: OpenLoopSummary,
+    before: Snapshot,
+    after: Snapshot,
+    samples: Vec<DeletionSample>,
+    /// When the default TTL became 1 s.
+    expired_at: Instant,
+    /// When the open-loop run was called, as an instant and in Unix ms.
+    started: Instant,
+    started_ms: f64,
+}
 
-    let before_a = Snapshot::take(&mut client, config.server_pid).await?;
-    let phase_a = open_loop::point_reads(endpoint, &baseline, &open_loop).await?;
-    let after_a = Snapshot::take(&mut client, config.server_pid).await?;
-
-    // Every expiring item must be at least 1 s old when the default becomes 1 s, so that all of
-    // them expire at that instant.
-    let last_write_ms = load.acked_ms.iter().copied().fold(0.0, f64::max);
-    let wait_ms = (last_write_ms + 1100.0 - unix_ms()).max(0.0);
+/// Waits until every expiring item is at least 1 s old, sets the expiring container's default
+/// TTL to 1 s, so all of them expire at that instant, and reads that container meanwhile.
+async fn expire_while_reading(
+    endpoint: &Arc<Endpoint>,
+    client: &mut Client,
+    config: &ThroughputConfig,
+    loaded: &Loaded,
+    open_loop: &OpenLoopConfig,
+) -> anyhow::Result<ExpiryPhase> {
+    let wait_ms = (loaded.last_write_ms + 1100.0 - unix_ms()).max(0.0);
     tokio::time::sleep(Duration::from_secs_f64(wait_ms / 1000.0)).await;
     // Taken before the expiry: a scrape reads each container's item count, which walks the
     // expired backlog.
-    let before_b = Snapshot::take(&mut client, config.server_pid).await?;
-    replace_default_ttl(&mut client, &expiring, 1).await?;
+    let before = Snapshot::take(client, config.server_pid).await?;
+    replace_default_ttl(client, &loaded.expiring, 1).await?;
     let expired_at = Instant::now();
 
     let stop_polling = Arc::new(AtomicBool::new(false));
@@ -200,91 +295,71 @@ pub async fn ttl_under_throughput(
         let (endpoint, stop) = (Arc::clone(endpoint), Arc::clone(&stop_polling));
         tokio::spawn(async move { poll_deletions(endpoint, EXPIRING_CONTAINER, stop).await })
     };
-    let phase_b_started = Instant::now();
-    let phase_b_started_ms = unix_ms();
-    let phase_b = open_loop::point_reads(endpoint, &expiring, &open_loop).await;
-    let after_b = Snapshot::take(&mut client, config.server_pid).await;
+    let started = Instant::now();
+    let started_ms = unix_ms();
+    let reads = open_loop::point_reads(endpoint, &loaded.expiring, open_loop).await;
+    let after = Snapshot::take(client, config.server_pid).await;
     stop_polling.store(true, Ordering::Relaxed);
     let samples = poller.await??;
-    let (phase_b, after_b) = (phase_b?, after_b?);
+    Ok(ExpiryPhase {
+        reads: reads?,
+        before,
+        after: after?,
+        samples,
+        expired_at,
+        started,
+        started_ms,
+    })
+}
 
-    // The measured window of phase B, as the open-loop run laid it out (it starts 20 ms after
-    // it is called).
-    let window_from = phase_b_started + Duration::from_millis(20) + config.warmup;
-    let window_to = window_from + config.duration;
-    let in_window: Vec<&DeletionSample> = samples
-        .iter()
-        .filter(|s| s.at >= window_from && s.at <= window_to + STATS_POLL_INTERVAL)
-        .collect();
-    let (deletions_per_sec, deleted_in_window) = match (in_window.first(), in_window.last()) {
-        (Some(first), Some(last)) if last.at > first.at => {
-            let deleted = last.deleted_total.saturating_sub(first.deleted_total);
-            (deleted as f64 / (last.at - first.at).as_secs_f64(), deleted)
-        }
-        _ => (0.0, 0),
-    };
-    let per_second = per_second_rates(&in_window);
-    let user_ru_per_sec = phase_b.charge_ru_per_sec();
-    let expected_deletions_per_sec =
-        (f64::from(config.throughput_ru) - user_ru_per_sec).max(0.0) / delete_charge_ru.max(1e-9);
-    let first_deletion_after_ms = samples
-        .iter()
-        .find(|s| s.deleted_total > 0)
-        .map(|s| s.at.saturating_duration_since(expired_at).as_secs_f64() * 1000.0);
-    let backlog_end = samples.last().map_or(0, |s| s.backlog_items);
-    let window_from_ms = phase_b_started_ms + 20.0 + config.warmup.as_secs_f64() * 1000.0;
-    let batches = config.server_log.as_deref().map(|log| {
-        sweeper_batches(
-            log,
-            window_from_ms,
-            window_from_ms + config.duration.as_secs_f64() * 1000.0,
-        )
-    });
-
-    let phase_json = |summary: &OpenLoopSummary, before: &Snapshot, after: &Snapshot, container| {
-        let mut value = summary.to_json();
-        value["server"] = after.delta_json(before, container);
-        value
-    };
-    let json = json!({
-        "throughput_ru": config.throughput_ru,
-        "user_load": config.user_load,
-        "expiring_items": config.expiring_items,
-        "reader_items": config.reader_items,
-        "item_bytes": config.item_bytes,
-        "load_secs": round(load_secs, 2),
-        "load_items_per_sec": round(config.expiring_items as f64 / load_secs.max(1e-9), 0),
-        "read_charge_ru": read_charge_ru,
-        "delete_charge_ru": delete_charge_ru,
-        "rate_per_sec": round(rate_per_sec, 1),
-        "connections": config.connections,
-        "warmup_secs": config.warmup.as_secs_f64(),
-        "duration_secs": config.duration.as_secs_f64(),
-        "baseline": phase_json(&phase_a, &before_a, &after_a, BASELINE_CONTAINER),
-        "during_expiry": phase_json(&phase_b, &before_b, &after_b, EXPIRING_CONTAINER),
-        "deletions": {
-            "per_sec": round(deletions_per_sec, 1),
-            "expected_per_sec": round(expected_deletions_per_sec, 1),
-            "ratio_to_expected": round(deletions_per_sec / expected_deletions_per_sec.max(1e-9), 3),
+impl ExpiryPhase {
+    /// The deletion rate within the measured window, and the `deletions` section of the report.
+    fn deletions_json(&self, config: &ThroughputConfig, expected_per_sec: f64) -> (f64, Value) {
+        // The measured window, as the open-loop run laid it out (it starts 20 ms after it is
+        // called).
+        let window_from = self.started + Duration::from_millis(20) + config.warmup;
+        let window_to = window_from + config.duration;
+        let in_window: Vec<&DeletionSample> = self
+            .samples
+            .iter()
+            .filter(|s| s.at >= window_from && s.at <= window_to + STATS_POLL_INTERVAL)
+            .collect();
+        let (per_sec, deleted_in_window) = match (in_window.first(), in_window.last()) {
+            (Some(first), Some(last)) if last.at > first.at => {
+                let deleted = last.deleted_total.saturating_sub(first.deleted_total);
+                (deleted as f64 / (last.at - first.at).as_secs_f64(), deleted)
+            }
+            _ => (0.0, 0),
+        };
+        let per_second = per_second_rates(&in_window);
+        let first_deletion_after_ms = self.samples.iter().find(|s| s.deleted_total > 0).map(|s| {
+            s.at.saturating_duration_since(self.expired_at)
+                .as_secs_f64()
+                * 1000.0
+        });
+        let window_from_ms = self.started_ms + 20.0 + config.warmup.as_secs_f64() * 1000.0;
+        let batches = config.server_log.as_deref().map(|log| {
+            sweeper_batches(
+                log,
+                window_from_ms,
+                window_from_ms + config.duration.as_secs_f64() * 1000.0,
+            )
+        });
+        let json = json!({
+            "per_sec": round(per_sec, 1),
+            "expected_per_sec": round(expected_per_sec, 1),
+            "ratio_to_expected": round(per_sec / expected_per_sec.max(1e-9), 3),
             "deleted_in_window": deleted_in_window,
             "per_second_min": round(per_second.first().copied().unwrap_or(0.0), 1),
             "per_second_median": round(per_second.get(per_second.len() / 2).copied().unwrap_or(0.0), 1),
             "per_second_max": round(per_second.last().copied().unwrap_or(0.0), 1),
             "first_deletion_after_ms": first_deletion_after_ms.map(|ms| round(ms, 0)),
-            "backlog_at_end": backlog_end,
-            "deleted_total_at_end": samples.last().map_or(0, |s| s.deleted_total),
+            "backlog_at_end": self.samples.last().map_or(0, |s| s.backlog_items),
+            "deleted_total_at_end": self.samples.last().map_or(0, |s| s.deleted_total),
             "sweeper_batches": batches,
-        },
-        "p99_ratio": round(phase_b.reads.p99_ms / phase_a.reads.p99_ms.max(1e-9), 3),
-        "p50_ratio": round(phase_b.reads.p50_ms / phase_a.reads.p50_ms.max(1e-9), 3),
-    });
-    Ok(TtlThroughput {
-        json,
-        baseline: phase_a,
-        during: phase_b,
-        deletions_per_sec,
-        expected_deletions_per_sec,
-    })
+        });
+        (per_sec, json)
+    }
 }
 
 /// The sweeper's batches on the expiring container within `[from_ms, to_ms]` (Unix ms), from

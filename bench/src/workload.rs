@@ -61,6 +61,14 @@ impl Workload {
             Workload::QueryCross => "query-cross",
         }
     }
+
+    /// Whether the workload writes, and so waits on the disk's sync.
+    pub fn writes(self) -> bool {
+        matches!(
+            self,
+            Workload::Create | Workload::Upsert | Workload::Replace | Workload::Mixed
+        )
+    }
 }
 
 /// How a closed-loop run is shaped.
@@ -129,55 +137,18 @@ pub async fn run_on(
         Vec::new()
     });
     let mut tasks = Vec::new();
-    for worker in 0..config.clients.max(1) {
-        let (endpoint, paths, config, expected) = (
-            Arc::clone(&endpoints[worker % endpoints.len()]),
-            paths.clone(),
-            config.clone(),
-            Arc::clone(&expected_all),
-        );
-        tasks.push(tokio::spawn(async move {
-            let mut client = Client::new(endpoint);
-            let mut rng = Rng::new(config.data.seed ^ mix(worker as u64 + 1));
-            let mut recorder = Recorder::default();
-            let mut counter = 0u64;
-            loop {
-                let now = Instant::now();
-                if now >= deadline {
-                    break;
-                }
-                // An operation still running at the deadline is abandoned and not counted, so
-                // a server too slow to finish one operation in the window scores zero rather
-                // than stretching the run.
-                let operation = one_operation(
-                    &mut client,
-                    &paths,
-                    workload,
-                    &config,
-                    &mut rng,
-                    worker,
-                    &mut counter,
-                    &expected,
-                );
-                let Ok(outcome) =
-                    tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), operation)
-                        .await
-                else {
-                    break;
-                };
-                let latency = now.elapsed();
-                // Count what completed inside the window, even if it started in the warm-up:
-                // for operations that take seconds (full scans) that is the fair count.
-                if Instant::now() < measure_from {
-                    continue;
-                }
-                match outcome {
-                    Ok(()) => recorder.record(latency),
-                    Err((kind, message)) => recorder.error(kind, message),
-                }
-            }
-            recorder
-        }));
+    for index in 0..config.clients.max(1) {
+        let worker = Worker {
+            client: Client::new(Arc::clone(&endpoints[index % endpoints.len()])),
+            paths: paths.clone(),
+            workload,
+            config: config.clone(),
+            rng: Rng::new(config.data.seed ^ mix(index as u64 + 1)),
+            index,
+            created: 0,
+            expected_rows: Arc::clone(&expected_all),
+        };
+        tasks.push(tokio::spawn(worker.run(measure_from, deadline)));
     }
     let mut total = Recorder::default();
     for task in tasks {
@@ -191,67 +162,112 @@ pub async fn run_on(
 
 type OpError = (String, String);
 
-#[allow(clippy::too_many_arguments)]
-async fn one_operation(
-    client: &mut Client,
-    paths: &ContainerPaths,
+/// One closed-loop client: its connection, its random stream, and what it needs to build and
+/// check each request.
+struct Worker {
+    client: Client,
+    paths: ContainerPaths,
     workload: Workload,
-    config: &RunConfig,
-    rng: &mut Rng,
-    worker: usize,
-    counter: &mut u64,
-    expected_rows: &[u64],
-) -> Result<(), OpError> {
-    let data = &config.data;
-    let workload = match workload {
-        Workload::Mixed if rng.below(100) < 80 => Workload::PointRead,
-        Workload::Mixed => Workload::Upsert,
-        other => other,
-    };
-    match workload {
-        Workload::PointRead | Workload::Upsert | Workload::Replace => {
-            let index = rng.below(data.items as u64) as usize;
-            let (id, pk) = (data.id(index), data.pk(index));
-            match workload {
-                Workload::PointRead => {
-                    let reply = client.read_item(paths, &id, &pk).await;
-                    expect(reply, &[200], || format!("GET {}", paths.item(&id).0))
-                }
-                Workload::Upsert => {
-                    let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
-                    let reply = client.upsert_item(paths, &pk, body).await;
-                    expect(reply, &[200, 201], || format!("POST {}", paths.docs_path))
-                }
-                _ => {
-                    let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
-                    let reply = client.replace_item(paths, &id, &pk, body).await;
-                    expect(reply, &[200], || format!("PUT {}", paths.item(&id).0))
-                }
+    config: RunConfig,
+    rng: Rng,
+    /// This client's number, part of the ids it creates.
+    index: usize,
+    /// Items this client created so far, the last part of the ids it creates.
+    created: u64,
+    /// The rows a query must return: one count per partition, or one across partitions.
+    expected_rows: Arc<Vec<u64>>,
+}
+
+impl Worker {
+    /// Sends operations one after another until `deadline`, recording those that complete
+    /// after `measure_from`.
+    async fn run(mut self, measure_from: Instant, deadline: Instant) -> Recorder {
+        let mut recorder = Recorder::default();
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                break;
+            }
+            // An operation still running at the deadline is abandoned and not counted, so
+            // a server too slow to finish one operation in the window scores zero rather
+            // than stretching the run.
+            let operation = self.one_operation();
+            let Ok(outcome) =
+                tokio::time::timeout_at(tokio::time::Instant::from_std(deadline), operation).await
+            else {
+                break;
+            };
+            let latency = now.elapsed();
+            // Count what completed inside the window, even if it started in the warm-up:
+            // for operations that take seconds (full scans) that is the fair count.
+            if Instant::now() < measure_from {
+                continue;
+            }
+            match outcome {
+                Ok(()) => recorder.record(latency),
+                Err((kind, message)) => recorder.error(kind, message),
             }
         }
-        Workload::Create => {
-            *counter += 1;
-            let id = format!("n{}-{worker}-{counter}", data.seed);
-            let pk = format!("p{}", rng.below(data.partitions as u64));
-            let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
-            let reply = client.create_item(paths, &pk, body).await;
-            expect(reply, &[201], || format!("POST {}", paths.docs_path))
+        recorder
+    }
+
+    /// Sends one request of the workload (a mixed run draws a read or an upsert) and checks
+    /// its answer.
+    async fn one_operation(&mut self) -> Result<(), OpError> {
+        let (client, paths, rng) = (&mut self.client, &self.paths, &mut self.rng);
+        let data = &self.config.data;
+        let workload = match self.workload {
+            Workload::Mixed if rng.below(100) < 80 => Workload::PointRead,
+            Workload::Mixed => Workload::Upsert,
+            other => other,
+        };
+        match workload {
+            Workload::PointRead | Workload::Upsert | Workload::Replace => {
+                let index = rng.below(data.items as u64) as usize;
+                let (id, pk) = (data.id(index), data.pk(index));
+                match workload {
+                    Workload::PointRead => {
+                        let reply = client.read_item(paths, &id, &pk).await;
+                        expect(reply, &[200], || format!("GET {}", paths.item(&id).0))
+                    }
+                    Workload::Upsert => {
+                        let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
+                        let reply = client.upsert_item(paths, &pk, body).await;
+                        expect(reply, &[200, 201], || format!("POST {}", paths.docs_path))
+                    }
+                    _ => {
+                        let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
+                        let reply = client.replace_item(paths, &id, &pk, body).await;
+                        expect(reply, &[200], || format!("PUT {}", paths.item(&id).0))
+                    }
+                }
+            }
+            Workload::Create => {
+                self.created += 1;
+                let id = format!("n{}-{}-{}", data.seed, self.index, self.created);
+                let pk = format!("p{}", rng.below(data.partitions as u64));
+                let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
+                let reply = client.create_item(paths, &pk, body).await;
+                expect(reply, &[201], || format!("POST {}", paths.docs_path))
+            }
+            Workload::QueryPartition => {
+                let partition = rng.below(data.partitions as u64) as usize;
+                let pk = format!("p{partition}");
+                let body = format!(
+                    "{{\"query\":\"{QUERY_PARTITION}\",\"parameters\":[{{\"name\":\"@pk\",\"value\":\"{pk}\"}}]}}"
+                );
+                let expected = self.expected_rows.get(partition).copied().unwrap_or(0);
+                let page_items = self.config.page_items;
+                drain_query(client, paths, &body, Some(&pk), page_items, expected).await
+            }
+            Workload::QueryCross => {
+                let body = format!("{{\"query\":\"{QUERY_FILTER}\",\"parameters\":[]}}");
+                let expected = self.expected_rows.first().copied().unwrap_or(0);
+                let page_items = self.config.page_items;
+                drain_query(client, paths, &body, None, page_items, expected).await
+            }
+            Workload::Mixed => Err(("internal".into(), "mixed was not resolved".into())),
         }
-        Workload::QueryPartition => {
-            let partition = rng.below(data.partitions as u64) as usize;
-            let pk = format!("p{partition}");
-            let body = format!(
-                "{{\"query\":\"{QUERY_PARTITION}\",\"parameters\":[{{\"name\":\"@pk\",\"value\":\"{pk}\"}}]}}"
-            );
-            let expected = expected_rows.get(partition).copied().unwrap_or(0);
-            drain_query(client, paths, &body, Some(&pk), config.page_items, expected).await
-        }
-        Workload::QueryCross => {
-            let body = format!("{{\"query\":\"{QUERY_FILTER}\",\"parameters\":[]}}");
-            let expected = expected_rows.first().copied().unwrap_or(0);
-            drain_query(client, paths, &body, None, config.page_items, expected).await
-        }
-        Workload::Mixed => Err(("internal".into(), "mixed was not resolved".into())),
     }
 }
 

@@ -9,8 +9,10 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::ast::{Projection, Query};
 use crate::client_rewrite::{self, AggregateKind};
 use crate::error::QueryError;
+use crate::plan::QueryPlan;
 use crate::prepared::Prepared;
 
 /// How the client deduplicates: not at all, consecutive equal results (ORDER BY), or by hash.
@@ -238,20 +240,49 @@ impl Prepared {
             self.partition_key_equality(partition_key_paths)
         };
         let query_ranges = match &pinned {
-            Some(values) => {
-                let (min, max) = effective_range(values);
-                let point = min == max;
-                vec![QueryRange {
-                    min,
-                    max,
-                    min_inclusive: true,
-                    max_inclusive: point,
-                }]
-            }
+            Some(values) => vec![QueryRange::pinned(effective_range(values))],
             None => vec![QueryRange::full()],
         };
-        let has_select_value = matches!(query.select.projection, crate::ast::Projection::Value(_));
-        let mut client = ClientPlan {
+        let mut client = ClientPlan::as_written(query, plan, query_ranges);
+        if query.from.is_none() {
+            // Nothing is read: any range answers it as written.
+            client.top = None;
+            client.offset = None;
+            client.limit = None;
+        } else if pinned.is_some() && !plan.grouped && !query.select.distinct {
+            // One partition streams the query as written; only TOP is left for the client.
+            client.offset = None;
+            client.limit = None;
+        } else if plan.grouped {
+            client.merge_groups(query, plan)?;
+        } else if !query.order_by.is_empty() {
+            client.merge_ordered(query, plan)?;
+        } else {
+            client.deduplicate_and_page(query, plan);
+        }
+        Ok(client)
+    }
+}
+
+impl QueryRange {
+    /// The range of a pinned partition key, from its effective `(min, max)`: one point when
+    /// they are equal.
+    fn pinned((min, max): (String, String)) -> QueryRange {
+        let point = min == max;
+        QueryRange {
+            min,
+            max,
+            min_inclusive: true,
+            max_inclusive: point,
+        }
+    }
+}
+
+impl ClientPlan {
+    /// The plan that leaves the query as written on each range and applies TOP and
+    /// OFFSET/LIMIT on the client.
+    fn as_written(query: &Query, plan: &QueryPlan, query_ranges: Vec<QueryRange>) -> ClientPlan {
+        ClientPlan {
             distinct: DistinctType::None,
             top: plan.top,
             offset: query.offset_limit.as_ref().map(|_| plan.offset),
@@ -263,57 +294,51 @@ impl Prepared {
             aggregates: Vec::new(),
             alias_aggregates: Vec::new(),
             rewritten_query: String::new(),
-            has_select_value,
+            has_select_value: matches!(query.select.projection, Projection::Value(_)),
             query_ranges,
-        };
-        if query.from.is_none() {
-            // Nothing is read: any range answers it as written.
-            client.top = None;
-            client.offset = None;
-            client.limit = None;
-            return Ok(client);
         }
-        let grouped = plan.grouped;
-        let single = pinned.is_some();
-        if single && !grouped && !query.select.distinct {
-            // One partition streams the query as written; only TOP is left for the client.
-            client.offset = None;
-            client.limit = None;
-            return Ok(client);
-        }
-        if grouped {
-            let grouping = client_rewrite::grouping(query, plan)?;
-            client.group_by_expressions = query.group_by.iter().map(ToString::to_string).collect();
-            client.aggregates = grouping.aggregates;
-            client.group_by_aliases = grouping.aliases;
-            client.alias_aggregates = grouping.alias_aggregates;
-            client.rewritten_query = grouping.rewritten;
-            if query.select.distinct {
-                client.distinct = DistinctType::Unordered;
-            }
-            return Ok(client);
-        }
-        if !query.order_by.is_empty() {
-            client.order_by_descending = query.order_by.iter().map(|key| key.descending).collect();
-            client.order_by_expressions = query
-                .order_by
-                .iter()
-                .map(|key| key.expr.to_string())
-                .collect();
-            client.distinct = if query.select.distinct {
-                DistinctType::Ordered
-            } else {
-                DistinctType::None
-            };
-            client.rewritten_query = client_rewrite::order_by(query, plan)?;
-            return Ok(client);
-        }
+    }
+
+    /// GROUP BY or aggregates: each range returns partial groups that the client merges.
+    fn merge_groups(&mut self, query: &Query, plan: &QueryPlan) -> Result<(), QueryError> {
+        let grouping = client_rewrite::grouping(query, plan)?;
+        self.group_by_expressions = query.group_by.iter().map(ToString::to_string).collect();
+        self.aggregates = grouping.aggregates;
+        self.group_by_aliases = grouping.aliases;
+        self.alias_aggregates = grouping.alias_aggregates;
+        self.rewritten_query = grouping.rewritten;
         if query.select.distinct {
-            client.distinct = DistinctType::Unordered;
+            self.distinct = DistinctType::Unordered;
+        }
+        Ok(())
+    }
+
+    /// ORDER BY: each range returns its rows with their sort values, merged by the client.
+    fn merge_ordered(&mut self, query: &Query, plan: &QueryPlan) -> Result<(), QueryError> {
+        self.order_by_descending = query.order_by.iter().map(|key| key.descending).collect();
+        self.order_by_expressions = query
+            .order_by
+            .iter()
+            .map(|key| key.expr.to_string())
+            .collect();
+        self.distinct = if query.select.distinct {
+            DistinctType::Ordered
+        } else {
+            DistinctType::None
+        };
+        self.rewritten_query = client_rewrite::order_by(query, plan)?;
+        Ok(())
+    }
+
+    /// Neither grouped nor ordered: the client deduplicates DISTINCT results by hash; with
+    /// LIMIT, or TOP under DISTINCT, the ranges run the query without them and the client
+    /// applies them after merging.
+    fn deduplicate_and_page(&mut self, query: &Query, plan: &QueryPlan) {
+        if query.select.distinct {
+            self.distinct = DistinctType::Unordered;
         }
         if (query.select.distinct && plan.top.is_some()) || plan.limit.is_some() {
-            client.rewritten_query = client_rewrite::without_top(query, plan);
+            self.rewritten_query = client_rewrite::without_top(query, plan);
         }
-        Ok(client)
     }
 }

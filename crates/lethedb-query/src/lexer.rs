@@ -139,75 +139,83 @@ pub fn tokenize(text: &str) -> Result<Vec<Spanned>, QueryError> {
             }
             continue;
         }
-        let start = index;
-        if character.is_ascii_alphabetic() || character == '_' {
-            while index < chars.len()
-                && (chars[index].is_ascii_alphanumeric() || chars[index] == '_')
-            {
-                index += 1;
-            }
-            let word: String = chars[start..index].iter().collect();
-            let token = match Keyword::ALL
-                .iter()
-                .find(|(_, text)| text.eq_ignore_ascii_case(&word))
-            {
-                Some((keyword, _)) => Token::Keyword(*keyword),
-                None => Token::Identifier(word),
-            };
-            tokens.push(Spanned {
-                token,
-                position: start,
-            });
-        } else if character == '@' {
-            index += 1;
-            while index < chars.len()
-                && (chars[index].is_ascii_alphanumeric() || chars[index] == '_')
-            {
-                index += 1;
-            }
-            if index == start + 1 {
-                return Err(syntax_error(&chars, start));
-            }
-            let name: String = chars[start + 1..index].iter().collect();
-            tokens.push(Spanned {
-                token: Token::Parameter(name),
-                position: start,
-            });
-        } else if character.is_ascii_digit()
-            || (character == '.' && chars.get(index + 1).is_some_and(char::is_ascii_digit))
-        {
-            let (number, end) = lex_number(&chars, start)?;
-            index = end;
-            tokens.push(Spanned {
-                token: Token::Number(number),
-                position: start,
-            });
-        } else if character == '"' || character == '\'' {
-            let (string, end) = lex_string(&chars, start)?;
-            index = end;
-            tokens.push(Spanned {
-                token: Token::String(string),
-                position: start,
-            });
-        } else {
-            let symbol = Symbol::ALL.iter().find(|(_, text)| {
-                text.chars()
-                    .enumerate()
-                    .all(|(offset, expected)| chars.get(start + offset) == Some(&expected))
-            });
-            match symbol {
-                Some((symbol, _)) => {
-                    index += symbol.text().chars().count();
-                    tokens.push(Spanned {
-                        token: Token::Symbol(*symbol),
-                        position: start,
-                    });
-                }
-                None => return Err(syntax_error(&chars, start)),
-            }
-        }
+        let (token, end) = lex_token(&chars, index)?;
+        tokens.push(Spanned {
+            token,
+            position: index,
+        });
+        index = end;
     }
     Ok(tokens)
+}
+
+/// The token that starts at `start`, chosen by its first character, and the offset after it.
+fn lex_token(chars: &[char], start: usize) -> Result<(Token, usize), QueryError> {
+    let character = chars[start];
+    if character.is_ascii_alphabetic() || character == '_' {
+        Ok(lex_word(chars, start))
+    } else if character == '@' {
+        lex_parameter(chars, start)
+    } else if character.is_ascii_digit()
+        || (character == '.' && chars.get(start + 1).is_some_and(char::is_ascii_digit))
+    {
+        let (number, end) = lex_number(chars, start)?;
+        Ok((Token::Number(number), end))
+    } else if character == '"' || character == '\'' {
+        let (string, end) = lex_string(chars, start)?;
+        Ok((Token::String(string), end))
+    } else {
+        lex_symbol(chars, start)
+    }
+}
+
+/// The offset after the letters, digits and underscores that start at `from`.
+fn word_end(chars: &[char], from: usize) -> usize {
+    let mut index = from;
+    while index < chars.len() && (chars[index].is_ascii_alphanumeric() || chars[index] == '_') {
+        index += 1;
+    }
+    index
+}
+
+/// A keyword (matched ignoring case) or an identifier.
+fn lex_word(chars: &[char], start: usize) -> (Token, usize) {
+    let end = word_end(chars, start);
+    let word: String = chars[start..end].iter().collect();
+    let token = match Keyword::ALL
+        .iter()
+        .find(|(_, text)| text.eq_ignore_ascii_case(&word))
+    {
+        Some((keyword, _)) => Token::Keyword(*keyword),
+        None => Token::Identifier(word),
+    };
+    (token, end)
+}
+
+/// `@name`; a lone `@` is a syntax error.
+fn lex_parameter(chars: &[char], start: usize) -> Result<(Token, usize), QueryError> {
+    let end = word_end(chars, start + 1);
+    if end == start + 1 {
+        return Err(syntax_error(chars, start));
+    }
+    let name: String = chars[start + 1..end].iter().collect();
+    Ok((Token::Parameter(name), end))
+}
+
+/// The longest operator or punctuation spelt at `start`.
+fn lex_symbol(chars: &[char], start: usize) -> Result<(Token, usize), QueryError> {
+    let symbol = Symbol::ALL.iter().find(|(_, text)| {
+        text.chars()
+            .enumerate()
+            .all(|(offset, expected)| chars.get(start + offset) == Some(&expected))
+    });
+    match symbol {
+        Some((symbol, _)) => Ok((
+            Token::Symbol(*symbol),
+            start + symbol.text().chars().count(),
+        )),
+        None => Err(syntax_error(chars, start)),
+    }
 }
 
 fn syntax_error(chars: &[char], position: usize) -> QueryError {

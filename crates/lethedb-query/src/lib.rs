@@ -6,18 +6,9 @@
 //! pushes visible documents in ascending storage-key order (`PageRun::push`) until told to
 //! stop, and takes the page with its continuation token (`PageRun::finish`).
 //!
-//! Module map, lowest first (each module imports only modules listed before it):
-//! - `ast` (syntax tree, `Display`, tree walkers), `value`, `error`, `datetime`, `like`;
-//! - `lexer` → `parser` (text to tree); `context` (scopes, parameters, the subquery and
-//!   user-defined-function hooks); `token` (continuation tokens);
-//! - `builtins` (the table of built-in names, arities and kinds) → `functions` (scalar
-//!   built-ins, one module per family) → `plan` (checks and derived facts) → `eval` (one expression over
-//!   one row) → `exec` (rows, projection, grouping) → `subquery` (the subquery runner, plans made once);
-//! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages);
-//! - `client_rewrite` (the texts each partition key range runs) → `client_plan` (the service's
-//!   plan for the SDKs' client pipelines, `Prepared::client_plan`).
-//! - `computed` (a container's computed properties, substituted into a query before it is
-//!   planned; `prepare_with_computed`).
+//! The modules and the floors they form (each imports only from floors below it) are listed
+//! in `ARCHITECTURE.md`, under `crates/lethedb-query`, where the tidy test checks them against
+//! the imports.
 //!
 //! This file is only the front door: module declarations and re-exports.
 

@@ -20,9 +20,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::ast::From;
+use crate::context::Scope;
 use crate::error::QueryError;
 use crate::eval::Evaluator;
-use crate::exec::{self, Accumulator, ACCUMULATED_ROWS_MAX};
+use crate::exec::{self, Accumulator, Flow, ACCUMULATED_ROWS_MAX};
 use crate::prepared::{Mode, Prepared, PreparedInner};
 use crate::token::{self, OrderedPosition, Position};
 
@@ -153,94 +155,22 @@ impl PageRun {
         let position = continuation
             .map(|text| token::decode(text, prepared.fingerprint))
             .transpose()?;
-        let plan = &prepared.plan;
-        let state = match (prepared.mode, position) {
-            (Mode::Stream, None) => RunState::Stream(StreamRun::new(None, None, 0, 0)),
-            (
-                Mode::Stream,
-                Some(Position::Stream {
-                    after,
-                    at,
-                    skip,
-                    produced,
-                }),
-            ) => RunState::Stream(StreamRun::new(after, at, skip, produced)),
-            (Mode::Ordered, position) => {
-                let (last, produced) = match position {
-                    None => (None, 0),
-                    Some(Position::Ordered { last, produced }) => (last, produced),
-                    Some(_) => {
-                        return Err(QueryError::InvalidContinuation(
-                            "the token is of another kind".into(),
-                        ))
-                    }
-                };
-                if let Some(last) = &last {
-                    if last.sort.len() != prepared.query.order_by.len() {
-                        return Err(QueryError::InvalidContinuation(
-                            "the token has the wrong number of sort values".into(),
-                        ));
-                    }
-                }
-                let offset_remaining = plan.offset.saturating_sub(produced);
-                let mut needed = offset_remaining
-                    .saturating_add(page_items_max as u64)
-                    .saturating_add(1);
-                if let Some(end) = plan.end() {
-                    needed = needed.min(end.saturating_sub(produced));
-                }
-                let descending: Arc<[bool]> = prepared
-                    .query
-                    .order_by
-                    .iter()
-                    .map(|key| key.descending)
-                    .collect();
-                RunState::Ordered(OrderedRun {
-                    last,
-                    produced,
-                    offset_remaining,
-                    needed,
-                    heap: BinaryHeap::new(),
-                    descending,
-                })
-            }
-            (Mode::Materialized | Mode::NoSource, None) => {
-                RunState::Materialized(MaterializedRun {
-                    index: 0,
-                    accumulator: Accumulator::default(),
-                })
-            }
-            (Mode::Materialized | Mode::NoSource, Some(Position::Materialized { index })) => {
-                RunState::Materialized(MaterializedRun {
-                    index,
-                    accumulator: Accumulator::default(),
-                })
-            }
-            (_, Some(_)) => {
-                return Err(QueryError::InvalidContinuation(
-                    "the token is of another kind".into(),
-                ))
-            }
-        };
-        let stopped = match &state {
-            RunState::Ordered(run) => run.needed == 0,
-            RunState::Stream(run) => plan.end().is_some_and(|end| run.produced >= end),
-            RunState::Materialized(_) => prepared.mode == Mode::NoSource,
-        };
-        let mut run = PageRun {
+        let mut state = RunState::resume(&prepared, position, page_items_max)?;
+        let stopped = state.decided_before_scan(&prepared);
+        let mut last_key = None;
+        if let RunState::Stream(stream) = &mut state {
+            stream.done = stopped;
+            last_key = stream.after.clone();
+        }
+        Ok(PageRun {
             prepared,
             page_items_max,
             documents_scanned: 0,
             rows_matched: 0,
-            last_key: None,
+            last_key,
             stopped,
             state,
-        };
-        if let RunState::Stream(stream) = &mut run.state {
-            stream.done = run.stopped;
-            run.last_key = stream.after.clone();
-        }
-        Ok(run)
+        })
     }
 
     /// The storage key after which the engine must resume its scan (`None` = from the start).
@@ -257,6 +187,34 @@ impl PageRun {
         if self.stopped {
             return Ok(ControlFlow::Break(()));
         }
+        self.count_document(key)?;
+        let prepared = Arc::clone(&self.prepared);
+        let Some(from) = &prepared.query.from else {
+            self.stopped = true;
+            return Ok(ControlFlow::Break(()));
+        };
+        let pushed = Pushed {
+            evaluator: Evaluator::new(&prepared.context),
+            prepared: &prepared,
+            from,
+            key,
+            document,
+        };
+        let rows_matched = &mut self.rows_matched;
+        let flow = match &mut self.state {
+            RunState::Stream(run) => run.push(&pushed, self.page_items_max as u64, rows_matched)?,
+            RunState::Ordered(run) => run.push(&pushed, rows_matched)?,
+            RunState::Materialized(run) => run.push(&pushed, rows_matched)?,
+        };
+        if flow.is_break() {
+            self.stopped = true;
+        }
+        Ok(flow)
+    }
+
+    /// Refuses a key that does not follow the last one pushed (or `resume_after`), then counts
+    /// the document as scanned.
+    fn count_document(&mut self, key: &[u8]) -> Result<(), QueryError> {
         if self.last_key.as_deref().is_some_and(|last| key <= last) {
             return Err(QueryError::Usage(
                 "documents must be pushed in strictly ascending key order after resume_after"
@@ -265,197 +223,18 @@ impl PageRun {
         }
         self.last_key = Some(key.to_vec());
         self.documents_scanned += 1;
-        let prepared = Arc::clone(&self.prepared);
-        let query = &prepared.query;
-        let plan = &prepared.plan;
-        let Some(from) = &query.from else {
-            self.stopped = true;
-            return Ok(ControlFlow::Break(()));
-        };
-        let evaluator = Evaluator::new(&prepared.context);
-        let page_items_max = self.page_items_max as u64;
-        let rows_matched = &mut self.rows_matched;
-        let mut row_index: u64 = 0;
-        let flow = match &mut self.state {
-            RunState::Stream(run) => {
-                let was_full = run.items.len() as u64 >= page_items_max;
-                let skip = if run.at.as_deref() == Some(key) {
-                    run.skip
-                } else {
-                    0
-                };
-                let end = plan.end();
-                let flow = exec::document_rows(&evaluator, from, document, &mut |scope| {
-                    let row = row_index;
-                    row_index += 1;
-                    if row < skip || !exec::passes_filter(&evaluator, query, scope)? {
-                        return Ok(ControlFlow::Continue(()));
-                    }
-                    *rows_matched += 1;
-                    let Some(output) = exec::project(&evaluator, query, plan, scope)? else {
-                        return Ok(ControlFlow::Continue(()));
-                    };
-                    if run.items.len() as u64 >= page_items_max {
-                        // One more result exists: the next page starts at this row.
-                        run.next = Some(Position::Stream {
-                            after: run.consumed.clone(),
-                            at: Some(key.to_vec()),
-                            skip: row,
-                            produced: run.produced,
-                        });
-                        return Ok(ControlFlow::Break(()));
-                    }
-                    if run.produced >= plan.offset {
-                        run.items.push(output);
-                    }
-                    // A forged token may carry any count (found by the `continuation` fuzz target).
-                    run.produced = run.produced.saturating_add(1);
-                    if end.is_some_and(|end| run.produced >= end) {
-                        run.done = true;
-                        return Ok(ControlFlow::Break(()));
-                    }
-                    Ok(ControlFlow::Continue(()))
-                })?;
-                if flow.is_continue() && !was_full {
-                    run.consumed = Some(key.to_vec());
-                }
-                flow
-            }
-            RunState::Ordered(run) => {
-                let flow = exec::document_rows(&evaluator, from, document, &mut |scope| {
-                    let row = row_index;
-                    row_index += 1;
-                    if !exec::passes_filter(&evaluator, query, scope)? {
-                        return Ok(ControlFlow::Continue(()));
-                    }
-                    *rows_matched += 1;
-                    let position = OrderedPosition {
-                        sort: exec::sort_values(&evaluator, query, scope)?,
-                        key: key.to_vec(),
-                        row,
-                    };
-                    if run.last.as_ref().is_some_and(|last| {
-                        compare_positions(&run.descending, &position, last) != Ordering::Greater
-                    }) {
-                        return Ok(ControlFlow::Continue(()));
-                    }
-                    let full = run.heap.len() as u64 >= run.needed;
-                    if full
-                        && run.heap.peek().is_some_and(|largest| {
-                            compare_positions(&run.descending, &position, &largest.position)
-                                == Ordering::Greater
-                        })
-                    {
-                        return Ok(ControlFlow::Continue(()));
-                    }
-                    let Some(output) = exec::project(&evaluator, query, plan, scope)? else {
-                        return Ok(ControlFlow::Continue(()));
-                    };
-                    run.heap.push(OrderedEntry {
-                        position,
-                        output,
-                        descending: Arc::clone(&run.descending),
-                    });
-                    if run.heap.len() as u64 > run.needed {
-                        run.heap.pop();
-                    }
-                    if run.heap.len() > ACCUMULATED_ROWS_MAX {
-                        return Err(QueryError::LimitExceeded(format!(
-                            "an ORDER BY page needs more than {ACCUMULATED_ROWS_MAX} rows in memory; use a smaller page size or OFFSET"
-                        )));
-                    }
-                    Ok(ControlFlow::Continue(()))
-                })?;
-                flow
-            }
-            RunState::Materialized(run) => {
-                exec::document_rows(&evaluator, from, document, &mut |scope| {
-                    if exec::passes_filter(&evaluator, query, scope)? {
-                        *rows_matched += 1;
-                        run.accumulator.push(&evaluator, query, plan, scope)?;
-                    }
-                    Ok(ControlFlow::Continue(()))
-                })?
-            }
-        };
-        if flow.is_break() {
-            self.stopped = true;
-        }
-        Ok(flow)
+        Ok(())
     }
 
     /// Ends the page, after the engine got `Break` or ran out of documents (`exhausted`).
     pub fn finish(self, exhausted: bool) -> Result<Page, QueryError> {
-        let prepared = &self.prepared;
-        let fingerprint = prepared.fingerprint;
-        let page_items_max = self.page_items_max;
+        let fingerprint = self.prepared.fingerprint;
+        let scan_ended = exhausted || self.stopped;
         let (items, next) = match self.state {
-            RunState::Stream(run) => {
-                let next = if run.next.is_some() {
-                    run.next
-                } else if run.done || exhausted || self.stopped {
-                    None
-                } else {
-                    // The engine stopped on its own before the page filled: resume after the
-                    // last document it delivered.
-                    Some(Position::Stream {
-                        after: run.consumed.clone(),
-                        at: None,
-                        skip: 0,
-                        produced: run.produced,
-                    })
-                };
-                (run.items, next)
-            }
-            RunState::Ordered(run) => {
-                if !exhausted && !self.stopped {
-                    return Err(QueryError::Usage("an ORDER BY page needs the whole scan: call finish(true) after the last document".into()));
-                }
-                let entries = run.heap.into_sorted_vec();
-                let skip = usize::try_from(run.offset_remaining)
-                    .unwrap_or(usize::MAX)
-                    .min(entries.len());
-                let available = entries.len() - skip;
-                let more = available > page_items_max;
-                let mut items = Vec::new();
-                let mut last = None;
-                for entry in entries.into_iter().skip(skip).take(page_items_max) {
-                    items.push(entry.output);
-                    last = Some(entry.position);
-                }
-                let produced = run
-                    .produced
-                    .saturating_add(run.offset_remaining)
-                    .saturating_add(items.len() as u64);
-                let next = if more {
-                    Some(Position::Ordered { last, produced })
-                } else {
-                    None
-                };
-                (items, next)
-            }
-            RunState::Materialized(mut run) => {
-                if !exhausted && !self.stopped {
-                    return Err(QueryError::Usage("this query needs the whole scan: call finish(true) after the last document".into()));
-                }
-                if prepared.mode == Mode::NoSource {
-                    // Without FROM the query has exactly one row, with nothing bound.
-                    let evaluator = Evaluator::new(&prepared.context);
-                    if exec::passes_filter(&evaluator, &prepared.query, None)? {
-                        run.accumulator
-                            .push(&evaluator, &prepared.query, &prepared.plan, None)?;
-                    }
-                }
-                let results =
-                    run.accumulator
-                        .finish(&prepared.context, &prepared.query, &prepared.plan)?;
-                let start = usize::try_from(run.index)
-                    .unwrap_or(usize::MAX)
-                    .min(results.len());
-                let end = start.saturating_add(page_items_max).min(results.len());
-                let next =
-                    (end < results.len()).then_some(Position::Materialized { index: end as u64 });
-                (results.into_iter().take(end).skip(start).collect(), next)
+            RunState::Stream(run) => run.finish(scan_ended),
+            RunState::Ordered(run) => run.finish(scan_ended, self.page_items_max)?,
+            RunState::Materialized(run) => {
+                run.finish(&self.prepared, scan_ended, self.page_items_max)?
             }
         };
         Ok(Page {
@@ -464,6 +243,89 @@ impl PageRun {
             documents_scanned: self.documents_scanned,
             rows_matched: self.rows_matched,
         })
+    }
+}
+
+/// One pushed document with what its rows are evaluated against.
+struct Pushed<'a> {
+    evaluator: Evaluator<'a>,
+    prepared: &'a PreparedInner,
+    from: &'a From,
+    key: &'a [u8],
+    document: &'a Value,
+}
+
+impl Pushed<'_> {
+    /// Calls `visit` for every row of the document with the row's index within the document.
+    fn rows(&self, mut visit: impl FnMut(u64, Option<&Scope<'_>>) -> Flow) -> Flow {
+        let mut row_index: u64 = 0;
+        exec::document_rows(&self.evaluator, self.from, self.document, &mut |scope| {
+            let row = row_index;
+            row_index += 1;
+            visit(row, scope)
+        })
+    }
+
+    fn passes_filter(&self, scope: Option<&Scope<'_>>) -> Result<bool, QueryError> {
+        exec::passes_filter(&self.evaluator, &self.prepared.query, scope)
+    }
+
+    fn project(&self, scope: Option<&Scope<'_>>) -> Result<Option<Value>, QueryError> {
+        exec::project(
+            &self.evaluator,
+            &self.prepared.query,
+            &self.prepared.plan,
+            scope,
+        )
+    }
+}
+
+impl RunState {
+    /// The state a page starts from: the query's strategy, resumed at the token's position.
+    fn resume(
+        prepared: &PreparedInner,
+        position: Option<Position>,
+        page_items_max: usize,
+    ) -> Result<Self, QueryError> {
+        Ok(match (prepared.mode, position) {
+            (Mode::Stream, None) => RunState::Stream(StreamRun::new(None, None, 0, 0)),
+            (
+                Mode::Stream,
+                Some(Position::Stream {
+                    after,
+                    at,
+                    skip,
+                    produced,
+                }),
+            ) => RunState::Stream(StreamRun::new(after, at, skip, produced)),
+            (Mode::Ordered, None) => {
+                RunState::Ordered(OrderedRun::resume(prepared, None, 0, page_items_max)?)
+            }
+            (Mode::Ordered, Some(Position::Ordered { last, produced })) => RunState::Ordered(
+                OrderedRun::resume(prepared, last, produced, page_items_max)?,
+            ),
+            (Mode::Materialized | Mode::NoSource, None) => {
+                RunState::Materialized(MaterializedRun::new(0))
+            }
+            (Mode::Materialized | Mode::NoSource, Some(Position::Materialized { index })) => {
+                RunState::Materialized(MaterializedRun::new(index))
+            }
+            (_, Some(_)) => {
+                return Err(QueryError::InvalidContinuation(
+                    "the token is of another kind".into(),
+                ))
+            }
+        })
+    }
+
+    /// Whether the page is decided before any document is pushed: OFFSET/LIMIT already spent,
+    /// or a query without FROM, whose one row needs no scan.
+    fn decided_before_scan(&self, prepared: &PreparedInner) -> bool {
+        match self {
+            RunState::Ordered(run) => run.needed == 0,
+            RunState::Stream(run) => prepared.plan.end().is_some_and(|end| run.produced >= end),
+            RunState::Materialized(_) => prepared.mode == Mode::NoSource,
+        }
     }
 }
 
@@ -479,5 +341,253 @@ impl StreamRun {
             next: None,
             done: false,
         }
+    }
+
+    /// Emits one document's rows in scan order; on the first result past a full page, notes
+    /// where the next page starts and stops.
+    fn push(&mut self, pushed: &Pushed<'_>, page_items_max: u64, rows_matched: &mut u64) -> Flow {
+        let was_full = self.items.len() as u64 >= page_items_max;
+        let skip = if self.at.as_deref() == Some(pushed.key) {
+            self.skip
+        } else {
+            0
+        };
+        let plan = &pushed.prepared.plan;
+        let end = plan.end();
+        let flow = pushed.rows(|row, scope| {
+            if row < skip || !pushed.passes_filter(scope)? {
+                return Ok(ControlFlow::Continue(()));
+            }
+            *rows_matched += 1;
+            let Some(output) = pushed.project(scope)? else {
+                return Ok(ControlFlow::Continue(()));
+            };
+            if self.items.len() as u64 >= page_items_max {
+                // One more result exists: the next page starts at this row.
+                self.next = Some(Position::Stream {
+                    after: self.consumed.clone(),
+                    at: Some(pushed.key.to_vec()),
+                    skip: row,
+                    produced: self.produced,
+                });
+                return Ok(ControlFlow::Break(()));
+            }
+            if self.produced >= plan.offset {
+                self.items.push(output);
+            }
+            // A forged token may carry any count (found by the `continuation` fuzz target).
+            self.produced = self.produced.saturating_add(1);
+            if end.is_some_and(|end| self.produced >= end) {
+                self.done = true;
+                return Ok(ControlFlow::Break(()));
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        if flow.is_continue() && !was_full {
+            self.consumed = Some(pushed.key.to_vec());
+        }
+        Ok(flow)
+    }
+
+    /// The page's items and where the next page starts.
+    fn finish(self, scan_ended: bool) -> (Vec<Value>, Option<Position>) {
+        let next = if self.next.is_some() {
+            self.next
+        } else if self.done || scan_ended {
+            None
+        } else {
+            // The engine stopped on its own before the page filled: resume after the
+            // last document it delivered.
+            Some(Position::Stream {
+                after: self.consumed,
+                at: None,
+                skip: 0,
+                produced: self.produced,
+            })
+        };
+        (self.items, next)
+    }
+}
+
+impl OrderedRun {
+    /// A page that keeps the rows after `last`, the token's position, of which `produced`
+    /// were already emitted.
+    fn resume(
+        prepared: &PreparedInner,
+        last: Option<OrderedPosition>,
+        produced: u64,
+        page_items_max: usize,
+    ) -> Result<Self, QueryError> {
+        if let Some(last) = &last {
+            if last.sort.len() != prepared.query.order_by.len() {
+                return Err(QueryError::InvalidContinuation(
+                    "the token has the wrong number of sort values".into(),
+                ));
+            }
+        }
+        let plan = &prepared.plan;
+        let offset_remaining = plan.offset.saturating_sub(produced);
+        let mut needed = offset_remaining
+            .saturating_add(page_items_max as u64)
+            .saturating_add(1);
+        if let Some(end) = plan.end() {
+            needed = needed.min(end.saturating_sub(produced));
+        }
+        let descending: Arc<[bool]> = prepared
+            .query
+            .order_by
+            .iter()
+            .map(|key| key.descending)
+            .collect();
+        Ok(OrderedRun {
+            last,
+            produced,
+            offset_remaining,
+            needed,
+            heap: BinaryHeap::new(),
+            descending,
+        })
+    }
+
+    /// Offers every matching row of one document to the heap; the scan never stops early,
+    /// since a later document may sort first.
+    fn push(&mut self, pushed: &Pushed<'_>, rows_matched: &mut u64) -> Flow {
+        let query = &pushed.prepared.query;
+        pushed.rows(|row, scope| {
+            if !pushed.passes_filter(scope)? {
+                return Ok(ControlFlow::Continue(()));
+            }
+            *rows_matched += 1;
+            let position = OrderedPosition {
+                sort: exec::sort_values(&pushed.evaluator, query, scope)?,
+                key: pushed.key.to_vec(),
+                row,
+            };
+            // The position is checked before the projection, which costs more.
+            if !self.may_keep(&position) {
+                return Ok(ControlFlow::Continue(()));
+            }
+            if let Some(output) = pushed.project(scope)? {
+                self.keep(position, output)?;
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+    }
+
+    /// Whether a row at `position` could be on this page: after the last emitted row, and not
+    /// larger than every row kept when the heap is full.
+    fn may_keep(&self, position: &OrderedPosition) -> bool {
+        let after_last = self.last.as_ref().is_none_or(|last| {
+            compare_positions(&self.descending, position, last) == Ordering::Greater
+        });
+        let has_room = (self.heap.len() as u64) < self.needed
+            || self.heap.peek().is_none_or(|largest| {
+                compare_positions(&self.descending, position, &largest.position)
+                    != Ordering::Greater
+            });
+        after_last && has_room
+    }
+
+    /// Keeps a row, dropping the largest when more than `needed` are kept.
+    fn keep(&mut self, position: OrderedPosition, output: Value) -> Result<(), QueryError> {
+        self.heap.push(OrderedEntry {
+            position,
+            output,
+            descending: Arc::clone(&self.descending),
+        });
+        if self.heap.len() as u64 > self.needed {
+            self.heap.pop();
+        }
+        if self.heap.len() > ACCUMULATED_ROWS_MAX {
+            return Err(QueryError::LimitExceeded(format!(
+                "an ORDER BY page needs more than {ACCUMULATED_ROWS_MAX} rows in memory; use a smaller page size or OFFSET"
+            )));
+        }
+        Ok(())
+    }
+
+    /// The smallest kept rows after OFFSET, and the position after the last of them when more
+    /// rows remain.
+    fn finish(
+        self,
+        scan_ended: bool,
+        page_items_max: usize,
+    ) -> Result<(Vec<Value>, Option<Position>), QueryError> {
+        if !scan_ended {
+            return Err(QueryError::Usage(
+                "an ORDER BY page needs the whole scan: call finish(true) after the last document"
+                    .into(),
+            ));
+        }
+        let entries = self.heap.into_sorted_vec();
+        let skip = usize::try_from(self.offset_remaining)
+            .unwrap_or(usize::MAX)
+            .min(entries.len());
+        let available = entries.len() - skip;
+        let more = available > page_items_max;
+        let mut items = Vec::new();
+        let mut last = None;
+        for entry in entries.into_iter().skip(skip).take(page_items_max) {
+            items.push(entry.output);
+            last = Some(entry.position);
+        }
+        let produced = self
+            .produced
+            .saturating_add(self.offset_remaining)
+            .saturating_add(items.len() as u64);
+        Ok((items, more.then_some(Position::Ordered { last, produced })))
+    }
+}
+
+impl MaterializedRun {
+    fn new(index: u64) -> Self {
+        MaterializedRun {
+            index,
+            accumulator: Accumulator::default(),
+        }
+    }
+
+    /// Accumulates every matching row of one document.
+    fn push(&mut self, pushed: &Pushed<'_>, rows_matched: &mut u64) -> Flow {
+        let prepared = pushed.prepared;
+        pushed.rows(|_, scope| {
+            if pushed.passes_filter(scope)? {
+                *rows_matched += 1;
+                self.accumulator
+                    .push(&pushed.evaluator, &prepared.query, &prepared.plan, scope)?;
+            }
+            Ok(ControlFlow::Continue(()))
+        })
+    }
+
+    /// Computes the whole result and takes the page at the token's index.
+    fn finish(
+        mut self,
+        prepared: &PreparedInner,
+        scan_ended: bool,
+        page_items_max: usize,
+    ) -> Result<(Vec<Value>, Option<Position>), QueryError> {
+        if !scan_ended {
+            return Err(QueryError::Usage(
+                "this query needs the whole scan: call finish(true) after the last document".into(),
+            ));
+        }
+        if prepared.mode == Mode::NoSource {
+            // Without FROM the query has exactly one row, with nothing bound.
+            let evaluator = Evaluator::new(&prepared.context);
+            if exec::passes_filter(&evaluator, &prepared.query, None)? {
+                self.accumulator
+                    .push(&evaluator, &prepared.query, &prepared.plan, None)?;
+            }
+        }
+        let results =
+            self.accumulator
+                .finish(&prepared.context, &prepared.query, &prepared.plan)?;
+        let start = usize::try_from(self.index)
+            .unwrap_or(usize::MAX)
+            .min(results.len());
+        let end = start.saturating_add(page_items_max).min(results.len());
+        let next = (end < results.len()).then_some(Position::Materialized { index: end as u64 });
+        Ok((results.into_iter().take(end).skip(start).collect(), next))
     }
 }

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use crate::ast::{Expr, Projection, Query, Source};
+use crate::ast::{Expr, From, Projection, Query, Source};
 use crate::builtins::{check_call, is_aggregate_name};
 use crate::context::UdfHost;
 use crate::error::QueryError;
@@ -180,114 +180,34 @@ pub fn validate(
 ) -> Result<(), QueryError> {
     let checker = Checker { parameters, udfs };
     let mut scope: Vec<String> = outer.to_vec();
-    let mut own_aliases: Vec<String> = Vec::new();
-    if let Some(from) = &query.from {
-        for (position, source) in std::iter::once(&from.source).chain(&from.joins).enumerate() {
-            let collection = match source {
-                Source::Iterate { collection, .. } | Source::Bind { collection, .. } => collection,
-            };
-            let is_root = position == 0;
-            if is_root && top_level {
-                // The container is named by any identifier (`FROM products p`, `FROM root`),
-                // and only the collection expression can see that name.
-                if let Expr::Subquery(_) = collection {
-                    return Err(QueryError::unsupported(
-                        "a subquery as the root FROM source",
-                    ));
-                } else {
-                    let Some(container) = path_root(collection) else {
-                        return Err(QueryError::Syntax {
-                            near: collection.to_string(),
-                            position: 0,
-                        });
-                    };
-                    let mut container_scope = scope.clone();
-                    container_scope.push(container.to_string());
-                    checker.expr(collection, &container_scope, false)?;
-                }
-            } else {
-                match collection {
-                    Expr::Subquery(inner) => validate(inner, parameters, udfs, &scope, false)?,
-                    _ if path_root(collection).is_some() => {
-                        checker.expr(collection, &scope, false)?;
-                    }
-                    _ => {
-                        return Err(QueryError::Syntax {
-                            near: collection.to_string(),
-                            position: 0,
-                        })
-                    }
-                }
-            }
-            let alias = source_alias(source)?.to_string();
-            if own_aliases.contains(&alias) {
-                return Err(QueryError::semantic(format!(
-                    "The input alias '{alias}' is specified more than once."
-                )));
-            }
-            own_aliases.push(alias.clone());
-            scope.push(alias);
-        }
-    }
-    let source_count = own_aliases.len();
-    if let Some(top) = &query.select.top {
-        checker.expr(top, &scope, false)?;
-    }
-    if let Some(offset_limit) = &query.offset_limit {
-        checker.expr(&offset_limit.offset, &scope, false)?;
-        checker.expr(&offset_limit.limit, &scope, false)?;
-    }
-    match &query.select.projection {
-        Projection::Star => {
-            if source_count == 0 {
-                return Err(QueryError::semantic(
-                    "'SELECT *' is not valid if FROM clause is omitted.",
-                ));
-            }
-            if source_count > 1 {
-                return Err(QueryError::semantic(
-                    "'SELECT *' is only valid with a single input set.",
-                ));
-            }
-        }
-        Projection::Value(expr) => checker.expr(expr, &scope, true)?,
-        Projection::Items(items) => {
-            for item in items {
-                checker.expr(&item.expr, &scope, true)?;
-            }
-        }
-    }
-    if let Some(filter) = &query.filter {
-        checker.expr(filter, &scope, false)?;
-    }
-    for expr in &query.group_by {
-        checker.expr(expr, &scope, false)?;
-    }
-    for key in &query.order_by {
-        checker.expr(&key.expr, &scope, false)?;
-    }
+    let source_count = match &query.from {
+        Some(from) => checker.sources(from, &mut scope, top_level)?,
+        None => 0,
+    };
+    checker.clauses(query, &scope, source_count)?;
     let plan = analyze(query, parameters)?;
     if plan.grouped {
-        // Aggregates without GROUP BY make one row, which any ORDER BY leaves as it is (the
-        // service serves that, and its per-range aggregate queries keep the ORDER BY).
-        if !query.order_by.is_empty() && !query.group_by.is_empty() {
-            return Err(QueryError::unsupported("ORDER BY together with GROUP BY"));
-        }
-        match &query.select.projection {
-            Projection::Star => {
-                return Err(QueryError::semantic(
-                    "'SELECT *' is not valid with GROUP BY or aggregates.",
-                ))
-            }
-            Projection::Value(expr) => grouped_projection(expr, &query.group_by)?,
-            Projection::Items(items) => {
-                for item in items {
-                    grouped_projection(&item.expr, &query.group_by)?;
-                }
-            }
-        }
+        grouped_query(query)?;
     }
     Ok(())
+}
+
+/// The rules of a query whose rows collapse into groups (GROUP BY or aggregates).
+fn grouped_query(query: &Query) -> Result<(), QueryError> {
+    // Aggregates without GROUP BY make one row, which any ORDER BY leaves as it is (the
+    // service serves that, and its per-range aggregate queries keep the ORDER BY).
+    if !query.order_by.is_empty() && !query.group_by.is_empty() {
+        return Err(QueryError::unsupported("ORDER BY together with GROUP BY"));
+    }
+    match &query.select.projection {
+        Projection::Star => Err(QueryError::semantic(
+            "'SELECT *' is not valid with GROUP BY or aggregates.",
+        )),
+        Projection::Value(expr) => grouped_projection(expr, &query.group_by),
+        Projection::Items(items) => items
+            .iter()
+            .try_for_each(|item| grouped_projection(&item.expr, &query.group_by)),
+    }
 }
 
 /// In a grouped query the projection may use only GROUP BY expressions, aggregates and
@@ -321,6 +241,115 @@ struct Checker<'p> {
 }
 
 impl Checker<'_> {
+    /// Checks the FROM sources in order, each seeing the aliases before it, and adds their
+    /// aliases to `scope`. Returns how many sources the query has.
+    fn sources(
+        &self,
+        from: &From,
+        scope: &mut Vec<String>,
+        top_level: bool,
+    ) -> Result<usize, QueryError> {
+        let mut own_aliases: Vec<String> = Vec::new();
+        for (position, source) in std::iter::once(&from.source).chain(&from.joins).enumerate() {
+            let collection = match source {
+                Source::Iterate { collection, .. } | Source::Bind { collection, .. } => collection,
+            };
+            if position == 0 && top_level {
+                self.container_collection(collection, scope)?;
+            } else {
+                self.joined_collection(collection, scope)?;
+            }
+            let alias = source_alias(source)?.to_string();
+            if own_aliases.contains(&alias) {
+                return Err(QueryError::semantic(format!(
+                    "The input alias '{alias}' is specified more than once."
+                )));
+            }
+            own_aliases.push(alias.clone());
+            scope.push(alias);
+        }
+        Ok(own_aliases.len())
+    }
+
+    /// The root source of a top-level query: a path from the container, which is named by any
+    /// identifier (`FROM products p`, `FROM root`) that only this expression can see.
+    fn container_collection(&self, collection: &Expr, scope: &[String]) -> Result<(), QueryError> {
+        if let Expr::Subquery(_) = collection {
+            return Err(QueryError::unsupported(
+                "a subquery as the root FROM source",
+            ));
+        }
+        let Some(container) = path_root(collection) else {
+            return Err(QueryError::Syntax {
+                near: collection.to_string(),
+                position: 0,
+            });
+        };
+        let mut container_scope = scope.to_vec();
+        container_scope.push(container.to_string());
+        self.expr(collection, &container_scope, false)
+    }
+
+    /// A joined source, or the root source of a subquery: a subquery or a path from an alias
+    /// in scope.
+    fn joined_collection(&self, collection: &Expr, scope: &[String]) -> Result<(), QueryError> {
+        match collection {
+            Expr::Subquery(inner) => validate(inner, self.parameters, self.udfs, scope, false),
+            _ if path_root(collection).is_some() => self.expr(collection, scope, false),
+            _ => Err(QueryError::Syntax {
+                near: collection.to_string(),
+                position: 0,
+            }),
+        }
+    }
+
+    /// Checks every clause after FROM in a fixed order, so the error reported is that of the
+    /// first failing one: TOP, OFFSET/LIMIT, the projection, WHERE, GROUP BY, ORDER BY.
+    fn clauses(
+        &self,
+        query: &Query,
+        scope: &[String],
+        source_count: usize,
+    ) -> Result<(), QueryError> {
+        if let Some(top) = &query.select.top {
+            self.expr(top, scope, false)?;
+        }
+        if let Some(offset_limit) = &query.offset_limit {
+            self.expr(&offset_limit.offset, scope, false)?;
+            self.expr(&offset_limit.limit, scope, false)?;
+        }
+        match &query.select.projection {
+            Projection::Star if source_count == 0 => {
+                return Err(QueryError::semantic(
+                    "'SELECT *' is not valid if FROM clause is omitted.",
+                ));
+            }
+            Projection::Star if source_count > 1 => {
+                return Err(QueryError::semantic(
+                    "'SELECT *' is only valid with a single input set.",
+                ));
+            }
+            Projection::Star => {}
+            Projection::Value(expr) => self.expr(expr, scope, true)?,
+            Projection::Items(items) => {
+                for item in items {
+                    self.expr(&item.expr, scope, true)?;
+                }
+            }
+        }
+        if let Some(filter) = &query.filter {
+            self.expr(filter, scope, false)?;
+        }
+        for expr in query
+            .group_by
+            .iter()
+            .chain(query.order_by.iter().map(|key| &key.expr))
+        {
+            self.expr(expr, scope, false)?;
+        }
+        Ok(())
+    }
+
     /// Checks one expression: names in `scope`, known functions with the right number of
     /// arguments, defined parameters, and aggregates only where `aggregates_allowed`.
     fn expr(

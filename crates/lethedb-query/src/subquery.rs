@@ -76,80 +76,105 @@ fn run_subquery(
     outer: Option<&Scope<'_>>,
     wanted: Option<usize>,
 ) -> Result<Vec<Value>, QueryError> {
-    let evaluator = Evaluator::new(context);
-    let needs_all_rows = plan.grouped || query.select.distinct || !query.order_by.is_empty();
-    let from = query.from.as_ref();
-    let visit_rows = |visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow| -> Result<(), QueryError> {
-        match from {
-            Some(from) => {
-                // The same rows as `join_rows` over the source and its JOINs, without copying
-                // the sources into one list for every outer row.
-                let alias = source_alias(&from.source)?;
-                let mut rows_count = 0;
-                for value in &expand(&evaluator, &from.source, outer)? {
-                    let bound = Scope {
-                        name: alias,
-                        value,
-                        parent: outer,
-                    };
-                    // Whether the visitor stopped early makes no difference here.
-                    if join_rows(
-                        &evaluator,
-                        &from.joins,
-                        Some(&bound),
-                        &mut rows_count,
-                        visit,
-                    )?
-                    .is_break()
-                    {
-                        break;
-                    }
-                }
-            }
-            None => {
-                let _ = visit(outer)?;
+    let run = SubqueryRun {
+        evaluator: Evaluator::new(context),
+        query,
+        plan,
+        outer,
+    };
+    if plan.grouped || query.select.distinct || !query.order_by.is_empty() {
+        run.all_rows(wanted)
+    } else {
+        run.streamed(wanted)
+    }
+}
+
+/// One run of a subquery within one outer row.
+struct SubqueryRun<'a> {
+    evaluator: Evaluator<'a>,
+    query: &'a Query,
+    plan: &'a QueryPlan,
+    outer: Option<&'a Scope<'a>>,
+}
+
+impl SubqueryRun<'_> {
+    /// Calls `visit` for every row of the subquery's FROM clause (one row, the outer one,
+    /// without FROM) until it breaks.
+    fn rows(&self, visit: &mut dyn FnMut(Option<&Scope<'_>>) -> Flow) -> Result<(), QueryError> {
+        let Some(from) = &self.query.from else {
+            let _ = visit(self.outer)?;
+            return Ok(());
+        };
+        // The same rows as `join_rows` over the source and its JOINs, without copying the
+        // sources into one list for every outer row.
+        let alias = source_alias(&from.source)?;
+        let mut rows_count = 0;
+        for value in &expand(&self.evaluator, &from.source, self.outer)? {
+            let bound = Scope {
+                name: alias,
+                value,
+                parent: self.outer,
+            };
+            let flow = join_rows(
+                &self.evaluator,
+                &from.joins,
+                Some(&bound),
+                &mut rows_count,
+                visit,
+            )?;
+            // Whether the visitor stopped early makes no difference here.
+            if flow.is_break() {
+                break;
             }
         }
         Ok(())
-    };
-    if needs_all_rows {
+    }
+
+    /// Grouping, DISTINCT or ORDER BY: every row is accumulated before the first result.
+    fn all_rows(&self, wanted: Option<usize>) -> Result<Vec<Value>, QueryError> {
+        let (evaluator, query, plan) = (&self.evaluator, self.query, self.plan);
         let mut accumulator = Accumulator::default();
-        visit_rows(&mut |scope| {
-            if passes_filter(&evaluator, query, scope)? {
-                accumulator.push(&evaluator, query, plan, scope)?;
+        self.rows(&mut |scope| {
+            if passes_filter(evaluator, query, scope)? {
+                accumulator.push(evaluator, query, plan, scope)?;
             }
             Ok(ControlFlow::Continue(()))
         })?;
-        let mut results = accumulator.finish(context, query, plan)?;
+        let mut results = accumulator.finish(evaluator.context, query, plan)?;
         if let Some(wanted) = wanted {
             results.truncate(wanted);
         }
-        return Ok(results);
+        Ok(results)
     }
-    let mut results = Vec::new();
-    let mut index: u64 = 0;
-    let end = plan.end();
-    visit_rows(&mut |scope| {
-        if end.is_some_and(|end| index >= end)
-            || wanted.is_some_and(|wanted| results.len() >= wanted)
-        {
-            return Ok(ControlFlow::Break(()));
-        }
-        if !passes_filter(&evaluator, query, scope)? {
-            return Ok(ControlFlow::Continue(()));
-        }
-        if let Some(output) = project(&evaluator, query, plan, scope)? {
-            if index >= plan.offset {
-                if results.len() >= ACCUMULATED_ROWS_MAX {
-                    return Err(limit_error());
-                }
-                results.push(output);
+
+    /// Results in row order, stopping at `wanted` results or at the end of OFFSET/LIMIT/TOP.
+    fn streamed(&self, wanted: Option<usize>) -> Result<Vec<Value>, QueryError> {
+        let (evaluator, query, plan) = (&self.evaluator, self.query, self.plan);
+        let mut results = Vec::new();
+        let mut index: u64 = 0;
+        let end = plan.end();
+        self.rows(&mut |scope| {
+            if end.is_some_and(|end| index >= end)
+                || wanted.is_some_and(|wanted| results.len() >= wanted)
+            {
+                return Ok(ControlFlow::Break(()));
             }
-            index += 1;
-        }
-        Ok(ControlFlow::Continue(()))
-    })?;
-    Ok(results)
+            if !passes_filter(evaluator, query, scope)? {
+                return Ok(ControlFlow::Continue(()));
+            }
+            if let Some(output) = project(evaluator, query, plan, scope)? {
+                if index >= plan.offset {
+                    if results.len() >= ACCUMULATED_ROWS_MAX {
+                        return Err(limit_error());
+                    }
+                    results.push(output);
+                }
+                index += 1;
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+        Ok(results)
+    }
 }
 
 #[cfg(test)]
