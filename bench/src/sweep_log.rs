@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 /// The log filter that makes the sweeper report every batch.
-pub const SWEEP_LOG_FILTER: &str = "info,lethedb_engine::sweeper=debug";
+pub const SWEEP_LOG_FILTER: &str = "info,lethedb_engine::ttl::sweeper=debug";
 /// How often the sweeper's log is re-read while waiting for deletions.
 const LOG_POLL_INTERVAL: Duration = Duration::from_millis(20);
 /// The slowest sweep rate waited for before giving up (items per second), plus a fixed margin:

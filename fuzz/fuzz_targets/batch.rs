@@ -1,5 +1,5 @@
 //! Fuzzes batch bodies: any bytes as a JSON batch body give `Ok` or `Err` from
-//! `lethedb_engine::batch::parse_batch`, never a panic. A body that parses is then run by the
+//! `lethedb_engine::parse_batch`, never a panic. A body that parses is then run by the
 //! engine (`Engine::execute_batch`) over a container holding a few items, as a transactional
 //! batch on partition `["a"]` and as a bulk (non-atomic) request, and:
 //! - every run answers one entry per operation;
@@ -10,7 +10,7 @@
 
 #![no_main]
 
-use lethedb_engine::batch::parse_batch;
+use lethedb_engine::parse_batch;
 use lethedb_fuzz::{partition_key_of, same_snapshot, snapshot, Harness, DATABASE};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};

@@ -15,7 +15,7 @@
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use lethedb_engine::ranges::RangeFilter;
+use lethedb_engine::RangeFilter;
 use lethedb_engine::{ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, QueryRequest};
 use lethedb_fuzz::{base_documents, partition_key_of, Harness, DATABASE, NOW_MS};
 use libfuzzer_sys::fuzz_target;

@@ -11,7 +11,7 @@
 
 #![no_main]
 
-use lethedb_engine::epk::prefix_range;
+use lethedb_engine::prefix_range;
 use lethedb_engine::{HashScheme, PartitionKeyDefinition, PartitionKeyValue, WriteMode};
 use lethedb_fuzz::{definitions, without_system_properties, Harness, DATABASE};
 use libfuzzer_sys::fuzz_target;

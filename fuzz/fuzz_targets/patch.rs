@@ -1,5 +1,5 @@
 //! Fuzzes patch bodies: any bytes as a JSON patch body give `Ok` or `Err` from
-//! `lethedb_engine::patch::parse_patch`, and a parsed patch `Ok` or `Err` from `apply_patch`
+//! `lethedb_engine::parse_patch`, and a parsed patch `Ok` or `Err` from `apply_patch`
 //! over a few documents, never a panic. The body is also sent through the engine
 //! (`Engine::patch_item`) against a stored item, and:
 //! - a patch the engine applies stores exactly what `apply_patch` computes from the stored
@@ -8,7 +8,7 @@
 
 #![no_main]
 
-use lethedb_engine::patch::{apply_patch, parse_patch};
+use lethedb_engine::{apply_patch, parse_patch};
 use lethedb_engine::WriteMode;
 use lethedb_fuzz::{base_documents, partition_key_of, same_snapshot, snapshot, Harness, DATABASE};
 use libfuzzer_sys::fuzz_target;

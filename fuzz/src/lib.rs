@@ -185,7 +185,7 @@ pub fn snapshot(harness: &Harness, container: &str) -> (Vec<lethedb_engine::Stor
         .block_on(engine.read_feed(
             &handle,
             None,
-            lethedb_engine::ranges::RangeFilter::everything(),
+            lethedb_engine::RangeFilter::everything(),
             lethedb_engine::PAGE_ITEMS_MAX,
             None,
         ))

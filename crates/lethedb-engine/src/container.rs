@@ -5,10 +5,10 @@
 //! for every path that builds a container. This module does not read or write storage (the
 //! stored form is in `records.rs`) and does not decide what expired means (`expiry.rs` does).
 
-use crate::epk::HashScheme;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::partition_key::PartitionKeyDefinition;
-use crate::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
+use crate::partitions::epk::HashScheme;
+use crate::partitions::partition_key::PartitionKeyDefinition;
+use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
 use crate::rids;
 use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::TtlState;
@@ -168,7 +168,7 @@ impl Container {
     }
 
     /// The id of the range that owns a partition key value.
-    pub fn range_of(&self, value: &crate::partition_key::PartitionKeyValue) -> u32 {
+    pub fn range_of(&self, value: &crate::partitions::partition_key::PartitionKeyValue) -> u32 {
         self.ranges.owner(&value.effective(&self.partition_key)).id
     }
 

@@ -6,11 +6,11 @@
 
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
-use crate::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::error::{EngineResult, ErrorCode};
+use crate::items::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
-use crate::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
+use crate::ttl::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
 use lethedb_storage::{ReadTxn, Storage};
 use std::collections::HashMap;

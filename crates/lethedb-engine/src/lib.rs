@@ -6,97 +6,62 @@
 //! how bytes reach the disk (the storage crate does). Query text is parsed and evaluated by the
 //! pure `lethedb-query` crate; the engine feeds it documents from storage.
 //!
-//! The public API, by file:
-//! - `engine.rs`: [`Engine`] (open, close, admission and charging), [`EngineConfig`],
-//!   [`WireStatus`] (what a failure is on the wire, given by the server at open).
-//! - `catalog/`: databases and containers (`create_database`, `read_container`, ...),
-//!   `container_usage`; `catalog/resource.rs`: child resources (`create_resource`,
-//!   `list_resources`, ...); `catalog/kinds.rs`: [`ResourceKind`], [`ResourceParent`];
-//!   `catalog/script_body.rs`: [`TriggerType`], [`TriggerOperation`] (a script's body is
-//!   checked when stored); `catalog/scripts.rs`: `read_script` ([`ScriptResource`]),
-//!   `list_udfs`.
-//! - `item_requests.rs`: item requests (`write_item`, `read_item`, `read_feed`, ...);
-//!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`Feed`]; `item_rules.rs`: [`WriteMode`]
-//!   (and every write rule of an item, decided once).
-//! - `query.rs`: `query_items`, `query_resources`, [`QueryRequest`], [`QueryPage`],
-//!   [`validate_query`], [`client_plan`] (the service's plan for the SDKs' client pipelines,
-//!   a [`ClientPlan`]). `batch.rs`, `patch.rs`: batches and partial updates.
-//! - `sweeper.rs`: `start_sweeper` ([`sweeper::SweeperHandle`]), `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
-//!   [`SweeperConfig`], [`SweepStats`]. `expiry.rs`: `ttl_overview` ([`TtlOverview`],
-//!   [`ExpiringCounts`], [`TtlPreview`]: a container's TTL figures from its expiry index).
-//!   `offers.rs`: offers (throughput as a resource).
-//! - `container.rs`: [`Container`], [`Usage`]. `limits.rs`: [`ID_CHARS_MAX`], [`ITEM_BYTES_MAX`],
-//!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `error.rs`: [`EngineError`], [`ErrorCode`] (every
-//!   failure a client can see). `clock.rs` ([`Stopwatch`] too), `poison.rs`
-//!   (`Engine::poisoned`), `scans.rs` (where scans run: [`SCANS_CONCURRENT_MAX`]),
-//!   `ranges.rs` (partition key ranges: `RangeLayout`, `RangeFilter`), `partition_key.rs`,
-//!   `epk.rs` ([`HashScheme`], `prefix_range`, `even_boundaries`,
-//!   `split_point`: effective partition keys), `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`,
-//!   `document_cache.rs`.
-//!
-//! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
-//! ttl, partition key, epk, throughput, document cache; ranges; container; writer; records; expiry;
-//! sweep stats; engine; scans; item rules; items; catalog; item requests, patch, batch, query,
-//! offers; sweeper.
+//! The front door is [`Engine`]: its public methods live in `api/`, one file per resource, and
+//! the rest of the crate is the rooms behind it, grouped by concept (`items/`, `ttl/`,
+//! `partitions/`, `feed/`, `catalog/`, `scripts/`, `query/`, `throughput/`). The rooms and the
+//! order of their floors are drawn in `ARCHITECTURE.md` and checked by the tidy test.
 
-pub mod batch;
+mod api;
 mod catalog;
-mod change_feed;
-mod change_log;
 mod clock;
 mod container;
-pub mod document_cache;
 mod engine;
-pub mod epk;
 mod error;
-mod expiry;
-mod index_metrics;
-mod item_requests;
-mod item_rules;
+mod feed;
 mod items;
 mod keys;
 mod limits;
-mod offers;
-mod partition_key;
-pub mod patch;
+mod partitions;
 mod poison;
 mod query;
-pub mod ranges;
 mod records;
-pub mod request_units;
 mod rids;
-mod scans;
 mod scripts;
-mod sweep_stats;
-pub mod sweeper;
-pub mod throughput;
-pub mod ttl;
+mod throughput;
+mod ttl;
 pub mod writer;
 
 pub use catalog::kinds::{ResourceKind, ResourceParent};
 pub use catalog::script_body::{TriggerOperation, TriggerType};
 pub use catalog::scripts::ScriptResource;
 pub use catalog::usage::RangeStatistics;
-pub use change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
 pub use clock::{Clock, ManualClock, OffsetClock, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig, WireStatus};
-pub use epk::HashScheme;
 pub use error::{EngineError, EngineResult, ErrorCode};
-pub use expiry::{
-    ExpiringCounts, TtlOverview, TtlPreview, TTL_COUNT_ENTRIES_MAX, TTL_HISTOGRAM_WINDOWS_MS,
-};
-pub use item_rules::WriteMode;
+pub use feed::change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
+pub use items::batch::{entry_request_units, parse_batch, BatchEffect, BatchEntry, BatchOperation};
+pub use items::patch::{apply_patch, parse_patch};
+pub use items::rules::WriteMode;
 pub use items::{Feed, ItemOutcome, StoredItem};
 pub use lethedb_query::ClientPlan;
 pub use lethedb_scripts::Limits as ScriptLimits;
 pub use limits::{
     ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, SCANS_CONCURRENT_MAX,
 };
-pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
+pub use partitions::epk::{even_boundaries, prefix_range, HashScheme};
+pub use partitions::partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
+pub use partitions::ranges::RangeFilter;
 pub use query::{client_plan, validate_query, QueryPage, QueryRequest};
 pub use rids::{etag, partition_key_range_rid};
 pub use scripts::{
     script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,
 };
-pub use sweep_stats::{SweepStats, SweeperConfig};
+pub use throughput::request_units;
+pub use throughput::Throughput;
+pub use ttl::expiry::{
+    ExpiringCounts, TtlOverview, TtlPreview, TTL_COUNT_ENTRIES_MAX, TTL_HISTOGRAM_WINDOWS_MS,
+};
+pub use ttl::parse_default_ttl;
+pub use ttl::sweep_stats::{SweepStats, SweeperConfig};
+pub use ttl::sweeper::SweeperHandle;

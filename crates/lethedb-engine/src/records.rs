@@ -8,11 +8,11 @@
 //! values. Nothing here decides visibility or validates a request.
 
 use crate::container::{Container, ContainerParts};
-use crate::epk::HashScheme;
 use crate::error::{container_not_found, corrupted, EngineResult};
 use crate::keys;
-use crate::partition_key::PartitionKeyDefinition;
-use crate::ranges::RangeLayout;
+use crate::partitions::epk::HashScheme;
+use crate::partitions::partition_key::PartitionKeyDefinition;
+use crate::partitions::ranges::RangeLayout;
 use crate::throughput::Throughput;
 use crate::ttl::{ItemTtl, TtlState};
 use crate::writer::WriteContext;

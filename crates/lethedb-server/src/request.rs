@@ -9,7 +9,7 @@ use crate::binary_json;
 use crate::error::{ApiError, ApiResult, Code};
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
-use lethedb_engine::throughput::Throughput;
+use lethedb_engine::Throughput;
 use lethedb_engine::{PartitionKeyValue, QueryRequest};
 use serde_json::Value;
 

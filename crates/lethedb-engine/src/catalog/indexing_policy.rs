@@ -5,7 +5,7 @@
 //! behaviour beyond parsing `defaultTtl`.
 
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::partition_key::PartitionKeyDefinition;
+use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::ttl;
 use lethedb_query::ComputedProperties;
 use serde_json::{json, Map, Value};

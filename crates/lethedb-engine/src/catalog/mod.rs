@@ -17,15 +17,15 @@ pub(crate) mod usage;
 
 use crate::container::{Container, ContainerParts};
 use crate::engine::Engine;
-use crate::epk::HashScheme;
 use crate::error::{
     conflict, container_not_found, database_not_found, precondition_failed, EngineError,
     EngineResult, ErrorCode,
 };
 use crate::items::delete_container_items;
 use crate::keys;
-use crate::partition_key::PartitionKeyDefinition;
-use crate::ranges::{ranges_for_throughput, RangeLayout};
+use crate::partitions::epk::HashScheme;
+use crate::partitions::partition_key::PartitionKeyDefinition;
+use crate::partitions::ranges::{ranges_for_throughput, RangeLayout};
 use crate::records::{
     load_container, load_database, next_sequences, store_container, store_database,
     store_sequences, ContainerRecord, DatabaseRecord,

@@ -7,10 +7,10 @@
 use crate::container::{Container, Usage};
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineResult};
-use crate::expiry::{is_expired, visit_expired};
 use crate::keys;
-use crate::partition_key::PartitionKeyValue;
+use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{read_counters, ExpiryEntry, ItemRecord};
+use crate::ttl::expiry::{is_expired, visit_expired};
 use lethedb_storage::{KeyRange, Table};
 use std::ops::ControlFlow;
 

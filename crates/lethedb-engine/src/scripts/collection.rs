@@ -7,7 +7,7 @@
 
 use super::view::{ScriptView, ScriptWriteError};
 use crate::error::{item_not_found, EngineError, ErrorCode};
-use crate::item_rules::WriteMode;
+use crate::items::rules::WriteMode;
 use lethedb_scripts::{Answer, Collection, FeedOptions, OperationError, Request, WriteOptions};
 use serde_json::{Map, Value};
 

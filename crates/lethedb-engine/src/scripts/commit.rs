@@ -7,10 +7,10 @@
 use super::view::ScriptWrite;
 use crate::container::Container;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::expiry::record_is_expired;
 use crate::items::{apply_delete, apply_write, read_record, StoredItem, WriteRequest};
-use crate::partition_key::PartitionKeyValue;
+use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{read_counters, writer_container};
+use crate::ttl::expiry::record_is_expired;
 use crate::writer::WriteContext;
 use std::collections::HashMap;
 use std::sync::Arc;

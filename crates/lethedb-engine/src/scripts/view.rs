@@ -15,16 +15,16 @@ use crate::container::Container;
 use crate::engine::WireStatus;
 use crate::error::{corrupted, invalid_continuation, item_not_found};
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::expiry::record_is_expired;
-use crate::item_requests::{decode_continuation, encode_continuation};
-use crate::item_rules::{self, Body, Effect, Version, WriteMode};
+use crate::items::requests::{decode_continuation, encode_continuation};
+use crate::items::rules::{self, Body, Effect, Version, WriteMode};
 use crate::items::{read_record, StoredItem};
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
-use crate::partition_key::PartitionKeyValue;
+use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::ItemRecord;
-use crate::request_units;
 use crate::rids;
+use crate::throughput::request_units;
+use crate::ttl::expiry::record_is_expired;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::{Map, Value};
 use std::collections::{btree_map, BTreeMap, HashMap};
@@ -188,12 +188,12 @@ impl<'r> ScriptView<'r> {
         if !body.contains_key("id") && generate_id {
             body.insert("id".into(), Value::String(uuid::Uuid::new_v4().to_string()));
         }
-        let body = item_rules::prepare_body(Value::Object(body))?;
-        let key = item_rules::document_partition_key(&self.container, &body.document)?;
+        let body = rules::prepare_body(Value::Object(body))?;
+        let key = rules::document_partition_key(&self.container, &body.document)?;
         if key.encode() != self.partition_bytes {
             return Err(ScriptWriteError::OutsidePartition);
         }
-        item_rules::check_partition_key_size(&self.partition_bytes)?;
+        rules::check_partition_key_size(&self.partition_bytes)?;
         Ok(body)
     }
 
@@ -240,7 +240,7 @@ impl<'r> ScriptView<'r> {
         // A rename's new id is read too: it must be free, and the commit re-checks it.
         let taken = target != key && self.current(&key)?.is_some();
         let current = existing.as_deref().map(Version::shown);
-        let effect = item_rules::decide_write(&mode, if_match, current, taken)?;
+        let effect = rules::decide_write(&mode, if_match, current, taken)?;
         let mode = match mode {
             WriteMode::Replace(_) => {
                 let (_, old_id) = keys::split_item_suffix(keys::item_key_suffix(&target))
@@ -267,7 +267,7 @@ impl<'r> ScriptView<'r> {
     pub(crate) fn delete(&mut self, key: Vec<u8>, if_match: Option<&str>) -> EngineResult<()> {
         let existing = self.current(&key)?;
         let current = existing.as_deref().map(|doc| (Version::shown(doc), ()));
-        item_rules::decide_delete(if_match, current)?;
+        rules::decide_delete(if_match, current)?;
         let (_, id) = keys::split_item_suffix(keys::item_key_suffix(&key))
             .ok_or_else(|| corrupted("item key"))?;
         self.writes.push(ScriptWrite::Delete { id: id.to_string() });

@@ -2,10 +2,10 @@
 //! each operation on its own; partition deletes.
 
 use crate::common::{engine_with_container, pk};
-use lethedb_engine::ranges::RangeFilter;
+use lethedb_engine::RangeFilter;
 
-use lethedb_engine::batch::{parse_batch, BatchEffect, BatchEntry};
 use lethedb_engine::ErrorCode;
+use lethedb_engine::{parse_batch, BatchEffect, BatchEntry};
 use lethedb_engine::{Engine, ManualClock, PartitionKeyValue, WriteMode};
 use serde_json::json;
 use std::sync::Arc;

@@ -4,8 +4,8 @@
 //! on late, whether the sweeper ran before or not), and retention.
 
 use crate::common::pk;
-use lethedb_engine::batch::BatchOperation;
-use lethedb_engine::ranges::RangeFilter;
+use lethedb_engine::BatchOperation;
+use lethedb_engine::RangeFilter;
 use lethedb_engine::{
     ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart, Engine, EngineConfig,
     ErrorCode, ManualClock, WriteMode,

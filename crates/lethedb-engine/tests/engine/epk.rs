@@ -5,7 +5,7 @@
 //! own code); those are pinned as different so the list cannot rot. Every fixture EPK also falls
 //! in exactly one range of five even ranges.
 
-use lethedb_engine::epk::{even_boundaries, prefix_range, HashScheme};
+use lethedb_engine::{even_boundaries, prefix_range, HashScheme};
 use lethedb_engine::{PartitionKeyDefinition, PartitionKeyValue};
 use serde_json::{json, Value};
 

@@ -3,7 +3,7 @@
 //! group committed and nothing of itself, and a scan runs off the async workers.
 
 use crate::common::*;
-use lethedb_engine::ranges::RangeFilter;
+use lethedb_engine::RangeFilter;
 
 use lethedb_engine::writer::Writer;
 use lethedb_engine::{

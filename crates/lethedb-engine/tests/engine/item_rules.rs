@@ -5,7 +5,7 @@
 //! error code apart, so the script's `err.number` names the code exactly.
 
 use crate::common::{engine_on_store, pk};
-use lethedb_engine::ranges::RangeFilter;
+use lethedb_engine::RangeFilter;
 use lethedb_engine::{
     Engine, EngineConfig, EngineError, ErrorCode, ManualClock, ResourceKind, ResourceParent,
     WriteMode, ITEM_BYTES_MAX,

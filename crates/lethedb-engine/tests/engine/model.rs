@@ -5,7 +5,7 @@
 //! nothing unacknowledged is, and after the failed commit writes are refused while reads work.
 
 use crate::common::*;
-use lethedb_engine::ranges::RangeFilter;
+use lethedb_engine::RangeFilter;
 
 use lethedb_engine::{Engine, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
 use lethedb_storage::{FailingStore, FaultPlan, MemoryStore};

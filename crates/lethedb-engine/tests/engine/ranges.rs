@@ -1,7 +1,7 @@
 //! Partition key ranges on the engine: a fixed count from the configuration, a layout that
 //! survives a reopen, and splits driven by throughput only when the count is not fixed.
 
-use lethedb_engine::throughput::Throughput;
+use lethedb_engine::Throughput;
 use lethedb_engine::{Engine, EngineConfig, ManualClock};
 use lethedb_storage::MemoryStore;
 use serde_json::json;

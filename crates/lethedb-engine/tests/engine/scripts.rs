@@ -72,7 +72,7 @@ async fn ids(engine: &Engine) -> Vec<String> {
         .read_feed(
             &container,
             None,
-            lethedb_engine::ranges::RangeFilter::everything(),
+            lethedb_engine::RangeFilter::everything(),
             1000,
             None,
         )

@@ -243,7 +243,7 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
         .create_database(json!({"id": "db"}), None)
         .await
         .expect("db");
-    let throughput = lethedb_engine::throughput::Throughput::manual(400).expect("throughput");
+    let throughput = lethedb_engine::Throughput::manual(400).expect("throughput");
     engine
         .create_container(
             "db",
@@ -338,7 +338,7 @@ async fn each_of_several_instances_draws_on_its_share_of_a_containers_throughput
             .create_container(
                 "db",
                 json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}}),
-                Some(lethedb_engine::throughput::Throughput::Manual(400)),
+                Some(lethedb_engine::Throughput::Manual(400)),
             )
             .await
             .expect("container");

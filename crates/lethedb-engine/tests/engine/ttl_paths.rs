@@ -3,7 +3,7 @@
 //! path at it, whether or not the sweeper has run.
 
 use crate::common::pk;
-use lethedb_engine::ranges::RangeFilter;
+use lethedb_engine::RangeFilter;
 
 use lethedb_engine::{Engine, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
 use lethedb_storage::MemoryStore;

@@ -11,7 +11,7 @@ use crate::json_text::{write_array, ObjectWriter};
 use crate::request::{header, parse_json, partition_key, prefers_minimal, range_id};
 use crate::respond::Reply;
 use axum::http::StatusCode;
-use lethedb_engine::batch::{entry_request_units, BatchEffect};
+use lethedb_engine::{entry_request_units, BatchEffect};
 use lethedb_engine::{request_units, Container};
 use std::sync::Arc;
 
@@ -26,7 +26,7 @@ fn success_status(effect: BatchEffect) -> StatusCode {
 
 pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let headers = context.headers;
-    let operations = lethedb_engine::batch::parse_batch(&parse_json(context.body)?)?;
+    let operations = lethedb_engine::parse_batch(&parse_json(context.body)?)?;
     // Transactional unless the client asks for bulk (non-atomic) explicitly.
     let atomic =
         header(headers, "x-ms-cosmos-batch-atomic").is_none_or(|v| v.eq_ignore_ascii_case("true"));

@@ -15,7 +15,7 @@ use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
-use lethedb_engine::{ttl, ExpiringCounts, TtlOverview};
+use lethedb_engine::{parse_default_ttl, ExpiringCounts, TtlOverview};
 use serde_json::{json, Value};
 
 /// Where the endpoint lives; the rest of the path is the container's Cosmos path.
@@ -86,7 +86,7 @@ fn parse_proposed(text: &str) -> ApiResult<Option<i64>> {
     let value = text
         .parse::<i64>()
         .map_or_else(|_| Value::String(text.to_string()), Value::from);
-    Ok(ttl::parse_default_ttl(Some(&value))?)
+    Ok(parse_default_ttl(Some(&value))?)
 }
 
 fn counts_json(counts: &ExpiringCounts) -> Value {

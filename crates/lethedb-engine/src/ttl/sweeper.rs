@@ -21,11 +21,11 @@ use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineResult, ErrorCode};
-use crate::expiry::{oldest_expired, visit_expired};
 use crate::items::apply_expire;
 use crate::poison::panic_message;
 use crate::records::ExpiryEntry;
-use crate::request_units;
+use crate::throughput::request_units;
+use crate::ttl::expiry::{oldest_expired, visit_expired};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -33,7 +33,7 @@ use tokio::sync::Notify;
 
 // The settings and statistics types live below the engine, which holds them; they are named
 // here too so `sweeper::SweeperConfig` keeps working.
-pub use crate::sweep_stats::{SweepStats, SweeperConfig};
+pub use crate::ttl::sweep_stats::{SweepStats, SweeperConfig};
 
 /// What one walk of the expiry index chose for a batch.
 struct Candidates {

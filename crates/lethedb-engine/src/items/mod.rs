@@ -11,19 +11,25 @@
 //! what they decide. The requests that reach these mutations are in
 //! `item_requests.rs`; what the sweeper deletes and when is the sweeper's business.
 
-use crate::change_log;
+pub(crate) mod batch;
+pub(crate) mod document_cache;
+pub(crate) mod patch;
+pub(crate) mod requests;
+pub(crate) mod rules;
+
+use self::rules::{Body, Effect, Version, WriteMode};
 use crate::container::Container;
 use crate::error::{corrupted, item_not_found, EngineResult};
-use crate::expiry::{expiry_placement, record_is_expired};
-use crate::item_rules::{self, Body, Effect, Version, WriteMode};
+use crate::feed::change_log;
 use crate::keys;
-use crate::partition_key::PartitionKeyValue;
+use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{
     read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
 };
-use crate::request_units;
 use crate::rids;
+use crate::throughput::request_units;
 use crate::ttl;
+use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
@@ -290,7 +296,7 @@ pub(crate) struct WriteRequest {
     pub(crate) mode: WriteMode,
     /// The request's partition key (its header), when sent: it must name the document's own.
     pub(crate) partition_key: Option<PartitionKeyValue>,
-    /// The body, past the body rules (`item_rules::prepare_body`).
+    /// The body, past the body rules (`rules::prepare_body`).
     pub(crate) body: Body,
     pub(crate) if_match: Option<String>,
 }
@@ -346,17 +352,17 @@ pub(crate) fn apply_write(
         body,
         if_match,
     } = request;
-    let document_key = item_rules::document_partition_key(&container, &body.document)?;
-    item_rules::check_sent_partition_key(&container, partition_key, &document_key)?;
+    let document_key = rules::document_partition_key(&container, &body.document)?;
+    rules::check_sent_partition_key(&container, partition_key, &document_key)?;
     let partition_bytes = document_key.encode();
-    item_rules::check_partition_key_size(&partition_bytes)?;
+    rules::check_partition_key_size(&partition_bytes)?;
     let found = find_versions(context, &container, &mode, &partition_bytes, &body.id)?;
     let number = container.key_number();
     let taken = found.renamed_from.is_some() && found.visible;
     let current = found
         .replaced()
         .map(|record| stored_version(number, record));
-    let effect = item_rules::decide_write(&mode, if_match.as_deref(), current, taken)?;
+    let effect = rules::decide_write(&mode, if_match.as_deref(), current, taken)?;
     // Validation is over: from here on the operation writes.
     if found.existing.is_some() && !found.visible {
         // An expired version is about to go: its TTL event must be out first.
@@ -484,7 +490,7 @@ pub(crate) fn apply_delete(
     let key = keys::item_key(number, &partition_key.encode(), id);
     let current = visible_record(context, container, &key)?
         .map(|record| (stored_version(number, &record), record));
-    let existing = item_rules::decide_delete(if_match.as_deref(), current)?;
+    let existing = rules::decide_delete(if_match.as_deref(), current)?;
     let mut counters = read_counters(context.reader(), number)?;
     remove_version(context, number, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);

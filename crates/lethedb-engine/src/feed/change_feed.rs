@@ -8,17 +8,17 @@
 //! nothing). Before an all-versions read, the writer emits the TTL events that are due, so an
 //! expired item's delete is readable from its expiry instant on.
 
-use crate::change_log::{self, LogEntry, Operation};
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
-use crate::expiry::record_is_expired;
+use crate::feed::change_log::{self, LogEntry, Operation};
 use crate::items::{read_record, StoredItem};
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
-use crate::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
-use crate::ranges::{RangeFilter, RangeMatcher};
+use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
+use crate::partitions::ranges::{RangeFilter, RangeMatcher};
 use crate::records::{read_counters, writer_container};
+use crate::ttl::expiry::record_is_expired;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::{json, Map, Value};
 use std::ops::ControlFlow;

@@ -16,7 +16,7 @@ use crate::container::Container;
 use crate::error::{item_conflict, item_not_found, precondition_failed};
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::limits::{validate_id, ITEM_BYTES_MAX};
-use crate::partition_key::{PartitionKeyValue, PARTITION_KEY_BYTES_MAX};
+use crate::partitions::partition_key::{PartitionKeyValue, PARTITION_KEY_BYTES_MAX};
 use crate::records::SYSTEM_PROPERTIES;
 use crate::rids;
 use crate::ttl;

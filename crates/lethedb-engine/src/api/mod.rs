@@ -13,12 +13,12 @@ use crate::catalog::kinds::{ResourceKind, ResourceParent};
 use crate::container::{Container, Usage};
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::expiry::TtlOverview;
 use crate::items::Feed;
-use crate::partition_key::PartitionKeyValue;
+use crate::partitions::partition_key::PartitionKeyValue;
+use crate::partitions::ranges::RangeFilter;
 use crate::poison::panic_message;
 use crate::query::{QueryPage, QueryRequest};
-use crate::ranges::RangeFilter;
+use crate::ttl::expiry::TtlOverview;
 use serde_json::Value;
 use std::sync::Arc;
 

@@ -12,9 +12,9 @@
 //! Items are not moved by a split: storage is keyed by partition key value, and a range is a
 //! filter on EPKs over it (see `RangeFilter`). This module decides only the layout.
 
-use crate::epk::{even_boundaries, split_point, HashScheme};
 use crate::keys;
-use crate::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
+use crate::partitions::epk::{even_boundaries, split_point, HashScheme};
+use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::throughput::Throughput;
 use serde::{Deserialize, Serialize};
 

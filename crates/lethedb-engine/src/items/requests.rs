@@ -8,18 +8,18 @@
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{corrupted, invalid_continuation, item_not_found, EngineResult};
-use crate::expiry::record_is_expired;
-use crate::item_rules::{prepare_body, WriteMode};
+use crate::items::rules::{prepare_body, WriteMode};
 use crate::items::{
     apply_delete, apply_delete_partition, apply_write, read_record, Feed, ItemOutcome, StoredItem,
     WriteRequest,
 };
 use crate::keys;
 use crate::limits::PAGE_ITEMS_MAX;
-use crate::partition_key::PartitionKeyValue;
-use crate::ranges::{RangeFilter, RangeMatcher};
+use crate::partitions::partition_key::PartitionKeyValue;
+use crate::partitions::ranges::{RangeFilter, RangeMatcher};
 use crate::records::{read_counters, writer_container, ItemRecord};
 use crate::rids;
+use crate::ttl::expiry::record_is_expired;
 use base64::Engine as _;
 use lethedb_storage::{KeyRange, Table};
 use serde_json::Value;

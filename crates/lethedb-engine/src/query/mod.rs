@@ -5,17 +5,19 @@
 //! as the query crate says the page is full. What a query means (filters, projections, ordering,
 //! aggregates, paging state) is the query crate's business; this module does the I/O it must not.
 
+pub(crate) mod index_metrics;
+
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::epk::prefix_range;
 use crate::error::{corrupted, invalid_continuation, EngineError, EngineResult, ErrorCode};
-use crate::expiry::is_expired;
 use crate::items::StoredItem;
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
-use crate::partition_key::{PartitionKeyPart, PartitionKeyValue};
-use crate::ranges::RangeMatcher;
+use crate::partitions::epk::prefix_range;
+use crate::partitions::partition_key::{PartitionKeyPart, PartitionKeyValue};
+use crate::partitions::ranges::RangeMatcher;
 use crate::records::{read_counters, ItemRecord};
+use crate::ttl::expiry::is_expired;
 use lethedb_storage::{KeyRange, Table};
 use serde_json::Value;
 use std::ops::{Bound, ControlFlow};

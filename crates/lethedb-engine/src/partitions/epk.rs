@@ -11,7 +11,9 @@
 //! JavaScript SDKs disagree on v1, this follows the .NET SDK (the service's own code); the
 //! fixture test lists each such case.
 
-use crate::partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
+use crate::partitions::partition_key::{
+    PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue,
+};
 use serde_json::Value;
 
 /// The lowest effective partition key (inclusive).

@@ -8,10 +8,10 @@
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
-use crate::item_rules::{self, prepare_body, WriteMode};
+use crate::items::rules::{self, prepare_body, WriteMode};
 use crate::items::{apply_write, stored_version, visible_record, ItemOutcome, WriteRequest};
 use crate::keys;
-use crate::partition_key::PartitionKeyValue;
+use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{writer_container, SYSTEM_PROPERTIES};
 use crate::writer::WriteContext;
 use serde_json::Value;
@@ -321,7 +321,7 @@ pub(crate) fn apply_patch_item(
     let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
     let current = visible_record(context, &container, &key)?
         .map(|record| (stored_version(container.key_number(), &record), record));
-    let current = item_rules::decide_patch(if_match.as_deref(), current)?;
+    let current = rules::decide_patch(if_match.as_deref(), current)?;
     let document = current.document().ok_or_else(|| corrupted("item"))?;
     if let Some(condition) = condition {
         if !condition_holds(condition, &document, context.now_ms)? {

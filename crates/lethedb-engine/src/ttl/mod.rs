@@ -11,6 +11,10 @@
 //!
 //! This module reads no clock and no storage: callers pass `now_ms`.
 
+pub(crate) mod expiry;
+pub(crate) mod sweep_stats;
+pub(crate) mod sweeper;
+
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

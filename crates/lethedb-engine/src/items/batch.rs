@@ -6,12 +6,12 @@
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::item_rules::{prepare_body, WriteMode};
+use crate::items::patch::{apply_patch_item, parse_patch};
+use crate::items::rules::{prepare_body, WriteMode};
 use crate::items::{apply_delete, apply_write, current_version, StoredItem, WriteRequest};
-use crate::partition_key::PartitionKeyValue;
-use crate::patch::{apply_patch_item, parse_patch};
+use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{read_counters, writer_container};
-use crate::request_units;
+use crate::throughput::request_units;
 use crate::writer::WriteContext;
 use serde_json::Value;
 use std::sync::Arc;

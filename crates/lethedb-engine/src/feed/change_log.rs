@@ -13,9 +13,9 @@
 
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
-use crate::expiry::expired_at_ms;
 use crate::keys::{self, ExpiryClass};
 use crate::records::{read_counters, store_counters, ExpiryEntry, ItemRecord};
+use crate::ttl::expiry::expired_at_ms;
 use crate::writer::WriteContext;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde::{Deserialize, Serialize};

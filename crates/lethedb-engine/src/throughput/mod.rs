@@ -8,6 +8,9 @@
 //! in the previous one, so sweeping can never cause a user request to be throttled.
 //! This module counts request units; it knows nothing of HTTP.
 
+pub(crate) mod offers;
+pub mod request_units;
+
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -9,7 +9,7 @@ use crate::error::{
     EngineResult, ErrorCode,
 };
 use crate::keys;
-use crate::ranges::ranges_for_throughput;
+use crate::partitions::ranges::ranges_for_throughput;
 use crate::records::{
     load_container, load_database, store_container, store_database, DatabaseRecord,
 };

@@ -1,0 +1,6 @@
+//! The change feed: the writer's side (`change_log`: the change index of current versions,
+//! the all-versions log, TTL events at the expiry instant, retention) and the reader's side
+//! (`change_feed`: both modes, cursors, scopes, 304 without a scan).
+
+pub(crate) mod change_feed;
+pub(crate) mod change_log;

@@ -1,0 +1,7 @@
+//! Partitions: the partition key of a container and of an item (`partition_key`), the
+//! effective partition keys the SDKs hash them to (`epk`), and the physical partition key
+//! ranges laid over that hash space (`ranges`). Pure rules; no storage.
+
+pub(crate) mod epk;
+pub(crate) mod partition_key;
+pub(crate) mod ranges;
