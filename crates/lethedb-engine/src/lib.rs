@@ -25,16 +25,14 @@
 //!   `offers.rs`: offers (throughput as a resource).
 //! - `container.rs`: [`Container`], [`Usage`]. `limits.rs`: [`ID_CHARS_MAX`], [`ITEM_BYTES_MAX`],
 //!   [`PAGE_ITEMS_MAX`], [`PAGE_ITEMS_DEFAULT`]. `error.rs`: [`EngineError`], [`ErrorCode`] (every
-//!   failure a client can see). `clock.rs` ([`Stopwatch`] too), `poison.rs`
+//!   failure a client can see). `clock.rs` ([`Stopwatch`] and [`Pacer`] too), `poison.rs`
 //!   (`Engine::poisoned`), `scans.rs` (where scans run: [`SCANS_CONCURRENT_MAX`]),
 //!   `ranges.rs` (partition key ranges: `RangeLayout`, `RangeFilter`), `partition_key.rs`,
 //!   `epk.rs` ([`HashScheme`], `prefix_range`, `even_boundaries`,
-//!   `split_point`: effective partition keys), `throughput.rs`, `ttl.rs`, `request_units.rs`, `writer.rs`,
-//!   `document_cache.rs`.
+//!   `split_point`: effective partition keys), `throughput.rs`, `request_units.rs`, `writer.rs`.
 //!
-//! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
-//! ttl, partition key, epk, throughput, document cache; ranges; container; writer; records; expiry;
-//! sweep stats; engine; scans; items; catalog; item requests, patch, batch, query, offers; sweeper.
+//! The modules' floors (which may import which), from the bottom up, are listed once, in
+//! `ARCHITECTURE.md`, where the tidy test checks them against the imports.
 
 pub mod batch;
 mod catalog;
@@ -42,7 +40,7 @@ mod change_feed;
 mod change_log;
 mod clock;
 mod container;
-pub mod document_cache;
+mod document_cache;
 mod engine;
 pub mod epk;
 mod error;
@@ -74,7 +72,7 @@ pub use catalog::script_body::{TriggerOperation, TriggerType};
 pub use catalog::scripts::ScriptResource;
 pub use catalog::usage::RangeStatistics;
 pub use change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
-pub use clock::{Clock, ManualClock, OffsetClock, Stopwatch, SystemClock};
+pub use clock::{Clock, ManualClock, OffsetClock, Pacer, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig};
 pub use epk::HashScheme;
