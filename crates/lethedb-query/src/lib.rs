@@ -6,18 +6,14 @@
 //! pushes visible documents in ascending storage-key order (`PageRun::push`) until told to
 //! stop, and takes the page with its continuation token (`PageRun::finish`).
 //!
-//! Module map, lowest first (each module imports only modules listed before it):
-//! - `ast` (syntax tree, `Display`, tree walkers), `value`, `error`, `datetime`, `like`;
-//! - `lexer` → `parser` (text to tree); `context` (scopes, parameters, the subquery and
-//!   user-defined-function hooks); `token` (continuation tokens);
-//! - `builtins` (the table of built-in names, arities and kinds) → `functions` (scalar
-//!   built-ins, one module per family) → `plan` (checks and derived facts) → `eval` (one expression over
-//!   one row) → `exec` (rows, projection, grouping) → `subquery` (the subquery runner, plans made once);
-//! - `prepared` (`prepare`, `Prepared`, paging mode) → `paging` (`PageRun`, pages);
-//! - `client_rewrite` (the texts each partition key range runs) → `client_plan` (the service's
-//!   plan for the SDKs' client pipelines, `Prepared::client_plan`).
-//! - `computed` (a container's computed properties, substituted into a query before it is
-//!   planned; `prepare_with_computed`).
+//! The modules, by role: reading text (`lexer`, `parser`, `ast`: the tree, its `Display`, the
+//! walkers); built-in functions (`builtins`: their one table; `functions`: one module per
+//! family); running a query (`context`, `plan`: checks and derived facts, `eval`: one
+//! expression over one row, `exec`: rows, projection, grouping, `subquery`); pages (`prepared`:
+//! `prepare`; `paging`: `PageRun`; `token`: continuation tokens); the SDKs' client pipelines
+//! (`client_rewrite`, `client_plan`); computed properties (`computed`); and the ground they
+//! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
+//! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
 //!
 //! This file is only the front door: module declarations and re-exports.
 
