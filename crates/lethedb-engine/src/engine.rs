@@ -173,7 +173,7 @@ pub(crate) struct Inner {
     pub(crate) scripts: Arc<tokio::sync::Semaphore>,
     pub(crate) script_limits: lethedb_scripts::Limits,
     pub(crate) wire_status: WireStatus,
-    /// When the engine started, for the monotonic activity clock below.
+    /// When the engine started, on the clock's pacer, for the activity clock below.
     started: Stopwatch,
     /// Milliseconds after `started` of the latest user request on an item (0: none yet).
     last_user_request_ms: AtomicU64,
@@ -215,6 +215,8 @@ impl Engine {
             .max(1)
             .saturating_mul(60_000);
         writer.set_change_log_retention_ms(change_log_retention_ms);
+        // User activity paces the sweeper, so it is measured on the clock's pacer.
+        let started = clock.pacer().stopwatch();
         Ok(Engine {
             inner: Arc::new(Inner {
                 writer_thread: std::sync::Mutex::new(Some(thread)),
@@ -231,7 +233,7 @@ impl Engine {
                 scripts: Arc::new(tokio::sync::Semaphore::new(SCRIPTS_CONCURRENT_MAX)),
                 script_limits: config.script_limits,
                 wire_status: config.wire_status,
-                started: Stopwatch::start(),
+                started,
                 last_user_request_ms: AtomicU64::new(0),
                 default_throughput_ru: config.default_throughput_ru,
                 rate_limit: config.rate_limit,

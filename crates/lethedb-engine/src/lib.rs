@@ -35,7 +35,7 @@ pub use catalog::kinds::{ResourceKind, ResourceParent};
 pub use catalog::script_body::{TriggerOperation, TriggerType};
 pub use catalog::scripts::ScriptResource;
 pub use catalog::usage::RangeStatistics;
-pub use clock::{Clock, ManualClock, OffsetClock, Stopwatch, SystemClock};
+pub use clock::{Clock, ManualClock, OffsetClock, Pacer, Stopwatch, SystemClock};
 pub use container::{Container, Usage};
 pub use engine::{Engine, EngineConfig, WireStatus};
 pub use error::{EngineError, EngineResult, ErrorCode};

@@ -380,6 +380,24 @@ impl Thread {
         containers: &mut HashMap<(String, String), Arc<Container>>,
         on_catalog_change: &dyn Fn(),
     ) {
+        let Some(context) = self.begin(batch, containers, on_catalog_change) else {
+            return;
+        };
+        let Some((context, finishes)) = self.apply_all(context, batch, on_catalog_change) else {
+            return;
+        };
+        let committed = self.commit(context, containers, on_catalog_change);
+        self.answer(finishes, &committed);
+    }
+
+    /// Begins the group's transaction, with the group's instant and the definitions cached
+    /// by earlier groups. When the store refuses, every job is answered and `None` returned.
+    fn begin<'a>(
+        &'a self,
+        batch: &mut Vec<Job>,
+        containers: &mut HashMap<(String, String), Arc<Container>>,
+        on_catalog_change: &dyn Fn(),
+    ) -> Option<WriteContext<'a>> {
         let txn = match self.store.write() {
             Ok(txn) => txn,
             Err(error) => {
@@ -398,7 +416,7 @@ impl Thread {
                 for job in batch.drain(..) {
                     (job.abandon)(refusal.clone());
                 }
-                return;
+                return None;
             }
         };
         // A shared store's catalog may have changed under another process: the writer's own
@@ -420,7 +438,7 @@ impl Thread {
             }
             None => self.clock.now_ms(),
         };
-        let mut context = WriteContext {
+        Some(WriteContext {
             now_ms,
             txn,
             containers: std::mem::take(containers),
@@ -429,7 +447,17 @@ impl Thread {
             change_log_next: None,
             catalog_changed: false,
             failure: None,
-        };
+        })
+    }
+
+    /// Applies every job of the group, each inside its savepoint. A job that panics poisons
+    /// the engine: the transaction is dropped, every job is answered and `None` returned.
+    fn apply_all<'a>(
+        &self,
+        mut context: WriteContext<'a>,
+        batch: &mut Vec<Job>,
+        on_catalog_change: &dyn Fn(),
+    ) -> Option<(WriteContext<'a>, Vec<Finish>)> {
         let mut finishes: Vec<Finish> = Vec::with_capacity(batch.len());
         let mut jobs = batch.drain(..);
         for job in jobs.by_ref() {
@@ -448,11 +476,21 @@ impl Thread {
                     for job in jobs {
                         (job.abandon)(store_poisoned(&reason));
                     }
-                    return;
+                    return None;
                 }
             }
         }
-        drop(jobs);
+        Some((context, finishes))
+    }
+
+    /// Commits the group's transaction (or drops it when a storage call failed), hands the
+    /// cached definitions back, and drops them when the catalog changed or nothing committed.
+    fn commit(
+        &self,
+        context: WriteContext<'_>,
+        containers: &mut HashMap<(String, String), Arc<Container>>,
+        on_catalog_change: &dyn Fn(),
+    ) -> EngineResult<()> {
         let WriteContext {
             txn,
             catalog_changed,
@@ -487,15 +525,17 @@ impl Thread {
             containers.clear();
             on_catalog_change();
         }
+        committed
+    }
+
+    /// Counts the group and answers each of its jobs with the commit's outcome.
+    fn answer(&self, finishes: Vec<Finish>, committed: &EngineResult<()>) {
         self.stats.commits.fetch_add(1, Ordering::Relaxed);
         self.stats
             .operations
             .fetch_add(finishes.len() as u64, Ordering::Relaxed);
         for finish in finishes {
-            finish(match &committed {
-                Ok(()) => Ok(()),
-                Err(error) => Err(error.clone()),
-            });
+            finish(committed.clone());
         }
     }
 }

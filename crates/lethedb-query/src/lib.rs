@@ -6,9 +6,14 @@
 //! pushes visible documents in ascending storage-key order (`PageRun::push`) until told to
 //! stop, and takes the page with its continuation token (`PageRun::finish`).
 //!
-//! The modules and the floors they form (each imports only from floors below it) are listed
-//! in `ARCHITECTURE.md`, under `crates/lethedb-query`, where the tidy test checks them against
-//! the imports.
+//! The modules, by role: reading text (`lexer`, `parser`, `ast`: the tree, its `Display`, the
+//! walkers); built-in functions (`builtins`: their one table; `functions`: one module per
+//! family); running a query (`context`, `plan`: checks and derived facts, `eval`: one
+//! expression over one row, `exec`: rows, projection, grouping, `subquery`); pages (`prepared`:
+//! `prepare`; `paging`: `PageRun`; `token`: continuation tokens); the SDKs' client pipelines
+//! (`client_rewrite`, `client_plan`); computed properties (`computed`); and the ground they
+//! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
+//! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
 //!
 //! This file is only the front door: module declarations and re-exports.
 

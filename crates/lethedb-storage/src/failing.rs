@@ -8,7 +8,7 @@
 //! is refused with [`StorageError::Poisoned`], while reads keep seeing the last durable state.
 //! This module decides nothing else; it forwards every other call to the wrapped store.
 
-use crate::{KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn};
+use crate::api::{KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 

@@ -1,4 +1,4 @@
-//! LetheDB's storage layer: a small transactional, ordered key-value interface and two backends.
+//! LetheDB's storage layer: a small transactional, ordered key-value interface and its backends.
 //!
 //! The engine sees a fixed set of [`Table`]s of byte keys and byte values, ordered bytewise. It
 //! reads through snapshots ([`ReadTxn`]) that never wait for the writer, and changes data through
@@ -14,7 +14,9 @@
 //! ([`ReadTxn::store_now_ms`], [`ReadTxn::catalog_epoch`]) so that its processes agree.
 //!
 //! This crate knows nothing of HTTP, Cosmos DB, JSON or time to live: keys and values are opaque.
+//! The interface is in `api.rs`; this file is only the front door.
 
+mod api;
 mod failing;
 mod memory;
 mod overlay;
@@ -22,199 +24,13 @@ mod postgres;
 mod redb_store;
 mod write_txn;
 
+pub use api::{
+    prefix_successor, KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn,
+};
 pub use failing::{FailingStore, FaultPlan};
 pub use memory::MemoryStore;
 pub use postgres::{PgStore, POSTGRES_SCHEMA_DEFAULT};
 pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
-
-use std::ops::{Bound, ControlFlow};
-
-/// The keyspaces the engine stores data in. Each backend keeps one table per variant.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Table {
-    /// Databases and containers.
-    Catalog,
-    /// Items, keyed by container, partition key and id.
-    Items,
-    /// An ordered index the engine keeps next to its items (it orders them by expiry).
-    Expiry,
-    /// Per-container counters (item count, bytes, sequence numbers).
-    Counters,
-    /// Items by resource id, for clients that address items by `_self`.
-    ResourceIds,
-    /// The current version of each item by container and LSN (the latest-version change feed).
-    ChangeIndex,
-    /// One entry per write and delete by container and LSN (the all-versions change feed).
-    ChangeLog,
-}
-
-impl Table {
-    /// Every table, in a fixed order (backends index arrays by it).
-    pub const ALL: [Table; 7] = [
-        Table::Catalog,
-        Table::Items,
-        Table::Expiry,
-        Table::Counters,
-        Table::ResourceIds,
-        Table::ChangeIndex,
-        Table::ChangeLog,
-    ];
-
-    fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// A failure of the storage backend. Every variant means the operation did not take effect.
-#[derive(Debug, thiserror::Error)]
-pub enum StorageError {
-    #[error("storage I/O failed: {0}")]
-    Io(String),
-    #[error("storage is corrupted: {0}")]
-    Corrupted(String),
-    /// A commit failed earlier, so the on-disk state is unknown; the store refuses further writes
-    /// rather than guessing (a restart re-opens it from its last durable state).
-    #[error("storage refuses writes after an earlier commit failure")]
-    Poisoned,
-    /// Another process (or another handle in this one) has the store open; one process owns a
-    /// store, because its caches, counters and single writer assume nobody else writes.
-    #[error(
-        "the store at {0} is already open in another process; one LetheDB process owns a store"
-    )]
-    AlreadyOpen(String),
-    /// A shared store (PostgreSQL) could not be reached or did not answer in time. Nothing was
-    /// done, or, if the connection was lost during a commit, nothing was acknowledged; the
-    /// store itself is intact, so this never poisons it, and the next operation tries again.
-    #[error("the store is unavailable: {0}")]
-    Unavailable(String),
-}
-
-/// A key range: start and end bounds over byte keys.
-#[derive(Clone, Debug)]
-pub struct KeyRange {
-    pub start: Bound<Vec<u8>>,
-    pub end: Bound<Vec<u8>>,
-}
-
-impl KeyRange {
-    /// Every key that begins with `prefix`.
-    pub fn prefix(prefix: &[u8]) -> KeyRange {
-        KeyRange {
-            start: Bound::Included(prefix.to_vec()),
-            end: prefix_successor(prefix).map_or(Bound::Unbounded, Bound::Excluded),
-        }
-    }
-
-    /// Keys in `[start, end)`.
-    pub fn between(start: Vec<u8>, end: Vec<u8>) -> KeyRange {
-        KeyRange {
-            start: Bound::Included(start),
-            end: Bound::Excluded(end),
-        }
-    }
-
-    /// The bounds as borrowed slices, as ordered maps take them.
-    pub(crate) fn as_slices(&self) -> (Bound<&[u8]>, Bound<&[u8]>) {
-        (slice_bound(&self.start), slice_bound(&self.end))
-    }
-
-    /// True when no key can fall in the range (redb panics on such ranges, so we never pass one).
-    fn is_empty(&self) -> bool {
-        match (&self.start, &self.end) {
-            (Bound::Included(s), Bound::Included(e)) => s > e,
-            (Bound::Included(s) | Bound::Excluded(s), Bound::Excluded(e))
-            | (Bound::Excluded(s), Bound::Included(e)) => s >= e,
-            _ => false,
-        }
-    }
-}
-
-fn slice_bound(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(key) => Bound::Included(key.as_slice()),
-        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
-}
-
-/// The smallest byte string greater than every string with this prefix, if there is one.
-pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < u8::MAX {
-            end.push(last + 1);
-            return Some(end);
-        }
-    }
-    None
-}
-
-/// A visitor over key-value pairs in key order; `Break` stops the scan.
-pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>;
-
-/// A consistent, read-only view of the store as of its creation.
-pub trait ReadTxn {
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError>;
-    /// Visits the pairs in `range` in ascending key order until the visitor breaks.
-    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError>;
-    /// Like [`ReadTxn::scan`] but in descending key order.
-    fn scan_rev(
-        &self,
-        table: Table,
-        range: &KeyRange,
-        visit: Visit<'_>,
-    ) -> Result<(), StorageError>;
-    /// The store's own clock as this transaction read it, in milliseconds since the Unix epoch,
-    /// for a store that several processes share (PostgreSQL); `None` for a store one process
-    /// owns, whose caller keeps the time.
-    fn store_now_ms(&self) -> Option<i64> {
-        None
-    }
-    /// How many commits have changed [`Table::Catalog`], as of this transaction, for a shared
-    /// store (so a process can tell whether definitions it cached are still current); `None`
-    /// for a store one process owns, which sees every catalog change itself.
-    fn catalog_epoch(&self) -> Option<u64> {
-        None
-    }
-}
-
-/// A point a write transaction can return to, from [`WriteTxn::savepoint`]. Savepoints nest;
-/// each must be released or rolled back to, innermost first.
-#[must_use = "a savepoint must be released or rolled back to"]
-#[derive(Debug)]
-pub struct Savepoint {
-    /// Changes recorded before the savepoint was taken.
-    pub(crate) journal_len: usize,
-    /// How many savepoints were open once this one was taken.
-    pub(crate) depth: usize,
-}
-
-/// The single write transaction. Reads through it see its own uncommitted writes.
-pub trait WriteTxn: ReadTxn {
-    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError>;
-    fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError>;
-    /// Marks the transaction's current state. It costs nothing until changes follow, and then
-    /// only a record of what each change replaced in the transaction; it never reads the store.
-    fn savepoint(&mut self) -> Savepoint;
-    /// Undoes every change made since `savepoint`, which is then closed.
-    fn rollback_to(&mut self, savepoint: Savepoint);
-    /// Keeps the changes made since `savepoint`, which is then closed.
-    fn release(&mut self, savepoint: Savepoint);
-    /// Makes every change durable at once; when this returns `Ok`, a crash cannot lose them.
-    fn commit(self: Box<Self>) -> Result<(), StorageError>;
-}
-
-/// A storage backend.
-pub trait Storage: Send + Sync + 'static {
-    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
-    /// Begins the write transaction. Callers serialise writes (the engine has one writer).
-    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
-    /// Whether other processes may write to this store too (PostgreSQL): then what a process
-    /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].
-    fn is_shared(&self) -> bool {
-        false
-    }
-}
 
 #[cfg(test)]
 mod model_test;

@@ -7,9 +7,9 @@
 //! commit copied the store.) The write transaction buffers its changes in an overlay and
 //! publishes them on commit. Nothing here survives the process.
 
+use crate::api::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
-use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use imbl::OrdMap;
 use std::sync::{Arc, RwLock};
 

@@ -7,7 +7,7 @@
 //! pending change lives here, a savepoint needs only this overlay's own previous entries, never
 //! a read of the committed store. This module knows nothing of either backend's storage.
 
-use crate::{KeyRange, Savepoint, StorageError, Table, Visit};
+use crate::api::{KeyRange, Savepoint, StorageError, Table, Visit};
 use std::collections::BTreeMap;
 
 /// One table's pending changes: `None` marks a deletion.

@@ -4,9 +4,9 @@
 //! that are durable when `commit` returns. This module only maps the trait onto redb; it does not
 //! batch, retry or interpret anything.
 
+use crate::api::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
-use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::cell::OnceCell;
 use std::path::Path;

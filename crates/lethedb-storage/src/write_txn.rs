@@ -1,13 +1,13 @@
-//! The write transaction both backends share: reads see the committed base merged with the
-//! overlay of pending changes, writes go only to the overlay, savepoints undo the overlay, and
-//! commit hands the overlay to the backend.
+//! The write transaction every backend (redb, PostgreSQL, memory) shares: reads see the
+//! committed base merged with the overlay of pending changes, writes go only to the overlay,
+//! savepoints undo the overlay, and commit hands the overlay to the backend.
 //!
 //! A backend supplies only its committed side ([`Base`]): how to read a key, how to feed its
 //! entries into a merged scan, and how to make an overlay durable. It does not decide anything
 //! about pending changes.
 
+use crate::api::{KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::Overlay;
-use crate::{KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
 
 /// The committed side of a write transaction.
 pub(crate) trait Base {

@@ -17,7 +17,7 @@
 //! the previous second; deletions are never charged to users and never throttle them. Containers
 //! without throughput are paced by the batch size and the pause between batches.
 
-use crate::clock::Stopwatch;
+use crate::clock::{Pacer, Stopwatch};
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineResult, ErrorCode};
@@ -31,9 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
-// The settings and statistics types live below the engine, which holds them; they are named
-// here too so `sweeper::SweeperConfig` keeps working.
-pub use crate::ttl::sweep_stats::{SweepStats, SweeperConfig};
+use crate::ttl::sweep_stats::{SweepStats, SweeperConfig};
 
 /// What one walk of the expiry index chose for a batch.
 struct Candidates {
@@ -102,6 +100,9 @@ impl Engine {
         Ok((deleted, backlog_left))
     }
 
+    /// Sweeps one batch of a container: chooses it within the allowances, deletes it in one
+    /// writer job, charges it and records the turn. Returns what it deleted and whether more
+    /// may be waiting.
     async fn sweep_container(
         &self,
         container: &Arc<Container>,
@@ -122,7 +123,7 @@ impl Engine {
             .full_count_due(container.number, now_ms);
         // The walk reads storage synchronously, so it runs on the blocking pool under the same
         // bound as user scans, not on the workers that serve requests.
-        let scan = {
+        let mut scan = {
             let container = Arc::clone(container);
             self.run_scan(move |engine| {
                 choose_candidates(
@@ -135,24 +136,10 @@ impl Engine {
             })
             .await?
         };
-        let Candidates {
-            candidates,
-            visited,
-            walked_everything,
-            oldest_expired_ms,
-        } = scan;
-        let found = candidates.len() as u64;
-        let (deleted, spent_ru) = if candidates.is_empty() {
-            (0, 0.0)
-        } else {
-            let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
-            self.inner
-                .writer
-                .write(move |context| {
-                    apply_expire(context, &database_id, &container_id, candidates)
-                })
-                .await?
-        };
+        let found = scan.candidates.len() as u64;
+        let (deleted, spent_ru) = self
+            .expire(container, std::mem::take(&mut scan.candidates))
+            .await?;
         if let Some((key, budget_ru)) = budget {
             if spent_ru > 0.0 {
                 self.inner
@@ -160,38 +147,61 @@ impl Engine {
                     .charge_sweeper(key, budget_ru, spent_ru, self.now_ms());
             }
         }
-        if let Ok(mut stats) = self.inner.sweep_stats.stats.lock() {
-            let entry = stats.entry(container.number).or_default();
-            let backlog_after = if walked_everything {
-                visited.saturating_sub(deleted)
-            } else {
-                // A partial walk: what it saw bounds the backlog from below.
-                entry
-                    .backlog_items
-                    .saturating_sub(deleted)
-                    .max(visited.saturating_sub(deleted))
-            };
-            entry.database_id = container.database_id.clone();
-            entry.container_id = container.id.clone();
-            entry.backlog_items = backlog_after;
-            entry.oldest_expired_age_ms = if backlog_after > 0 {
-                oldest_expired_ms.map_or(0, |at| (now_ms - at).max(0))
-            } else {
-                0
-            };
-            entry.deleted_total += deleted;
-            self.inner
-                .sweep_stats
-                .sample_deletions(container.number, now_ms, entry.deleted_total);
-            if deleted > 0 {
-                tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
-            }
-        }
+        self.record_turn(container, now_ms, &scan, deleted);
         // More may be waiting when this turn took everything it was allowed.
         Ok((
             deleted,
-            found > 0 && deleted > 0 && (found as usize == batch_items_max || visited > found),
+            found > 0 && deleted > 0 && (found as usize == batch_items_max || scan.visited > found),
         ))
+    }
+
+    /// Deletes the chosen entries in one writer job: how many it deleted and the RUs it spent.
+    async fn expire(
+        &self,
+        container: &Container,
+        candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+    ) -> EngineResult<(u64, f64)> {
+        if candidates.is_empty() {
+            return Ok((0, 0.0));
+        }
+        let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
+        self.inner
+            .writer
+            .write(move |context| apply_expire(context, &database_id, &container_id, candidates))
+            .await
+    }
+
+    /// Notes a turn in the container's statistics: its backlog, the age of its oldest expired
+    /// item, and what the sweeper has deleted.
+    fn record_turn(&self, container: &Container, now_ms: i64, scan: &Candidates, deleted: u64) {
+        let Ok(mut stats) = self.inner.sweep_stats.stats.lock() else {
+            return;
+        };
+        let entry = stats.entry(container.number).or_default();
+        let backlog_after = if scan.walked_everything {
+            scan.visited.saturating_sub(deleted)
+        } else {
+            // A partial walk: what it saw bounds the backlog from below.
+            entry
+                .backlog_items
+                .saturating_sub(deleted)
+                .max(scan.visited.saturating_sub(deleted))
+        };
+        entry.database_id = container.database_id.clone();
+        entry.container_id = container.id.clone();
+        entry.backlog_items = backlog_after;
+        entry.oldest_expired_age_ms = if backlog_after > 0 {
+            scan.oldest_expired_ms.map_or(0, |at| (now_ms - at).max(0))
+        } else {
+            0
+        };
+        entry.deleted_total += deleted;
+        self.inner
+            .sweep_stats
+            .sample_deletions(container.number, now_ms, entry.deleted_total);
+        if deleted > 0 {
+            tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
+        }
     }
 
     /// The sweeper's statistics for every container it has visited.
@@ -245,63 +255,128 @@ const FAILURE_LOG_EVERY: u32 = 20;
 /// How often the sweeper's loop emits due TTL events and trims change logs.
 const CHANGE_FEED_MAINTENANCE_INTERVAL: Duration = Duration::from_millis(200);
 
-/// The sweeper's loop: one turn, then a pause that a stop request cuts short.
+/// The sweeper's loop: one turn, then a pause that a stop request cuts short. Its pacing
+/// (turns, pauses, the rate window) runs on the engine clock's [`Pacer`].
 async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
-    let mut last_report = Stopwatch::start();
-    // The rate cap is measured on the monotonic timer: it paces work, it is not wall time.
-    let mut window = Stopwatch::start();
-    let mut deleted_in_window = 0u64;
-    let mut change_feeds = Stopwatch::start();
-    // Turns failed in a row (a store that cannot be reached): the pause doubles with each, and
-    // only the first of a run and then every `FAILURE_LOG_EVERY`th is logged.
-    let mut failures = 0u32;
+    let pacer = engine.inner.clock.pacer();
+    let mut pacing = Pacing::new(&pacer);
     loop {
-        // TTL events and change-log trimming, without waiting for a reader (see change_feed.rs).
-        if change_feeds.elapsed() >= CHANGE_FEED_MAINTENANCE_INTERVAL {
-            change_feeds = Stopwatch::start();
-            if let Err(error) = engine.maintain_change_feeds().await {
-                if error.code == ErrorCode::StorePoisoned {
-                    return;
-                }
-                if failures.is_multiple_of(FAILURE_LOG_EVERY) {
-                    tracing::warn!(%error, "change feed maintenance failed; retrying later");
-                }
-            }
+        if pacing
+            .maintain_change_feeds(&engine, &pacer)
+            .await
+            .is_break()
+        {
+            return;
         }
-        if window.elapsed() >= Duration::from_secs(1) {
-            window = Stopwatch::start();
-            deleted_in_window = 0;
-        }
+        pacing.roll_window(&pacer);
         // While users are active the sweeper takes small batches and a small share of the
         // writer and the CPU; when they are idle it runs at full speed.
         let busy = engine.users_active_within(config.busy_window);
-        let full_batch = if busy {
-            config.busy_batch_items_max
-        } else {
-            config.batch_items_max
-        };
-        let batch_items_max = match config.unlimited_deletions_per_sec_max {
-            Some(max) => (max.saturating_sub(deleted_in_window) as usize).min(full_batch),
-            None => full_batch,
-        };
+        let batch_items_max = pacing.batch_items_max(&config, busy);
         if batch_items_max == 0 {
-            let rest = Duration::from_secs(1).saturating_sub(window.elapsed());
-            if tokio::time::timeout(rest, stop.notified()).await.is_ok() {
+            let rest = Duration::from_secs(1).saturating_sub(pacing.window.elapsed());
+            if pacer.pause(rest, &stop).await {
                 return;
             }
             continue;
         }
-        let batch = Stopwatch::start();
+        let batch = pacer.stopwatch();
         // The turn runs as a task of its own so that a panic in it is caught here, visibly,
         // instead of silently ending the loop.
         let turn = {
             let engine = engine.clone();
             tokio::spawn(async move { engine.sweep_once(batch_items_max).await }).await
         };
+        let Some(pause) = pacing.pause_after(&engine, &config, turn, busy, &batch) else {
+            return;
+        };
+        pacing.report(&engine, &pacer);
+        if pacer.pause(pause, &stop).await {
+            return;
+        }
+    }
+}
+
+/// What a turn of the sweeper's task returned: its outcome, or how the task failed.
+type Turn = Result<EngineResult<(u64, bool)>, tokio::task::JoinError>;
+
+/// The loop's state between turns, measured on its pacer.
+struct Pacing {
+    last_report: Stopwatch,
+    /// The current second of the rate cap, and what was deleted in it.
+    window: Stopwatch,
+    deleted_in_window: u64,
+    change_feeds: Stopwatch,
+    /// Turns failed in a row (a store that cannot be reached): the pause doubles with each, and
+    /// only the first of a run and then every `FAILURE_LOG_EVERY`th is logged.
+    failures: u32,
+}
+
+impl Pacing {
+    fn new(pacer: &Pacer) -> Pacing {
+        Pacing {
+            last_report: pacer.stopwatch(),
+            window: pacer.stopwatch(),
+            deleted_in_window: 0,
+            change_feeds: pacer.stopwatch(),
+            failures: 0,
+        }
+    }
+
+    /// Emits due TTL events and trims change logs when the interval has passed, without
+    /// waiting for a reader (see change_feed.rs). Breaks when the engine is poisoned.
+    async fn maintain_change_feeds(&mut self, engine: &Engine, pacer: &Pacer) -> ControlFlow<()> {
+        if self.change_feeds.elapsed() < CHANGE_FEED_MAINTENANCE_INTERVAL {
+            return ControlFlow::Continue(());
+        }
+        self.change_feeds = pacer.stopwatch();
+        if let Err(error) = engine.maintain_change_feeds().await {
+            if error.code == ErrorCode::StorePoisoned {
+                return ControlFlow::Break(());
+            }
+            if self.failures.is_multiple_of(FAILURE_LOG_EVERY) {
+                tracing::warn!(%error, "change feed maintenance failed; retrying later");
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Starts a new second of the rate cap once the current one is over.
+    fn roll_window(&mut self, pacer: &Pacer) {
+        // The rate cap is measured on the pacer: it paces work, it is not wall time.
+        if self.window.elapsed() >= Duration::from_secs(1) {
+            self.window = pacer.stopwatch();
+            self.deleted_in_window = 0;
+        }
+    }
+
+    /// The most items the next turn may delete: the batch size, within the rate cap.
+    fn batch_items_max(&self, config: &SweeperConfig, busy: bool) -> usize {
+        let full_batch = if busy {
+            config.busy_batch_items_max
+        } else {
+            config.batch_items_max
+        };
+        match config.unlimited_deletions_per_sec_max {
+            Some(max) => (max.saturating_sub(self.deleted_in_window) as usize).min(full_batch),
+            None => full_batch,
+        }
+    }
+
+    /// How long to pause after a turn, or `None` when the loop must end (a poisoned engine, or
+    /// a turn that panicked, which poisons it).
+    fn pause_after(
+        &mut self,
+        engine: &Engine,
+        config: &SweeperConfig,
+        turn: Turn,
+        busy: bool,
+        batch: &Stopwatch,
+    ) -> Option<Duration> {
         let pause = match turn {
             Ok(Ok((deleted, more))) if more => {
-                failures = 0;
-                deleted_in_window += deleted;
+                self.failures = 0;
+                self.deleted_in_window += deleted;
                 if busy {
                     // Work one part in `busy_duty_divisor`: rest that many times as long.
                     // A turn slowed by waiting (a shared store's lock) must not put the
@@ -314,49 +389,55 @@ async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
                 }
             }
             Ok(Ok((deleted, _))) => {
-                failures = 0;
-                deleted_in_window += deleted;
+                self.failures = 0;
+                self.deleted_in_window += deleted;
                 config.idle_interval
             }
-            Ok(Err(error)) if error.code == ErrorCode::StorePoisoned => {
-                // The engine refuses writes until a restart; the poisoning was logged once.
-                return;
-            }
+            // The engine refuses writes until a restart; the poisoning was logged once.
+            Ok(Err(error)) if error.code == ErrorCode::StorePoisoned => return None,
             Ok(Err(error)) => {
-                if failures.is_multiple_of(FAILURE_LOG_EVERY) {
-                    tracing::warn!(%error, failures_in_a_row = failures + 1, "sweep pass failed; retrying later");
+                if self.failures.is_multiple_of(FAILURE_LOG_EVERY) {
+                    tracing::warn!(%error, failures_in_a_row = self.failures + 1, "sweep pass failed; retrying later");
                 }
-                failures = failures.saturating_add(1);
-                (config.idle_interval * 2u32.saturating_pow(failures.min(8))).min(FAILURE_PAUSE_MAX)
+                self.failures = self.failures.saturating_add(1);
+                (config.idle_interval * 2u32.saturating_pow(self.failures.min(8)))
+                    .min(FAILURE_PAUSE_MAX)
             }
             Err(failure) => {
-                let message = if failure.is_panic() {
-                    panic_message(&*failure.into_panic())
-                } else {
-                    failure.to_string()
-                };
-                // Poisons the engine like a writer panic: the log, `poisoned()`, the metric
-                // and the stats say why, and the sweeper stops.
-                engine
-                    .inner
-                    .writer
-                    .poison
-                    .set(format!("the sweeper panicked: {message}"));
-                return;
+                poison_after_panic(engine, failure);
+                return None;
             }
         };
-        if last_report.elapsed() >= Duration::from_secs(60) {
-            last_report = Stopwatch::start();
-            for stats in engine
-                .sweep_stats()
-                .into_iter()
-                .filter(|s| s.backlog_items > 0 || s.deleted_total > 0)
-            {
-                tracing::info!(database = %stats.database_id, container = %stats.container_id, backlog = stats.backlog_items, oldest_expired_age_ms = stats.oldest_expired_age_ms, deleted_total = stats.deleted_total, "ttl sweeper");
-            }
-        }
-        if tokio::time::timeout(pause, stop.notified()).await.is_ok() {
+        Some(pause)
+    }
+
+    /// Logs each container's backlog and deletions once a minute.
+    fn report(&mut self, engine: &Engine, pacer: &Pacer) {
+        if self.last_report.elapsed() < Duration::from_secs(60) {
             return;
         }
+        self.last_report = pacer.stopwatch();
+        for stats in engine
+            .sweep_stats()
+            .into_iter()
+            .filter(|s| s.backlog_items > 0 || s.deleted_total > 0)
+        {
+            tracing::info!(database = %stats.database_id, container = %stats.container_id, backlog = stats.backlog_items, oldest_expired_age_ms = stats.oldest_expired_age_ms, deleted_total = stats.deleted_total, "ttl sweeper");
+        }
     }
+}
+
+/// Poisons the engine after a sweeper turn panicked, like a writer panic: the log,
+/// `poisoned()`, the metric and the stats say why, and the sweeper stops.
+fn poison_after_panic(engine: &Engine, failure: tokio::task::JoinError) {
+    let message = if failure.is_panic() {
+        panic_message(&*failure.into_panic())
+    } else {
+        failure.to_string()
+    };
+    engine
+        .inner
+        .writer
+        .poison
+        .set(format!("the sweeper panicked: {message}"));
 }

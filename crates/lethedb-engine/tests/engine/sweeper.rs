@@ -1,13 +1,14 @@
 //! The TTL sweeper: it physically deletes every expired item, never a live one, survives a
-//! restart, and reports its backlog.
+//! restart, and reports its backlog; its own loop, paced by a manual clock, does the same.
 
 use crate::common::*;
 
-use lethedb_engine::{Engine, EngineConfig, ManualClock, WriteMode};
+use lethedb_engine::{Engine, EngineConfig, ManualClock, SweeperConfig, WriteMode};
 use lethedb_storage::{KeyRange, MemoryStore, RedbStore, Storage, Table};
 use serde_json::json;
 use std::ops::ControlFlow;
 use std::sync::Arc;
+use std::time::Duration;
 
 const START_MS: i64 = 1_800_000_000_000;
 
@@ -345,4 +346,59 @@ async fn each_of_several_instances_draws_on_its_share_of_a_containers_throughput
         let (_, budget) = engine.budget_of(&container).expect("a budget");
         assert_eq!(budget, share, "{instances} instances");
     }
+}
+
+/// Yields to the sweeper's task until `done` holds, moving the manual clock by `step_ms` each
+/// round so that the loop's pauses, which run on that clock, end.
+async fn until(clock: &ManualClock, step_ms: i64, done: impl Fn() -> bool) {
+    while !done() {
+        clock.advance_ms(step_ms);
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sweepers_own_loop_deletes_expired_items_as_the_manual_clock_moves() {
+    let store = Arc::new(MemoryStore::new());
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let engine =
+        Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
+    setup(&engine, 60).await;
+    create_items(&engine, 25).await;
+    engine
+        .write_item(
+            "db",
+            "c",
+            WriteMode::Create,
+            pk("keep"),
+            json!({"id": "keep", "pk": "keep", "ttl": -1}),
+            None,
+        )
+        .await
+        .expect("keep");
+    // Batches of 10: the loop needs several turns, each after a pause on the manual clock.
+    let sweeper = engine.start_sweeper(SweeperConfig {
+        batch_items_max: 10,
+        ..SweeperConfig::default()
+    });
+    // The first turn visits the container with time standing still and finds nothing expired.
+    until(&clock, 0, || !engine.sweep_stats().is_empty()).await;
+    assert_eq!(engine.sweep_stats()[0].deleted_total, 0);
+    assert_eq!(count(&*store, Table::Items), 26);
+    clock.advance_ms(60_000);
+    until(&clock, 1, || {
+        engine
+            .sweep_stats()
+            .first()
+            .is_some_and(|stats| stats.deleted_total == 25)
+    })
+    .await;
+    sweeper.stop().await;
+    assert_eq!(
+        count(&*store, Table::Items),
+        1,
+        "only the live item is left"
+    );
+    assert_eq!(count(&*store, Table::ResourceIds), 1);
+    assert_eq!(engine.sweep_stats()[0].backlog_items, 0);
 }

@@ -9,7 +9,7 @@
 //! on a worker of a multi-threaded runtime is announced (`block_in_place`), so the runtime moves
 //! the worker's other tasks elsewhere meanwhile.
 
-use crate::StorageError;
+use crate::api::StorageError;
 use deadpool_postgres::{Pool, PoolError};
 use std::future::Future;
 use std::time::Duration;

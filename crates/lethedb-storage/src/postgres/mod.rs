@@ -21,9 +21,9 @@
 mod bridge;
 mod sql;
 
+use crate::api::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
-use crate::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use bridge::{client_error, pool_error, unavailable, Bridge, CONNECT_TIMEOUT, OPERATION_TIMEOUT};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use sql::{Sql, SCAN_PAGE_FIRST, SCAN_PAGE_MAX};

@@ -7,7 +7,7 @@
 //! `\u0000`), never re-encoded. `meta` holds the store-wide numbers: the catalog epoch and the
 //! clock floor.
 
-use crate::{KeyRange, Table};
+use crate::api::{KeyRange, Table};
 use std::ops::Bound;
 
 /// The names of the tables, indexed like [`Table::ALL`].
