@@ -9,9 +9,11 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::ast::Query;
 use crate::client_rewrite::{self, AggregateKind};
 use crate::error::QueryError;
-use crate::prepared::Prepared;
+use crate::plan::{self, QueryPlan};
+use crate::prepared::{pinned_values, Prepared};
 
 /// How the client deduplicates: not at all, consecutive equal results (ORDER BY), or by hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -230,12 +232,28 @@ impl Prepared {
         partition_key_paths: &[Vec<String>],
         effective_range: &dyn Fn(&[Value]) -> (String, String),
     ) -> Result<ClientPlan, QueryError> {
-        let query = &self.inner.query;
-        let plan = &self.inner.plan;
+        let inner = &self.inner;
+        let parameters = &inner.context.parameters;
+        let analyzed;
+        let (query, plan) = match &inner.written {
+            None => (&inner.query, &inner.plan),
+            Some(written) => {
+                // The plan describes the text as written, checked as the client sent it.
+                plan::validate(
+                    written,
+                    parameters,
+                    inner.context.udfs.as_deref(),
+                    &[],
+                    true,
+                )?;
+                analyzed = plan::analyze(written, parameters)?;
+                (written, &analyzed)
+            }
+        };
         let pinned = if partition_key_paths.is_empty() {
             None
         } else {
-            self.partition_key_equality(partition_key_paths)
+            pinned_values(query, parameters, partition_key_paths)
         };
         let query_ranges = match &pinned {
             Some(values) => {
@@ -250,70 +268,88 @@ impl Prepared {
             }
             None => vec![QueryRange::full()],
         };
-        let has_select_value = matches!(query.select.projection, crate::ast::Projection::Value(_));
-        let mut client = ClientPlan {
-            distinct: DistinctType::None,
-            top: plan.top,
-            offset: query.offset_limit.as_ref().map(|_| plan.offset),
-            limit: plan.limit,
-            order_by_descending: Vec::new(),
-            order_by_expressions: Vec::new(),
-            group_by_expressions: Vec::new(),
-            group_by_aliases: Vec::new(),
-            aggregates: Vec::new(),
-            alias_aggregates: Vec::new(),
-            rewritten_query: String::new(),
-            has_select_value,
-            query_ranges,
-        };
-        if query.from.is_none() {
-            // Nothing is read: any range answers it as written.
-            client.top = None;
-            client.offset = None;
-            client.limit = None;
-            return Ok(client);
-        }
-        let grouped = plan.grouped;
-        let single = pinned.is_some();
-        if single && !grouped && !query.select.distinct {
-            // One partition streams the query as written; only TOP is left for the client.
-            client.offset = None;
-            client.limit = None;
-            return Ok(client);
-        }
-        if grouped {
-            let grouping = client_rewrite::grouping(query, plan)?;
-            client.group_by_expressions = query.group_by.iter().map(ToString::to_string).collect();
-            client.aggregates = grouping.aggregates;
-            client.group_by_aliases = grouping.aliases;
-            client.alias_aggregates = grouping.alias_aggregates;
-            client.rewritten_query = grouping.rewritten;
-            if query.select.distinct {
-                client.distinct = DistinctType::Unordered;
-            }
-            return Ok(client);
-        }
-        if !query.order_by.is_empty() {
-            client.order_by_descending = query.order_by.iter().map(|key| key.descending).collect();
-            client.order_by_expressions = query
-                .order_by
-                .iter()
-                .map(|key| key.expr.to_string())
-                .collect();
-            client.distinct = if query.select.distinct {
-                DistinctType::Ordered
-            } else {
-                DistinctType::None
-            };
-            client.rewritten_query = client_rewrite::order_by(query, plan)?;
-            return Ok(client);
-        }
+        client_plan_of(query, plan, query_ranges, pinned.is_some())
+    }
+}
+
+/// The plan of `query` (analysed as `plan`) over `query_ranges`; `single` when the WHERE clause
+/// pins one partition key.
+fn client_plan_of(
+    query: &Query,
+    plan: &QueryPlan,
+    query_ranges: Vec<QueryRange>,
+    single: bool,
+) -> Result<ClientPlan, QueryError> {
+    let has_select_value = matches!(query.select.projection, crate::ast::Projection::Value(_));
+    let mut client = ClientPlan {
+        distinct: DistinctType::None,
+        top: plan.top,
+        offset: query.offset_limit.as_ref().map(|_| plan.offset),
+        limit: plan.limit,
+        order_by_descending: Vec::new(),
+        order_by_expressions: Vec::new(),
+        group_by_expressions: Vec::new(),
+        group_by_aliases: Vec::new(),
+        aggregates: Vec::new(),
+        alias_aggregates: Vec::new(),
+        rewritten_query: String::new(),
+        has_select_value,
+        query_ranges,
+    };
+    if query.from.is_none() {
+        // Nothing is read: any range answers it as written.
+        client.top = None;
+        client.offset = None;
+        client.limit = None;
+        return Ok(client);
+    }
+    if single && !plan.grouped && !query.select.distinct {
+        // One partition streams the query as written; only TOP is left for the client.
+        client.offset = None;
+        client.limit = None;
+        return Ok(client);
+    }
+    if plan.grouped {
+        let grouping = client_rewrite::grouping(query, plan)?;
+        client.group_by_expressions = query.group_by.iter().map(ToString::to_string).collect();
+        client.aggregates = grouping.aggregates;
+        client.group_by_aliases = grouping.aliases;
+        client.alias_aggregates = grouping.alias_aggregates;
+        client.rewritten_query = grouping.rewritten;
         if query.select.distinct {
             client.distinct = DistinctType::Unordered;
         }
-        if (query.select.distinct && plan.top.is_some()) || plan.limit.is_some() {
-            client.rewritten_query = client_rewrite::without_top(query, plan);
-        }
-        Ok(client)
+        return Ok(client);
     }
+    if !query.order_by.is_empty() {
+        return ordered(client, query, plan);
+    }
+    if query.select.distinct {
+        client.distinct = DistinctType::Unordered;
+    }
+    if (query.select.distinct && plan.top.is_some()) || plan.limit.is_some() {
+        client.rewritten_query = client_rewrite::without_top(query, plan);
+    }
+    Ok(client)
+}
+
+/// The plan of an ORDER BY query: the client merges the ranges' sorted streams.
+fn ordered(
+    mut client: ClientPlan,
+    query: &Query,
+    plan: &QueryPlan,
+) -> Result<ClientPlan, QueryError> {
+    client.order_by_descending = query.order_by.iter().map(|key| key.descending).collect();
+    client.order_by_expressions = query
+        .order_by
+        .iter()
+        .map(|key| key.expr.to_string())
+        .collect();
+    client.distinct = if query.select.distinct {
+        DistinctType::Ordered
+    } else {
+        DistinctType::None
+    };
+    client.rewritten_query = client_rewrite::order_by(query, plan)?;
+    Ok(client)
 }
