@@ -16,9 +16,11 @@
 //!   `list_udfs`.
 //! - `item_requests.rs`: item requests (`write_item`, `read_item`, `read_feed`, ...);
 //!   `items.rs`: [`StoredItem`], [`ItemOutcome`], [`WriteMode`], [`Feed`].
-//! - `query.rs`: `query_items`, `query_resources`, [`QueryRequest`], [`QueryPage`],
-//!   [`validate_query`], [`client_plan`] (the service's plan for the SDKs' client pipelines,
-//!   a [`ClientPlan`]). `batch.rs`, `patch.rs`: batches and partial updates.
+//! - `query.rs`: `query_items` ([`QueryRequest`] → [`QueryOutcome`]: a [`QueryPage`], or the
+//!   [`ClientPipeline`] with the service's [`ClientPlan`] when the SDK's pipeline must run the
+//!   query), `query_plan`, `query_resources`, [`validate_query`]; `query_scan.rs`: the keys a
+//!   page reads and its scan; `query_metrics.rs`: [`QueryMetrics`]; `index_metrics.rs`: the
+//!   index utilization report. `batch.rs`, `patch.rs`: batches and partial updates.
 //! - `sweeper.rs`: `start_sweeper` ([`sweeper::SweeperHandle`]), `sweep_once`, `sweep_stats`; `sweep_stats.rs`:
 //!   [`SweeperConfig`], [`SweepStats`]. `expiry.rs`: `ttl_overview` ([`TtlOverview`],
 //!   [`ExpiringCounts`], [`TtlPreview`]: a container's TTL figures from its expiry index).
@@ -33,8 +35,9 @@
 //!   `document_cache.rs`.
 //!
 //! Reading order, from the bottom floor up: error, limits, clock, poison, keys, rids, request units,
-//! ttl, partition key, epk, throughput, document cache; ranges; container; writer; records; expiry;
-//! sweep stats; engine; scans; items; catalog; item requests, patch, batch, query, offers; sweeper.
+//! ttl, partition key, epk, throughput, document cache; ranges; container; writer; records; scan visit;
+//! expiry; sweep stats; engine; scans; items; catalog; item requests, patch, batch, query
+//! metrics, index metrics, query scan, query, offers; sweeper.
 
 pub mod batch;
 mod catalog;
@@ -57,10 +60,13 @@ mod partition_key;
 pub mod patch;
 mod poison;
 mod query;
+mod query_metrics;
+mod query_scan;
 pub mod ranges;
 mod records;
 pub mod request_units;
 mod rids;
+mod scan_visit;
 mod scans;
 mod scripts;
 mod sweep_stats;
@@ -89,7 +95,8 @@ pub use limits::{
     ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, SCANS_CONCURRENT_MAX,
 };
 pub use partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
-pub use query::{client_plan, validate_query, QueryPage, QueryRequest};
+pub use query::{validate_query, ClientPipeline, QueryOutcome, QueryPage, QueryRequest};
+pub use query_metrics::QueryMetrics;
 pub use rids::{etag, partition_key_range_rid};
 pub use scripts::{
     script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,

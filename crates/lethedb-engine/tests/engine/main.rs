@@ -11,6 +11,7 @@ mod common;
 mod epk;
 mod faults;
 mod model;
+mod query_metrics;
 mod ranges;
 mod resources;
 mod script_resources;
