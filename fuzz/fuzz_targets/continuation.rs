@@ -16,7 +16,7 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use lethedb_engine::RangeFilter;
-use lethedb_engine::{ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, QueryRequest};
+use lethedb_engine::{ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, QueryOutcome, QueryRequest};
 use lethedb_fuzz::{base_documents, partition_key_of, Harness, DATABASE, NOW_MS};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
@@ -134,12 +134,16 @@ fn engine_query(
         continuation: token,
         enable_cross_partition: true,
         effective_range: None,
-        range_id: None,
+        // Unscoped, the query runs on the container's one range, as the SDKs run a query whose
+        // order or aggregates their pipeline combines (the whole container answers with a plan).
+        range_id: (!scoped).then(|| "0".to_string()),
+        populate_query_metrics: false,
+        populate_index_metrics: false,
     };
-    harness
-        .block_on(engine.query_items(&container, &request))
-        .ok()
-        .and_then(|page| page.continuation)
+    match harness.block_on(engine.query_items(&container, &request)) {
+        Ok(QueryOutcome::Page(page)) => page.continuation,
+        _ => None,
+    }
 }
 
 fn follow_engine(harness: &Harness, text: &str, token: String, size: usize, scoped: bool) {

@@ -26,6 +26,7 @@ mod poison;
 mod query;
 mod records;
 mod rids;
+mod scan_visit;
 mod scripts;
 mod throughput;
 mod ttl;
@@ -52,7 +53,8 @@ pub use limits::{
 pub use partitions::epk::{even_boundaries, prefix_range, HashScheme};
 pub use partitions::partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
 pub use partitions::ranges::RangeFilter;
-pub use query::{client_plan, validate_query, QueryPage, QueryRequest};
+pub use query::metrics::QueryMetrics;
+pub use query::{validate_query, ClientPipeline, QueryOutcome, QueryPage, QueryRequest};
 pub use rids::{etag, partition_key_range_rid};
 pub use scripts::{
     script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,

@@ -79,6 +79,11 @@ impl ItemRecord {
         ))
     }
 
+    /// The bytes of the stored document (the body) in an encoded record, without decoding it.
+    pub fn body_bytes(bytes: &[u8]) -> usize {
+        bytes.len().saturating_sub(ITEM_HEADER_BYTES)
+    }
+
     pub fn document(&self) -> Option<Value> {
         serde_json::from_slice(&self.body).ok()
     }

@@ -12,8 +12,8 @@ use serde_json::{json, Map, Value};
 use crate::ast::{Projection, Query};
 use crate::client_rewrite::{self, AggregateKind};
 use crate::error::QueryError;
-use crate::plan::QueryPlan;
-use crate::prepared::Prepared;
+use crate::plan::{self, QueryPlan};
+use crate::prepared::{pinned_values, Prepared};
 
 /// How the client deduplicates: not at all, consecutive equal results (ORDER BY), or by hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -232,12 +232,28 @@ impl Prepared {
         partition_key_paths: &[Vec<String>],
         effective_range: &dyn Fn(&[Value]) -> (String, String),
     ) -> Result<ClientPlan, QueryError> {
-        let query = &self.inner.query;
-        let plan = &self.inner.plan;
+        let inner = &self.inner;
+        let parameters = &inner.context.parameters;
+        let analyzed;
+        let (query, plan) = match &inner.written {
+            None => (&inner.query, &inner.plan),
+            Some(written) => {
+                // The plan describes the text as written, checked as the client sent it.
+                plan::validate(
+                    written,
+                    parameters,
+                    inner.context.udfs.as_deref(),
+                    &[],
+                    true,
+                )?;
+                analyzed = plan::analyze(written, parameters)?;
+                (written, &analyzed)
+            }
+        };
         let pinned = if partition_key_paths.is_empty() {
             None
         } else {
-            self.partition_key_equality(partition_key_paths)
+            pinned_values(query, parameters, partition_key_paths)
         };
         let query_ranges = match &pinned {
             Some(values) => vec![QueryRange::pinned(effective_range(values))],

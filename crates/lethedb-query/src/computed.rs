@@ -15,7 +15,7 @@ use crate::builtins::{Builtin, Kind};
 use crate::context::UdfHost;
 use crate::error::QueryError;
 use crate::parser;
-use crate::prepared::{prepare_parsed, Prepared};
+use crate::prepared::{prepare_parsed, Prepared, PreparedInner};
 
 /// The most computed properties one container may define (the service's limit).
 pub const COMPUTED_PROPERTIES_MAX: usize = 20;
@@ -155,9 +155,15 @@ pub fn prepare_with_computed(
     computed: &ComputedProperties,
     udfs: Option<Arc<dyn UdfHost>>,
 ) -> Result<Prepared, QueryError> {
-    let mut query = parser::parse(text)?;
+    let written = parser::parse(text)?;
+    if computed.is_empty() {
+        return prepare_parsed(written, text, parameters, now_ms, udfs).map(Prepared::new);
+    }
+    let mut query = written.clone();
     computed.apply(&mut query);
-    prepare_parsed(query, text, parameters, now_ms, udfs)
+    let written = (query != written).then_some(written);
+    let inner = prepare_parsed(query, text, parameters, now_ms, udfs)?;
+    Ok(Prepared::new(PreparedInner { written, ..inner }))
 }
 
 fn check_name(name: &str) -> Result<(), String> {

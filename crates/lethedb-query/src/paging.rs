@@ -181,6 +181,12 @@ impl PageRun {
         }
     }
 
+    /// Rows (after FROM/JOIN fan-out) that passed the WHERE clause so far: a caller that compares
+    /// it before and after a push learns whether that document matched.
+    pub fn rows_matched(&self) -> u64 {
+        self.rows_matched
+    }
+
     /// Feeds the next document and its storage key; `Break` means the page is decided and the
     /// engine should stop scanning and call `finish(false)`.
     pub fn push(&mut self, key: &[u8], document: &Value) -> Result<ControlFlow<()>, QueryError> {

@@ -40,6 +40,10 @@ pub struct PreparedInner {
     pub(crate) context: Context,
     pub(crate) fingerprint: u64,
     pub(crate) mode: Mode,
+    /// The query as the client wrote it, when a container's computed properties rewrote it
+    /// (see `computed.rs`): the client plan describes the written text, whose rewritten
+    /// queries each range substitutes again.
+    pub(crate) written: Option<Query>,
 }
 
 /// A parsed and checked query with its parameters bound. Cheap to clone; a `PageRun` keeps
@@ -76,7 +80,7 @@ pub fn prepare_with_udfs(
     now_ms: i64,
     udfs: Option<Arc<dyn UdfHost>>,
 ) -> Result<Prepared, QueryError> {
-    prepare_parsed(parser::parse(text)?, text, parameters, now_ms, udfs)
+    prepare_parsed(parser::parse(text)?, text, parameters, now_ms, udfs).map(Prepared::new)
 }
 
 /// Prepares a query already parsed from `text` (and possibly rewritten, see `computed.rs`).
@@ -86,7 +90,7 @@ pub(crate) fn prepare_parsed(
     parameters: &[(String, Value)],
     now_ms: i64,
     udfs: Option<Arc<dyn UdfHost>>,
-) -> Result<Prepared, QueryError> {
+) -> Result<PreparedInner, QueryError> {
     if parameters.len() > PARAMETERS_MAX {
         return Err(QueryError::LimitExceeded(format!(
             "at most {PARAMETERS_MAX} parameters are allowed"
@@ -125,25 +129,30 @@ pub(crate) fn prepare_parsed(
         .collect::<Vec<_>>()
         .join("\u{0}");
     let fingerprint = token::fingerprint(&[text.as_bytes(), parameters_text.as_bytes()]);
-    Ok(Prepared {
-        inner: Arc::new(PreparedInner {
-            query,
-            plan,
-            context: Context {
-                parameters: bound,
-                now_ms,
-                subqueries: Arc::new(subqueries),
-                regexes,
-                like_patterns,
-                udfs,
-            },
-            fingerprint,
-            mode,
-        }),
+    Ok(PreparedInner {
+        query,
+        plan,
+        context: Context {
+            parameters: bound,
+            now_ms,
+            subqueries: Arc::new(subqueries),
+            regexes,
+            like_patterns,
+            udfs,
+        },
+        fingerprint,
+        mode,
+        written: None,
     })
 }
 
 impl Prepared {
+    pub(crate) fn new(inner: PreparedInner) -> Prepared {
+        Prepared {
+            inner: Arc::new(inner),
+        }
+    }
+
     /// The parsed query.
     pub fn query(&self) -> &Query {
         &self.inner.query
@@ -189,56 +198,64 @@ impl Prepared {
         &self,
         partition_key_paths: &[Vec<String>],
     ) -> Option<Vec<Value>> {
-        let query = &self.inner.query;
-        let from = query.from.as_ref()?;
-        // Only a root source that binds the whole document makes `alias.path` a document path.
-        let alias = match &from.source {
-            Source::Bind {
-                collection: Expr::Identifier(container),
-                alias,
-            } => alias.as_deref().unwrap_or(container),
-            _ => return None,
-        };
-        let mut conjuncts = Vec::new();
-        let mut pending = vec![query.filter.as_ref()?];
-        while let Some(expr) = pending.pop() {
-            match expr {
-                Expr::Binary(BinaryOp::And, left, right) => {
-                    pending.push(left);
-                    pending.push(right);
-                }
-                other => conjuncts.push(other),
-            }
-        }
-        let mut values = Vec::with_capacity(partition_key_paths.len());
-        for path in partition_key_paths {
-            let pinned = conjuncts.iter().find_map(|conjunct| match conjunct {
-                Expr::Binary(BinaryOp::Equal, left, right) => {
-                    if document_path(left, alias).as_deref() == Some(path.as_slice()) {
-                        self.constant(right)
-                    } else if document_path(right, alias).as_deref() == Some(path.as_slice()) {
-                        self.constant(left)
-                    } else {
-                        None
-                    }
-                }
-                _ => None,
-            })?;
-            values.push(pinned);
-        }
-        Some(values)
-    }
-
-    fn constant(&self, expr: &Expr) -> Option<Value> {
-        match expr {
-            Expr::Literal(value) => Some(value.clone()),
-            Expr::Parameter(name) => self.inner.context.parameters.get(name).cloned(),
-            _ => None,
-        }
+        pinned_values(
+            &self.inner.query,
+            &self.inner.context.parameters,
+            partition_key_paths,
+        )
     }
 }
 
-/// `alias.a.b` or `alias["a"]["b"]` as the property names `["a", "b"]`.
+/// [`Prepared::partition_key_equality`] of `query` with `parameters` bound.
+pub(crate) fn pinned_values(
+    query: &Query,
+    parameters: &HashMap<String, Value>,
+    partition_key_paths: &[Vec<String>],
+) -> Option<Vec<Value>> {
+    let from = query.from.as_ref()?;
+    // Only a root source that binds the whole document makes `alias.path` a document path.
+    let alias = match &from.source {
+        Source::Bind {
+            collection: Expr::Identifier(container),
+            alias,
+        } => alias.as_deref().unwrap_or(container),
+        _ => return None,
+    };
+    let mut conjuncts = Vec::new();
+    let mut pending = vec![query.filter.as_ref()?];
+    while let Some(expr) = pending.pop() {
+        match expr {
+            Expr::Binary(BinaryOp::And, left, right) => {
+                pending.push(left);
+                pending.push(right);
+            }
+            other => conjuncts.push(other),
+        }
+    }
+    let constant = |expr: &Expr| match expr {
+        Expr::Literal(value) => Some(value.clone()),
+        Expr::Parameter(name) => parameters.get(name).cloned(),
+        _ => None,
+    };
+    let mut values = Vec::with_capacity(partition_key_paths.len());
+    for path in partition_key_paths {
+        let pinned = conjuncts.iter().find_map(|conjunct| match conjunct {
+            Expr::Binary(BinaryOp::Equal, left, right) => {
+                if document_path(left, alias).as_deref() == Some(path.as_slice()) {
+                    constant(right)
+                } else if document_path(right, alias).as_deref() == Some(path.as_slice()) {
+                    constant(left)
+                } else {
+                    None
+                }
+            }
+            _ => None,
+        })?;
+        values.push(pinned);
+    }
+    Some(values)
+}
+
 /// The alias of a root source that binds the whole document (`FROM c`), if that is the source.
 fn root_alias(query: &Query) -> Option<&str> {
     match &query.from.as_ref()?.source {
@@ -264,6 +281,7 @@ fn collect_document_paths(expr: &Expr, alias: &str, paths: &mut Vec<Vec<String>>
     }
 }
 
+/// `alias.a.b` or `alias["a"]["b"]` as the property names `["a", "b"]`.
 fn document_path(expr: &Expr, alias: &str) -> Option<Vec<String>> {
     let mut names = Vec::new();
     let mut current = expr;

@@ -2,7 +2,7 @@
 //! rewritten queries of the .NET SDK's query-plan baselines, and what the Python and JavaScript
 //! SDKs' pipelines read), and the refusal of features a client does not declare.
 
-use lethedb_query::{prepare, ClientPlan, QueryError};
+use lethedb_query::{prepare, prepare_with_computed, ClientPlan, ComputedProperties, QueryError};
 use serde_json::{json, Value};
 
 const PYTHON_FEATURES: &str = "Aggregate,CompositeAggregate,Distinct,MultipleOrderBy,OffsetAndLimit,OrderBy,Top,NonStreamingOrderBy,HybridSearch,CountIf,WeightedRankFusion";
@@ -302,6 +302,32 @@ fn every_rewritten_query_is_one_this_crate_runs() -> Result<(), QueryError> {
         assert!(!rewritten.is_empty(), "{text}");
         prepare(&rewritten, &[], 0)
             .map_err(|error| QueryError::Semantic(format!("{text} became {rewritten}: {error}")))?;
+    }
+    Ok(())
+}
+
+#[test]
+fn computed_properties_leave_the_plan_of_the_written_text() -> Result<(), QueryError> {
+    let computed = ComputedProperties::parse(&json!([
+        {"name": "cp_lower", "query": "SELECT VALUE LOWER(c.name) FROM c"},
+        {"name": "key", "query": "SELECT VALUE c.other FROM c"},
+    ]))
+    .map_err(QueryError::Semantic)?;
+    let paths = [vec!["key".to_string()]];
+    for text in [
+        "SELECT c.id, c.cp_lower FROM c WHERE c.n > 5 ORDER BY c.cp_lower",
+        "SELECT VALUE COUNT(1) FROM c WHERE c.key = 5",
+        "SELECT c.cp_lower, COUNT(1) AS n FROM c GROUP BY c.cp_lower",
+    ] {
+        // The query runs with the computed values substituted, but its plan (the rewritten
+        // text each range runs, the pinned partition key) is that of the text as written.
+        let substituted = prepare_with_computed(text, &[], 0, &computed, None)?;
+        let written = prepare(text, &[], 0)?;
+        assert_eq!(
+            substituted.client_plan(&paths, &point)?,
+            written.client_plan(&paths, &point)?,
+            "{text}"
+        );
     }
     Ok(())
 }

@@ -171,6 +171,8 @@ pub fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryReques
         ),
         effective_range: epk_range(headers),
         range_id: range_id(headers).map(str::to_string),
+        populate_query_metrics: header_is_true(headers, "x-ms-documentdb-populatequerymetrics"),
+        populate_index_metrics: header_is_true(headers, "x-ms-cosmos-populateindexmetrics"),
     })
 }
 

@@ -17,8 +17,9 @@ use crate::items::Feed;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::RangeFilter;
 use crate::poison::panic_message;
-use crate::query::{QueryPage, QueryRequest};
+use crate::query::{QueryOutcome, QueryPage, QueryRequest};
 use crate::ttl::expiry::TtlOverview;
+use lethedb_query::ClientPlan;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -65,14 +66,28 @@ impl Engine {
         })?
     }
 
-    /// Runs one page of a query over a container's items.
+    /// Runs one page of a query over a container's items, or answers with the plan when the
+    /// SDK's client pipeline must run it (see `query.rs`). The text is prepared on the scan
+    /// thread, user-defined functions included, so no catalog read runs on a request worker.
     pub async fn query_items(
         &self,
         container: &Arc<Container>,
         request: &QueryRequest,
-    ) -> EngineResult<QueryPage> {
+    ) -> EngineResult<QueryOutcome> {
         let (container, request) = (Arc::clone(container), request.clone());
         self.run_scan(move |engine| engine.query_items_blocking(&container, &request))
+            .await
+    }
+
+    /// The service's plan of a query over a container (`lethedb_query::ClientPlan`), prepared
+    /// on the scan thread like the query itself.
+    pub async fn query_plan(
+        &self,
+        container: &Arc<Container>,
+        request: &QueryRequest,
+    ) -> EngineResult<ClientPlan> {
+        let (container, request) = (Arc::clone(container), request.clone());
+        self.run_scan(move |engine| engine.query_plan_blocking(&container, &request))
             .await
     }
 

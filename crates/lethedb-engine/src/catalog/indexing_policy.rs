@@ -12,25 +12,12 @@ use serde_json::{json, Map, Value};
 
 /// The indexing policy as the service stores and returns it, with its defaults filled in.
 pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<Value> {
-    let bad = |why: &str| {
-        EngineError::with_message(
-            ErrorCode::InvalidIndexingPolicy,
-            format!("The indexing policy is invalid: {why}."),
-        )
-    };
     let mut policy = match policy {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map.clone(),
-        Some(_) => return Err(bad("it must be an object")),
+        Some(_) => return Err(invalid_policy("it must be an object")),
     };
-    let mode = match policy.get("indexingMode") {
-        None | Some(Value::Null) => "consistent".to_string(),
-        Some(Value::String(mode)) => mode.to_ascii_lowercase(),
-        Some(_) => return Err(bad("'indexingMode' must be a string")),
-    };
-    if !["consistent", "lazy", "none"].contains(&mode.as_str()) {
-        return Err(bad("'indexingMode' must be 'consistent', 'lazy' or 'none'"));
-    }
+    let mode = indexing_mode(&policy)?;
     // The service no longer honours `automatic: false` (every item is indexed by the policy's
     // paths): a boolean is accepted and the policy comes back with `automatic: true` whatever
     // was sent, except with indexing mode `none`, which indexes nothing and comes back with
@@ -38,7 +25,7 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
     // checks both answers).
     match policy.get("automatic") {
         None | Some(Value::Null | Value::Bool(_)) => {}
-        Some(_) => return Err(bad("'automatic' must be a boolean")),
+        Some(_) => return Err(invalid_policy("'automatic' must be a boolean")),
     }
     let automatic = mode != "none";
     for list in [
@@ -49,51 +36,80 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
     ] {
         if let Some(value) = policy.get(list) {
             if !value.is_array() && !value.is_null() {
-                return Err(bad(&format!("'{list}' must be an array")));
+                return Err(invalid_policy(&format!("'{list}' must be an array")));
             }
         }
     }
-    let paths_of = |policy: &Map<String, Value>, list: &str| -> Vec<Value> {
+    let (included, excluded) = indexed_paths(&policy, &mode)?;
+    policy.insert("indexingMode".into(), Value::String(mode));
+    policy.insert("automatic".into(), Value::Bool(automatic));
+    policy.insert("includedPaths".into(), Value::Array(included));
+    policy.insert("excludedPaths".into(), Value::Array(excluded));
+    Ok(Value::Object(policy))
+}
+
+fn invalid_policy(why: &str) -> EngineError {
+    EngineError::with_message(
+        ErrorCode::InvalidIndexingPolicy,
+        format!("The indexing policy is invalid: {why}."),
+    )
+}
+
+/// The policy's indexing mode, lower case: `consistent` (the default), `lazy` or `none`.
+fn indexing_mode(policy: &Map<String, Value>) -> EngineResult<String> {
+    let mode = match policy.get("indexingMode") {
+        None | Some(Value::Null) => "consistent".to_string(),
+        Some(Value::String(mode)) => mode.to_ascii_lowercase(),
+        Some(_) => return Err(invalid_policy("'indexingMode' must be a string")),
+    };
+    if !["consistent", "lazy", "none"].contains(&mode.as_str()) {
+        return Err(invalid_policy(
+            "'indexingMode' must be 'consistent', 'lazy' or 'none'",
+        ));
+    }
+    Ok(mode)
+}
+
+/// The included and excluded paths as the service returns them under `mode`.
+fn indexed_paths(
+    policy: &Map<String, Value>,
+    mode: &str,
+) -> EngineResult<(Vec<Value>, Vec<Value>)> {
+    let paths_of = |list: &str| -> Vec<Value> {
         policy
             .get(list)
             .and_then(Value::as_array)
             .cloned()
             .unwrap_or_default()
     };
-    let (included, excluded) = if mode == "none" {
-        if !paths_of(&policy, "includedPaths").is_empty() {
-            return Err(bad(
+    if mode == "none" {
+        if !paths_of("includedPaths").is_empty() {
+            return Err(invalid_policy(
                 "a policy with indexing mode 'none' cannot include paths",
             ));
         }
-        (Vec::new(), paths_of(&policy, "excludedPaths"))
-    } else {
-        // Legacy per-path `indexes` (Hash/Range kinds, precisions) are dropped, as the service
-        // does since every path is range-indexed: its policies come back without them.
-        let mut included: Vec<Value> = paths_of(&policy, "includedPaths")
-            .into_iter()
-            .map(|mut path| {
-                if let Value::Object(map) = &mut path {
-                    map.shift_remove("indexes");
-                }
-                path
-            })
-            .collect();
-        let mut excluded = paths_of(&policy, "excludedPaths");
-        if included.is_empty() && excluded.is_empty() {
-            included.push(json!({"path": "/*"}));
-        }
-        let etag_path = json!({"path": "/\"_etag\"/?"});
-        if !excluded.contains(&etag_path) {
-            excluded.push(etag_path);
-        }
-        (included, excluded)
-    };
-    policy.insert("indexingMode".into(), Value::String(mode));
-    policy.insert("automatic".into(), Value::Bool(automatic));
-    policy.insert("includedPaths".into(), Value::Array(included));
-    policy.insert("excludedPaths".into(), Value::Array(excluded));
-    Ok(Value::Object(policy))
+        return Ok((Vec::new(), paths_of("excludedPaths")));
+    }
+    // Legacy per-path `indexes` (Hash/Range kinds, precisions) are dropped, as the service
+    // does since every path is range-indexed: its policies come back without them.
+    let mut included: Vec<Value> = paths_of("includedPaths")
+        .into_iter()
+        .map(|mut path| {
+            if let Value::Object(map) = &mut path {
+                map.shift_remove("indexes");
+            }
+            path
+        })
+        .collect();
+    let mut excluded = paths_of("excludedPaths");
+    if included.is_empty() && excluded.is_empty() {
+        included.push(json!({"path": "/*"}));
+    }
+    let etag_path = json!({"path": "/\"_etag\"/?"});
+    if !excluded.contains(&etag_path) {
+        excluded.push(etag_path);
+    }
+    Ok((included, excluded))
 }
 
 fn indexing_mode_is_none(policy: &Value) -> bool {

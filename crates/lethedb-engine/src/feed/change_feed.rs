@@ -18,6 +18,7 @@ use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
 use crate::records::{read_counters, writer_container};
+use crate::scan_visit::try_scan;
 use crate::ttl::expiry::record_is_expired;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::{json, Map, Value};
@@ -207,17 +208,54 @@ impl Engine {
         if cursor >= current {
             return Ok(not_modified(cursor));
         }
+        let read = PageRead {
+            reader: &*reader,
+            container,
+            request,
+            now_ms,
+            since_ms,
+        };
+        let (entries, last_lsn) = read.entries_after(cursor)?;
+        match last_lsn {
+            None => Ok(not_modified(current.max(cursor))),
+            Some(etag_lsn) => Ok(ChangeFeedPage {
+                entries,
+                etag_lsn,
+                not_modified: false,
+                lsn: current,
+            }),
+        }
+    }
+}
+
+/// One page's read of a container's change index or change log.
+struct PageRead<'a> {
+    reader: &'a dyn ReadTxn,
+    container: &'a Arc<Container>,
+    request: &'a ChangeFeedRequest,
+    now_ms: i64,
+    /// A point-in-time start: versions written before it are not in the feed.
+    since_ms: Option<i64>,
+}
+
+impl PageRead<'_> {
+    /// The entries after `cursor` in the request's scope, at most a page of them (but never one
+    /// LSN split), with the LSN of the last one.
+    fn entries_after(&self, cursor: u64) -> EngineResult<(Vec<Vec<u8>>, Option<u64>)> {
+        let container = self.container;
+        let number = container.key_number();
         let mut scope = Scope {
-            matcher: RangeMatcher::new(request.filter.clone(), &container.partition_key),
-            partition_key: request.partition_key.as_ref(),
+            matcher: RangeMatcher::new(self.request.filter.clone(), &container.partition_key),
+            partition_key: self.request.partition_key.as_ref(),
             definition: &container.partition_key,
             number,
         };
-        let page_max = request
+        let page_max = self
+            .request
             .page_items_max
             .unwrap_or(PAGE_ITEMS_DEFAULT)
             .clamp(1, PAGE_ITEMS_MAX);
-        let table = match request.mode {
+        let table = match self.request.mode {
             ChangeFeedMode::LatestVersion => Table::ChangeIndex,
             ChangeFeedMode::AllVersionsAndDeletes => Table::ChangeLog,
         };
@@ -227,47 +265,42 @@ impl Engine {
         );
         let mut entries = Vec::new();
         let mut last_lsn = None;
-        let mut failure = None;
-        reader.scan(table, &range, &mut |key, value| {
-            let Some((lsn, rest)) = keys::split_change_index_key(key) else {
-                failure = Some(corrupted("change feed"));
-                return ControlFlow::Break(());
-            };
+        try_scan(self.reader, table, &range, &mut |key, value| {
+            let (lsn, rest) =
+                keys::split_change_index_key(key).ok_or_else(|| corrupted("change feed"))?;
             if entries.len() >= page_max && last_lsn != Some(lsn) {
-                return ControlFlow::Break(());
+                return Ok(ControlFlow::Break(()));
             }
-            let rendered = match request.mode {
-                ChangeFeedMode::LatestVersion => {
-                    latest_version(&*reader, container, &mut scope, lsn, rest, now_ms, since_ms)
-                }
-                ChangeFeedMode::AllVersionsAndDeletes => LogEntry::decode(value)
-                    .ok_or_else(|| corrupted("change log"))
-                    .map(|entry| all_versions(container, &mut scope, lsn, &entry)),
-            };
-            match rendered {
-                Ok(Some(bytes)) => {
-                    entries.push(bytes);
-                    last_lsn = Some(lsn);
-                }
-                Ok(None) => {}
-                Err(error) => {
-                    failure = Some(error);
-                    return ControlFlow::Break(());
-                }
+            if let Some(bytes) = self.entry(&mut scope, lsn, rest, value)? {
+                entries.push(bytes);
+                last_lsn = Some(lsn);
             }
-            ControlFlow::Continue(())
+            Ok(ControlFlow::Continue(()))
         })?;
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        match last_lsn {
-            None => Ok(not_modified(current.max(cursor))),
-            Some(etag_lsn) => Ok(ChangeFeedPage {
-                entries,
-                etag_lsn,
-                not_modified: false,
-                lsn: current,
-            }),
+        Ok((entries, last_lsn))
+    }
+
+    /// The feed's entry for one change, if it is in scope and (latest version) still current.
+    fn entry(
+        &self,
+        scope: &mut Scope<'_>,
+        lsn: u64,
+        item_suffix: &[u8],
+        value: &[u8],
+    ) -> EngineResult<Option<Vec<u8>>> {
+        match self.request.mode {
+            ChangeFeedMode::LatestVersion => latest_version(
+                self.reader,
+                self.container,
+                scope,
+                lsn,
+                item_suffix,
+                self.now_ms,
+                self.since_ms,
+            ),
+            ChangeFeedMode::AllVersionsAndDeletes => LogEntry::decode(value)
+                .ok_or_else(|| corrupted("change log"))
+                .map(|entry| all_versions(self.container, scope, lsn, &entry)),
         }
     }
 }

@@ -122,6 +122,70 @@ pub struct PartitionKeyDefinition {
     pub resource: Value,
 }
 
+fn invalid_definition(why: &str) -> EngineError {
+    EngineError::with_message(
+        ErrorCode::InvalidPartitionKeyDefinition,
+        format!("The partition key definition is invalid: {why}."),
+    )
+}
+
+/// The definition's kind (`Hash` or `MultiHash`) and hash version, with their defaults, checked
+/// against each other and against the number of paths.
+fn kind_and_version(
+    definition: &Map<String, Value>,
+    path_count: usize,
+) -> EngineResult<(&str, u64)> {
+    let kind = match definition.get("kind") {
+        None | Some(Value::Null) => {
+            if path_count > 1 {
+                "MultiHash"
+            } else {
+                "Hash"
+            }
+        }
+        Some(Value::String(kind)) if kind == "Hash" || kind == "MultiHash" => kind.as_str(),
+        Some(Value::String(kind)) if kind == "Range" => {
+            return Err(invalid_definition(
+                "partition key kind 'Range' is not supported",
+            ))
+        }
+        Some(_) => return Err(invalid_definition("'kind' must be 'Hash' or 'MultiHash'")),
+    };
+    let version = match definition.get("version") {
+        None | Some(Value::Null) => {
+            if kind == "MultiHash" {
+                2
+            } else {
+                1
+            }
+        }
+        Some(Value::Number(n)) if n.as_u64() == Some(1) || n.as_u64() == Some(2) => {
+            n.as_u64().unwrap_or(2)
+        }
+        Some(_) => return Err(invalid_definition("'version' must be 1 or 2")),
+    };
+    match (kind, path_count) {
+        ("Hash", 1) => {}
+        ("Hash", _) => {
+            return Err(invalid_definition(
+                "a 'Hash' partition key has exactly one path",
+            ))
+        }
+        ("MultiHash", 1..=PARTITION_KEY_PATHS_MAX) => {}
+        _ => {
+            return Err(invalid_definition(
+                "a 'MultiHash' partition key has one to three paths",
+            ))
+        }
+    }
+    if kind == "MultiHash" && version != 2 {
+        return Err(invalid_definition(
+            "a 'MultiHash' partition key requires version 2",
+        ));
+    }
+    Ok((kind, version))
+}
+
 impl PartitionKeyDefinition {
     /// Validates the `partitionKey` property of a container body; absent means the system key.
     pub fn from_container_body(value: Option<&Value>) -> EngineResult<PartitionKeyDefinition> {
@@ -131,62 +195,23 @@ impl PartitionKeyDefinition {
                 resource: json!({"paths": [SYSTEM_PARTITION_KEY_PATH], "kind": "Hash", "systemKey": true}),
             });
         };
-        let bad = |why: &str| {
-            EngineError::with_message(
-                ErrorCode::InvalidPartitionKeyDefinition,
-                format!("The partition key definition is invalid: {why}."),
-            )
-        };
         let Value::Object(definition) = value else {
-            return Err(bad("it must be an object"));
+            return Err(invalid_definition("it must be an object"));
         };
         let Some(Value::Array(raw_paths)) = definition.get("paths") else {
-            return Err(bad("'paths' must be an array of paths"));
+            return Err(invalid_definition("'paths' must be an array of paths"));
         };
-        let kind = match definition.get("kind") {
-            None | Some(Value::Null) => {
-                if raw_paths.len() > 1 {
-                    "MultiHash"
-                } else {
-                    "Hash"
-                }
-            }
-            Some(Value::String(kind)) if kind == "Hash" || kind == "MultiHash" => kind.as_str(),
-            Some(Value::String(kind)) if kind == "Range" => {
-                return Err(bad("partition key kind 'Range' is not supported"))
-            }
-            Some(_) => return Err(bad("'kind' must be 'Hash' or 'MultiHash'")),
-        };
-        let version = match definition.get("version") {
-            None | Some(Value::Null) => {
-                if kind == "MultiHash" {
-                    2
-                } else {
-                    1
-                }
-            }
-            Some(Value::Number(n)) if n.as_u64() == Some(1) || n.as_u64() == Some(2) => {
-                n.as_u64().unwrap_or(2)
-            }
-            Some(_) => return Err(bad("'version' must be 1 or 2")),
-        };
-        match (kind, raw_paths.len()) {
-            ("Hash", 1) => {}
-            ("Hash", _) => return Err(bad("a 'Hash' partition key has exactly one path")),
-            ("MultiHash", 1..=PARTITION_KEY_PATHS_MAX) => {}
-            _ => return Err(bad("a 'MultiHash' partition key has one to three paths")),
-        }
-        if kind == "MultiHash" && version != 2 {
-            return Err(bad("a 'MultiHash' partition key requires version 2"));
-        }
+        let (kind, version) = kind_and_version(definition, raw_paths.len())?;
         let mut paths = Vec::with_capacity(raw_paths.len());
         let mut path_strings = Vec::with_capacity(raw_paths.len());
         for raw in raw_paths {
             let Value::String(text) = raw else {
-                return Err(bad("each path must be a string"));
+                return Err(invalid_definition("each path must be a string"));
             };
             paths.push(
-                parse_path(text).ok_or_else(|| bad(&format!("the path '{text}' is not valid")))?,
+                parse_path(text).ok_or_else(|| {
+                    invalid_definition(&format!("the path '{text}' is not valid"))
+                })?,
             );
             path_strings.push(Value::String(text.clone()));
         }

@@ -8,36 +8,17 @@
 //! indexes, so this says what the policy covers; it reads no items and changes no plan.
 
 use crate::container::Container;
-use crate::engine::Engine;
-use crate::error::EngineResult;
-use crate::query::QueryRequest;
+use lethedb_query::Prepared;
 use serde_json::{json, Value};
 
-impl Engine {
-    /// The index utilization of `request` on `container`, as the service reports it.
-    pub fn index_utilization(
-        &self,
-        container: &Container,
-        request: &QueryRequest,
-    ) -> EngineResult<Value> {
-        let prepared = lethedb_query::prepare_with_computed(
-            &request.text,
-            &request.parameters,
-            self.now_ms(),
-            &container.computed,
-            self.query_udfs(container, &request.text)?,
-        )?;
-        let policy = container
-            .resource
-            .get("indexingPolicy")
-            .cloned()
-            .unwrap_or(Value::Null);
-        Ok(utilization(
-            &prepared.filter_paths(),
-            &prepared.order_paths(),
-            &policy,
-        ))
-    }
+/// The index utilization of a prepared query on `container`, as the service reports it.
+pub(crate) fn report(prepared: &Prepared, container: &Container) -> Value {
+    let policy = container
+        .resource
+        .get("indexingPolicy")
+        .cloned()
+        .unwrap_or(Value::Null);
+    utilization(&prepared.filter_paths(), &prepared.order_paths(), &policy)
 }
 
 /// The report for a query reading `filter_paths` and sorting by `order_paths` under `policy`.

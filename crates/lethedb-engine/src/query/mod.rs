@@ -1,27 +1,32 @@
-//! Query execution: feeds documents from storage, one at a time, into the pure query crate.
+//! Query execution: one preparation of the text per page, one decision of what the page is
+//! (a page of results, or the plan of a query that the SDK's client pipeline must run across
+//! partitions), and the scan that feeds documents from storage into the pure query crate.
 //!
 //! The engine decides which keys to read (one partition when the request or the query pins the
-//! partition key, otherwise the whole container), hides expired items, and stops reading as soon
-//! as the query crate says the page is full. What a query means (filters, projections, ordering,
-//! aggregates, paging state) is the query crate's business; this module does the I/O it must not.
+//! partition key, otherwise the whole container; see `query_scan.rs`), hides expired items, and
+//! stops reading as soon as the query crate says the page is full. What a query means (filters,
+//! projections, ordering, aggregates, paging state) is the query crate's business; this module
+//! does the I/O it must not, and measures the page when asked (`query_metrics.rs`).
 
 pub(crate) mod index_metrics;
+pub(crate) mod metrics;
+pub(crate) mod scan;
 
+use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{corrupted, invalid_continuation, EngineError, EngineResult, ErrorCode};
-use crate::items::StoredItem;
+use crate::error::{invalid_continuation, EngineError, EngineResult, ErrorCode};
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::epk::prefix_range;
-use crate::partitions::partition_key::{PartitionKeyPart, PartitionKeyValue};
-use crate::partitions::ranges::RangeMatcher;
-use crate::records::{read_counters, ItemRecord};
-use crate::ttl::expiry::is_expired;
-use lethedb_storage::{KeyRange, Table};
+use crate::partitions::partition_key::PartitionKeyValue;
+use crate::query::metrics::{measure_output, QueryMetrics};
+use crate::query::scan::{parts_from_values, PageScan, ScanScope, ScanTally};
+use crate::records::read_counters;
+use lethedb_query::{ClientPlan, Page, Prepared};
 use serde_json::Value;
-use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A query as the wire layer received it.
 #[derive(Clone, Debug, Default)]
@@ -40,6 +45,11 @@ pub struct QueryRequest {
     pub effective_range: Option<(String, String)>,
     /// `x-ms-documentdb-partitionkeyrangeid`: the one physical partition the query runs on.
     pub range_id: Option<String>,
+    /// `x-ms-documentdb-populatequerymetrics`: measure the page ([`QueryPage::metrics`]).
+    pub populate_query_metrics: bool,
+    /// `x-ms-cosmos-populateindexmetrics`: report the indexes the query would use
+    /// ([`QueryPage::index_utilization`]).
+    pub populate_index_metrics: bool,
 }
 
 /// One page of results.
@@ -49,6 +59,32 @@ pub struct QueryPage {
     pub continuation: Option<String>,
     pub documents_scanned: u64,
     pub lsn: u64,
+    /// What the page cost, when the request asked (`populate_query_metrics`).
+    pub metrics: Option<QueryMetrics>,
+    /// The service's index utilization report, when the request asked
+    /// (`populate_index_metrics`).
+    pub index_utilization: Option<Value>,
+}
+
+/// What a query over a container's items came to.
+#[derive(Debug)]
+pub enum QueryOutcome {
+    Page(QueryPage),
+    /// The query fans out across partitions and needs the SDK's client pipeline (ORDER BY,
+    /// aggregates, DISTINCT, TOP, OFFSET...): the service answers with the plan, and the SDK
+    /// runs the plan's rewritten query on each range and combines the answers.
+    NeedsClientPipeline(ClientPipeline),
+}
+
+/// The plan of a whole-container query the SDK's client pipeline must run.
+#[derive(Debug)]
+pub struct ClientPipeline {
+    pub plan: ClientPlan,
+    /// Whether the request may fan out: it consented (`enable_cross_partition`), or the
+    /// container has one range, where no consent is needed. The service refuses a query that
+    /// may fan out as "not servable by the gateway" and one that may not as a query across
+    /// partitions without consent; both carry the plan.
+    pub fan_out_allowed: bool,
 }
 
 fn page_size(request: &QueryRequest) -> usize {
@@ -58,33 +94,17 @@ fn page_size(request: &QueryRequest) -> usize {
         .clamp(1, PAGE_ITEMS_MAX)
 }
 
-fn parts_from_values(values: Vec<Value>) -> PartitionKeyValue {
-    PartitionKeyValue(
-        values
-            .into_iter()
-            .map(|value| PartitionKeyPart::from_value(&value))
-            .collect(),
-    )
-}
-
 /// Parses a query without running it, to report syntax errors early (query plans).
 pub fn validate_query(text: &str, parameters: &[(String, Value)], now_ms: i64) -> EngineResult<()> {
     lethedb_query::prepare(text, parameters, now_ms)?;
     Ok(())
 }
 
-/// The service's plan of a query over `container`: what the SDKs run on each partition key range
-/// and what their client pipelines do with the answers (see `lethedb_query::ClientPlan`). A
-/// WHERE clause that pins the whole partition key becomes the point range of its effective
-/// partition key (`epk::prefix_range`).
-pub fn client_plan(
-    text: &str,
-    parameters: &[(String, Value)],
-    now_ms: i64,
-    container: &Container,
-    udfs: Option<Arc<dyn lethedb_query::UdfHost>>,
-) -> EngineResult<lethedb_query::ClientPlan> {
-    let prepared = lethedb_query::prepare_with_udfs(text, parameters, now_ms, udfs)?;
+/// The service's plan of a prepared query over `container`: what the SDKs run on each partition
+/// key range and what their client pipelines do with the answers (see
+/// `lethedb_query::ClientPlan`). A WHERE clause that pins the whole partition key becomes the
+/// point range of its effective partition key (`epk::prefix_range`).
+fn client_plan(prepared: &Prepared, container: &Container) -> EngineResult<ClientPlan> {
     let definition = &container.partition_key;
     let paths = if definition.is_system_key() {
         &[][..]
@@ -96,129 +116,163 @@ pub fn client_plan(
     Ok(prepared.client_plan(paths, &effective_range)?)
 }
 
+/// The client pipeline a query needs, when it is sent to the whole container (no partition
+/// key, partition key range or range of effective keys) of a partitioned container, fans out
+/// across partitions and needs more than the ranges' pages concatenated. Everything else (and
+/// every request the SDKs make per range) runs whole here.
+fn client_pipeline(
+    prepared: &Prepared,
+    container: &Container,
+    request: &QueryRequest,
+) -> EngineResult<Option<ClientPipeline>> {
+    if request.partition_key.is_some()
+        || request.effective_range.is_some()
+        || request.range_id.is_some()
+        || container.partition_key.is_system_key()
+        || container.partition_key.paths.is_empty()
+    {
+        return Ok(None);
+    }
+    let plan = client_plan(prepared, container)?;
+    if !plan.fans_out() || !plan.needs_client_pipeline() {
+        return Ok(None);
+    }
+    // As for any query, one range needs no cross-partition consent (`scan_scope`).
+    let fan_out_allowed = request.enable_cross_partition || container.ranges.ranges.len() <= 1;
+    Ok(Some(ClientPipeline {
+        plan,
+        fan_out_allowed,
+    }))
+}
+
+/// The keys a page of `request` reads: the partition key it sends or its WHERE clause pins, and
+/// the range or EPK bounds it names. A query over several ranges without any of these needs the
+/// client's consent (`x-ms-documentdb-query-enablecrosspartition`), as in the service.
+fn scan_scope(
+    prepared: &Prepared,
+    container: &Container,
+    request: &QueryRequest,
+) -> EngineResult<ScanScope> {
+    let definition = &container.partition_key;
+    let scope = match &request.partition_key {
+        Some(sent) if sent.0.len() > definition.paths.len() => {
+            return Err(EngineError::new(ErrorCode::PartitionKeyMismatch))
+        }
+        Some(sent) => Some(sent.clone()),
+        None => prepared
+            .partition_key_equality(&definition.paths)
+            .map(parts_from_values),
+    };
+    let filter = container.range_filter(
+        request.range_id.as_deref(),
+        request.effective_range.as_ref(),
+    )?;
+    if scope.is_none()
+        && request.range_id.is_none()
+        && request.effective_range.is_none()
+        && !request.enable_cross_partition
+        && !definition.is_system_key()
+        && container.ranges.ranges.len() > 1
+    {
+        return Err(EngineError::new(ErrorCode::CrossPartitionQueryDisabled));
+    }
+    let number = container.key_number();
+    // A full key reads one contiguous range; a hierarchical prefix filters the container.
+    let (prefix, partial_key) = match scope {
+        Some(value) if value.0.len() == definition.paths.len() => {
+            (keys::partition_prefix(number, &value.encode()), None)
+        }
+        Some(value) => (keys::container_items_prefix(number), Some(value)),
+        None => (keys::container_items_prefix(number), None),
+    };
+    Ok(ScanScope {
+        filter,
+        prefix,
+        partial_key,
+    })
+}
+
+/// What a page's phases took, for its metrics.
+struct PageTimes {
+    total: Stopwatch,
+    compile: Duration,
+    tally: ScanTally,
+    finish: Duration,
+}
+
 impl Engine {
-    /// Runs one page of a query over a container's items (synchronously; see `scans.rs`).
+    /// Runs one page of a query over a container's items (synchronously; see `scans.rs`): the
+    /// text is prepared once, here on the scan thread, and that one preparation decides whether
+    /// the client pipeline must run it, scans, and reports the index utilization.
     pub(crate) fn query_items_blocking(
         &self,
         container: &Arc<Container>,
         request: &QueryRequest,
-    ) -> EngineResult<QueryPage> {
+    ) -> EngineResult<QueryOutcome> {
+        let total = Stopwatch::start();
         // One snapshot, and its time, for the whole page: expiry and the query's own clock
         // functions agree with every other process on a shared store.
         let reader = self.inner.store.read()?;
         let now_ms = self.now_in(&*reader);
+        let udfs = self.query_udfs(container, &request.text)?;
+        let compiling = Stopwatch::start();
         let prepared = lethedb_query::prepare_with_computed(
             &request.text,
             &request.parameters,
             now_ms,
             &container.computed,
-            self.query_udfs(container, &request.text)?,
+            udfs,
         )?;
-        let definition = &container.partition_key;
-        let scope = match &request.partition_key {
-            Some(sent) if sent.0.len() > definition.paths.len() => {
-                return Err(EngineError::new(ErrorCode::PartitionKeyMismatch))
-            }
-            Some(sent) => Some(sent.clone()),
-            None => prepared
-                .partition_key_equality(&definition.paths)
-                .map(parts_from_values),
-        };
-        let filter = container.range_filter(
-            request.range_id.as_deref(),
-            request.effective_range.as_ref(),
-        )?;
-        if scope.is_none()
-            && request.range_id.is_none()
-            && request.effective_range.is_none()
-            && !request.enable_cross_partition
-            && !definition.is_system_key()
-            && container.ranges.ranges.len() > 1
-        {
-            return Err(EngineError::new(ErrorCode::CrossPartitionQueryDisabled));
+        let compile = compiling.elapsed();
+        if let Some(pipeline) = client_pipeline(&prepared, container, request)? {
+            return Ok(QueryOutcome::NeedsClientPipeline(pipeline));
         }
-        let mut matcher = RangeMatcher::new(filter, definition);
-        let number = container.key_number();
-        // A full key reads one contiguous range; a hierarchical prefix filters the container.
-        let (range_prefix, prefix_filter) = match &scope {
-            Some(value) if value.0.len() == definition.paths.len() => {
-                (keys::partition_prefix(number, &value.encode()), None)
-            }
-            Some(value) => (keys::container_items_prefix(number), Some(value.clone())),
-            None => (keys::container_items_prefix(number), None),
-        };
+        let scope = scan_scope(&prepared, container, request)?;
         let mut run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
-        let mut range = KeyRange::prefix(&range_prefix);
-        if let Some(after) = run.resume_after() {
-            let start = keys::item_key_from_suffix(number, after);
-            if start < range_prefix {
-                // A token from another scope cannot move the scan outside this one.
-                return Err(invalid_continuation());
-            }
-            range.start = Bound::Excluded(start);
-        }
-        let mut failure: Option<EngineError> = None;
-        let mut page_full = false;
-        let cache = &self.inner.documents;
-        reader.scan(Table::Items, &range, &mut |key, value| {
-            // The header decides visibility without copying or parsing the body.
-            let Some((last_modified_ms, lsn, ttl)) = ItemRecord::decode_header(value) else {
-                failure = Some(corrupted("item"));
-                return ControlFlow::Break(());
-            };
-            if is_expired(container, last_modified_ms, ttl, now_ms) || !matcher.admits(key) {
-                return ControlFlow::Continue(());
-            }
-            let document = if let Some(document) = cache.get(key, lsn) {
-                document
-            } else {
-                let parsed = ItemRecord::decode(value)
-                    .map(|record| StoredItem {
-                        container: Arc::clone(container),
-                        record,
-                    })
-                    .ok_or_else(|| corrupted("item"))
-                    .and_then(|item| item.to_value());
-                match parsed {
-                    Ok(document) => {
-                        let document = Arc::new(document);
-                        cache.insert(key, lsn, Arc::clone(&document), value.len());
-                        document
-                    }
-                    Err(error) => {
-                        failure = Some(error);
-                        return ControlFlow::Break(());
-                    }
-                }
-            };
-            if let Some(prefix) = &prefix_filter {
-                let full = definition.extract(&document);
-                if full.0[..prefix.0.len()] != prefix.0[..] {
-                    return ControlFlow::Continue(());
-                }
-            }
-            match run.push(keys::item_key_suffix(key), &document) {
-                Ok(flow) => {
-                    page_full = flow.is_break();
-                    flow
-                }
-                Err(error) => {
-                    failure = Some(error.into());
-                    ControlFlow::Break(())
-                }
-            }
-        })?;
-        if let Some(error) = failure {
-            return Err(error);
-        }
-        let page = run.finish(!page_full)?;
-        let lsn = read_counters(&*reader, number)?.lsn;
-        Ok(QueryPage {
-            items: page.items,
-            continuation: page.continuation,
-            documents_scanned: page.documents_scanned,
+        let scan = PageScan {
+            container,
+            cache: &self.inner.documents,
+            now_ms,
+            measure: request.populate_query_metrics,
+        };
+        let tally = scan.run(&*reader, &scope, &mut run)?;
+        let finishing = Stopwatch::start();
+        let page = run.finish(!tally.page_full)?;
+        let finish = finishing.elapsed();
+        let lsn = read_counters(&*reader, container.key_number())?.lsn;
+        let index_utilization = request
+            .populate_index_metrics
+            .then(|| index_metrics::report(&prepared, container));
+        let times = PageTimes {
+            total,
+            compile,
+            tally,
+            finish,
+        };
+        Ok(QueryOutcome::Page(page_of(
+            page,
             lsn,
-        })
+            index_utilization,
+            request,
+            times,
+        )))
+    }
+
+    /// The service's plan of a query over `container` (synchronously, for the query-plan
+    /// endpoint; see `scans.rs`).
+    pub(crate) fn query_plan_blocking(
+        &self,
+        container: &Container,
+        request: &QueryRequest,
+    ) -> EngineResult<ClientPlan> {
+        let udfs = self.query_udfs(container, &request.text)?;
+        let prepared = lethedb_query::prepare_with_udfs(
+            &request.text,
+            &request.parameters,
+            self.now_ms(),
+            udfs,
+        )?;
+        client_plan(&prepared, container)
     }
 
     /// Runs one page of a query over a list of resources (databases or containers).
@@ -252,6 +306,42 @@ impl Engine {
             continuation: page.continuation,
             documents_scanned: page.documents_scanned,
             lsn: 0,
+            metrics: None,
+            index_utilization: None,
         })
+    }
+}
+
+/// The engine's page of the query crate's `page`, measured when the request asked.
+fn page_of(
+    page: Page,
+    lsn: u64,
+    index_utilization: Option<Value>,
+    request: &QueryRequest,
+    times: PageTimes,
+) -> QueryPage {
+    let metrics = request.populate_query_metrics.then(|| {
+        let (output_document_bytes, output_write) = measure_output(&page.items);
+        QueryMetrics {
+            compile: times.compile,
+            document_load: times.tally.scan.saturating_sub(times.tally.execution),
+            runtime_execution: times.tally.execution + times.finish,
+            output_write,
+            documents_retrieved: page.documents_scanned,
+            retrieved_document_bytes: times.tally.retrieved_bytes,
+            documents_matched: times.tally.documents_matched,
+            documents_output: page.items.len() as u64,
+            output_document_bytes,
+            // Read last, so that it covers every phase above.
+            total: times.total.elapsed(),
+        }
+    });
+    QueryPage {
+        items: page.items,
+        continuation: page.continuation,
+        documents_scanned: page.documents_scanned,
+        lsn,
+        metrics,
+        index_utilization,
     }
 }

@@ -37,7 +37,8 @@ fn mentions_udfs(text: &str) -> bool {
 
 impl Engine {
     /// The host for `udf.name(...)` calls of a query over `container`, when its text names any.
-    pub fn query_udfs(
+    /// It lists the container's functions from the catalog, so only scan jobs call it.
+    pub(crate) fn query_udfs(
         &self,
         container: &Container,
         text: &str,

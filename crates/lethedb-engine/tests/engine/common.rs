@@ -1,5 +1,6 @@
-//! Helpers shared by the engine's integration tests: partition key values, a deterministic
-//! random generator, and the engine's configuration with these tests' own wire statuses.
+//! Helpers shared by the engine's integration tests: partition key values, query pages, a
+//! deterministic random generator, and the engine's configuration with these tests' own wire
+//! statuses.
 
 use lethedb_engine::{EngineConfig, ErrorCode, PartitionKeyValue};
 
@@ -25,6 +26,16 @@ pub fn config() -> EngineConfig {
 /// The partition key header value for a single string key.
 pub fn pk(value: &str) -> Option<PartitionKeyValue> {
     Some(PartitionKeyValue::parse_json_text(&serde_json::json!([value]).to_string()).expect("pk"))
+}
+
+/// The page a query came to; a query that needs the SDK's client pipeline fails the test.
+pub fn page(outcome: lethedb_engine::QueryOutcome) -> lethedb_engine::QueryPage {
+    match outcome {
+        lethedb_engine::QueryOutcome::Page(page) => page,
+        lethedb_engine::QueryOutcome::NeedsClientPipeline(pipeline) => {
+            panic!("the query needs the client pipeline: {:?}", pipeline.plan)
+        }
+    }
 }
 
 /// A tiny deterministic generator (xorshift), so a failure replays.

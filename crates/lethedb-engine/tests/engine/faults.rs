@@ -330,7 +330,7 @@ async fn a_scan_runs_off_the_async_worker() {
         store.changed.notify_all();
     }
     assert!(waited, "the scan's read never reached the gate");
-    let page = query.await.expect("task").expect("query");
+    let page = page(query.await.expect("task").expect("query"));
     assert!(
         !store.gate.lock().expect("gate").3,
         "the scan blocked the only async worker until its read gave up"

@@ -12,6 +12,7 @@ mod epk;
 mod faults;
 mod item_rules;
 mod model;
+mod query_metrics;
 mod ranges;
 mod resources;
 mod script_resources;

@@ -3,7 +3,7 @@
 //! expired items are invisible to scripts, and a concurrent write between what a script read and
 //! its commit never becomes a lost update.
 
-use super::common::{engine_on_store, pk};
+use super::common::{engine_on_store, page, pk};
 use lethedb_engine::{
     Engine, EngineConfig, ErrorCode, ManualClock, ResourceKind, ResourceParent, ScriptLimits,
     TriggeredOperation, TriggeredWrite, WriteMode,
@@ -398,7 +398,7 @@ async fn query(engine: &Engine, text: &str) -> Result<Vec<Value>, lethedb_engine
     engine
         .query_items(&container, &request)
         .await
-        .map(|page| page.items)
+        .map(|outcome| page(outcome).items)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

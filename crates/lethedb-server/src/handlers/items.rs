@@ -8,17 +8,18 @@ use super::context::Context;
 use super::scripts::{named_triggers, triggered_write};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{
-    continuation, epk_range, header, header_is_true, if_match, if_none_match, page_items_max,
-    parse_json, partition_key, prefers_minimal, query_request, range_id,
+    continuation, epk_range, header, if_match, if_none_match, page_items_max, parse_json,
+    partition_key, prefers_minimal, query_request, range_id,
 };
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use base64::Engine as _;
 use lethedb_engine::{
-    request_units, Container, ErrorCode, ItemOutcome, QueryPage, QueryRequest, StoredItem,
-    TriggeredOperation, WriteMode,
+    request_units, ClientPipeline, Container, ErrorCode, ItemOutcome, QueryMetrics, QueryOutcome,
+    StoredItem, TriggeredOperation, WriteMode,
 };
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The reply to a create, upsert, replace or patch, charged by the written document's size.
 fn written_reply(context: &Context<'_>, status: StatusCode, outcome: &ItemOutcome) -> Reply {
@@ -236,24 +237,16 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
 
 pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let request = query_request(context.headers, context.body)?;
-    refuse_if_client_pipeline_needed(context, container, &request)?;
-    let page = context
+    let page = match context
         .state
         .engine
         .query_items(container, &request)
-        .await?;
-    let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
-    let metrics = header_is_true(context.headers, "x-ms-documentdb-populatequerymetrics")
-        .then(|| query_metrics(&page));
-    let index_metrics = if header_is_true(context.headers, POPULATE_INDEX_METRICS) {
-        let report = context
-            .state
-            .engine
-            .index_utilization(container, &request)?;
-        Some(base64::engine::general_purpose::STANDARD.encode(report.to_string()))
-    } else {
-        None
+        .await?
+    {
+        QueryOutcome::Page(page) => page,
+        QueryOutcome::NeedsClientPipeline(pipeline) => return Err(pipeline_refusal(&pipeline)),
     };
+    let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
     let mut reply = Reply::value_feed(
         container.rid(),
         "Documents",
@@ -267,63 +260,49 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
         page.lsn,
         request.range_id.as_deref(),
     );
-    if let Some(metrics) = metrics {
-        reply = reply.header("x-ms-documentdb-query-metrics", metrics);
+    if let Some(metrics) = &page.metrics {
+        reply = reply.header("x-ms-documentdb-query-metrics", query_metrics(metrics));
     }
-    if let Some(report) = index_metrics {
-        reply = reply.header("x-ms-cosmos-index-utilization", report);
+    if let Some(report) = &page.index_utilization {
+        let encoded = base64::engine::general_purpose::STANDARD.encode(report.to_string());
+        reply = reply.header("x-ms-cosmos-index-utilization", encoded);
     }
     Ok(reply)
 }
 
-/// The request header that asks a query for its index utilization, which the answer carries in
-/// `x-ms-cosmos-index-utilization` as base64 of the service's JSON report.
-const POPULATE_INDEX_METRICS: &str = "x-ms-cosmos-populateindexmetrics";
-
-fn query_metrics(page: &QueryPage) -> String {
+/// The service's `x-ms-documentdb-query-metrics`: `name=value` pairs joined by `;`, times in
+/// milliseconds with two decimals, as the SDKs parse them. The plan-building and optimization
+/// times are part of the compile time here (one step prepares the query), and the function
+/// times part of the runtime execution; index lookup takes no time because no secondary index
+/// exists yet (see `lethedb_engine::QueryMetrics`).
+fn query_metrics(metrics: &QueryMetrics) -> String {
+    let ms = |time: Duration| time.as_secs_f64() * 1000.0;
     format!(
-        "totalExecutionTimeInMs=0.00;queryCompileTimeInMs=0.00;queryLogicalPlanBuildTimeInMs=0.00;queryPhysicalPlanBuildTimeInMs=0.00;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs=0.00;indexLookupTimeInMs=0.00;documentLoadTimeInMs=0.00;systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount={};retrievedDocumentSize=0;outputDocumentCount={};outputDocumentSize=0;writeOutputTimeInMs=0.00;indexUtilizationRatio=1.00",
-        page.documents_scanned,
-        page.items.len()
+        "totalExecutionTimeInMs={:.2};queryCompileTimeInMs={:.2};queryLogicalPlanBuildTimeInMs=0.00;queryPhysicalPlanBuildTimeInMs=0.00;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs={:.2};indexLookupTimeInMs=0.00;documentLoadTimeInMs={:.2};systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount={};retrievedDocumentSize={};outputDocumentCount={};outputDocumentSize={};writeOutputTimeInMs={:.2};indexUtilizationRatio={:.2}",
+        ms(metrics.total),
+        ms(metrics.compile),
+        ms(metrics.runtime_execution),
+        ms(metrics.document_load),
+        metrics.documents_retrieved,
+        metrics.retrieved_document_bytes,
+        metrics.documents_output,
+        metrics.output_document_bytes,
+        ms(metrics.output_write),
+        metrics.index_utilization_ratio(),
     )
 }
 
-/// A query sent to the whole container (no partition key, no partition key range, no range of
-/// effective keys) that fans out across partitions and needs the SDK's client pipeline is
-/// refused as the service refuses it, with the plan in `additionalErrorInfo`: 400/1004, on which
-/// the SDKs fetch the plan and send the rewritten query to each range; or, without
-/// `x-ms-documentdb-query-enablecrosspartition`, the cross-partition refusal. Everything else
-/// (and every request the SDKs make per range) runs whole here.
-fn refuse_if_client_pipeline_needed(
-    context: &Context<'_>,
-    container: &Container,
-    request: &QueryRequest,
-) -> ApiResult<()> {
-    if request.partition_key.is_some()
-        || request.effective_range.is_some()
-        || request.range_id.is_some()
-        || container.partition_key.is_system_key()
-        || container.partition_key.paths.is_empty()
-    {
-        return Ok(());
-    }
-    let plan = lethedb_engine::client_plan(
-        &request.text,
-        &request.parameters,
-        context.state.engine.now_ms(),
-        container,
-        context.state.engine.query_udfs(container, &request.text)?,
-    )?;
-    if !plan.fans_out() || !plan.needs_client_pipeline() {
-        return Ok(());
-    }
-    // As for any query, one range needs no cross-partition consent (`Engine::query_items`).
-    let refusal = if request.enable_cross_partition || container.ranges.ranges.len() <= 1 {
+/// The service's answer to a query its client pipeline must run: 400/1004 with the plan in
+/// `additionalErrorInfo`, on which the SDKs run the plan's rewritten query on each range; or,
+/// when the request may not fan out (no `x-ms-documentdb-query-enablecrosspartition` on several
+/// ranges), the cross-partition refusal, also with the plan.
+fn pipeline_refusal(pipeline: &ClientPipeline) -> ApiError {
+    let refusal = if pipeline.fan_out_allowed {
         ApiError::from_code(Code::CrossPartitionQueryNotServable)
     } else {
         ApiError::from_code(Code::Engine(ErrorCode::CrossPartitionQueryDisabled))
     };
-    Err(refusal.with_additional_info(plan.to_json().to_string()))
+    refusal.with_additional_info(pipeline.plan.to_json().to_string())
 }
 
 /// The features the SDK's client pipeline runs, as it lists them when asking for a plan.
@@ -331,15 +310,9 @@ const SUPPORTED_QUERY_FEATURES: &str = "x-ms-cosmos-supported-query-features";
 
 /// The service's plan of a query (see `lethedb_query::ClientPlan`), refused when the client does
 /// not declare a feature the plan needs (no list declares none).
-pub fn query_plan(context: &Context<'_>, container: &Container) -> ApiResult<Reply> {
+pub async fn query_plan(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let request = query_request(context.headers, context.body)?;
-    let plan = lethedb_engine::client_plan(
-        &request.text,
-        &request.parameters,
-        context.state.engine.now_ms(),
-        container,
-        context.state.engine.query_udfs(container, &request.text)?,
-    )?;
+    let plan = context.state.engine.query_plan(container, &request).await?;
     let supported = header(context.headers, SUPPORTED_QUERY_FEATURES).unwrap_or_default();
     if let Some(message) = plan.unsupported_message(supported) {
         return Err(ApiError::new(Code::UnsupportedQueryFeatures, message));

@@ -67,7 +67,7 @@ pub async fn route(
         Operation::ReadFeed => items::read_feed(context, container()?).await,
         Operation::ReadChangeFeed => change_feed::read(context, container()?).await,
         Operation::Query => items::query(context, container()?).await,
-        Operation::QueryPlan => items::query_plan(context, container()?),
+        Operation::QueryPlan => items::query_plan(context, container()?).await,
         Operation::Batch => batch::execute(context, container()?).await,
         Operation::Create => {
             items::create(context, container()?, lethedb_engine::WriteMode::Create).await

@@ -19,6 +19,7 @@ mod headers;
 mod hostile;
 mod items;
 mod operations;
+mod query_metrics;
 mod query_plans;
 mod ranges;
 mod router;

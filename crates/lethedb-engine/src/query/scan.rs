@@ -1,0 +1,167 @@
+//! The scan of one page of a query over a container's items (`PageScan`): it reads the keys of
+//! a `ScanScope` (one partition, a prefix of a hierarchical key, a range, or the whole
+//! container), hides expired items, decodes each visible document once (or takes it from the
+//! document cache) and pushes it into the query crate's `PageRun` until the page is full.
+//!
+//! It decides nothing: which keys a page reads, and whether the SDK's client pipeline must run
+//! the query instead, are decided in `query.rs` before any key is read; what a query means is
+//! the query crate's business.
+
+use crate::clock::Stopwatch;
+use crate::container::Container;
+use crate::error::{corrupted, invalid_continuation, EngineResult};
+use crate::items::document_cache::DocumentCache;
+use crate::items::StoredItem;
+use crate::keys;
+use crate::partitions::partition_key::{PartitionKeyPart, PartitionKeyValue};
+use crate::partitions::ranges::{RangeFilter, RangeMatcher};
+use crate::records::ItemRecord;
+use crate::scan_visit::try_scan;
+use crate::ttl::expiry::is_expired;
+use lethedb_query::PageRun;
+use lethedb_storage::{KeyRange, ReadTxn, Table};
+use serde_json::Value;
+use std::ops::{Bound, ControlFlow};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The partition key values a WHERE clause pins, as a partition key value.
+pub(crate) fn parts_from_values(values: Vec<Value>) -> PartitionKeyValue {
+    PartitionKeyValue(
+        values
+            .into_iter()
+            .map(|value| PartitionKeyPart::from_value(&value))
+            .collect(),
+    )
+}
+
+/// The keys one page of a query reads (decided in `query.rs`).
+pub(crate) struct ScanScope {
+    /// The ranges (and EPK bounds) the request names.
+    pub(crate) filter: RangeFilter,
+    /// The key prefix scanned: one partition for a whole key, else the container.
+    pub(crate) prefix: Vec<u8>,
+    /// A prefix of a hierarchical key, checked on each document.
+    pub(crate) partial_key: Option<PartitionKeyValue>,
+}
+
+impl ScanScope {
+    /// The keys to scan, after the key a continuation resumes from.
+    fn key_range(&self, number: u64, resume_after: Option<&[u8]>) -> EngineResult<KeyRange> {
+        let mut range = KeyRange::prefix(&self.prefix);
+        if let Some(after) = resume_after {
+            let start = keys::item_key_from_suffix(number, after);
+            if start < self.prefix {
+                // A token from another scope cannot move the scan outside this one.
+                return Err(invalid_continuation());
+            }
+            range.start = Bound::Excluded(start);
+        }
+        Ok(range)
+    }
+}
+
+/// What a page's scan saw, for the page and its metrics.
+#[derive(Debug, Default)]
+pub(crate) struct ScanTally {
+    /// The query crate stopped the scan: the page is decided before the scope's end.
+    pub(crate) page_full: bool,
+    /// The whole scan, storage included.
+    pub(crate) scan: Duration,
+    /// The part of `scan` spent evaluating (measured only when asked).
+    pub(crate) execution: Duration,
+    /// The stored bytes of the documents pushed (their bodies, as compact JSON).
+    pub(crate) retrieved_bytes: u64,
+    /// Documents pushed of which at least one row passed the WHERE clause.
+    pub(crate) documents_matched: u64,
+}
+
+/// The scan of one page: it decides visibility and decodes; `PageRun` evaluates.
+pub(crate) struct PageScan<'a> {
+    pub(crate) container: &'a Arc<Container>,
+    pub(crate) cache: &'a DocumentCache,
+    pub(crate) now_ms: i64,
+    /// Whether to time each document's evaluation (`x-ms-documentdb-populatequerymetrics`).
+    pub(crate) measure: bool,
+}
+
+impl PageScan<'_> {
+    /// Scans `scope` from where `run` resumes, pushing each visible document until the page is
+    /// full or the scope ends.
+    pub(crate) fn run(
+        &self,
+        reader: &dyn ReadTxn,
+        scope: &ScanScope,
+        run: &mut PageRun,
+    ) -> EngineResult<ScanTally> {
+        let started = Stopwatch::start();
+        let range = scope.key_range(self.container.key_number(), run.resume_after())?;
+        let mut matcher = RangeMatcher::new(scope.filter.clone(), &self.container.partition_key);
+        let mut tally = ScanTally::default();
+        try_scan(reader, Table::Items, &range, &mut |key, value| {
+            // The header decides visibility without copying or parsing the body.
+            let (last_modified_ms, lsn, ttl) =
+                ItemRecord::decode_header(value).ok_or_else(|| corrupted("item"))?;
+            if is_expired(self.container, last_modified_ms, ttl, self.now_ms)
+                || !matcher.admits(key)
+            {
+                return Ok(ControlFlow::Continue(()));
+            }
+            let document = self.document(key, lsn, value)?;
+            if let Some(prefix) = &scope.partial_key {
+                let full = self.container.partition_key.extract(&document);
+                if full.0[..prefix.0.len()] != prefix.0[..] {
+                    return Ok(ControlFlow::Continue(()));
+                }
+            }
+            self.push(
+                run,
+                key,
+                ItemRecord::body_bytes(value),
+                &document,
+                &mut tally,
+            )
+        })?;
+        tally.scan = started.elapsed();
+        Ok(tally)
+    }
+
+    /// The parsed document of an item record, from the cache when it holds this version.
+    fn document(&self, key: &[u8], lsn: u64, value: &[u8]) -> EngineResult<Arc<Value>> {
+        if let Some(document) = self.cache.get(key, lsn) {
+            return Ok(document);
+        }
+        let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
+        let item = StoredItem {
+            container: Arc::clone(self.container),
+            record,
+        };
+        let document = Arc::new(item.to_value()?);
+        self.cache
+            .insert(key, lsn, Arc::clone(&document), value.len());
+        Ok(document)
+    }
+
+    /// Hands one visible document to the page and counts what it cost.
+    fn push(
+        &self,
+        run: &mut PageRun,
+        key: &[u8],
+        stored_bytes: usize,
+        document: &Value,
+        tally: &mut ScanTally,
+    ) -> EngineResult<ControlFlow<()>> {
+        let matched_before = run.rows_matched();
+        let timer = self.measure.then(Stopwatch::start);
+        let flow = run.push(keys::item_key_suffix(key), document)?;
+        if let Some(timer) = timer {
+            tally.execution += timer.elapsed();
+        }
+        tally.retrieved_bytes += stored_bytes as u64;
+        if run.rows_matched() > matched_before {
+            tally.documents_matched += 1;
+        }
+        tally.page_full = flow.is_break();
+        Ok(flow)
+    }
+}

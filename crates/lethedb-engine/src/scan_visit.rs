@@ -1,0 +1,33 @@
+//! Scans whose visitor can fail: the storage crate's visitor can only continue or break, so a
+//! visitor that meets a corrupted record or a query error keeps the error here, breaks, and the
+//! scan returns it. Callers write their visitor with `?` instead of a flag checked afterwards.
+//!
+//! This module only carries errors out of a scan; what is read, and in which order, is the
+//! caller's and the storage crate's business.
+
+use crate::error::EngineResult;
+use lethedb_storage::{KeyRange, ReadTxn, Table};
+use std::ops::ControlFlow;
+
+/// A visitor of key-value pairs that may fail: `Ok(Break)` stops the scan, `Err` stops it and
+/// becomes its error.
+pub(crate) type TryVisit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> EngineResult<ControlFlow<()>>;
+
+/// Visits the pairs of `range` in ascending key order until `visit` breaks or fails; its first
+/// error is the scan's error.
+pub(crate) fn try_scan(
+    reader: &dyn ReadTxn,
+    table: Table,
+    range: &KeyRange,
+    visit: TryVisit<'_>,
+) -> EngineResult<()> {
+    let mut failure = None;
+    reader.scan(table, range, &mut |key, value| match visit(key, value) {
+        Ok(flow) => flow,
+        Err(error) => {
+            failure = Some(error);
+            ControlFlow::Break(())
+        }
+    })?;
+    failure.map_or(Ok(()), Err)
+}
