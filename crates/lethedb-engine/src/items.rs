@@ -118,6 +118,9 @@ pub struct ItemOutcome {
     pub item: StoredItem,
     /// True when the write created the item (201), false when it replaced one (200).
     pub created: bool,
+    /// The partition key the item was written under (taken from the document), so the caller
+    /// can name its range without parsing anything again.
+    pub partition_key: PartitionKeyValue,
 }
 
 /// One page of a read feed.
@@ -450,6 +453,7 @@ pub(crate) fn apply_write(
     Ok(ItemOutcome {
         item: StoredItem { container, record },
         created,
+        partition_key: document_key,
     })
 }
 
