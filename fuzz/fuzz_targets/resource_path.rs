@@ -9,6 +9,7 @@
 
 use http::{HeaderMap, HeaderValue, Method};
 use lethedb_server::routes::{ResourcePath, PATH_SEGMENTS_MAX};
+use lethedb_server::RequestHead;
 use libfuzzer_sys::fuzz_target;
 use std::sync::OnceLock;
 
@@ -71,13 +72,14 @@ fuzz_target!(|data: &[u8]| {
     renamed.set_id(1, "renamed".into());
     for method in &METHODS {
         for headers in header_sets() {
-            if let Err(error) = lethedb_server::classify(method, &parsed, headers) {
+            let head = RequestHead::parse(headers);
+            if let Err(error) = lethedb_server::classify(method, &parsed, &head) {
                 assert!(
                     error.status().is_client_error(),
                     "{method} {path:?}: {error:?}"
                 );
             }
-            let _ = lethedb_server::classify(method, &renamed, headers);
+            let _ = lethedb_server::classify(method, &renamed, &head);
         }
     }
 });

@@ -7,17 +7,17 @@
 //! anything, an Entra ID token data operations only (`grants.rs`); a resource token is checked against its permission as the
 //! catalog holds it now (deleted or replaced since the token was made: revoked, 401) and then
 //! against the rules of `grants.rs` (403). Key handling itself (HMAC, token parsing) lives in
-//! `auth`.
+//! the `lethedb-auth` crate.
 
-use crate::auth::{self, EntraError, ResourceToken, TokenError};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::grants::{entra_allows, granted_partition_key, Grant, Mode};
+use crate::head::RequestHead;
 use crate::operation::Operation;
-use crate::request::header;
 use crate::resolve::resolve_resource_ids;
 use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::http::{HeaderMap, Method};
+use lethedb_auth::{self as auth, EntraError, ResourceToken, TokenError};
 use lethedb_engine::{Engine, ResourceKind, ResourceParent};
 use serde_json::Value;
 
@@ -185,7 +185,7 @@ pub async fn authorize(
     request: (&Method, &str),
     operation: Operation,
     path: &ResourcePath,
-    headers: &HeaderMap,
+    head: &RequestHead<'_>,
     body: &[u8],
 ) -> ApiResult<()> {
     let token = match caller {
@@ -205,7 +205,12 @@ pub async fn authorize(
     let grant = load_grant(engine, token)
         .await?
         .ok_or_else(invalid_resource_token)?;
-    let partition_key = header(headers, "x-ms-documentdb-partitionkey");
+    // A header outside the key's grammar is the 400 the operation itself would answer.
+    let partition_key = if grant.reads_partition_key(operation) {
+        head.partition_key()?
+    } else {
+        None
+    };
     if grant.allows(operation, path, partition_key, body) {
         Ok(())
     } else {
@@ -262,6 +267,10 @@ async fn load_grant(engine: &Engine, token: &ResourceToken) -> ApiResult<Option<
     Ok(Some(Grant {
         mode,
         resource: resource.segments,
-        partition_key: granted_partition_key(&permission),
+        // A key no permission may have any more (it is refused when written) revokes the token.
+        partition_key: match granted_partition_key(&permission) {
+            Ok(key) => key,
+            Err(_) => return Ok(None),
+        },
     }))
 }

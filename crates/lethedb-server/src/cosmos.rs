@@ -1,15 +1,16 @@
 //! The Cosmos entry point: every request that is not one of the few internal endpoints comes
 //! through [`dispatch`], which runs the same straight line for all of them.
 //!
-//! This module orders the steps; it does not classify (`operation`), check signatures
-//! (`access`), resolve ids (`resolve`) or shape bodies (`handlers`) itself.
+//! This module orders the steps; it does not parse headers (`head`), classify (`operation`),
+//! check signatures (`access`), resolve ids (`resolve`) or shape bodies (`handlers`) itself.
 
 use crate::access::{authenticate, authorize};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::handlers::{self, Context};
+use crate::head::RequestHead;
 use crate::metrics::Observed;
 use crate::operation::{classify, Operation};
-use crate::request::{continuation_limit_kb, read_body, text_body};
+use crate::request::{read_body, text_body};
 use crate::resolve::resolve_resource_ids;
 use crate::respond::{add_common_headers, Reply};
 use crate::routes::ResourcePath;
@@ -21,9 +22,8 @@ use lethedb_engine::Container;
 use std::sync::Arc;
 use std::time::Instant;
 
-/// Parse the path → classify → authenticate → resolve `_rid`s → authorize → admit (item
-/// operations only)
-/// → handler → common headers → metrics.
+/// Parse the path and the request head → classify → authenticate → resolve `_rid`s →
+/// authorize → admit (item operations only) → handler → common headers → metrics.
 ///
 /// The signature is checked before anything reads the catalog: resolving ids could answer 404
 /// for an unknown `_rid`, which would tell a caller without the key what exists. So an
@@ -38,7 +38,8 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
     let mut observed: Option<(Option<Operation>, ResourcePath)> = None;
     let result: ApiResult<Response> = async {
         let mut path = ResourcePath::parse(&full_path(&parts.uri))?;
-        let classified = classify(&parts.method, &path, &parts.headers);
+        let head = RequestHead::parse(&parts.headers);
+        let classified = classify(&parts.method, &path, &head);
         let caller = authenticate(&state, &parts.method, &parts.headers, &path)?;
         resolve_resource_ids(&state.engine, &mut path).await?;
         let checked = check_intended_container(&state, &path, &parts.headers)?;
@@ -51,7 +52,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
             (&parts.method, parts.uri.path()),
             operation,
             &path,
-            &parts.headers,
+            &head,
             &body,
         )
         .await?;
@@ -59,6 +60,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let context = Context {
             state: &state,
             headers: &parts.headers,
+            head: &head,
             path: &path,
             body: &body,
         };
@@ -66,7 +68,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         if let Some(container) = &admitted {
             state.engine.charge(container, reply.request_charge());
         }
-        check_continuation_limit(&parts.headers, &reply)?;
+        check_continuation_limit(&head, &reply)?;
         if names_its_location(&parts.method, operation) {
             reply = reply.content_location(&state.endpoint, &full_path(&parts.uri));
         }
@@ -151,8 +153,8 @@ fn admit(
 /// resource id and a few counters) always fits; ours have no optional part and carry the last
 /// key (and ORDER BY values), so one longer than the limit is sent whole rather than failing a
 /// query the service would answer (the JS SDK asks for 1 KiB on every request).
-fn check_continuation_limit(headers: &HeaderMap, reply: &Reply) -> ApiResult<()> {
-    let Some(limit_kb) = continuation_limit_kb(headers)? else {
+fn check_continuation_limit(head: &RequestHead<'_>, reply: &Reply) -> ApiResult<()> {
+    let Some(limit_kb) = head.continuation_limit_kb()? else {
         return Ok(());
     };
     if limit_kb == 0 && reply.continuation().is_some() {

@@ -23,7 +23,6 @@ pub enum Code {
     InvalidJson,
     /// A query body lacks its `query` text or has malformed parameters.
     InvalidQueryBody,
-    /// The change feed, which LetheDB does not serve yet.
     /// Authorization is missing or wrong.
     Unauthorized,
     /// The request's date is too far from the server's clock.
@@ -264,7 +263,7 @@ pub fn wire_status(code: ErrorCode) -> (u16, &'static str) {
 }
 
 /// A failure to report to the client.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct ApiError {
     pub code: Code,
     pub message: String,

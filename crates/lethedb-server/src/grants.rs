@@ -1,13 +1,15 @@
-//! What a resource token allows: one rule per [`Operation`] (an exhaustive `match`, so a new
-//! operation does not compile until it has one), the permission's scope and mode, and its
-//! partition key.
+//! What a resource token allows: one rule per [`Operation`], read from the operation table's
+//! columns (`operation.rs`: a catalog resource's `tokens` and `entra`, an item operation's key
+//! scope), the permission's scope and mode, and its partition key.
 //!
 //! - A `Read` permission allows reads, read feeds, queries, query plans and the change feed on
 //!   its resource and below it; `All` allows every operation there, writes and batches too.
 //! - Either also allows reading the ancestors the SDKs read before the resource itself: the
 //!   account (`GET /`), the database, the container and its partition key ranges.
 //! - A `resourcePartitionKey` limits item operations to that logical partition: a request for
-//!   another key, a batch holding one, or a query or feed across partitions is refused.
+//!   another key, a batch holding one, or a query or feed across partitions is refused. Keys
+//!   are the engine's `PartitionKeyValue`, compared as the engine stores them, so the header
+//!   has one grammar (an array of parts) whoever reads it.
 //! - A container's stored procedures, triggers and user-defined functions are below it: read
 //!   with `Read`, created, replaced and deleted with `All`.
 //! - No token ever allows users, permissions, offers, or listing and creating databases.
@@ -19,8 +21,10 @@
 //! The decisions are pure functions of the grant and the request, so they are tested as a
 //! table. Loading the grant (and checking the permission still exists) is `access.rs`'s.
 
-use crate::operation::Operation;
+use crate::error::{ApiError, ApiResult, Code};
+use crate::operation::{Entra, KeyScope, Operation, Resource, Tokens, Verb};
 use crate::routes::ResourcePath;
+use lethedb_engine::{ErrorCode, PartitionKeyValue};
 use serde_json::Value;
 
 /// A permission's mode.
@@ -37,8 +41,8 @@ pub struct Grant {
     /// The permission's resource as path segments (`dbs`, `db`, `colls`, `c`, ...), ids
     /// resolved to names where they name an existing resource.
     pub resource: Vec<String>,
-    /// The permission's `resourcePartitionKey`, as an array of its components.
-    pub partition_key: Option<Vec<Value>>,
+    /// The permission's `resourcePartitionKey`, in the engine's type.
+    pub partition_key: Option<PartitionKeyValue>,
 }
 
 /// How an operation is judged.
@@ -59,85 +63,26 @@ enum Rule {
     Write,
 }
 
-/// Whether a partition-scoped grant looks at the request's partition key.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Partition {
-    /// Not an item operation: the key does not matter.
-    Ignored,
-    /// The request must name the grant's key (`x-ms-documentdb-partitionkey`).
-    Header,
-    /// A batch: the header, if any, and every operation's `partitionKey`.
-    Batch,
+fn rule(operation: Operation) -> (Rule, KeyScope) {
+    match operation {
+        Operation::ReadAccount => (Rule::Account, KeyScope::Ignored),
+        Operation::Resource(resource, verb) => (resource_rule(resource, verb), KeyScope::Ignored),
+        Operation::ReadPartitionKeyRanges => (Rule::Ranges, KeyScope::Ignored),
+        Operation::DeletePartition | Operation::ExecuteStoredProcedure => {
+            (Rule::Write, KeyScope::Header)
+        }
+        Operation::Item(item) if item.is_read() => (Rule::Read, item.key_scope()),
+        Operation::Item(item) => (Rule::Write, item.key_scope()),
+    }
 }
 
-fn rule(operation: Operation) -> (Rule, Partition) {
-    use Partition::{Batch, Header, Ignored};
-    match operation {
-        Operation::ReadAccount => (Rule::Account, Ignored),
-        Operation::ReadDatabaseFeed | Operation::QueryDatabases | Operation::CreateDatabase => {
-            (Rule::Never, Ignored)
-        }
-        Operation::ReadDatabase | Operation::ReadContainer => (Rule::ReadOrAncestor, Ignored),
-        Operation::DeleteDatabase
-        | Operation::CreateContainer
-        | Operation::ReplaceContainer
-        | Operation::DeleteContainer => (Rule::Write, Ignored),
-        Operation::ReadContainerFeed | Operation::QueryContainers => (Rule::Read, Ignored),
-        Operation::ReadPartitionKeyRanges => (Rule::Ranges, Ignored),
-        Operation::ReadFeed | Operation::ReadChangeFeed | Operation::Query | Operation::Read => {
-            (Rule::Read, Header)
-        }
-        Operation::QueryPlan => (Rule::Read, Ignored),
-        Operation::Batch => (Rule::Write, Batch),
-        Operation::Create
-        | Operation::Upsert
-        | Operation::Replace
-        | Operation::Patch
-        | Operation::Delete
-        | Operation::DeletePartition
-        | Operation::ExecuteStoredProcedure => (Rule::Write, Header),
-        Operation::ReadOfferFeed
-        | Operation::QueryOffers
-        | Operation::ReadOffer
-        | Operation::ReplaceOffer => (Rule::Never, Ignored),
-        Operation::ReadUserFeed
-        | Operation::CreateUser
-        | Operation::QueryUsers
-        | Operation::ReadUser
-        | Operation::ReplaceUser
-        | Operation::UpsertUser
-        | Operation::DeleteUser
-        | Operation::ReadPermissionFeed
-        | Operation::QueryPermissions
-        | Operation::CreatePermission
-        | Operation::ReadPermission
-        | Operation::ReplacePermission
-        | Operation::UpsertPermission
-        | Operation::DeletePermission => (Rule::Never, Ignored),
-        Operation::ReadStoredProcedureFeed
-        | Operation::ReadUserDefinedFunctionFeed
-        | Operation::ReadTriggerFeed
-        | Operation::ReadConflictFeed
-        | Operation::QueryConflicts
-        | Operation::ReadConflict
-        | Operation::QueryStoredProcedures
-        | Operation::ReadStoredProcedure
-        | Operation::QueryTriggers
-        | Operation::ReadTrigger
-        | Operation::QueryUserDefinedFunctions
-        | Operation::ReadUserDefinedFunction => (Rule::Read, Ignored),
-        Operation::CreateStoredProcedure
-        | Operation::ReplaceStoredProcedure
-        | Operation::UpsertStoredProcedure
-        | Operation::DeleteStoredProcedure
-        | Operation::CreateTrigger
-        | Operation::ReplaceTrigger
-        | Operation::UpsertTrigger
-        | Operation::DeleteTrigger
-        | Operation::CreateUserDefinedFunction
-        | Operation::ReplaceUserDefinedFunction
-        | Operation::UpsertUserDefinedFunction
-        | Operation::DeleteUserDefinedFunction => (Rule::Write, Ignored),
+/// A verb on a catalog resource, by the row's `tokens`.
+fn resource_rule(resource: Resource, verb: Verb) -> Rule {
+    match (resource.row().tokens, verb) {
+        (Tokens::Never, _) => Rule::Never,
+        (Tokens::ScopedReadFromBelow, Verb::Read) => Rule::ReadOrAncestor,
+        (Tokens::Scoped | Tokens::ScopedReadFromBelow, verb) if verb.is_read() => Rule::Read,
+        (Tokens::Scoped | Tokens::ScopedReadFromBelow, _) => Rule::Write,
     }
 }
 
@@ -146,73 +91,13 @@ fn rule(operation: Operation) -> (Rule, Partition) {
 pub fn entra_allows(operation: Operation) -> bool {
     match operation {
         Operation::ReadAccount
-        | Operation::ReadDatabaseFeed
-        | Operation::QueryDatabases
-        | Operation::ReadDatabase
-        | Operation::ReadContainerFeed
-        | Operation::QueryContainers
-        | Operation::ReadContainer
         | Operation::ReadPartitionKeyRanges
-        | Operation::ReadFeed
-        | Operation::ReadChangeFeed
-        | Operation::Query
-        | Operation::QueryPlan
-        | Operation::Batch
-        | Operation::Create
-        | Operation::Upsert
-        | Operation::Read
-        | Operation::Replace
-        | Operation::Patch
-        | Operation::Delete
         | Operation::DeletePartition
-        | Operation::ReadConflictFeed
-        | Operation::QueryConflicts
-        | Operation::ReadConflict
+        | Operation::Item(_)
         | Operation::ExecuteStoredProcedure => true,
-        Operation::CreateDatabase
-        | Operation::DeleteDatabase
-        | Operation::CreateContainer
-        | Operation::ReplaceContainer
-        | Operation::DeleteContainer
-        | Operation::ReadOfferFeed
-        | Operation::QueryOffers
-        | Operation::ReadOffer
-        | Operation::ReplaceOffer
-        | Operation::ReadUserFeed
-        | Operation::CreateUser
-        | Operation::QueryUsers
-        | Operation::ReadUser
-        | Operation::ReplaceUser
-        | Operation::UpsertUser
-        | Operation::DeleteUser
-        | Operation::ReadPermissionFeed
-        | Operation::QueryPermissions
-        | Operation::CreatePermission
-        | Operation::ReadPermission
-        | Operation::ReplacePermission
-        | Operation::UpsertPermission
-        | Operation::DeletePermission
-        | Operation::ReadStoredProcedureFeed
-        | Operation::ReadUserDefinedFunctionFeed
-        | Operation::ReadTriggerFeed
-        | Operation::QueryStoredProcedures
-        | Operation::ReadStoredProcedure
-        | Operation::QueryTriggers
-        | Operation::ReadTrigger
-        | Operation::QueryUserDefinedFunctions
-        | Operation::ReadUserDefinedFunction
-        | Operation::CreateStoredProcedure
-        | Operation::ReplaceStoredProcedure
-        | Operation::UpsertStoredProcedure
-        | Operation::DeleteStoredProcedure
-        | Operation::CreateTrigger
-        | Operation::ReplaceTrigger
-        | Operation::UpsertTrigger
-        | Operation::DeleteTrigger
-        | Operation::CreateUserDefinedFunction
-        | Operation::ReplaceUserDefinedFunction
-        | Operation::UpsertUserDefinedFunction
-        | Operation::DeleteUserDefinedFunction => false,
+        Operation::Resource(resource, verb) => {
+            resource.row().entra == Entra::Reads && verb.is_read()
+        }
     }
 }
 
@@ -231,19 +116,29 @@ impl Grant {
             && self.resource[..segments.len()] == segments[..]
     }
 
-    /// Whether the grant allows `operation` on `path` with this partition key header and body.
+    /// Whether judging `operation` looks at the request's partition key header: only when the
+    /// grant is limited to one partition and the operation is in one.
+    pub fn reads_partition_key(&self, operation: Operation) -> bool {
+        self.partition_key.is_some() && rule(operation).1 != KeyScope::Ignored
+    }
+
+    /// Whether the grant allows `operation` on `path` with this partition key (the header's,
+    /// parsed) and body.
     pub fn allows(
         &self,
         operation: Operation,
         path: &ResourcePath,
-        partition_key: Option<&str>,
+        partition_key: Option<&PartitionKeyValue>,
         body: &[u8],
     ) -> bool {
         let segments = &path.segments;
-        let (rule, partition) = rule(operation);
+        let (rule, scope) = rule(operation);
+        // No token reaches the account's own lists (databases, offers).
+        let account_list = segments.len() < 2;
         let in_scope = match rule {
             Rule::Account => return true,
             Rule::Never => false,
+            _ if account_list => false,
             Rule::Read => self.covers(segments),
             Rule::ReadOrAncestor => self.covers(segments) || self.is_ancestor(segments),
             Rule::Ranges => {
@@ -252,55 +147,64 @@ impl Grant {
             }
             Rule::Write => self.mode == Mode::All && self.covers(segments),
         };
-        in_scope && self.partition_allows(partition, partition_key, body)
+        in_scope && self.partition_allows(scope, partition_key, body)
     }
 
-    fn partition_allows(&self, partition: Partition, header: Option<&str>, body: &[u8]) -> bool {
+    fn partition_allows(
+        &self,
+        scope: KeyScope,
+        header: Option<&PartitionKeyValue>,
+        body: &[u8],
+    ) -> bool {
         let Some(granted) = &self.partition_key else {
             return true;
         };
-        let matches = |text: &str| {
-            serde_json::from_str::<Value>(text).is_ok_and(|value| same_key(granted, &value))
-        };
-        match partition {
-            Partition::Ignored => true,
-            Partition::Header => header.is_some_and(matches),
-            Partition::Batch => {
-                if header.is_some_and(|text| !matches(text)) {
+        // One logical partition is one stored key: values compare as the engine encodes them.
+        let granted = granted.encode();
+        let matches = |key: &PartitionKeyValue| key.encode() == granted;
+        match scope {
+            KeyScope::Ignored => true,
+            KeyScope::Header => header.is_some_and(matches),
+            KeyScope::Batch => {
+                if header.is_some_and(|key| !matches(key)) {
                     return false;
                 }
-                let Ok(Value::Array(operations)) = serde_json::from_slice::<Value>(body) else {
-                    return false;
-                };
-                operations.iter().all(|operation| {
-                    match operation.get("partitionKey").and_then(Value::as_str) {
-                        Some(text) => matches(text),
-                        None => header.is_some(),
-                    }
+                // The operations as the engine will read them: each one's own key, else the
+                // header's.
+                let operations = serde_json::from_slice::<Value>(body)
+                    .ok()
+                    .and_then(|body| lethedb_engine::parse_batch(&body).ok());
+                operations.is_some_and(|operations| {
+                    operations
+                        .iter()
+                        .all(|operation| match (&operation.partition_key, header) {
+                            (Some(key), _) => matches(key),
+                            (None, header) => header.is_some(),
+                        })
                 })
             }
         }
     }
 }
 
-/// Whether a request's partition key (JSON, an array or one value) is the granted one.
-fn same_key(granted: &[Value], requested: &Value) -> bool {
-    let requested = match requested {
-        Value::Array(parts) => parts.as_slice(),
-        one => std::slice::from_ref(one),
+/// A permission's `resourcePartitionKey` in the engine's type: absent or `null` is none; an
+/// array of parts is the key, as the SDKs send it; a bare value is a key of that one part
+/// (accepted as it always was). Anything else is refused with a 400 when the permission is
+/// written.
+pub fn granted_partition_key(permission: &Value) -> ApiResult<Option<PartitionKeyValue>> {
+    let invalid = || {
+        ApiError::new(
+            Code::Engine(ErrorCode::InvalidDocument),
+            "The resourcePartitionKey of a permission must be a partition key value.",
+        )
     };
-    granted.len() == requested.len()
-        && granted.iter().zip(requested).all(|(a, b)| match (a, b) {
-            (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
-            _ => a == b,
-        })
-}
-
-/// A permission's `resourcePartitionKey` as the array of its components.
-pub fn granted_partition_key(permission: &Value) -> Option<Vec<Value>> {
-    match permission.get("resourcePartitionKey")? {
-        Value::Null => None,
-        Value::Array(parts) => Some(parts.clone()),
-        one => Some(vec![one.clone()]),
-    }
+    let parts = match permission.get("resourcePartitionKey") {
+        None | Some(Value::Null) => return Ok(None),
+        Some(Value::Array(parts)) => parts.clone(),
+        Some(Value::Object(_)) => return Err(invalid()),
+        Some(one) => vec![one.clone()],
+    };
+    PartitionKeyValue::parse_json_text(&Value::Array(parts).to_string())
+        .map(Some)
+        .map_err(|_| invalid())
 }

@@ -4,21 +4,25 @@
 use anyhow::Context as _;
 use axum_server::accept::DefaultAcceptor;
 use clap::Parser as _;
+use lethedb_auth::MasterKey;
+use lethedb_engine::SweeperHandle;
 use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
 use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
-use lethedb_server::{app, metrics_router, secrets, tls, wire_status, AppState, MetricsRoute};
+use lethedb_server::tls::{self, TlsMaterial};
+use lethedb_server::{app, metrics_router, secrets, wire_status, AppState, MetricsRoute};
 use lethedb_storage::{MemoryStore, PgStore, RedbStore, Storage};
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The file of the durable store inside the data directory.
 /// mimalloc instead of glibc's malloc: requests allocate many small short-lived buffers, and
 /// glibc's allocator was a third of a point read's instructions (bench/results/write-path.md).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
+/// The file of the durable store inside the data directory.
 const STORE_FILE: &str = "lethedb.redb";
 /// How long open requests may finish after SIGINT or SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
@@ -62,39 +66,38 @@ async fn shutdown_signal() {
     }
 }
 
-fn open_durable(args: &ServeArgs) -> anyhow::Result<Arc<dyn Storage>> {
+fn create_data_dir(args: &ServeArgs) -> anyhow::Result<()> {
+    std::fs::create_dir_all(&args.data_dir).with_context(|| {
+        format!(
+            "cannot create the data directory {}",
+            args.data_dir.display()
+        )
+    })
+}
+
+/// The store the arguments name, and how the log names it.
+fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
+    if args.in_memory {
+        return Ok((Arc::new(MemoryStore::new()), "in-memory".to_string()));
+    }
+    if let Some(url) = args.postgres.as_deref() {
+        let store = PgStore::open(url).context("cannot open the PostgreSQL store")?;
+        // Named without its password.
+        let name = store.target().to_string();
+        return Ok((Arc::new(store), name));
+    }
+    create_data_dir(args)?;
     let store = RedbStore::open_with_cache(
         &args.data_dir.join(STORE_FILE),
         args.cache_mb.saturating_mul(1024 * 1024),
     )
     .context("cannot open the store")?;
-    Ok(Arc::new(store))
+    Ok((Arc::new(store), args.data_dir.display().to_string()))
 }
 
-async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let key = secrets::load_key(args.key.as_deref(), args.key_file.as_deref())
-        .map_err(anyhow::Error::msg)?;
-    secrets::check_exposure(args.bind, &key, args.allow_emulator_key_on_network)
-        .map_err(anyhow::Error::msg)?;
-    let mut store_name = args.data_dir.display().to_string();
-    let store: Arc<dyn Storage> = if args.in_memory {
-        store_name = "in-memory".to_string();
-        Arc::new(MemoryStore::new())
-    } else if let Some(url) = args.postgres.as_deref() {
-        let store = PgStore::open(url).context("cannot open the PostgreSQL store")?;
-        // Named without its password.
-        store_name = store.target().to_string();
-        Arc::new(store)
-    } else {
-        std::fs::create_dir_all(&args.data_dir).with_context(|| {
-            format!(
-                "cannot create the data directory {}",
-                args.data_dir.display()
-            )
-        })?;
-        open_durable(&args)?
-    };
-    let config = EngineConfig {
+/// The engine's settings, as the command line gives them.
+fn engine_config(args: &ServeArgs) -> EngineConfig {
+    EngineConfig {
         write_batch_max: args.write_batch_max,
         default_throughput_ru: args.default_throughput,
         rate_limit: !args.no_rate_limit,
@@ -107,7 +110,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
             ..lethedb_engine::SweeperConfig::default()
         },
         ..EngineConfig::new(wire_status)
-    };
+    }
+}
+
+/// Opens the store and the engine over it, and starts the sweeper; answers the store's name.
+fn start_engine(args: &ServeArgs) -> anyhow::Result<(Engine, SweeperHandle, String)> {
+    let (store, store_name) = open_store(args)?;
+    let config = engine_config(args);
     let sweeper_config = config.sweeper.clone();
     let clock: Arc<dyn Clock> = if args.clock_offset_ms == 0 {
         Arc::new(SystemClock)
@@ -118,24 +127,106 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     };
     let engine = Engine::open(store, clock, config)?;
     let sweeper = engine.start_sweeper(sweeper_config);
+    Ok((engine, sweeper, store_name))
+}
 
-    let material = if args.tls {
-        let explicit = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
-        // On PostgreSQL the data directory holds only the generated certificate.
-        if args.postgres.is_some() && explicit.is_none() {
-            std::fs::create_dir_all(&args.data_dir).with_context(|| {
-                format!(
-                    "cannot create the data directory {}",
-                    args.data_dir.display()
-                )
-            })?;
-        }
-        let data_dir = (!args.in_memory).then_some(args.data_dir.as_path());
-        Some(tls::load_or_generate(explicit, data_dir)?)
-    } else {
-        None
-    };
+/// The certificate and key for `--tls`, given or generated (and kept in the data directory).
+fn tls_material(args: &ServeArgs) -> anyhow::Result<Option<TlsMaterial>> {
+    if !args.tls {
+        return Ok(None);
+    }
+    let explicit = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
+    // On PostgreSQL the data directory holds only the generated certificate.
+    if args.postgres.is_some() && explicit.is_none() {
+        create_data_dir(args)?;
+    }
+    let data_dir = (!args.in_memory).then_some(args.data_dir.as_path());
+    Ok(Some(tls::load_or_generate(explicit, data_dir)?))
+}
+
+/// The state every request sees, for the listener bound at `address`.
+fn build_state(
+    args: &ServeArgs,
+    engine: Engine,
+    key: MasterKey,
+    material: Option<&TlsMaterial>,
+    (address, endpoint): (SocketAddr, &str),
+) -> AppState {
     let metrics = (!args.no_metrics).then(|| Arc::new(Metrics::new(engine.clone())));
+    // Without metrics, the main port answers `/metrics` with "turned off".
+    let metrics_route = if metrics.is_some() {
+        secrets::metrics_route(address, args.metrics_bind.is_some(), args.metrics_public)
+    } else {
+        MetricsRoute::Served
+    };
+    AppState {
+        endpoint: endpoint.into(),
+        engine,
+        key,
+        certificate_pem: material.map(|m| Arc::new(m.certificate_pem.clone())),
+        metrics,
+        metrics_route,
+        entra_id: !args.no_entra_id,
+    }
+}
+
+/// Metrics on a port of their own (`--metrics-bind`): the same endpoint, nothing else routed
+/// there.
+fn spawn_metrics_listener(
+    args: &ServeArgs,
+    state: &AppState,
+    header_timeout: Duration,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    let (Some(address), Some(_)) = (args.metrics_bind, &state.metrics) else {
+        return Ok(None);
+    };
+    let metrics_router = metrics_router(state.clone());
+    let listener =
+        listen::bind(address).with_context(|| format!("cannot listen on {address} for metrics"))?;
+    tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+    let mut server =
+        axum_server::from_tcp(listener)?.acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
+    limit_slow_clients(server.http_builder(), header_timeout);
+    Ok(Some(tokio::spawn(async move {
+        let _ = server.serve(metrics_router.into_make_service()).await;
+    })))
+}
+
+/// Serves `router` on `listener`, over TLS when there is material, until `handle` shuts down.
+async fn listen(
+    listener: std::net::TcpListener,
+    material: Option<TlsMaterial>,
+    router: axum::Router,
+    header_timeout: Duration,
+    handle: axum_server::Handle<SocketAddr>,
+) -> anyhow::Result<()> {
+    let service = router.into_make_service();
+    let Some(material) = material else {
+        let mut server = axum_server::from_tcp(listener)?
+            .acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
+        limit_slow_clients(server.http_builder(), header_timeout);
+        return Ok(server.handle(handle).serve(service).await?);
+    };
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config = axum_server::tls_rustls::RustlsConfig::from_pem(
+        material.certificate_pem.into_bytes(),
+        material.key_pem.into_bytes(),
+    )
+    .await
+    .context("cannot load the TLS certificate")?;
+    let mut server = axum_server::from_tcp_rustls(listener, config)?
+        .map(|tls| FirstByte::new(tls, header_timeout));
+    limit_slow_clients(server.http_builder(), header_timeout);
+    Ok(server.handle(handle).serve(service).await?)
+}
+
+async fn serve(args: ServeArgs) -> anyhow::Result<()> {
+    let key = secrets::load_key(args.key.as_deref(), args.key_file.as_deref())
+        .map_err(anyhow::Error::msg)?;
+    secrets::check_exposure(args.bind, &key, args.allow_emulator_key_on_network)
+        .map_err(anyhow::Error::msg)?;
+    let (engine, sweeper, store_name) = start_engine(&args)?;
+    let material = tls_material(&args)?;
     // Bound before the state is built: the advertised endpoint defaults to the bound address
     // (port 0 resolved).
     let listener =
@@ -144,82 +235,25 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let address = listener.local_addr()?;
     let endpoint = advertised_endpoint(args.advertise_url.as_deref(), address, material.is_some())
         .map_err(anyhow::Error::msg)?;
-    let state = AppState {
-        endpoint: endpoint.as_str().into(),
-        engine,
-        key,
-        certificate_pem: material
-            .as_ref()
-            .map(|m| Arc::new(m.certificate_pem.clone())),
-        metrics: metrics.clone(),
-        // Without metrics, the main port answers `/metrics` with "turned off".
-        metrics_route: if metrics.is_some() {
-            secrets::metrics_route(address, args.metrics_bind.is_some(), args.metrics_public)
-        } else {
-            MetricsRoute::Served
-        },
-        entra_id: !args.no_entra_id,
-    };
-    let mut metrics_task = None;
-    if let (Some(address), Some(_)) = (args.metrics_bind, &metrics) {
-        // Metrics on a port of their own: the same endpoint, nothing else routed there.
-        let metrics_router = metrics_router(state.clone());
-        let listener = listen::bind(address)
-            .with_context(|| format!("cannot listen on {address} for metrics"))?;
-        tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
-        let mut server = axum_server::from_tcp(listener)?
-            .acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
-        limit_slow_clients(server.http_builder(), header_timeout);
-        metrics_task = Some(tokio::spawn(async move {
-            let _ = server.serve(metrics_router.into_make_service()).await;
-        }));
-    }
-    let state_key = state.key.clone();
-    // Kept to close the store once every other handle is gone.
-    let engine = state.engine.clone();
-    drop(metrics);
-    let router = app(state);
-    let scheme = if material.is_some() { "https" } else { "http" };
     // The key signs requests and resource tokens: only the emulator's public one is named, any
     // other only by its fingerprint.
-    let key_label = secrets::key_label(&state_key);
+    let key_label = secrets::key_label(&key);
+    let state = build_state(&args, engine, key, material.as_ref(), (address, &endpoint));
+    let metrics_task = spawn_metrics_listener(&args, &state, header_timeout)?;
+    // Kept to close the store once every other handle is gone.
+    let engine = state.engine.clone();
+    let router = app(state);
+    let scheme = if material.is_some() { "https" } else { "http" };
     tracing::info!(
         "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={key_label}"
     );
-
     let handle = axum_server::Handle::new();
     let shutdown_handle = handle.clone();
     tokio::spawn(async move {
         shutdown_signal().await;
         shutdown_handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
     });
-    match material {
-        None => {
-            let mut server = axum_server::from_tcp(listener)?
-                .acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
-            limit_slow_clients(server.http_builder(), header_timeout);
-            server
-                .handle(handle)
-                .serve(router.into_make_service())
-                .await?;
-        }
-        Some(material) => {
-            let _ = rustls::crypto::ring::default_provider().install_default();
-            let config = axum_server::tls_rustls::RustlsConfig::from_pem(
-                material.certificate_pem.into_bytes(),
-                material.key_pem.into_bytes(),
-            )
-            .await
-            .context("cannot load the TLS certificate")?;
-            let mut server = axum_server::from_tcp_rustls(listener, config)?
-                .map(|tls| FirstByte::new(tls, header_timeout));
-            limit_slow_clients(server.http_builder(), header_timeout);
-            server
-                .handle(handle)
-                .serve(router.into_make_service())
-                .await?;
-        }
-    }
+    listen(listener, material, router, header_timeout, handle).await?;
     sweeper.stop().await;
     if let Some(task) = metrics_task {
         task.abort();

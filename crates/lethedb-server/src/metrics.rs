@@ -168,8 +168,19 @@ fn gauge_family(
     Ok(())
 }
 
-impl Collector for EngineCollector {
-    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+/// The per-container series read at scrape time, one row per container each.
+#[derive(Default)]
+struct ContainerRows {
+    items: Vec<(ContainerLabels, f64)>,
+    bytes: Vec<(ContainerLabels, f64)>,
+    backlog: Vec<(ContainerLabels, f64)>,
+    oldest: Vec<(ContainerLabels, f64)>,
+    deleted: Vec<(ContainerLabels, u64)>,
+}
+
+impl EngineCollector {
+    /// Reads each container's usage and sweep figures.
+    fn container_rows(&self) -> ContainerRows {
         let containers = self.engine.all_containers().unwrap_or_default();
         let sweep: HashMap<(String, String), lethedb_engine::SweepStats> = self
             .engine
@@ -177,61 +188,31 @@ impl Collector for EngineCollector {
             .into_iter()
             .map(|s| ((s.database_id.clone(), s.container_id.clone()), s))
             .collect();
-        let mut items = Vec::new();
-        let mut bytes = Vec::new();
-        let mut backlog = Vec::new();
-        let mut oldest = Vec::new();
-        let mut deleted = Vec::new();
+        let mut rows = ContainerRows::default();
         for container in &containers {
             let labels = ContainerLabels {
                 database: container.database_id.clone(),
                 container: container.id.clone(),
             };
             if let Ok(usage) = self.engine.container_usage_estimate(container) {
-                items.push((labels.clone(), usage.items as f64));
-                bytes.push((labels.clone(), usage.bytes as f64));
+                rows.items.push((labels.clone(), usage.items as f64));
+                rows.bytes.push((labels.clone(), usage.bytes as f64));
             }
             let stats = sweep
                 .get(&(container.database_id.clone(), container.id.clone()))
                 .cloned()
                 .unwrap_or_default();
-            backlog.push((labels.clone(), stats.backlog_items as f64));
-            oldest.push((labels.clone(), stats.oldest_expired_age_ms as f64 / 1000.0));
-            deleted.push((labels, stats.deleted_total));
+            rows.backlog
+                .push((labels.clone(), stats.backlog_items as f64));
+            rows.oldest
+                .push((labels.clone(), stats.oldest_expired_age_ms as f64 / 1000.0));
+            rows.deleted.push((labels, stats.deleted_total));
         }
-        gauge_family(
-            &mut encoder,
-            "items",
-            "Items per container, expired ones excluded",
-            &items,
-        )?;
-        gauge_family(
-            &mut encoder,
-            "item_bytes",
-            "Document bytes per container, expired ones excluded",
-            &bytes,
-        )?;
-        gauge_family(
-            &mut encoder,
-            "ttl_backlog_items",
-            "Expired items not yet deleted by the sweeper",
-            &backlog,
-        )?;
-        gauge_family(
-            &mut encoder,
-            "ttl_oldest_expired_age_seconds",
-            "How long ago the oldest not-yet-deleted item expired",
-            &oldest,
-        )?;
-        let mut metric = encoder.encode_descriptor(
-            "ttl_deletions",
-            "Items deleted by the TTL sweeper",
-            None,
-            MetricType::Counter,
-        )?;
-        for (labels, value) in &deleted {
-            ConstCounter::new(*value).encode(metric.encode_family(labels)?)?;
-        }
+        rows
+    }
+
+    /// The engine-wide series: poisoning, the writer's queue, work and commit latency.
+    fn encode_writer(&self, encoder: &mut DescriptorEncoder) -> Result<(), std::fmt::Error> {
         // 1 once the engine stopped accepting writes after an internal error (the log and
         // `/_lethedb/stats` say why); a restart clears it.
         let poisoned = i64::from(self.engine.poisoned().is_some());
@@ -276,7 +257,46 @@ impl Collector for EngineCollector {
         )?;
         metric.encode_histogram::<prometheus_client::encoding::NoLabelSet>(
             sum_secs, total, &buckets, None,
+        )
+    }
+}
+
+impl Collector for EngineCollector {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let rows = self.container_rows();
+        gauge_family(
+            &mut encoder,
+            "items",
+            "Items per container, expired ones excluded",
+            &rows.items,
         )?;
-        Ok(())
+        gauge_family(
+            &mut encoder,
+            "item_bytes",
+            "Document bytes per container, expired ones excluded",
+            &rows.bytes,
+        )?;
+        gauge_family(
+            &mut encoder,
+            "ttl_backlog_items",
+            "Expired items not yet deleted by the sweeper",
+            &rows.backlog,
+        )?;
+        gauge_family(
+            &mut encoder,
+            "ttl_oldest_expired_age_seconds",
+            "How long ago the oldest not-yet-deleted item expired",
+            &rows.oldest,
+        )?;
+        let mut metric = encoder.encode_descriptor(
+            "ttl_deletions",
+            "Items deleted by the TTL sweeper",
+            None,
+            MetricType::Counter,
+        )?;
+        for (labels, value) in &rows.deleted {
+            ConstCounter::new(*value).encode(metric.encode_family(labels)?)?;
+        }
+        self.encode_writer(&mut encoder)
     }
 }

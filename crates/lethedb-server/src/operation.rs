@@ -1,34 +1,75 @@
 //! What a request is: one [`Operation`] per Cosmos operation the server serves, decided once
-//! from the method, the resource path and the headers by [`classify`].
+//! from the method, the resource path and the request head by [`classify`].
 //!
-//! Routing, metrics, logs and resource-token authorization all read the same decision,
-//! so they cannot drift apart. This module looks only at the request line and headers: it reads
-//! no body, touches no engine, and does not know whether the named resources exist.
+//! An operation is a product, not a flat list: a catalog resource and a verb
+//! ([`Operation::Resource`]), an operation on a container's items ([`Operation::Item`]), or one of
+//! the few that are neither. Everything the server decides per catalog resource is one row of
+//! [`Resource::row`]: its name, the verbs it answers, what a resource token and an Entra ID
+//! token may do with it. A new child kind in the engine's `ResourceKind` does not compile until
+//! it has a row, and then it is classified, named, routed and authorized without another list.
+//! Routing, metrics, logs and authorization all read the same decision. This module looks only
+//! at the request line and head: it reads no body, touches no engine, and does not know whether
+//! the named resources exist.
 
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{header, header_is_true, is_query};
+use crate::head::RequestHead;
 use crate::routes::ResourcePath;
-use axum::http::{HeaderMap, Method};
+use axum::http::Method;
+use lethedb_engine::ResourceKind;
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
-/// Every operation the server serves. Adding one without a handler fails to compile, because
-/// `handlers::route` matches on it exhaustively.
+/// Every operation the server serves. Adding a top-level variant without a handler, a name or
+/// a rule fails to compile: `handlers::route`, [`Operation::name`] and the grants match on it
+/// exhaustively.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Operation {
+    /// `GET /`: the account.
     ReadAccount,
-    ReadDatabaseFeed,
-    QueryDatabases,
-    CreateDatabase,
-    ReadDatabase,
-    DeleteDatabase,
-    ReadContainerFeed,
-    QueryContainers,
-    CreateContainer,
-    ReadContainer,
-    ReplaceContainer,
-    DeleteContainer,
+    /// A verb on a catalog resource: databases, containers, offers and the child kinds of the
+    /// engine's generic catalog (users, permissions, scripts, conflicts). Upserts are POSTs with
+    /// `x-ms-documentdb-is-upsert`; only the verbs of the resource's row are classified.
+    Resource(Resource, Verb),
+    /// A container's partition key ranges (`GET .../pkranges`).
+    ReadPartitionKeyRanges,
+    /// Deleting every item of one logical partition.
+    DeletePartition,
+    /// An operation on a container's items, which draws on the container's throughput budget.
+    Item(ItemOperation),
+    /// Running a stored procedure (`POST .../sprocs/{id}`) in one logical partition.
+    ExecuteStoredProcedure,
+}
+
+/// A catalog resource that answers the common verbs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Resource {
+    Database,
+    Container,
+    Offer,
+    /// A kind the engine's generic catalog holds.
+    Child(ResourceKind),
+}
+
+/// What is done to a catalog resource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// A read feed: `GET` on the resource's list.
+    Feed,
+    /// A query: `POST` on the list with the query flag or content type.
+    Query,
+    Create,
+    Upsert,
+    Read,
+    Replace,
+    Delete,
+}
+
+/// What is done to a container's items.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ItemOperation {
     /// Reading a container's items page by page, without a query.
     ReadFeed,
-    /// A change-feed read (`A-IM: Incremental feed`), refused until the change feed exists.
+    /// A change-feed read (`A-IM: Incremental feed` or `Full-Fidelity Feed`).
     ReadChangeFeed,
     Query,
     /// The SDKs ask for a query plan before running a query.
@@ -41,206 +82,256 @@ pub enum Operation {
     Replace,
     Patch,
     Delete,
-    ReadPartitionKeyRanges,
-    /// Deleting every item of one logical partition.
-    DeletePartition,
-    ReadOfferFeed,
-    QueryOffers,
-    ReadOffer,
-    ReplaceOffer,
-    /// The feeds of the child resources the engine's generic catalog holds (users, scripts,
-    /// conflicts).
-    ReadUserFeed,
-    ReadStoredProcedureFeed,
-    ReadUserDefinedFunctionFeed,
-    ReadTriggerFeed,
-    ReadConflictFeed,
-    /// Users of a database (`dbs/{db}/users`) and their permissions
-    /// (`dbs/{db}/users/{user}/permissions`); upserts are POSTs with `x-ms-documentdb-is-upsert`.
-    CreateUser,
-    QueryUsers,
-    ReadUser,
-    ReplaceUser,
-    UpsertUser,
-    DeleteUser,
-    ReadPermissionFeed,
-    QueryPermissions,
-    CreatePermission,
-    ReadPermission,
-    ReplacePermission,
-    UpsertPermission,
-    DeletePermission,
-    QueryConflicts,
-    ReadConflict,
-    /// Stored procedures, triggers and user-defined functions of a container
-    /// (`dbs/{db}/colls/{c}/sprocs`, `triggers`, `udfs`): their REST resources. Executing a
-    /// stored procedure (a POST to its own path) is not one of these.
-    CreateStoredProcedure,
-    QueryStoredProcedures,
-    ReadStoredProcedure,
-    ReplaceStoredProcedure,
-    UpsertStoredProcedure,
-    DeleteStoredProcedure,
-    CreateTrigger,
-    QueryTriggers,
-    ReadTrigger,
-    ReplaceTrigger,
-    UpsertTrigger,
-    DeleteTrigger,
-    CreateUserDefinedFunction,
-    QueryUserDefinedFunctions,
-    ReadUserDefinedFunction,
-    ReplaceUserDefinedFunction,
-    UpsertUserDefinedFunction,
-    DeleteUserDefinedFunction,
-    /// Running a stored procedure (`POST .../sprocs/{id}`) in one logical partition.
-    ExecuteStoredProcedure,
 }
 
-impl Operation {
-    /// Every operation, for tests and documentation.
-    pub const ALL: [Operation; 68] = [
-        Operation::ReadAccount,
-        Operation::ReadDatabaseFeed,
-        Operation::QueryDatabases,
-        Operation::CreateDatabase,
-        Operation::ReadDatabase,
-        Operation::DeleteDatabase,
-        Operation::ReadContainerFeed,
-        Operation::QueryContainers,
-        Operation::CreateContainer,
-        Operation::ReadContainer,
-        Operation::ReplaceContainer,
-        Operation::DeleteContainer,
-        Operation::ReadFeed,
-        Operation::ReadChangeFeed,
-        Operation::Query,
-        Operation::QueryPlan,
-        Operation::Batch,
-        Operation::Create,
-        Operation::Upsert,
-        Operation::Read,
-        Operation::Replace,
-        Operation::Patch,
-        Operation::Delete,
-        Operation::ReadPartitionKeyRanges,
-        Operation::DeletePartition,
-        Operation::ReadOfferFeed,
-        Operation::QueryOffers,
-        Operation::ReadOffer,
-        Operation::ReplaceOffer,
-        Operation::ReadUserFeed,
-        Operation::ReadStoredProcedureFeed,
-        Operation::ReadUserDefinedFunctionFeed,
-        Operation::ReadTriggerFeed,
-        Operation::ReadConflictFeed,
-        Operation::CreateUser,
-        Operation::QueryUsers,
-        Operation::ReadUser,
-        Operation::ReplaceUser,
-        Operation::UpsertUser,
-        Operation::DeleteUser,
-        Operation::ReadPermissionFeed,
-        Operation::QueryPermissions,
-        Operation::CreatePermission,
-        Operation::ReadPermission,
-        Operation::ReplacePermission,
-        Operation::UpsertPermission,
-        Operation::DeletePermission,
-        Operation::QueryConflicts,
-        Operation::ReadConflict,
-        Operation::CreateStoredProcedure,
-        Operation::QueryStoredProcedures,
-        Operation::ReadStoredProcedure,
-        Operation::ReplaceStoredProcedure,
-        Operation::UpsertStoredProcedure,
-        Operation::DeleteStoredProcedure,
-        Operation::CreateTrigger,
-        Operation::QueryTriggers,
-        Operation::ReadTrigger,
-        Operation::ReplaceTrigger,
-        Operation::UpsertTrigger,
-        Operation::DeleteTrigger,
-        Operation::CreateUserDefinedFunction,
-        Operation::QueryUserDefinedFunctions,
-        Operation::ReadUserDefinedFunction,
-        Operation::ReplaceUserDefinedFunction,
-        Operation::UpsertUserDefinedFunction,
-        Operation::DeleteUserDefinedFunction,
-        Operation::ExecuteStoredProcedure,
+/// How far a resource token reaches a catalog resource (judged in `grants.rs`). No token
+/// reaches the account's own lists (databases, offers), whatever the row says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Tokens {
+    /// No resource token reaches it.
+    Never,
+    /// Read with `Read` at or below the grant's resource, changed with `All` there.
+    Scoped,
+    /// As `Scoped`, and read from below too: the SDKs read the database and container of a
+    /// token's resource before the resource itself.
+    ScopedReadFromBelow,
+}
+
+/// Whether an Entra ID token may read a catalog resource. No Entra ID token changes one: the
+/// data plane's role-based access covers data, not management.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Entra {
+    Reads,
+    Never,
+}
+
+/// How a partition-scoped resource token judges an operation's partition key (`grants.rs`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyScope {
+    /// Not in one logical partition: the key does not matter.
+    Ignored,
+    /// The request must name the grant's key (`x-ms-documentdb-partitionkey`).
+    Header,
+    /// A batch: the header, if any, and every operation's own key.
+    Batch,
+}
+
+/// Everything the server decides about one catalog resource.
+#[derive(Clone, Copy, Debug)]
+pub struct ResourceRow {
+    /// The resource in operation names: `Read{name}`, `Read{name}Feed`, `Query{name}s`.
+    pub name: &'static str,
+    /// The verbs it answers; another is a 405.
+    pub verbs: &'static [Verb],
+    pub tokens: Tokens,
+    pub entra: Entra,
+}
+
+const fn row(
+    name: &'static str,
+    verbs: &'static [Verb],
+    tokens: Tokens,
+    entra: Entra,
+) -> ResourceRow {
+    ResourceRow {
+        name,
+        verbs,
+        tokens,
+        entra,
+    }
+}
+
+/// Every verb: what each of the engine's generic child kinds answers but conflicts.
+const EVERY_VERB: &[Verb] = &[
+    Verb::Feed,
+    Verb::Query,
+    Verb::Create,
+    Verb::Upsert,
+    Verb::Read,
+    Verb::Replace,
+    Verb::Delete,
+];
+
+impl Resource {
+    /// The table of catalog resources, one row each.
+    pub fn row(self) -> ResourceRow {
+        use Verb::{Create, Delete, Feed, Query, Read, Replace};
+        match self {
+            Resource::Database => row(
+                "Database",
+                &[Feed, Query, Create, Read, Delete],
+                Tokens::ScopedReadFromBelow,
+                Entra::Reads,
+            ),
+            Resource::Container => row(
+                "Container",
+                &[Feed, Query, Create, Read, Replace, Delete],
+                Tokens::ScopedReadFromBelow,
+                Entra::Reads,
+            ),
+            Resource::Offer => row(
+                "Offer",
+                &[Feed, Query, Read, Replace],
+                Tokens::Never,
+                Entra::Never,
+            ),
+            Resource::Child(kind) => match kind {
+                ResourceKind::User => row("User", EVERY_VERB, Tokens::Never, Entra::Never),
+                ResourceKind::Permission => {
+                    row("Permission", EVERY_VERB, Tokens::Never, Entra::Never)
+                }
+                ResourceKind::StoredProcedure => {
+                    row("StoredProcedure", EVERY_VERB, Tokens::Scoped, Entra::Never)
+                }
+                ResourceKind::Trigger => row("Trigger", EVERY_VERB, Tokens::Scoped, Entra::Never),
+                ResourceKind::UserDefinedFunction => row(
+                    "UserDefinedFunction",
+                    EVERY_VERB,
+                    Tokens::Scoped,
+                    Entra::Never,
+                ),
+                // One region never has a conflict: they can only be listed and read.
+                ResourceKind::Conflict => row(
+                    "Conflict",
+                    &[Feed, Query, Read],
+                    Tokens::Scoped,
+                    Entra::Reads,
+                ),
+            },
+        }
+    }
+
+    /// Every catalog resource, in the order [`Operation::all`] lists them.
+    fn all() -> impl Iterator<Item = Resource> {
+        [Resource::Database, Resource::Container, Resource::Offer]
+            .into_iter()
+            .chain(ResourceKind::ALL.into_iter().map(Resource::Child))
+    }
+}
+
+impl Verb {
+    /// Whether the verb changes nothing.
+    pub fn is_read(self) -> bool {
+        match self {
+            Verb::Feed | Verb::Query | Verb::Read => true,
+            Verb::Create | Verb::Upsert | Verb::Replace | Verb::Delete => false,
+        }
+    }
+
+    /// The operation's name for this verb on the resource named `name`.
+    fn operation_name(self, name: &str) -> String {
+        match self {
+            Verb::Feed => format!("Read{name}Feed"),
+            Verb::Query => format!("Query{name}s"),
+            Verb::Create => format!("Create{name}"),
+            Verb::Upsert => format!("Upsert{name}"),
+            Verb::Read => format!("Read{name}"),
+            Verb::Replace => format!("Replace{name}"),
+            Verb::Delete => format!("Delete{name}"),
+        }
+    }
+}
+
+impl ItemOperation {
+    pub const ALL: [ItemOperation; 11] = [
+        ItemOperation::ReadFeed,
+        ItemOperation::ReadChangeFeed,
+        ItemOperation::Query,
+        ItemOperation::QueryPlan,
+        ItemOperation::Batch,
+        ItemOperation::Create,
+        ItemOperation::Upsert,
+        ItemOperation::Read,
+        ItemOperation::Replace,
+        ItemOperation::Patch,
+        ItemOperation::Delete,
     ];
 
+    /// The table of item operations: name, whether it only reads, and how a partition-scoped
+    /// token judges its key.
+    fn row(self) -> (&'static str, bool, KeyScope) {
+        use KeyScope::{Batch, Header, Ignored};
+        match self {
+            ItemOperation::ReadFeed => ("ReadFeed", true, Header),
+            ItemOperation::ReadChangeFeed => ("ReadChangeFeed", true, Header),
+            ItemOperation::Query => ("Query", true, Header),
+            // A plan reads no item.
+            ItemOperation::QueryPlan => ("QueryPlan", true, Ignored),
+            ItemOperation::Batch => ("Batch", false, Batch),
+            ItemOperation::Create => ("Create", false, Header),
+            ItemOperation::Upsert => ("Upsert", false, Header),
+            ItemOperation::Read => ("Read", true, Header),
+            ItemOperation::Replace => ("Replace", false, Header),
+            ItemOperation::Patch => ("Patch", false, Header),
+            ItemOperation::Delete => ("Delete", false, Header),
+        }
+    }
+
+    pub fn is_read(self) -> bool {
+        self.row().1
+    }
+
+    pub fn key_scope(self) -> KeyScope {
+        self.row().2
+    }
+}
+
+/// Every operation, listed once from the tables.
+static ALL: LazyLock<Vec<Operation>> = LazyLock::new(|| {
+    let resources = |wanted: fn(&Resource) -> bool| {
+        Resource::all().filter(wanted).flat_map(|resource| {
+            let verbs = resource.row().verbs;
+            verbs
+                .iter()
+                .map(move |verb| Operation::Resource(resource, *verb))
+        })
+    };
+    // Databases and containers first, then what is in containers, then the rest.
+    let storage =
+        |resource: &Resource| matches!(resource, Resource::Database | Resource::Container);
+    let others =
+        |resource: &Resource| !matches!(resource, Resource::Database | Resource::Container);
+    std::iter::once(Operation::ReadAccount)
+        .chain(resources(storage))
+        .chain([
+            Operation::ReadPartitionKeyRanges,
+            Operation::DeletePartition,
+        ])
+        .chain(ItemOperation::ALL.into_iter().map(Operation::Item))
+        .chain(resources(others))
+        .chain(std::iter::once(Operation::ExecuteStoredProcedure))
+        .collect()
+});
+
+/// The names of the catalog operations, made once from the rows.
+static RESOURCE_NAMES: LazyLock<HashMap<(Resource, Verb), String>> = LazyLock::new(|| {
+    Resource::all()
+        .flat_map(|resource| {
+            let name = resource.row().name;
+            EVERY_VERB
+                .iter()
+                .map(move |verb| ((resource, *verb), verb.operation_name(name)))
+        })
+        .collect()
+});
+
+impl Operation {
+    /// Every operation the server classifies, for tests and documentation.
+    pub fn all() -> &'static [Operation] {
+        &ALL
+    }
+
     /// The stable name used as the metrics label and in logs. Names already scraped by
-    /// dashboards (`Create`, `Upsert`, `ReadFeed`, ...) must not change.
+    /// dashboards (`Create`, `Upsert`, `ReadFeed`, ...) must not change: a test pins them all.
     pub fn name(self) -> &'static str {
         match self {
             Operation::ReadAccount => "ReadAccount",
-            Operation::ReadDatabaseFeed => "ReadDatabaseFeed",
-            Operation::QueryDatabases => "QueryDatabases",
-            Operation::CreateDatabase => "CreateDatabase",
-            Operation::ReadDatabase => "ReadDatabase",
-            Operation::DeleteDatabase => "DeleteDatabase",
-            Operation::ReadContainerFeed => "ReadContainerFeed",
-            Operation::QueryContainers => "QueryContainers",
-            Operation::CreateContainer => "CreateContainer",
-            Operation::ReadContainer => "ReadContainer",
-            Operation::ReplaceContainer => "ReplaceContainer",
-            Operation::DeleteContainer => "DeleteContainer",
-            Operation::ReadFeed => "ReadFeed",
-            Operation::ReadChangeFeed => "ReadChangeFeed",
-            Operation::Query => "Query",
-            Operation::QueryPlan => "QueryPlan",
-            Operation::Batch => "Batch",
-            Operation::Create => "Create",
-            Operation::Upsert => "Upsert",
-            Operation::Read => "Read",
-            Operation::Replace => "Replace",
-            Operation::Patch => "Patch",
-            Operation::Delete => "Delete",
+            Operation::Resource(resource, verb) => RESOURCE_NAMES
+                .get(&(resource, verb))
+                .map_or("Other", String::as_str),
             Operation::ReadPartitionKeyRanges => "ReadPartitionKeyRanges",
             Operation::DeletePartition => "DeletePartition",
-            Operation::ReadOfferFeed => "ReadOfferFeed",
-            Operation::QueryOffers => "QueryOffers",
-            Operation::ReadOffer => "ReadOffer",
-            Operation::ReplaceOffer => "ReplaceOffer",
-            Operation::ReadUserFeed => "ReadUserFeed",
-            Operation::ReadStoredProcedureFeed => "ReadStoredProcedureFeed",
-            Operation::ReadUserDefinedFunctionFeed => "ReadUserDefinedFunctionFeed",
-            Operation::ReadTriggerFeed => "ReadTriggerFeed",
-            Operation::ReadConflictFeed => "ReadConflictFeed",
-            Operation::CreateUser => "CreateUser",
-            Operation::QueryUsers => "QueryUsers",
-            Operation::ReadUser => "ReadUser",
-            Operation::ReplaceUser => "ReplaceUser",
-            Operation::UpsertUser => "UpsertUser",
-            Operation::DeleteUser => "DeleteUser",
-            Operation::ReadPermissionFeed => "ReadPermissionFeed",
-            Operation::QueryPermissions => "QueryPermissions",
-            Operation::CreatePermission => "CreatePermission",
-            Operation::ReadPermission => "ReadPermission",
-            Operation::ReplacePermission => "ReplacePermission",
-            Operation::UpsertPermission => "UpsertPermission",
-            Operation::DeletePermission => "DeletePermission",
-            Operation::QueryConflicts => "QueryConflicts",
-            Operation::ReadConflict => "ReadConflict",
-            Operation::CreateStoredProcedure => "CreateStoredProcedure",
-            Operation::QueryStoredProcedures => "QueryStoredProcedures",
-            Operation::ReadStoredProcedure => "ReadStoredProcedure",
-            Operation::ReplaceStoredProcedure => "ReplaceStoredProcedure",
-            Operation::UpsertStoredProcedure => "UpsertStoredProcedure",
-            Operation::DeleteStoredProcedure => "DeleteStoredProcedure",
-            Operation::CreateTrigger => "CreateTrigger",
-            Operation::QueryTriggers => "QueryTriggers",
-            Operation::ReadTrigger => "ReadTrigger",
-            Operation::ReplaceTrigger => "ReplaceTrigger",
-            Operation::UpsertTrigger => "UpsertTrigger",
-            Operation::DeleteTrigger => "DeleteTrigger",
-            Operation::CreateUserDefinedFunction => "CreateUserDefinedFunction",
-            Operation::QueryUserDefinedFunctions => "QueryUserDefinedFunctions",
-            Operation::ReadUserDefinedFunction => "ReadUserDefinedFunction",
-            Operation::ReplaceUserDefinedFunction => "ReplaceUserDefinedFunction",
-            Operation::UpsertUserDefinedFunction => "UpsertUserDefinedFunction",
-            Operation::DeleteUserDefinedFunction => "DeleteUserDefinedFunction",
+            Operation::Item(item) => item.row().0,
             Operation::ExecuteStoredProcedure => "ExecuteStoredProcedure",
         }
     }
@@ -248,74 +339,10 @@ impl Operation {
     /// Whether the operation changes nothing (a read-only resource token may perform it).
     pub fn is_read(self) -> bool {
         match self {
-            Operation::ReadAccount
-            | Operation::ReadDatabaseFeed
-            | Operation::QueryDatabases
-            | Operation::ReadDatabase
-            | Operation::ReadContainerFeed
-            | Operation::QueryContainers
-            | Operation::ReadContainer
-            | Operation::ReadFeed
-            | Operation::ReadChangeFeed
-            | Operation::Query
-            | Operation::QueryPlan
-            | Operation::Read
-            | Operation::ReadPartitionKeyRanges
-            | Operation::ReadOfferFeed
-            | Operation::QueryOffers
-            | Operation::ReadOffer
-            | Operation::ReadUserFeed
-            | Operation::ReadStoredProcedureFeed
-            | Operation::ReadUserDefinedFunctionFeed
-            | Operation::ReadTriggerFeed
-            | Operation::ReadConflictFeed
-            | Operation::QueryUsers
-            | Operation::ReadUser
-            | Operation::ReadPermissionFeed
-            | Operation::QueryPermissions
-            | Operation::ReadPermission
-            | Operation::QueryConflicts
-            | Operation::ReadConflict
-            | Operation::QueryStoredProcedures
-            | Operation::ReadStoredProcedure
-            | Operation::QueryTriggers
-            | Operation::ReadTrigger
-            | Operation::QueryUserDefinedFunctions
-            | Operation::ReadUserDefinedFunction => true,
-            Operation::CreateDatabase
-            | Operation::DeleteDatabase
-            | Operation::CreateContainer
-            | Operation::ReplaceContainer
-            | Operation::DeleteContainer
-            | Operation::Batch
-            | Operation::Create
-            | Operation::Upsert
-            | Operation::Replace
-            | Operation::Patch
-            | Operation::Delete
-            | Operation::DeletePartition
-            | Operation::ReplaceOffer
-            | Operation::CreateUser
-            | Operation::ReplaceUser
-            | Operation::UpsertUser
-            | Operation::DeleteUser
-            | Operation::CreatePermission
-            | Operation::ReplacePermission
-            | Operation::UpsertPermission
-            | Operation::DeletePermission
-            | Operation::CreateStoredProcedure
-            | Operation::ReplaceStoredProcedure
-            | Operation::UpsertStoredProcedure
-            | Operation::DeleteStoredProcedure
-            | Operation::CreateTrigger
-            | Operation::ReplaceTrigger
-            | Operation::UpsertTrigger
-            | Operation::DeleteTrigger
-            | Operation::CreateUserDefinedFunction
-            | Operation::ReplaceUserDefinedFunction
-            | Operation::UpsertUserDefinedFunction
-            | Operation::DeleteUserDefinedFunction
-            | Operation::ExecuteStoredProcedure => false,
+            Operation::ReadAccount | Operation::ReadPartitionKeyRanges => true,
+            Operation::DeletePartition | Operation::ExecuteStoredProcedure => false,
+            Operation::Resource(_, verb) => verb.is_read(),
+            Operation::Item(item) => item.is_read(),
         }
     }
 
@@ -327,211 +354,132 @@ impl Operation {
     /// Whether the operation works on a container's items, and so draws on the container's
     /// throughput budget: admitted while this second's budget lasts, charged afterwards.
     pub fn is_item_operation(self) -> bool {
-        matches!(
-            self,
-            Operation::ReadFeed
-                | Operation::ReadChangeFeed
-                | Operation::Query
-                | Operation::QueryPlan
-                | Operation::Batch
-                | Operation::Create
-                | Operation::Upsert
-                | Operation::Read
-                | Operation::Replace
-                | Operation::Patch
-                | Operation::Delete
-                | Operation::ExecuteStoredProcedure
-        )
+        match self {
+            Operation::Item(_) | Operation::ExecuteStoredProcedure => true,
+            Operation::ReadAccount
+            | Operation::Resource(..)
+            | Operation::ReadPartitionKeyRanges
+            | Operation::DeletePartition => false,
+        }
     }
+}
+
+/// Why a request names no operation.
+enum Miss {
+    /// A resource that does not answer this method: 405.
+    Verb,
+    /// No resource LetheDB serves: 404.
+    Resource,
 }
 
 /// Decides what a request is. An unknown resource type is a 404 and a verb the resource does
 /// not support is a 405, both Cosmos-shaped.
-pub fn classify(method: &Method, path: &ResourcePath, headers: &HeaderMap) -> ApiResult<Operation> {
+pub fn classify(method: &Method, path: &ResourcePath, head: &RequestHead) -> ApiResult<Operation> {
     let (types, names_one) = path.shape();
-    let operation = match (types.as_slice(), names_one) {
-        ([], _) => match *method {
-            Method::GET => Operation::ReadAccount,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryDatabases,
-            Method::POST => Operation::CreateDatabase,
-            Method::GET => Operation::ReadDatabaseFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs"], true) => match *method {
-            Method::GET => Operation::ReadDatabase,
-            Method::DELETE => Operation::DeleteDatabase,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryContainers,
-            Method::POST => Operation::CreateContainer,
-            Method::GET => Operation::ReadContainerFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls"], true) => match *method {
-            Method::GET => Operation::ReadContainer,
-            Method::PUT => Operation::ReplaceContainer,
-            Method::DELETE => Operation::DeleteContainer,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "docs"], false) => match *method {
-            Method::POST if header_is_true(headers, "x-ms-cosmos-is-batch-request") => {
-                Operation::Batch
-            }
-            Method::POST if header_is_true(headers, "x-ms-cosmos-is-query-plan-request") => {
-                Operation::QueryPlan
-            }
-            Method::POST if is_query(headers) => Operation::Query,
-            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
-                Operation::Upsert
-            }
-            Method::POST => Operation::Create,
-            Method::GET
-                if header(headers, "a-im").is_some_and(|v| {
-                    v.eq_ignore_ascii_case("incremental feed")
-                        || v.eq_ignore_ascii_case("full-fidelity feed")
-                }) =>
-            {
-                Operation::ReadChangeFeed
-            }
-            Method::GET => Operation::ReadFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "docs"], true) => match *method {
-            Method::GET => Operation::Read,
-            Method::PUT => Operation::Replace,
-            Method::PATCH => Operation::Patch,
-            Method::DELETE => Operation::Delete,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "pkranges"], false) if method == Method::GET => {
-            Operation::ReadPartitionKeyRanges
+    let found = match types.as_slice() {
+        [] if method == Method::GET => Ok(Operation::ReadAccount),
+        [] => Err(Miss::Verb),
+        ["dbs", "colls", "docs"] => item_operation(method, names_one, head)
+            .map(Operation::Item)
+            .ok_or(Miss::Verb),
+        ["dbs", "colls", "pkranges"] if method == Method::GET && !names_one => {
+            Ok(Operation::ReadPartitionKeyRanges)
         }
-        (["dbs", "colls", "operations"], true)
-            if method == Method::POST && path.id(2) == "partitionkeydelete" =>
+        ["dbs", "colls", "operations"]
+            if method == Method::POST && names_one && path.id(2) == "partitionkeydelete" =>
         {
-            Operation::DeletePartition
+            Ok(Operation::DeletePartition)
         }
-        // The offers feed answers a POST as a query whatever its headers say, as the service does.
-        (["offers"], false) => match *method {
-            Method::POST => Operation::QueryOffers,
-            Method::GET => Operation::ReadOfferFeed,
-            _ => return Err(method_not_allowed(method, path)),
+        types => match catalog_resource(types) {
+            Some(resource) => resource_operation(resource, method, names_one, head),
+            None => Err(Miss::Resource),
         },
-        (["offers"], true) => match *method {
-            Method::GET => Operation::ReadOffer,
-            Method::PUT => Operation::ReplaceOffer,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "users"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryUsers,
-            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
-                Operation::UpsertUser
-            }
-            Method::POST => Operation::CreateUser,
-            Method::GET => Operation::ReadUserFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "users"], true) => match *method {
-            Method::GET => Operation::ReadUser,
-            Method::PUT => Operation::ReplaceUser,
-            Method::DELETE => Operation::DeleteUser,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "users", "permissions"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryPermissions,
-            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
-                Operation::UpsertPermission
-            }
-            Method::POST => Operation::CreatePermission,
-            Method::GET => Operation::ReadPermissionFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "users", "permissions"], true) => match *method {
-            Method::GET => Operation::ReadPermission,
-            Method::PUT => Operation::ReplacePermission,
-            Method::DELETE => Operation::DeletePermission,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "sprocs"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryStoredProcedures,
-            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
-                Operation::UpsertStoredProcedure
-            }
-            Method::POST => Operation::CreateStoredProcedure,
-            Method::GET => Operation::ReadStoredProcedureFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "sprocs"], true) if method == Method::POST => {
-            Operation::ExecuteStoredProcedure
-        }
-        (["dbs", "colls", "sprocs"], true) if method == Method::GET => {
-            Operation::ReadStoredProcedure
-        }
-        (["dbs", "colls", "sprocs"], true) if method == Method::PUT => {
-            Operation::ReplaceStoredProcedure
-        }
-        (["dbs", "colls", "sprocs"], true) if method == Method::DELETE => {
-            Operation::DeleteStoredProcedure
-        }
-        (["dbs", "colls", "triggers"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryTriggers,
-            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
-                Operation::UpsertTrigger
-            }
-            Method::POST => Operation::CreateTrigger,
-            Method::GET => Operation::ReadTriggerFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "triggers"], true) => match *method {
-            Method::GET => Operation::ReadTrigger,
-            Method::PUT => Operation::ReplaceTrigger,
-            Method::DELETE => Operation::DeleteTrigger,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "udfs"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryUserDefinedFunctions,
-            Method::POST if header_is_true(headers, "x-ms-documentdb-is-upsert") => {
-                Operation::UpsertUserDefinedFunction
-            }
-            Method::POST => Operation::CreateUserDefinedFunction,
-            Method::GET => Operation::ReadUserDefinedFunctionFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "udfs"], true) => match *method {
-            Method::GET => Operation::ReadUserDefinedFunction,
-            Method::PUT => Operation::ReplaceUserDefinedFunction,
-            Method::DELETE => Operation::DeleteUserDefinedFunction,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "conflicts"], false) => match *method {
-            Method::POST if is_query(headers) => Operation::QueryConflicts,
-            Method::GET => Operation::ReadConflictFeed,
-            _ => return Err(method_not_allowed(method, path)),
-        },
-        (["dbs", "colls", "conflicts"], true) if method == Method::GET => Operation::ReadConflict,
-        _ => {
-            return Err(ApiError::new(
-                Code::UnknownResource,
-                format!(
-                    "The resource type '{}' at '{}' is not supported by LetheDB.",
-                    path.resource_type, path.link
-                ),
-            ))
-        }
     };
-    Ok(operation)
+    found.map_err(|miss| match miss {
+        Miss::Verb => ApiError::new(
+            Code::MethodNotAllowed,
+            format!(
+                "The requested verb {method} is not supported on resource type '{}'.",
+                path.resource_type
+            ),
+        ),
+        Miss::Resource => ApiError::new(
+            Code::UnknownResource,
+            format!(
+                "The resource type '{}' at '{}' is not supported by LetheDB.",
+                path.resource_type, path.link
+            ),
+        ),
+    })
 }
 
-fn method_not_allowed(method: &Method, path: &ResourcePath) -> ApiError {
-    ApiError::new(
-        Code::MethodNotAllowed,
-        format!(
-            "The requested verb {method} is not supported on resource type '{}'.",
-            path.resource_type
-        ),
-    )
+/// The catalog resource the path's types name; a child kind only under its own parent.
+fn catalog_resource(types: &[&str]) -> Option<Resource> {
+    match types {
+        ["dbs"] => Some(Resource::Database),
+        ["dbs", "colls"] => Some(Resource::Container),
+        ["offers"] => Some(Resource::Offer),
+        [parents @ .., last] => {
+            let kind = ResourceKind::from_path_segment(last)?;
+            (kind.parent_path_types() == parents).then_some(Resource::Child(kind))
+        }
+        [] => None,
+    }
+}
+
+/// The verb a method makes on a catalog resource's list or on one of them.
+fn resource_operation(
+    resource: Resource,
+    method: &Method,
+    names_one: bool,
+    head: &RequestHead,
+) -> Result<Operation, Miss> {
+    let row = resource.row();
+    let verb = match (method, names_one) {
+        (&Method::POST, true) if resource == Resource::Child(ResourceKind::StoredProcedure) => {
+            return Ok(Operation::ExecuteStoredProcedure);
+        }
+        (&Method::GET, false) => Some(Verb::Feed),
+        // The offers feed answers a POST as a query whatever its headers say, as the service does.
+        (&Method::POST, false) if head.is_query || resource == Resource::Offer => Some(Verb::Query),
+        (&Method::POST, false) if head.is_upsert && row.verbs.contains(&Verb::Upsert) => {
+            Some(Verb::Upsert)
+        }
+        (&Method::POST, false) => Some(Verb::Create),
+        (&Method::GET, true) => Some(Verb::Read),
+        (&Method::PUT, true) => Some(Verb::Replace),
+        (&Method::DELETE, true) => Some(Verb::Delete),
+        _ => None,
+    };
+    match verb {
+        Some(verb) if row.verbs.contains(&verb) => Ok(Operation::Resource(resource, verb)),
+        // A resource that can only be read by id (a conflict) names nothing for other verbs.
+        _ if names_one
+            && !row
+                .verbs
+                .iter()
+                .any(|verb| matches!(verb, Verb::Replace | Verb::Delete)) =>
+        {
+            Err(Miss::Resource)
+        }
+        _ => Err(Miss::Verb),
+    }
+}
+
+/// The item operation a method and head make on a container's items or on one item.
+fn item_operation(method: &Method, names_one: bool, head: &RequestHead) -> Option<ItemOperation> {
+    Some(match (method, names_one) {
+        (&Method::POST, false) if head.is_batch => ItemOperation::Batch,
+        (&Method::POST, false) if head.is_query_plan => ItemOperation::QueryPlan,
+        (&Method::POST, false) if head.is_query => ItemOperation::Query,
+        (&Method::POST, false) if head.is_upsert => ItemOperation::Upsert,
+        (&Method::POST, false) => ItemOperation::Create,
+        (&Method::GET, false) if head.change_feed.is_some() => ItemOperation::ReadChangeFeed,
+        (&Method::GET, false) => ItemOperation::ReadFeed,
+        (&Method::GET, true) => ItemOperation::Read,
+        (&Method::PUT, true) => ItemOperation::Replace,
+        (&Method::PATCH, true) => ItemOperation::Patch,
+        (&Method::DELETE, true) => ItemOperation::Delete,
+        _ => return None,
+    })
 }

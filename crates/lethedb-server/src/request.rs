@@ -1,16 +1,18 @@
-//! Reading requests: the headers the SDKs send (partition key, paging, preconditions,
-//! throughput, query flags) and the bodies (JSON documents and query bodies), each turned into
-//! the engine's types or a Cosmos-shaped 400.
+//! Reading requests: the bodies (JSON documents, query bodies, Cosmos binary JSON), the
+//! headers one handler alone reads (throughput on a create), and the engine's query requests
+//! built from a body and the request head (`head.rs`), each turned into the engine's types or a
+//! Cosmos-shaped 400.
 //!
 //! This module parses; it does not decide what a request is (that is `operation`) and does not
 //! call the engine.
 
 use crate::binary_json;
 use crate::error::{ApiError, ApiResult, Code};
+use crate::head::RequestHead;
 use axum::body::{Body, Bytes};
 use axum::http::HeaderMap;
+use lethedb_engine::QueryRequest;
 use lethedb_engine::Throughput;
-use lethedb_engine::{PartitionKeyValue, QueryRequest};
 use serde_json::Value;
 
 /// The largest request body accepted: one maximal item plus room for the envelope. Larger
@@ -29,62 +31,12 @@ pub fn header_is_true(headers: &HeaderMap, name: &str) -> bool {
     header(headers, name).is_some_and(|v| v.eq_ignore_ascii_case("true"))
 }
 
-/// Whether a POST body is a query rather than a resource to create.
-pub fn is_query(headers: &HeaderMap) -> bool {
-    header_is_true(headers, "x-ms-documentdb-isquery")
-        || header(headers, "content-type").is_some_and(|v| v.starts_with("application/query+json"))
-}
-
-pub fn partition_key(headers: &HeaderMap) -> ApiResult<Option<PartitionKeyValue>> {
-    match header(headers, "x-ms-documentdb-partitionkey") {
-        None => Ok(None),
-        Some(text) => Ok(Some(PartitionKeyValue::parse_json_text(text)?)),
-    }
-}
-
 /// Provisioned throughput asked for on a create.
 pub fn throughput(headers: &HeaderMap) -> ApiResult<Option<Throughput>> {
     Ok(Throughput::from_request(
         header(headers, "x-ms-offer-throughput"),
         header(headers, "x-ms-cosmos-offer-autopilot-settings"),
     )?)
-}
-
-pub fn if_match(headers: &HeaderMap) -> Option<String> {
-    header(headers, "if-match").map(str::to_string)
-}
-
-/// Whether the client already holds this version (`If-None-Match`), so 304 will do.
-pub fn if_none_match(headers: &HeaderMap, etag: &str) -> bool {
-    header(headers, "if-none-match") == Some(etag)
-}
-
-/// Whether the client asked for writes to answer without the document (`Prefer:
-/// return=minimal`).
-pub fn prefers_minimal(headers: &HeaderMap) -> bool {
-    header(headers, "prefer").is_some_and(|v| v.contains("return=minimal"))
-}
-
-pub fn page_items_max(headers: &HeaderMap) -> ApiResult<Option<usize>> {
-    match header(headers, "x-ms-max-item-count") {
-        None => Ok(None),
-        Some(text) => {
-            let count: i64 = text.trim().parse().map_err(|_| {
-                ApiError::new(
-                    Code::BadRequestHeader,
-                    format!("Invalid value '{text}' for header x-ms-max-item-count."),
-                )
-            })?;
-            // -1 (and 0) ask for the service's dynamic page size.
-            Ok((count > 0).then_some(count as usize))
-        }
-    }
-}
-
-pub fn continuation(headers: &HeaderMap) -> Option<String> {
-    header(headers, "x-ms-continuation")
-        .filter(|t| !t.is_empty())
-        .map(str::to_string)
 }
 
 /// Reads the whole body, refusing more than [`REQUEST_BODY_BYTES_MAX`] with 413.
@@ -129,7 +81,7 @@ pub fn parse_json(body: &Bytes) -> ApiResult<Value> {
 }
 
 /// Reads a query body `{"query": "...", "parameters": [{"name": "@p", "value": ...}]}`.
-pub fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryRequest> {
+pub fn query_request(head: &RequestHead<'_>, body: &Bytes) -> ApiResult<QueryRequest> {
     let value = parse_json(body)?;
     let text = match value.get("query") {
         Some(Value::String(text)) => text.clone(),
@@ -162,58 +114,24 @@ pub fn query_request(headers: &HeaderMap, body: &Bytes) -> ApiResult<QueryReques
     Ok(QueryRequest {
         text,
         parameters,
-        partition_key: partition_key(headers)?,
-        page_items_max: page_items_max(headers)?,
-        continuation: continuation(headers),
-        enable_cross_partition: header_is_true(
-            headers,
-            "x-ms-documentdb-query-enablecrosspartition",
-        ),
-        effective_range: epk_range(headers),
-        range_id: range_id(headers).map(str::to_string),
-        populate_query_metrics: header_is_true(headers, "x-ms-documentdb-populatequerymetrics"),
-        populate_index_metrics: header_is_true(headers, "x-ms-cosmos-populateindexmetrics"),
+        partition_key: head.partition_key()?.cloned(),
+        page_items_max: head.page_items_max()?,
+        continuation: head.continuation.map(str::to_string),
+        enable_cross_partition: head.enable_cross_partition,
+        effective_range: head.effective_range.clone(),
+        range_id: head.range_id.map(str::to_string),
+        populate_query_metrics: head.populate_query_metrics,
+        populate_index_metrics: head.populate_index_metrics,
     })
-}
-
-/// `x-ms-documentdb-partitionkeyrangeid`: the id of the partition key range a request runs on.
-/// Clients send the bare id; a `collection rid,id` pair names the range after its comma.
-pub fn range_id(headers: &HeaderMap) -> Option<&str> {
-    header(headers, "x-ms-documentdb-partitionkeyrangeid")
-        .map(|value| value.rsplit(',').next().unwrap_or(value).trim())
-}
-
-/// `x-ms-start-epk` and `x-ms-end-epk`: the effective partition keys a request is narrowed to.
-pub fn epk_range(headers: &HeaderMap) -> Option<(String, String)> {
-    header(headers, "x-ms-start-epk")
-        .zip(header(headers, "x-ms-end-epk"))
-        .map(|(start, end)| (start.to_ascii_uppercase(), end.to_ascii_uppercase()))
 }
 
 /// A read feed is the query `SELECT * FROM root`, paged the same way.
-pub fn feed_request(headers: &HeaderMap) -> ApiResult<QueryRequest> {
+pub fn feed_request(head: &RequestHead<'_>) -> ApiResult<QueryRequest> {
     Ok(QueryRequest {
         text: "SELECT * FROM root".into(),
-        page_items_max: page_items_max(headers)?,
-        continuation: continuation(headers),
+        page_items_max: head.page_items_max()?,
+        continuation: head.continuation.map(str::to_string),
         enable_cross_partition: true,
         ..QueryRequest::default()
     })
-}
-
-/// The request header that caps continuation tokens, in KiB.
-pub const CONTINUATION_LIMIT_HEADER: &str = "x-ms-documentdb-responsecontinuationtokenlimitinkb";
-
-/// `x-ms-documentdb-responsecontinuationtokenlimitinkb`: the largest continuation token the
-/// client accepts, in KiB (0 or more; absent: no limit).
-pub fn continuation_limit_kb(headers: &HeaderMap) -> ApiResult<Option<u64>> {
-    match header(headers, CONTINUATION_LIMIT_HEADER) {
-        None => Ok(None),
-        Some(text) => text.trim().parse::<u64>().map(Some).map_err(|_| {
-            ApiError::new(
-                Code::BadRequestHeader,
-                format!("Invalid value '{text}' for header {CONTINUATION_LIMIT_HEADER}."),
-            )
-        }),
-    }
 }

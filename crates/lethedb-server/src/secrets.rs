@@ -5,9 +5,9 @@
 //!
 //! Pure decisions over settings and one file read; `main.rs` acts on them.
 
-use crate::auth::MasterKey;
 use crate::cli::EMULATOR_KEY;
 use crate::state::MetricsRoute;
+use lethedb_auth::MasterKey;
 use std::net::SocketAddr;
 use std::path::Path;
 

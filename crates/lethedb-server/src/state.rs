@@ -3,8 +3,8 @@
 //!
 //! Built once by `main` (or a test) and cloned into each request; it holds handles, not data.
 
-use crate::auth::MasterKey;
 use crate::metrics::Metrics;
+use lethedb_auth::MasterKey;
 use lethedb_engine::Engine;
 use std::sync::Arc;
 

@@ -10,7 +10,7 @@
 mod common;
 
 use common::{get, signed, start};
-use lethedb_server::auth::MasterKey;
+use lethedb_auth::MasterKey;
 use lethedb_server::cli::EMULATOR_KEY;
 
 /// A key nobody else uses (base64 of 48 bytes).

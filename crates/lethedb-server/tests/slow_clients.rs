@@ -9,7 +9,7 @@
 mod common;
 
 use common::{get, signed, start, Running};
-use lethedb_server::auth::MasterKey;
+use lethedb_auth::MasterKey;
 use lethedb_server::cli::EMULATOR_KEY;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;

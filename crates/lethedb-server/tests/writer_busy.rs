@@ -3,8 +3,8 @@
 
 use axum::body::Body;
 use axum::http::{Request, StatusCode};
+use lethedb_auth::MasterKey;
 use lethedb_engine::{Engine, EngineConfig, EngineError, ErrorCode, ManualClock, WriteMode};
-use lethedb_server::auth::MasterKey;
 use lethedb_server::cli::EMULATOR_KEY;
 use lethedb_server::{app, AppState};
 use lethedb_storage::{FailingStore, FaultPlan, MemoryStore};

@@ -61,6 +61,24 @@ impl ResourceKind {
         }
     }
 
+    /// The kind a path segment names (`sprocs` is a stored procedure): the inverse of
+    /// [`ResourceKind::path_segment`], so the two cannot disagree.
+    pub fn from_path_segment(segment: &str) -> Option<ResourceKind> {
+        ResourceKind::ALL
+            .into_iter()
+            .find(|kind| kind.path_segment() == segment)
+    }
+
+    /// The resource types along a path before the kind's own segment: `dbs` for a user,
+    /// `dbs/users` for a permission, `dbs/colls` for a container's children.
+    pub fn parent_path_types(self) -> &'static [&'static str] {
+        match self.parent_level() {
+            ParentLevel::Database => &["dbs"],
+            ParentLevel::Container => &["dbs", "colls"],
+            ParentLevel::User => &["dbs", "users"],
+        }
+    }
+
     /// Whether a replace may give the resource a new id (the service allows it for users and
     /// permissions); for the other kinds the body's id must be the addressed one.
     pub fn renames_allowed(self) -> bool {

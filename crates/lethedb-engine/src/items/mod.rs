@@ -110,6 +110,9 @@ pub struct ItemOutcome {
     pub item: StoredItem,
     /// True when the write created the item (201), false when it replaced one (200).
     pub created: bool,
+    /// The partition key the item was written under (taken from the document), so the caller
+    /// can name its range without parsing anything again.
+    pub partition_key: PartitionKeyValue,
 }
 
 /// One page of a read feed.
@@ -375,6 +378,7 @@ pub(crate) fn apply_write(
     Ok(ItemOutcome {
         item: StoredItem { container, record },
         created: plan.created,
+        partition_key: document_key,
     })
 }
 

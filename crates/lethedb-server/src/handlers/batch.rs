@@ -8,7 +8,7 @@
 use super::context::Context;
 use crate::error::{ApiResult, Code};
 use crate::json_text::{write_array, ObjectWriter};
-use crate::request::{header, parse_json, partition_key, prefers_minimal, range_id};
+use crate::request::{header, parse_json};
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{entry_request_units, BatchEffect};
@@ -25,23 +25,23 @@ fn success_status(effect: BatchEffect) -> StatusCode {
 }
 
 pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let headers = context.headers;
+    let head = context.head;
     let operations = lethedb_engine::parse_batch(&parse_json(context.body)?)?;
     // Transactional unless the client asks for bulk (non-atomic) explicitly.
-    let atomic =
-        header(headers, "x-ms-cosmos-batch-atomic").is_none_or(|v| v.eq_ignore_ascii_case("true"));
+    let atomic = header(context.headers, "x-ms-cosmos-batch-atomic")
+        .is_none_or(|v| v.eq_ignore_ascii_case("true"));
     let (results, succeeded, lsn) = context
         .state
         .engine
         .execute_batch(
             context.path.id(0),
             context.path.id(1),
-            partition_key(headers)?,
+            head.partition_key()?.cloned(),
             operations,
             atomic,
         )
         .await?;
-    let minimal = prefers_minimal(headers);
+    let minimal = head.prefers_minimal;
     let charge: f64 = results.iter().map(entry_request_units).sum();
     let entries = results.iter().map(|entry| {
         let request_units = entry_request_units(entry);
@@ -80,13 +80,13 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
     let reply = Reply::json(status, body).charge(request_units::round_total(charge));
     // A transactional batch lives in one logical partition, so one range answers for it; a
     // bulk request the client did not route names every range.
-    Ok(match partition_key(headers)? {
+    Ok(match head.partition_key()? {
         Some(value) if value.0.len() == container.partition_key.paths.len() => {
-            let range = container.range_of(&value);
+            let range = container.range_of(value);
             reply
                 .range_scoped(container, context.path, lsn, range)
                 .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
         }
-        _ => reply.scoped_to(container, context.path, lsn, range_id(headers)),
+        _ => reply.scoped_to(container, context.path, lsn, head.range_id),
     })
 }

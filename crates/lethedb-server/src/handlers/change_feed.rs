@@ -6,23 +6,13 @@
 
 use super::context::Context;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{epk_range, header, page_items_max, partition_key, range_id};
+use crate::request::header;
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{
     request_units, ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Container,
 };
 use std::sync::Arc;
-
-/// The mode an `A-IM` header names (the classifier already checked it is one of the two).
-fn mode(context: &Context<'_>) -> ChangeFeedMode {
-    match header(context.headers, "a-im") {
-        Some(value) if value.eq_ignore_ascii_case("full-fidelity feed") => {
-            ChangeFeedMode::AllVersionsAndDeletes
-        }
-        _ => ChangeFeedMode::LatestVersion,
-    }
-}
 
 /// The start position: a continuation (`If-None-Match: "<lsn>"`) wins over a point in time
 /// (`If-Modified-Since`, which the SDKs send on every request); `*` is now; neither is the
@@ -34,7 +24,7 @@ fn start(context: &Context<'_>) -> ApiResult<ChangeFeedStart> {
             format!("The value '{value}' of header {name} is invalid."),
         )
     };
-    if let Some(value) = header(context.headers, "if-none-match") {
+    if let Some(value) = context.head.if_none_match {
         let trimmed = value.trim();
         if trimmed == "*" {
             return Ok(ChangeFeedStart::Now);
@@ -60,19 +50,20 @@ fn start(context: &Context<'_>) -> ApiResult<ChangeFeedStart> {
 }
 
 pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let headers = context.headers;
+    let head = context.head;
     // The EPK headers narrow the read only when `x-ms-read-key-type` says they are EPKs (the
     // SDKs always send it with them).
-    let epk = header(headers, "x-ms-read-key-type")
+    let epk = header(context.headers, "x-ms-read-key-type")
         .is_none_or(|kind| kind.eq_ignore_ascii_case("EffectivePartitionKeyRange"))
-        .then(|| epk_range(headers))
+        .then_some(head.effective_range.as_ref())
         .flatten();
     let request = ChangeFeedRequest {
-        mode: mode(context),
+        // The classifier made this operation only for an `A-IM` that names a mode.
+        mode: head.change_feed.unwrap_or(ChangeFeedMode::LatestVersion),
         start: start(context)?,
-        partition_key: partition_key(headers)?,
-        filter: container.range_filter(range_id(headers), epk.as_ref())?,
-        page_items_max: page_items_max(headers)?,
+        partition_key: head.partition_key()?.cloned(),
+        filter: container.range_filter(head.range_id, epk)?,
+        page_items_max: head.page_items_max()?,
     };
     let page = context
         .state
@@ -94,5 +85,5 @@ pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResul
     };
     Ok(reply
         .header("etag", etag)
-        .scoped_to(container, context.path, page.lsn, range_id(headers)))
+        .scoped_to(container, context.path, page.lsn, head.range_id))
 }

@@ -11,7 +11,7 @@
 
 use super::context::{list_resources, Context, Listing};
 use crate::error::ApiResult;
-use crate::request::{if_match, parse_json};
+use crate::request::parse_json;
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{request_units, ResourceKind, ResourceParent};
@@ -50,10 +50,6 @@ pub fn resource_reply(status: StatusCode, resource: &Value, charge: f64) -> Repl
     Reply::value(status, resource)
         .header("etag", etag.to_string())
         .charge(charge)
-}
-
-pub async fn feed(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Reply> {
-    feed_or_query(context, kind, Listing::Feed).await
 }
 
 /// A feed or a query of one kind under its parent; a parent that does not exist is a 404.
@@ -159,7 +155,7 @@ pub async fn replace(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Rep
             parent(context, kind),
             own_id(context),
             parse_json(context.body)?,
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     Ok(resource_reply(
@@ -179,7 +175,7 @@ pub async fn delete(context: &Context<'_>, kind: ResourceKind) -> ApiResult<Repl
             kind,
             parent(context, kind),
             own_id(context),
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT).charge(request_units::CATALOG_WRITE))

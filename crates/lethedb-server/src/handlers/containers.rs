@@ -6,9 +6,7 @@
 
 use super::context::{list_resources, Context, Listing};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{
-    header_is_true, if_match, if_none_match, parse_json, partition_key, throughput,
-};
+use crate::request::{header_is_true, parse_json, throughput};
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{request_units, Container, ErrorCode, ResourceKind, ResourceParent};
@@ -128,7 +126,7 @@ pub async fn read(context: &Context<'_>) -> ApiResult<Reply> {
         .state
         .engine
         .read_container(context.path.id(0), context.path.id(1))?;
-    if if_none_match(context.headers, found.etag()) {
+    if context.head.if_none_match == Some(found.etag()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", found.etag().to_string()));
     }
     // Indexing is synchronous here: a policy change is always fully applied.
@@ -149,7 +147,7 @@ pub async fn replace(context: &Context<'_>) -> ApiResult<Reply> {
             context.path.id(0),
             context.path.id(1),
             parse_json(context.body)?,
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     Ok(container_reply(context, StatusCode::OK, &replaced)
@@ -172,7 +170,7 @@ pub fn partition_key_ranges(context: &Context<'_>) -> ApiResult<Reply> {
     // The ETag changes only when ranges split, so clients polling with If-None-Match learn of
     // a split at once and otherwise that nothing changed.
     let etag = format!("\"{}-pkranges-{}\"", found.rid(), found.ranges.generation);
-    if if_none_match(context.headers, &etag) {
+    if context.head.if_none_match == Some(etag.as_str()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", etag));
     }
     let lsn = engine.container_lsn(&found)?;
@@ -217,7 +215,7 @@ pub fn partition_key_ranges(context: &Context<'_>) -> ApiResult<Reply> {
 }
 
 pub async fn delete_partition(context: &Context<'_>) -> ApiResult<Reply> {
-    let key = partition_key(context.headers)?.ok_or_else(|| {
+    let key = context.head.partition_key()?.cloned().ok_or_else(|| {
         ApiError::new(
             Code::Engine(ErrorCode::PartitionKeyMissing),
             "Deleting a partition needs the x-ms-documentdb-partitionkey header.",

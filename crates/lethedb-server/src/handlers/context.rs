@@ -5,6 +5,7 @@
 //! the other way round.
 
 use crate::error::ApiResult;
+use crate::head::RequestHead;
 use crate::request::{feed_request, query_request};
 use crate::respond::Reply;
 use crate::routes::ResourcePath;
@@ -18,7 +19,10 @@ use std::future::Future;
 /// One classified, authenticated request as the handlers see it.
 pub struct Context<'a> {
     pub state: &'a AppState,
+    /// The raw headers, for the few that one handler alone reads.
     pub headers: &'a HeaderMap,
+    /// The headers the dispatcher parsed once: partition key, preconditions, paging, ...
+    pub head: &'a RequestHead<'a>,
     /// The path with resource ids already resolved to ids.
     pub path: &'a ResourcePath,
     pub body: &'a Bytes,
@@ -35,8 +39,8 @@ impl Listing {
     /// The query the listing runs: the client's, or `SELECT * FROM root` for a read feed.
     pub fn request(self, context: &Context<'_>) -> ApiResult<QueryRequest> {
         match self {
-            Listing::Feed => feed_request(context.headers),
-            Listing::Query => query_request(context.headers, context.body),
+            Listing::Feed => feed_request(context.head),
+            Listing::Query => query_request(context.head, context.body),
         }
     }
 }

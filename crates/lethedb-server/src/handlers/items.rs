@@ -7,33 +7,40 @@
 use super::context::Context;
 use super::scripts::{named_triggers, triggered_write};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{
-    continuation, epk_range, header, if_match, if_none_match, page_items_max, parse_json,
-    partition_key, prefers_minimal, query_request, range_id,
-};
+use crate::request::{header, parse_json, query_request};
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use base64::Engine as _;
 use lethedb_engine::{
-    request_units, ClientPipeline, Container, ErrorCode, ItemOutcome, QueryMetrics, QueryOutcome,
-    StoredItem, TriggeredOperation, WriteMode,
+    request_units, ClientPipeline, Container, ErrorCode, ItemOutcome, PartitionKeyValue,
+    QueryMetrics, QueryOutcome, StoredItem, TriggeredOperation, WriteMode,
 };
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The reply to a create, upsert, replace or patch, charged by the written document's size.
+/// The reply to a create, upsert, replace or patch, charged by the written document's size, in
+/// the range of the key the engine wrote the item under.
 fn written_reply(context: &Context<'_>, status: StatusCode, outcome: &ItemOutcome) -> Reply {
     let charge = request_units::write(outcome.item.record.body.len());
-    let minimal = prefers_minimal(context.headers);
+    let minimal = context.head.prefers_minimal;
     let lsn = outcome.item.record.lsn;
-    item_reply(context, status, &outcome.item, lsn, minimal, charge)
+    let range = item_range(&outcome.item.container, Some(&outcome.partition_key));
+    item_reply(
+        context,
+        status,
+        &outcome.item,
+        (lsn, range),
+        minimal,
+        charge,
+    )
 }
 
+/// An item's reply, scoped to the container's session at `lsn` in partition key range `range`.
 fn item_reply(
     context: &Context<'_>,
     status: StatusCode,
     item: &StoredItem,
-    lsn: u64,
+    (lsn, range): (u64, u32),
     minimal: bool,
     request_units: f64,
 ) -> Reply {
@@ -42,7 +49,6 @@ fn item_reply(
     } else {
         item.to_json_bytes()
     };
-    let range = item_range(context, &item.container, Some(item));
     Reply::json(status, body)
         .header("etag", item.etag())
         .charge(request_units)
@@ -50,17 +56,17 @@ fn item_reply(
         .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
 }
 
-/// The partition key range that owns the item a point operation addresses: from the partition
-/// key header, else from the document.
-fn item_range(context: &Context<'_>, container: &Container, item: Option<&StoredItem>) -> u32 {
+/// The partition key range that owns the item a point operation addresses: the range of the key
+/// the engine addressed it by, from the key written or the one the request head holds (none sent
+/// stands for the system key's value). Nothing is parsed; range 0 when no key applies.
+fn item_range(container: &Container, key: Option<&PartitionKeyValue>) -> u32 {
     if let [only] = container.ranges.ranges.as_slice() {
         return only.id;
     }
-    let value = partition_key(context.headers).ok().flatten().or_else(|| {
-        item.and_then(|item| item.to_value().ok())
-            .map(|document| container.partition_key.extract(&document))
-    });
-    value.map_or(0, |value| container.range_of(&value))
+    container
+        .partition_key
+        .point_key(key.cloned())
+        .map_or(0, |key| container.range_of(&key))
 }
 
 /// `POST` to a container's items without a query or batch flag: a create, or an upsert when
@@ -85,9 +91,9 @@ pub async fn create(
             context.path.id(0),
             context.path.id(1),
             mode,
-            partition_key(context.headers)?,
+            context.head.partition_key()?.cloned(),
             parse_json(context.body)?,
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     let status = if outcome.created {
@@ -99,11 +105,11 @@ pub async fn create(
 }
 
 pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let read = context.state.engine.read_item_with_lsn(
-        container,
-        partition_key(context.headers)?,
-        context.path.id(2),
-    );
+    let key = context.head.partition_key()?;
+    let read = context
+        .state
+        .engine
+        .read_item_with_lsn(container, key.cloned(), context.path.id(2));
     let (item, lsn) = match read {
         Ok(found) => found,
         Err(error) if error.code == ErrorCode::ItemNotFound => {
@@ -111,9 +117,9 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
         }
         Err(error) => return Err(error.into()),
     };
+    let range = item_range(container, key);
     let etag = item.etag();
-    if if_none_match(context.headers, &etag) {
-        let range = item_range(context, container, Some(&item));
+    if context.head.if_none_match == Some(etag.as_str()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED)
             .header("etag", etag)
             .range_scoped(container, context.path, lsn, range));
@@ -123,7 +129,7 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
     // that made this version (`x-ms-item-lsn`, beside the container's `lsn`).
     let item_lsn = item.record.lsn.to_string();
     Ok(
-        item_reply(context, StatusCode::OK, &item, lsn, false, charge)
+        item_reply(context, StatusCode::OK, &item, (lsn, range), false, charge)
             .header("x-ms-item-lsn", item_lsn),
     )
 }
@@ -139,7 +145,7 @@ fn not_found_with_session(
     let Ok(lsn) = context.state.engine.container_lsn(container) else {
         return error.into();
     };
-    let range = item_range(context, container, None);
+    let range = item_range(container, context.head.partition_key().ok().flatten());
     let headers = Reply::empty(StatusCode::NOT_FOUND)
         .range_scoped(container, context.path, lsn, range)
         .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
@@ -160,9 +166,9 @@ pub async fn replace(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
             context.path.id(0),
             context.path.id(1),
             WriteMode::Replace(context.path.id(2).to_string()),
-            partition_key(context.headers)?,
+            context.head.partition_key()?.cloned(),
             parse_json(context.body)?,
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     Ok(written_reply(context, StatusCode::OK, &outcome))
@@ -175,10 +181,10 @@ pub async fn patch(context: &Context<'_>) -> ApiResult<Reply> {
         .patch_item(
             context.path.id(0),
             context.path.id(1),
-            partition_key(context.headers)?,
+            context.head.partition_key()?.cloned(),
             context.path.id(2),
             parse_json(context.body)?,
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     Ok(written_reply(context, StatusCode::OK, &outcome))
@@ -195,12 +201,12 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
         .delete_item(
             context.path.id(0),
             context.path.id(1),
-            partition_key(context.headers)?,
+            context.head.partition_key()?.cloned(),
             context.path.id(2),
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
-    let range = item_range(context, container, None);
+    let range = item_range(container, context.head.partition_key()?);
     Ok(Reply::empty(StatusCode::NO_CONTENT)
         .charge(request_units::write(0))
         .range_scoped(container, context.path, lsn, range))
@@ -214,13 +220,13 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
         .engine
         .read_feed(
             container,
-            partition_key(context.headers)?,
-            container.range_filter(
-                range_id(context.headers),
-                epk_range(context.headers).as_ref(),
-            )?,
-            page_items_max(context.headers)?.unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
-            continuation(context.headers).as_deref(),
+            context.head.partition_key()?.cloned(),
+            container.range_filter(context.head.range_id, context.head.effective_range.as_ref())?,
+            context
+                .head
+                .page_items_max()?
+                .unwrap_or(lethedb_engine::PAGE_ITEMS_DEFAULT),
+            context.head.continuation,
         )
         .await?;
     let bytes: usize = feed.items.iter().map(|i| i.record.body.len()).sum();
@@ -232,11 +238,11 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
         feed.continuation,
         request_units::read(bytes),
     )
-    .scoped_to(container, context.path, feed.lsn, range_id(context.headers)))
+    .scoped_to(container, context.path, feed.lsn, context.head.range_id))
 }
 
 pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let request = query_request(context.headers, context.body)?;
+    let request = query_request(context.head, context.body)?;
     let page = match context
         .state
         .engine
@@ -311,7 +317,7 @@ const SUPPORTED_QUERY_FEATURES: &str = "x-ms-cosmos-supported-query-features";
 /// The service's plan of a query (see `lethedb_query::ClientPlan`), refused when the client does
 /// not declare a feature the plan needs (no list declares none).
 pub async fn query_plan(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let request = query_request(context.headers, context.body)?;
+    let request = query_request(context.head, context.body)?;
     let plan = context.state.engine.query_plan(container, &request).await?;
     let supported = header(context.headers, SUPPORTED_QUERY_FEATURES).unwrap_or_default();
     if let Some(message) = plan.unsupported_message(supported) {

@@ -9,7 +9,7 @@
 
 use super::context::Context;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{header, header_is_true, if_match, partition_key, prefers_minimal};
+use crate::request::{header, header_is_true};
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{script_arguments, Container, TriggeredOperation, TriggeredWrite};
@@ -50,7 +50,7 @@ fn encoded_log(log: &str) -> String {
 }
 
 pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
-    let key = partition_key(context.headers)?;
+    let key = context.head.partition_key()?.cloned();
     let range = key.as_ref().map_or(0, |value| container.range_of(value));
     let logging = header_is_true(context.headers, "x-ms-documentdb-script-enable-logging");
     let response = context
@@ -100,7 +100,7 @@ pub async fn triggered_write(
     operation: TriggeredOperation,
     (pre_triggers, post_triggers): (Vec<String>, Vec<String>),
 ) -> ApiResult<Reply> {
-    let key = partition_key(context.headers)?;
+    let key = context.head.partition_key()?.cloned();
     let range = key.as_ref().map_or(0, |value| container.range_of(value));
     let deleting = matches!(operation, TriggeredOperation::Delete(_));
     let outcome = context
@@ -111,7 +111,7 @@ pub async fn triggered_write(
             TriggeredWrite {
                 operation,
                 partition_key: key,
-                if_match: if_match(context.headers),
+                if_match: context.head.if_match.map(str::to_string),
                 pre_triggers,
                 post_triggers,
             },
@@ -125,7 +125,7 @@ pub async fn triggered_write(
                 StatusCode::OK
             };
             let body = match &outcome.response_body {
-                _ if prefers_minimal(context.headers) => Vec::new(),
+                _ if context.head.prefers_minimal => Vec::new(),
                 Some(replaced) => serde_json::to_vec(replaced).unwrap_or_default(),
                 None => item.to_json_bytes(),
             };

@@ -10,13 +10,14 @@
 
 use super::children::resource_reply;
 use super::context::{list_resources, Context, Listing};
-use crate::auth::ResourceToken;
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{header, if_match, parse_json};
+use crate::grants::granted_partition_key;
+use crate::request::{header, parse_json};
 use crate::resolve::resolve_resource_ids;
 use crate::respond::Reply;
 use crate::routes::ResourcePath;
 use axum::http::StatusCode;
+use lethedb_auth::ResourceToken;
 use lethedb_engine::{request_units, ErrorCode, ResourceKind, ResourceParent};
 use serde_json::Value;
 
@@ -112,13 +113,9 @@ fn check_permission(body: &mut Value) -> ApiResult<String> {
             "The input content is invalid because the required property, 'resource', is missing.",
         )),
     };
-    if let Some(key) = body.get("resourcePartitionKey") {
-        if key.is_object() {
-            return Err(bad_permission(
-                "The resourcePartitionKey of a permission must be a partition key value.",
-            ));
-        }
-    }
+    // The key must be one a grant can hold (`grants.rs`), so no stored permission names a
+    // partition no request can name.
+    granted_partition_key(body)?;
     Ok(resource.trim_matches('/').to_string())
 }
 
@@ -271,7 +268,7 @@ pub async fn replace_permission(context: &Context<'_>) -> ApiResult<Reply> {
             user(context),
             context.path.id(2),
             body,
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     let replaced = with_token(context, replaced, seconds)?;
@@ -291,7 +288,7 @@ pub async fn delete_permission(context: &Context<'_>) -> ApiResult<Reply> {
             ResourceKind::Permission,
             user(context),
             context.path.id(2),
-            if_match(context.headers),
+            context.head.if_match.map(str::to_string),
         )
         .await?;
     Ok(Reply::empty(StatusCode::NO_CONTENT).charge(request_units::CATALOG_WRITE))

@@ -21,7 +21,7 @@ fn first_column_names() -> BTreeSet<String> {
 #[test]
 fn every_operation_has_a_row_and_every_row_a_real_operation() {
     let names = first_column_names();
-    let operations: BTreeSet<String> = Operation::ALL
+    let operations: BTreeSet<String> = Operation::all()
         .iter()
         .map(|operation| operation.name().to_string())
         .collect();

@@ -4,8 +4,8 @@
 //! an unauthenticated caller can read.
 
 use super::*;
-use crate::auth::MasterKey;
 use crate::explorer::{ASSETS, CONTENT_SECURITY_POLICY};
+use lethedb_auth::MasterKey;
 
 async fn get(server: &Server, path: &str) -> Answer {
     server

@@ -283,7 +283,7 @@ fn check_refusal(answer: &Answer, status: StatusCode, code: &str, what: &str) {
 
 /// Resources named as the route table names them (database `d`, container `c`, item `i`, user
 /// `u`, permission `p`, scripts `s`), so that the sweep reaches paths that exist.
-async fn populated() -> Server {
+pub(super) async fn populated() -> Server {
     let server = Server::new();
     let create = |path: &'static str, link: &'static str, resource_type, body: Value| {
         let server = &server;

@@ -230,6 +230,80 @@ async fn an_all_token_scoped_to_a_partition_key_refuses_other_keys() {
     assert_eq!(deleted.status, StatusCode::NO_CONTENT);
 }
 
+/// The partition key header has one grammar whoever reads it: a token's key check and the
+/// operation read it alike (a bare value is the operation's 400, not a match), and a
+/// permission's key is kept in the engine's type (a bare value, `1` against `1.0`).
+#[tokio::test]
+async fn a_partition_scoped_token_reads_the_header_in_the_engines_grammar() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let token = server
+        .permission("p", json!({"permissionMode": "All", "resource": "dbs/db/colls/c", "resourcePartitionKey": "a"}), &[])
+        .await;
+    let create = |id: &str, header: &'static str| {
+        let body = json!({"id": id, "pk": "a"});
+        let token = &token;
+        let server = &server;
+        async move {
+            server
+                .send_as(
+                    token,
+                    "POST",
+                    "/dbs/db/colls/c/docs",
+                    Some(body),
+                    &[("x-ms-documentdb-partitionkey", header)],
+                )
+                .await
+        }
+    };
+    let created = create("1", PK_A).await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    for header in [r#""a""#, "not json", r#"[["a"]]"#] {
+        let refused = create("2", header).await;
+        assert_eq!(
+            refused.status,
+            StatusCode::BAD_REQUEST,
+            "{header}: {}",
+            refused.body
+        );
+        assert!(
+            refused.body["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("is invalid")),
+            "{header}: {}",
+            refused.body
+        );
+    }
+    let numbered = server
+        .permission("n", json!({"permissionMode": "All", "resource": "dbs/db/colls/c/docs", "resourcePartitionKey": [1]}), &[])
+        .await;
+    let read = server
+        .send_as(
+            &numbered,
+            "GET",
+            "/dbs/db/colls/c/docs/1",
+            None,
+            &[("x-ms-documentdb-partitionkey", "[1.0]")],
+        )
+        .await;
+    assert_eq!(read.status, StatusCode::NOT_FOUND, "{}", read.body);
+    let nested = server
+        .send(
+            "POST",
+            "/dbs/db/users/u/permissions",
+            ("permissions", "dbs/db/users/u"),
+            Some(json!({"id": "x", "permissionMode": "All", "resource": "dbs/db/colls/c/udfs", "resourcePartitionKey": [["a"]]})),
+            &[],
+        )
+        .await;
+    check_error(
+        &nested,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "The resourcePartitionKey of a permission must be a partition key value.",
+    );
+}
+
 #[tokio::test]
 async fn tokens_expire_by_the_clock_and_forged_ones_are_401() {
     let server = Server::new();

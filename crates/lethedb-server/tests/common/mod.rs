@@ -5,7 +5,7 @@
 // Each test binary that includes this module uses only part of it.
 #![allow(dead_code)]
 
-use lethedb_server::auth::MasterKey;
+use lethedb_auth::MasterKey;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::process::{Child, Command, ExitStatus, Stdio};
