@@ -3,7 +3,7 @@
 //! A container carries its numbers (the prefix of its item keys and its rid), its partition key
 //! definition, its [`TtlState`] and the throughput budget its requests draw on, decided here once
 //! for every path that builds a container. This module does not read or write storage (the
-//! stored form is in `records.rs`) and does not decide what expired means (`expiry.rs` does).
+//! stored form is in `records.rs`) and does not decide what expired means (`ttl/expiry.rs` does).
 
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partitions::epk::HashScheme;

@@ -83,7 +83,7 @@ pub struct WriteContext<'a> {
     pub(crate) change_log_retention_default_ms: i64,
     /// The change log's next sequence number under one LSN of one container, as the last
     /// append left it: a transaction that writes thousands of entries under one LSN (a stored
-    /// procedure) appends each in constant time. A hint, checked before use (`change_log.rs`).
+    /// procedure) appends each in constant time. A hint, checked before use (`feed/change_log.rs`).
     pub(crate) change_log_next: Option<(u64, u64, u32)>,
     catalog_changed: bool,
     failure: Option<StorageError>,
@@ -485,7 +485,7 @@ impl Thread {
 
     /// Commits the group's transaction (or drops it when a storage call failed), hands the
     /// cached definitions back, and drops them when the catalog changed or nothing committed.
-    fn commit(
+    pub(crate) fn commit(
         &self,
         context: WriteContext<'_>,
         containers: &mut HashMap<(String, String), Arc<Container>>,

@@ -19,7 +19,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{on, MethodFilter, MethodRouter};
 use axum::Router;
-use lethedb_engine::ErrorCode;
 
 /// Where the explorer's endpoints are nested.
 const EXPLORER_PREFIX: &str = "/_explorer";
@@ -142,16 +141,10 @@ async fn metrics_not_public() -> Response {
     handlers::metrics_not_public().into_response()
 }
 
-/// A scrape reads every container's counters and TTL backlog from storage, so it runs on the
-/// blocking pool, not on a request worker.
+/// A scrape reads every container's counters and TTL backlog through the engine's scan door,
+/// so no request worker walks storage.
 async fn metrics(State(state): State<AppState>) -> Response {
-    match tokio::task::spawn_blocking(move || handlers::metrics(&state)).await {
-        Ok(result) => answer(result),
-        Err(_) => answer(Err(ApiError::new(
-            Code::Engine(ErrorCode::Internal),
-            "the metrics scrape stopped",
-        ))),
-    }
+    answer(handlers::metrics(&state).await)
 }
 
 async fn certificate(State(state): State<AppState>) -> Response {

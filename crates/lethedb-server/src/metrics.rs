@@ -8,7 +8,7 @@
 
 use axum::http::StatusCode;
 use lethedb_engine::writer::COMMIT_LATENCY_BOUNDS_SECS;
-use lethedb_engine::Engine;
+use lethedb_engine::{Container, Engine, Usage};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
 use prometheus_client::metrics::counter::{ConstCounter, Counter};
@@ -19,6 +19,7 @@ use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::collections::HashMap;
 use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
 
 use crate::operation::Operation;
 use crate::routes::ResourcePath;
@@ -48,7 +49,13 @@ pub struct Metrics {
     latency: Family<OperationLabels, Histogram>,
     request_units: Family<ContainerLabels, Counter<f64, AtomicU64>>,
     throttled: Family<ContainerLabels, Counter>,
+    /// The containers and their usage as the scrape read them (through the engine's scan door,
+    /// before rendering), for the collector's per-container series.
+    usages: ContainerUsages,
 }
+
+/// Every container with its usage, `None` where it could not be read.
+type ContainerUsages = Arc<Mutex<Vec<(Arc<Container>, Option<Usage>)>>>;
 
 /// One finished Cosmos request, as the metrics see it.
 pub struct Observed<'a> {
@@ -91,8 +98,13 @@ impl Metrics {
             "Requests refused with 429 per container",
             throttled.clone(),
         );
-        registry.register_collector(Box::new(EngineCollector { engine }));
+        let usages = ContainerUsages::default();
+        registry.register_collector(Box::new(EngineCollector {
+            engine,
+            usages: Arc::clone(&usages),
+        }));
         Metrics {
+            usages,
             registry,
             requests,
             latency,
@@ -136,8 +148,15 @@ impl Metrics {
         }
     }
 
-    /// The text exposition.
-    pub fn render(&self) -> Result<String, std::fmt::Error> {
+    /// The text exposition, with the containers' usage as `usages` gives it (read through
+    /// `Engine::container_usages`, off the request workers).
+    pub fn render(
+        &self,
+        usages: Vec<(Arc<Container>, Option<Usage>)>,
+    ) -> Result<String, std::fmt::Error> {
+        if let Ok(mut held) = self.usages.lock() {
+            *held = usages;
+        }
         let mut out = String::new();
         prometheus_client::encoding::text::encode(&mut out, &self.registry)?;
         Ok(out)
@@ -147,6 +166,7 @@ impl Metrics {
 /// Reads the engine's state at scrape time.
 struct EngineCollector {
     engine: Engine,
+    usages: ContainerUsages,
 }
 
 impl std::fmt::Debug for EngineCollector {
@@ -181,7 +201,11 @@ struct ContainerRows {
 impl EngineCollector {
     /// Reads each container's usage and sweep figures.
     fn container_rows(&self) -> ContainerRows {
-        let containers = self.engine.all_containers().unwrap_or_default();
+        let containers = self
+            .usages
+            .lock()
+            .map(|held| held.clone())
+            .unwrap_or_default();
         let sweep: HashMap<(String, String), lethedb_engine::SweepStats> = self
             .engine
             .sweep_stats()
@@ -189,12 +213,12 @@ impl EngineCollector {
             .map(|s| ((s.database_id.clone(), s.container_id.clone()), s))
             .collect();
         let mut rows = ContainerRows::default();
-        for container in &containers {
+        for (container, usage) in &containers {
             let labels = ContainerLabels {
                 database: container.database_id.clone(),
                 container: container.id.clone(),
             };
-            if let Ok(usage) = self.engine.container_usage_estimate(container) {
+            if let Some(usage) = usage {
                 rows.items.push((labels.clone(), usage.items as f64));
                 rows.bytes.push((labels.clone(), usage.bytes as f64));
             }

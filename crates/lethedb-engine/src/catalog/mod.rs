@@ -7,89 +7,26 @@
 //! `resource.rs`, the generic catalog of child resources). Listing and finding by `_rid` are
 //! shared with it (`shared.rs`). This module does not touch items one by one.
 
-mod indexing_policy;
+pub(crate) mod indexing_policy;
 pub(crate) mod kinds;
-mod resource;
+pub(crate) mod resource;
 pub(crate) mod script_body;
 pub(crate) mod scripts;
-mod shared;
+pub(crate) mod shared;
 pub(crate) mod usage;
 
-use crate::container::{Container, ContainerParts};
+use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{
-    conflict, container_not_found, database_not_found, precondition_failed, EngineError,
-    EngineResult, ErrorCode,
-};
-use crate::items::delete_container_items;
+use crate::error::{database_not_found, EngineResult};
 use crate::keys;
-use crate::partitions::epk::HashScheme;
-use crate::partitions::partition_key::PartitionKeyDefinition;
-use crate::partitions::ranges::{ranges_for_throughput, RangeLayout};
-use crate::records::{
-    load_container, load_database, next_sequences, store_container, store_database,
-    store_sequences, ContainerRecord, DatabaseRecord,
-};
-use crate::rids::{self, catalog_etag};
-use crate::throughput::Throughput;
-use crate::ttl::TtlState;
-use indexing_policy::{add_container_system_properties, container_resource};
-use kinds::ParentLevel;
-use lethedb_storage::{KeyRange, Table};
-use resource::delete_children;
-use serde_json::{json, Value};
-use shared::{body_id, body_object, id_with_rid, list_records};
-use std::ops::ControlFlow;
+use crate::records::{load_database, ContainerRecord, DatabaseRecord};
+use crate::rids::{self};
+use serde_json::Value;
+use shared::{id_with_rid, list_records};
 use std::sync::Arc;
 
 impl Engine {
     // ----- databases -----
-
-    pub async fn create_database(
-        &self,
-        body: Value,
-        throughput: Option<Throughput>,
-    ) -> EngineResult<Value> {
-        let body = body_object(body)?;
-        let id = body_id(&body)?;
-        self.inner
-            .writer
-            .write(move |context| {
-                let key = keys::database_key(&id);
-                if context.get(Table::Catalog, &key)?.is_some() {
-                    return Err(conflict());
-                }
-                let mut sequences = next_sequences(context)?;
-                sequences.databases += 1;
-                let number = sequences.databases;
-                let rid = rids::database_rid(number);
-                let resource = json!({
-                    "id": id,
-                    "_rid": rid,
-                    "_self": format!("dbs/{rid}/"),
-                    "_etag": catalog_etag(u64::from(number), context.now_ms),
-                    "_colls": "colls/",
-                    "_users": "users/",
-                    "_ts": context.now_ms.div_euclid(1000),
-                });
-                let record = DatabaseRecord {
-                    number,
-                    resource: resource.clone(),
-                    throughput,
-                };
-                store_sequences(context, &sequences)?;
-                store_database(context, &id, &record)?;
-                Ok(resource)
-            })
-            .await
-    }
-
-    pub fn read_database(&self, database_id: &str) -> EngineResult<Value> {
-        let reader = self.inner.store.read()?;
-        load_database(&*reader, database_id)?
-            .map(|record| record.resource)
-            .ok_or_else(database_not_found)
-    }
 
     pub(crate) fn list_databases_blocking(&self) -> EngineResult<Vec<Value>> {
         let reader = self.inner.store.read()?;
@@ -101,7 +38,7 @@ impl Engine {
         )
     }
 
-    /// The id of the database whose `_rid` is `rid`, if any (a catalog scan: `scans.rs` is its door).
+    /// The id of the database whose `_rid` is `rid`, if any (a catalog scan: `api/catalog.rs` is its door).
     pub(crate) fn database_id_by_rid_blocking(&self, rid: &str) -> EngineResult<Option<String>> {
         if !rids::has_length(rid, rids::DATABASE_RID_BYTES) {
             return Ok(None);
@@ -110,7 +47,7 @@ impl Engine {
     }
 
     /// The id of the container in `database_id` whose `_rid` is `rid`, if any (a catalog
-    /// scan: `scans.rs` is its door).
+    /// scan: `api/catalog.rs` is its door).
     pub(crate) fn container_id_by_rid_blocking(
         &self,
         database_id: &str,
@@ -125,128 +62,7 @@ impl Engine {
         ))
     }
 
-    pub async fn delete_database(&self, database_id: &str) -> EngineResult<()> {
-        let database_id = database_id.to_string();
-        self.inner
-            .writer
-            .write(move |context| {
-                let key = keys::database_key(&database_id);
-                if context.get(Table::Catalog, &key)?.is_none() {
-                    return Err(database_not_found());
-                }
-                let mut containers = Vec::new();
-                context.scan(
-                    Table::Catalog,
-                    &KeyRange::prefix(&keys::container_prefix(&database_id)),
-                    &mut |key, value| {
-                        containers.push((
-                            key.to_vec(),
-                            serde_json::from_slice::<ContainerRecord>(value).ok(),
-                        ));
-                        ControlFlow::Continue(())
-                    },
-                )?;
-                for (key, record) in containers {
-                    if let Some(record) = record {
-                        delete_container_items(context, u64::from(record.number))?;
-                    }
-                    context.delete(Table::Catalog, &key)?;
-                }
-                delete_children(context, ParentLevel::Database, &[&database_id])?;
-                context.delete(Table::Catalog, &key)?;
-                context.catalog_changed();
-                Ok(())
-            })
-            .await
-    }
-
     // ----- containers -----
-
-    pub async fn create_container(
-        &self,
-        database_id: &str,
-        body: Value,
-        throughput: Option<Throughput>,
-    ) -> EngineResult<Arc<Container>> {
-        let body = body_object(body)?;
-        let id = body_id(&body)?;
-        let partition_key = PartitionKeyDefinition::from_container_body(body.get("partitionKey"))?;
-        let (resource, default_ttl) = container_resource(&body, &id, &partition_key)?;
-        let database_id = database_id.to_string();
-        let fixed_ranges = self.inner.partition_key_ranges;
-        self.inner
-            .writer
-            .write(move |context| {
-                let database = load_database(context.reader(), &database_id)?
-                    .ok_or_else(database_not_found)?;
-                let key = keys::container_key(&database_id, &id);
-                if context.get(Table::Catalog, &key)?.is_some() {
-                    return Err(conflict());
-                }
-                let mut sequences = next_sequences(context)?;
-                sequences.containers += 1;
-                let number = sequences.containers;
-                let database_rid = rids::database_rid(database.number);
-                let rid = rids::container_rid(database.number, number);
-                let mut resource = resource;
-                add_container_system_properties(
-                    &mut resource,
-                    &database_rid,
-                    &rid,
-                    &catalog_etag(u64::from(number), context.now_ms),
-                    context.now_ms,
-                );
-                let range_count = fixed_ranges
-                    .unwrap_or_else(|| ranges_for_throughput(throughput.or(database.throughput)));
-                let container = Container::new(ContainerParts {
-                    database_id: database_id.clone(),
-                    database_number: database.number,
-                    number,
-                    ranges: RangeLayout::even(HashScheme::of(&partition_key), range_count),
-                    partition_key,
-                    ttl: TtlState::new(default_ttl),
-                    resource,
-                    throughput,
-                    database_throughput: database.throughput,
-                });
-                store_sequences(context, &sequences)?;
-                store_container(context, &container)?;
-                Ok(Arc::new(container))
-            })
-            .await
-    }
-
-    /// Reads a container's definition, from the cache when it is current.
-    pub fn read_container(
-        &self,
-        database_id: &str,
-        container_id: &str,
-    ) -> EngineResult<Arc<Container>> {
-        let cache = &self.inner.containers;
-        if !self.inner.shared {
-            if let Some(found) = cache.get(database_id, container_id) {
-                return Ok(found);
-            }
-        }
-        // Read before the snapshot: a change committed meanwhile keeps a stale definition out.
-        let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
-        let reader = self.inner.store.read()?;
-        // On a shared store the cache only saves parsing: the transaction's catalog epoch
-        // says whether what it holds is still what the store holds.
-        let usable = cache.serves(reader.catalog_epoch());
-        if self.inner.shared && usable {
-            if let Some(found) = cache.get(database_id, container_id) {
-                return Ok(found);
-            }
-        }
-        let container = Arc::new(
-            load_container(&*reader, database_id, container_id)?.ok_or_else(container_not_found)?,
-        );
-        if usable {
-            cache.insert_if_current(generation, Arc::clone(&container));
-        }
-        Ok(container)
-    }
 
     /// Every container, listed again only after a catalog change (the generation is read before
     /// the catalog, so a change during the listing makes it stale at once): for the sweeper and
@@ -263,25 +79,9 @@ impl Engine {
         }
         let generation = cache.generation.load(std::sync::atomic::Ordering::SeqCst);
         // Parsing the catalog reads storage: a scan like any other.
-        let containers = self.run_scan(Engine::all_containers).await?;
+        let containers = self.run_scan(Engine::all_containers_blocking).await?;
         cache.keep_listing(generation, containers.clone());
         Ok(containers)
-    }
-
-    /// Every container of every database.
-    pub fn all_containers(&self) -> EngineResult<Vec<Arc<Container>>> {
-        let mut found = Vec::new();
-        for database in self.list_databases_blocking()? {
-            let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {
-                continue;
-            };
-            for container in self.list_containers_blocking(database_id)? {
-                if let Some(container_id) = container.get("id").and_then(|v| v.as_str()) {
-                    found.push(self.read_container(database_id, container_id)?);
-                }
-            }
-        }
-        Ok(found)
     }
 
     pub(crate) fn list_containers_blocking(&self, database_id: &str) -> EngineResult<Vec<Value>> {
@@ -295,95 +95,5 @@ impl Engine {
             "container",
             |record: ContainerRecord| record.resource,
         )
-    }
-
-    /// Replaces a container's mutable settings: indexing policy and `defaultTtl`. The id and the
-    /// partition key cannot change. A new `defaultTtl` applies to every item at once.
-    pub async fn replace_container(
-        &self,
-        database_id: &str,
-        container_id: &str,
-        body: Value,
-        if_match: Option<String>,
-    ) -> EngineResult<Arc<Container>> {
-        let body = body_object(body)?;
-        let id = body_id(&body)?;
-        if id != container_id {
-            return Err(EngineError::with_message(
-                ErrorCode::IdMismatch,
-                "The id in the request body does not match the id in the request URI; a container's id cannot be changed.",
-            ));
-        }
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
-        self.inner
-            .writer
-            .write(move |context| {
-                let existing = load_container(context.reader(), &database_id, &container_id)?
-                    .ok_or_else(container_not_found)?;
-                if let Some(expected) = &if_match {
-                    if expected != "*" && expected != existing.etag() {
-                        return Err(precondition_failed());
-                    }
-                }
-                if let Some(sent) = body.get("partitionKey").filter(|v| !v.is_null()) {
-                    let sent = PartitionKeyDefinition::from_container_body(Some(sent))?;
-                    if sent.paths != existing.partition_key.paths {
-                        return Err(EngineError::with_message(
-                            ErrorCode::InvalidPartitionKeyDefinition,
-                            "Document collection partition key cannot be changed.",
-                        ));
-                    }
-                }
-                let (mut resource, default_ttl) =
-                    container_resource(&body, &container_id, &existing.partition_key)?;
-                let database_rid = rids::database_rid(existing.database_number);
-                add_container_system_properties(
-                    &mut resource,
-                    &database_rid,
-                    existing.rid(),
-                    &catalog_etag(existing.key_number(), context.now_ms),
-                    context.now_ms,
-                );
-                let ttl = if default_ttl == existing.ttl.default_ttl_secs {
-                    existing.ttl
-                } else {
-                    existing.ttl.changed(default_ttl, context.now_ms)
-                };
-                let container = Container {
-                    resource,
-                    ttl,
-                    ..existing
-                };
-                store_container(context, &container)?;
-                Ok(Arc::new(container))
-            })
-            .await
-    }
-
-    pub async fn delete_container(
-        &self,
-        database_id: &str,
-        container_id: &str,
-    ) -> EngineResult<()> {
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
-        self.inner
-            .writer
-            .write(move |context| {
-                let existing = load_container(context.reader(), &database_id, &container_id)?
-                    .ok_or_else(container_not_found)?;
-                delete_container_items(context, existing.key_number())?;
-                delete_children(
-                    context,
-                    ParentLevel::Container,
-                    &[&database_id, &container_id],
-                )?;
-                context.delete(
-                    Table::Catalog,
-                    &keys::container_key(&database_id, &container_id),
-                )?;
-                context.catalog_changed();
-                Ok(())
-            })
-            .await
     }
 }

@@ -12,7 +12,7 @@
 
 use super::kinds::{ParentLevel, ResourceKind, ResourceParent};
 use super::script_body::check_script_body;
-use super::shared::{body_id, body_object, id_with_rid, list_records};
+use super::shared::{body_id, id_with_rid, list_records};
 use crate::engine::Engine;
 use crate::error::{
     conflict, container_not_found, corrupted, database_not_found, precondition_failed,
@@ -60,7 +60,7 @@ pub(crate) fn delete_children(
     Ok(())
 }
 
-fn load_record(
+pub(crate) fn load_record(
     reader: &dyn ReadTxn,
     kind: ResourceKind,
     parent_ids: &[&str],
@@ -160,7 +160,7 @@ fn resource_value(
 }
 
 /// Creates a child inside the writer; the id must be free.
-fn apply_create(
+pub(crate) fn apply_create(
     context: &mut WriteContext<'_>,
     kind: ResourceKind,
     parent: &ResourceParent,
@@ -200,7 +200,7 @@ fn apply_create(
 
 /// Replaces a child inside the writer, keeping its number, rid and `_self`; a new id moves it
 /// (and its own children) to the new key.
-fn apply_replace(
+pub(crate) fn apply_replace(
     context: &mut WriteContext<'_>,
     kind: ResourceKind,
     parent: &ResourceParent,
@@ -288,7 +288,11 @@ fn move_children(
 
 /// A replace's new id: the body's, which must be the addressed one unless the kind allows
 /// renaming.
-fn replacement_id(kind: ResourceKind, id: &str, body: &Map<String, Value>) -> EngineResult<String> {
+pub(crate) fn replacement_id(
+    kind: ResourceKind,
+    id: &str,
+    body: &Map<String, Value>,
+) -> EngineResult<String> {
     let new_id = body_id(body)?;
     if new_id != id && !kind.renames_allowed() {
         return Err(EngineError::new(ErrorCode::IdMismatch));
@@ -299,7 +303,7 @@ fn replacement_id(kind: ResourceKind, id: &str, body: &Map<String, Value>) -> En
 impl Engine {
     /// The body, checked against its kind's body rules (after the id rules). A script's body
     /// is compiled, which is CPU work, so it is checked on the blocking pool.
-    async fn checked_body(
+    pub(crate) async fn checked_body(
         &self,
         kind: ResourceKind,
         body: Map<String, Value>,
@@ -308,127 +312,6 @@ impl Engine {
             return Ok(body);
         }
         self.run_scan(move |_| check_script_body(kind, &body).map(|()| body))
-            .await
-    }
-
-    /// Creates a child resource under `parent`; fails with a conflict if its id is taken.
-    pub async fn create_resource(
-        &self,
-        kind: ResourceKind,
-        parent: ResourceParent,
-        body: Value,
-    ) -> EngineResult<Value> {
-        parent.check(kind)?;
-        let body = body_object(body)?;
-        let id = body_id(&body)?;
-        let body = self.checked_body(kind, body).await?;
-        self.inner
-            .writer
-            .write(move |context| apply_create(context, kind, &parent, &id, body))
-            .await
-    }
-
-    /// Reads one child resource.
-    pub fn read_resource(
-        &self,
-        kind: ResourceKind,
-        parent: &ResourceParent,
-        id: &str,
-    ) -> EngineResult<Value> {
-        parent.check(kind)?;
-        let reader = self.inner.store.read()?;
-        load_record(&*reader, kind, &parent.ids(), id)?
-            .map(|record| record.resource)
-            .ok_or_else(resource_not_found)
-    }
-
-    /// Replaces a child resource's body; with a new id in the body where the kind allows it.
-    pub async fn replace_resource(
-        &self,
-        kind: ResourceKind,
-        parent: ResourceParent,
-        id: &str,
-        body: Value,
-        if_match: Option<String>,
-    ) -> EngineResult<Value> {
-        parent.check(kind)?;
-        let body = body_object(body)?;
-        let new_id = replacement_id(kind, id, &body)?;
-        let body = self.checked_body(kind, body).await?;
-        let id = id.to_string();
-        self.inner
-            .writer
-            .write(move |context| {
-                apply_replace(
-                    context,
-                    kind,
-                    &parent,
-                    &id,
-                    &new_id,
-                    body,
-                    if_match.as_deref(),
-                )
-            })
-            .await
-    }
-
-    /// Creates or replaces a child resource by its body's id; says whether it was created.
-    pub async fn upsert_resource(
-        &self,
-        kind: ResourceKind,
-        parent: ResourceParent,
-        body: Value,
-    ) -> EngineResult<(Value, bool)> {
-        parent.check(kind)?;
-        let body = body_object(body)?;
-        let id = body_id(&body)?;
-        let body = self.checked_body(kind, body).await?;
-        self.inner
-            .writer
-            .write(move |context| {
-                let exists = load_record(context.reader(), kind, &parent.ids(), &id)?.is_some();
-                if exists {
-                    apply_replace(context, kind, &parent, &id, &id, body, None)
-                        .map(|resource| (resource, false))
-                } else {
-                    apply_create(context, kind, &parent, &id, body).map(|resource| (resource, true))
-                }
-            })
-            .await
-    }
-
-    /// Deletes a child resource and everything beneath it (a user's permissions).
-    pub async fn delete_resource(
-        &self,
-        kind: ResourceKind,
-        parent: ResourceParent,
-        id: &str,
-        if_match: Option<String>,
-    ) -> EngineResult<()> {
-        parent.check(kind)?;
-        let id = id.to_string();
-        self.inner
-            .writer
-            .write(move |context| {
-                let parent_ids = parent.ids();
-                let existing = load_record(context.reader(), kind, &parent_ids, &id)?
-                    .ok_or_else(resource_not_found)?;
-                if let Some(expected) = &if_match {
-                    let etag = existing.resource.get("_etag").and_then(Value::as_str);
-                    if expected != "*" && Some(expected.as_str()) != etag {
-                        return Err(precondition_failed());
-                    }
-                }
-                if kind == ResourceKind::User {
-                    let mut own_ids = parent_ids.clone();
-                    own_ids.push(&id);
-                    delete_children(context, ParentLevel::User, &own_ids)?;
-                }
-                context.delete(
-                    Table::Catalog,
-                    &keys::resource_key(kind.key_marker(), &parent_ids, &id),
-                )
-            })
             .await
     }
 

@@ -9,7 +9,7 @@
 use super::kinds::{ResourceKind, ResourceParent};
 use super::script_body::{TriggerOperation, TriggerType};
 use crate::engine::Engine;
-use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
+use crate::error::{corrupted, EngineResult};
 use serde_json::Value;
 
 /// A stored procedure, trigger or user-defined function as its runner needs it.
@@ -31,7 +31,10 @@ fn text<'a>(resource: &'a Value, name: &str) -> Option<&'a str> {
 impl ScriptResource {
     /// The script a stored resource of `kind` holds. Its body was checked when it was stored,
     /// so a missing or unknown field means the record is damaged.
-    fn from_resource(kind: ResourceKind, resource: &Value) -> EngineResult<ScriptResource> {
+    pub(crate) fn from_resource(
+        kind: ResourceKind,
+        resource: &Value,
+    ) -> EngineResult<ScriptResource> {
         let damaged = || corrupted("script");
         let (trigger_type, trigger_operation) = if kind == ResourceKind::Trigger {
             (
@@ -58,7 +61,7 @@ impl ScriptResource {
     }
 }
 
-fn container(database_id: &str, container_id: &str) -> ResourceParent {
+pub(crate) fn container(database_id: &str, container_id: &str) -> ResourceParent {
     ResourceParent::Container {
         database_id: database_id.to_string(),
         container_id: container_id.to_string(),
@@ -66,28 +69,10 @@ fn container(database_id: &str, container_id: &str) -> ResourceParent {
 }
 
 impl Engine {
-    /// One stored procedure, trigger or user-defined function of a container (NotFound if
-    /// there is none by that id). One storage get: fit for a request worker.
-    pub fn read_script(
-        &self,
-        kind: ResourceKind,
-        database_id: &str,
-        container_id: &str,
-        id: &str,
-    ) -> EngineResult<ScriptResource> {
-        if !kind.is_script() {
-            return Err(EngineError::with_message(
-                ErrorCode::Internal,
-                format!("{} are not scripts", kind.feed_name()),
-            ));
-        }
-        let resource = self.read_resource(kind, &container(database_id, container_id), id)?;
-        ScriptResource::from_resource(kind, &resource)
-    }
-
     /// Every user-defined function of a container as `(id, body)`, in id order; NotFound
-    /// without the container. A catalog scan: call it where scans run (a query already does).
-    pub fn list_udfs(
+    /// without the container. A catalog scan: the
+    /// caller runs it where scans run (`Engine::list_udfs`, a query's preparation).
+    pub(crate) fn list_udfs_blocking(
         &self,
         database_id: &str,
         container_id: &str,

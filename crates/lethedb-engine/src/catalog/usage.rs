@@ -13,37 +13,9 @@ use crate::records::{read_counters, ExpiryEntry, ItemRecord};
 use crate::ttl::expiry::{is_expired, visit_expired};
 use lethedb_storage::{KeyRange, Table};
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 impl Engine {
-    /// Like [`Engine::container_usage`], but for frequent observers (metrics scrapes): when the
-    /// sweeper last saw a large backlog, the expired share is estimated from its count instead
-    /// of walked, so a scrape during a mass expiry stays cheap.
-    pub fn container_usage_estimate(&self, container: &Container) -> EngineResult<Usage> {
-        /// Backlogs up to this size are walked exactly.
-        const EXACT_BACKLOG_MAX: u64 = 10_000;
-        let backlog = self
-            .sweep_stats()
-            .into_iter()
-            .find(|s| s.database_id == container.database_id && s.container_id == container.id)
-            .map_or(0, |s| s.backlog_items);
-        if backlog <= EXACT_BACKLOG_MAX {
-            return self.container_usage_blocking(container);
-        }
-        let reader = self.inner.store.read()?;
-        let counters = read_counters(&*reader, container.key_number())?;
-        let items = counters.items.saturating_sub(backlog);
-        let bytes = if counters.items == 0 {
-            0
-        } else {
-            (u128::from(counters.bytes) * u128::from(items) / u128::from(counters.items)) as u64
-        };
-        Ok(Usage {
-            items,
-            bytes,
-            lsn: counters.lsn,
-        })
-    }
-
     /// Items and bytes a container holds, expired items excluded even before the sweeper has
     /// deleted them. Costs one read of the counters plus a walk over the expired backlog.
     pub(crate) fn container_usage_blocking(&self, container: &Container) -> EngineResult<Usage> {
@@ -134,4 +106,54 @@ pub struct RangeStatistics {
     pub items: u64,
     pub bytes: u64,
     pub distinct_partition_keys: u64,
+}
+
+impl Engine {
+    /// Every container of every database.
+    pub(crate) fn all_containers_blocking(&self) -> EngineResult<Vec<Arc<Container>>> {
+        let mut found = Vec::new();
+        for database in self.list_databases_blocking()? {
+            let Some(database_id) = database.get("id").and_then(|v| v.as_str()) else {
+                continue;
+            };
+            for container in self.list_containers_blocking(database_id)? {
+                if let Some(container_id) = container.get("id").and_then(|v| v.as_str()) {
+                    found.push(self.read_container(database_id, container_id)?);
+                }
+            }
+        }
+        Ok(found)
+    }
+
+    /// Like [`Engine::container_usage`], but for frequent observers (metrics scrapes): when the
+    /// sweeper last saw a large backlog, the expired share is estimated from its count instead
+    /// of walked, so a scrape during a mass expiry stays cheap.
+    pub(crate) fn container_usage_estimate_blocking(
+        &self,
+        container: &Container,
+    ) -> EngineResult<Usage> {
+        /// Backlogs up to this size are walked exactly.
+        const EXACT_BACKLOG_MAX: u64 = 10_000;
+        let backlog = self
+            .sweep_stats()
+            .into_iter()
+            .find(|s| s.database_id == container.database_id && s.container_id == container.id)
+            .map_or(0, |s| s.backlog_items);
+        if backlog <= EXACT_BACKLOG_MAX {
+            return self.container_usage_blocking(container);
+        }
+        let reader = self.inner.store.read()?;
+        let counters = read_counters(&*reader, container.key_number())?;
+        let items = counters.items.saturating_sub(backlog);
+        let bytes = if counters.items == 0 {
+            0
+        } else {
+            (u128::from(counters.bytes) * u128::from(items) / u128::from(counters.items)) as u64
+        };
+        Ok(Usage {
+            items,
+            bytes,
+            lsn: counters.lsn,
+        })
+    }
 }

@@ -4,13 +4,11 @@
 //! own outcome. Each operation follows exactly the rules of its single-item counterpart.
 
 use crate::container::Container;
-use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::patch::{apply_patch_item, parse_patch};
 use crate::items::rules::{prepare_body, WriteMode};
 use crate::items::{apply_delete, apply_write, current_version, StoredItem, WriteRequest};
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::{read_counters, writer_container};
 use crate::throughput::request_units;
 use crate::writer::WriteContext;
 use serde_json::Value;
@@ -228,44 +226,9 @@ fn written(effect: BatchEffect, item: StoredItem) -> BatchOutcome {
     }
 }
 
-impl Engine {
-    /// Runs a batch in one writer job. Atomic: all or nothing, and on failure the failing
-    /// operation's error with "not attempted" for every other; every write of a committed
-    /// atomic batch takes the same, next LSN (as the service's batch does). Non-atomic: each
-    /// operation on its own. A failure of the service rather than of an operation fails the
-    /// whole request. Returns the entries, whether the batch succeeded, and the container's
-    /// LSN after it (for the session token).
-    pub async fn execute_batch(
-        &self,
-        database_id: &str,
-        container_id: &str,
-        partition_key: Option<PartitionKeyValue>,
-        operations: Vec<BatchOperation>,
-        atomic: bool,
-    ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
-                if atomic {
-                    check_batch_partition_key(&container, partition_key.as_ref())?;
-                    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
-                    context.pinned_lsn = Some(lsn + 1);
-                }
-                let outcome = run_batch(context, &container, partition_key, operations, atomic);
-                context.pinned_lsn = None;
-                let (entries, succeeded) = outcome?;
-                let lsn = read_counters(context.reader(), container.key_number())?.lsn;
-                Ok((entries, succeeded, lsn))
-            })
-            .await
-    }
-}
-
 /// A transactional batch needs its partition key, whole: a partial hierarchical key is refused
 /// for the request, as the service does.
-fn check_batch_partition_key(
+pub(crate) fn check_batch_partition_key(
     container: &Container,
     partition_key: Option<&PartitionKeyValue>,
 ) -> EngineResult<()> {
@@ -293,7 +256,7 @@ const BATCH_PARTITION_KEY_MISMATCH: &str = "Partition key provided either doesn'
 
 /// The operations of one batch, each in its own savepoint and the whole in another: a failed
 /// operation leaves nothing behind, and in an atomic batch undoes the ones before it.
-fn run_batch(
+pub(crate) fn run_batch(
     context: &mut WriteContext<'_>,
     container: &Arc<Container>,
     partition_key: Option<PartitionKeyValue>,

@@ -7,9 +7,9 @@
 //! updates the container's counters in the same transaction. Every mutation asks
 //! `expiry::is_expired` whether the stored version is visible, so an expired item is absent
 //! whether or not the sweeper has deleted it yet. Whether a write or delete may go ahead is
-//! decided by `item_rules.rs`; this module finds the versions the rules look at and applies
+//! decided by `items/rules.rs`; this module finds the versions the rules look at and applies
 //! what they decide. The requests that reach these mutations are in
-//! `item_requests.rs`; what the sweeper deletes and when is the sweeper's business.
+//! `items/requests.rs` and the doors of `api/items.rs`; what the sweeper deletes and when is the sweeper's business.
 
 pub(crate) mod batch;
 pub(crate) mod document_cache;

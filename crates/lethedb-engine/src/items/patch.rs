@@ -6,13 +6,12 @@
 //! This module decides nothing about visibility or storage.
 
 use crate::container::Container;
-use crate::engine::Engine;
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::items::rules::{self, prepare_body, WriteMode};
 use crate::items::{apply_write, stored_version, visible_record, ItemOutcome, WriteRequest};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::{writer_container, SYSTEM_PROPERTIES};
+use crate::records::SYSTEM_PROPERTIES;
 use crate::writer::WriteContext;
 use serde_json::Value;
 
@@ -345,41 +344,6 @@ pub(crate) fn apply_patch_item(
     let mut outcome = apply_write(context, container, request)?;
     outcome.created = false;
     Ok(outcome)
-}
-
-impl Engine {
-    /// Patches one visible item; returns the new version.
-    pub async fn patch_item(
-        &self,
-        database_id: &str,
-        container_id: &str,
-        partition_key: Option<PartitionKeyValue>,
-        id: &str,
-        body: Value,
-        if_match: Option<String>,
-    ) -> EngineResult<ItemOutcome> {
-        let (operations, condition) = parse_patch(&body)?;
-        let (database_id, container_id, id) = (
-            database_id.to_string(),
-            container_id.to_string(),
-            id.to_string(),
-        );
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
-                apply_patch_item(
-                    context,
-                    container,
-                    partition_key,
-                    &id,
-                    &operations,
-                    condition.as_deref(),
-                    if_match,
-                )
-            })
-            .await
-    }
 }
 
 #[cfg(test)]

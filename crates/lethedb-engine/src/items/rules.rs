@@ -2,7 +2,7 @@
 //! patches, and the writes of stored procedures and triggers (in their view, and again at their
 //! commit). Pure functions: given a body, its container, and the visible version(s) a write
 //! meets, they decide whether the write goes ahead and what it is (a create or a replace), or
-//! which failure it is. They read and write nothing: `items.rs` (inside the writer) and
+//! which failure it is. They read and write nothing: `items/mod.rs` (inside the writer) and
 //! `scripts/view.rs` (over a snapshot) find the versions and apply what was decided.
 //!
 //! The order of the checks is part of the rules. A body is checked first: its shape, id, system

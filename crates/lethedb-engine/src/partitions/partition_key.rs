@@ -3,7 +3,7 @@
 //!
 //! Every value is one of undefined (the path is absent), null, a boolean, a number or a string;
 //! numbers compare as 64-bit floats, as the service hashes them, so `1` and `1.0` name the same
-//! partition. Hashing values into effective partition keys is `epk.rs`'s work.
+//! partition. Hashing values into effective partition keys is `partitions/epk.rs`'s work.
 
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use serde_json::{json, Map, Value};

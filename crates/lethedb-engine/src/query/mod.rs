@@ -3,10 +3,10 @@
 //! partitions), and the scan that feeds documents from storage into the pure query crate.
 //!
 //! The engine decides which keys to read (one partition when the request or the query pins the
-//! partition key, otherwise the whole container; see `query_scan.rs`), hides expired items, and
+//! partition key, otherwise the whole container; see `query/scan.rs`), hides expired items, and
 //! stops reading as soon as the query crate says the page is full. What a query means (filters,
 //! projections, ordering, aggregates, paging state) is the query crate's business; this module
-//! does the I/O it must not, and measures the page when asked (`query_metrics.rs`).
+//! does the I/O it must not, and measures the page when asked (`query/metrics.rs`).
 
 pub(crate) mod index_metrics;
 pub(crate) mod metrics;
@@ -201,7 +201,7 @@ struct PageTimes {
 }
 
 impl Engine {
-    /// Runs one page of a query over a container's items (synchronously; see `scans.rs`): the
+    /// Runs one page of a query over a container's items (synchronously; see `api/mod.rs`): the
     /// text is prepared once, here on the scan thread, and that one preparation decides whether
     /// the client pipeline must run it, scans, and reports the index utilization.
     pub(crate) fn query_items_blocking(
@@ -259,7 +259,7 @@ impl Engine {
     }
 
     /// The service's plan of a query over `container` (synchronously, for the query-plan
-    /// endpoint; see `scans.rs`).
+    /// endpoint; see `api/queries.rs`).
     pub(crate) fn query_plan_blocking(
         &self,
         container: &Container,

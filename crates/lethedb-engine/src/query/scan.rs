@@ -4,7 +4,7 @@
 //! document cache) and pushes it into the query crate's `PageRun` until the page is full.
 //!
 //! It decides nothing: which keys a page reads, and whether the SDK's client pipeline must run
-//! the query instead, are decided in `query.rs` before any key is read; what a query means is
+//! the query instead, are decided in `query/mod.rs` before any key is read; what a query means is
 //! the query crate's business.
 
 use crate::clock::Stopwatch;
@@ -35,7 +35,7 @@ pub(crate) fn parts_from_values(values: Vec<Value>) -> PartitionKeyValue {
     )
 }
 
-/// The keys one page of a query reads (decided in `query.rs`).
+/// The keys one page of a query reads (decided in `query/mod.rs`).
 pub(crate) struct ScanScope {
     /// The ranges (and EPK bounds) the request names.
     pub(crate) filter: RangeFilter,

@@ -12,9 +12,7 @@
 
 use super::commit::{self, CommitPlan, Committed};
 use super::view::{ScriptView, ScriptWrite, ScriptWriteError};
-use crate::catalog::kinds::ResourceKind;
-use crate::catalog::script_body::{TriggerOperation, TriggerType};
-use crate::clock::Stopwatch;
+use crate::catalog::script_body::TriggerOperation;
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
@@ -23,14 +21,13 @@ use crate::items::StoredItem;
 use crate::limits::SCRIPT_ATTEMPTS_MAX;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::read_counters;
-use crate::throughput::request_units;
 use lethedb_scripts::{Failure, Invocation, Outcome};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 
 /// Request units per millisecond a script computes, on top of its operations' charges.
-const REQUEST_UNITS_PER_SCRIPT_MS: f64 = 1.0;
+pub(crate) const REQUEST_UNITS_PER_SCRIPT_MS: f64 = 1.0;
 
 /// A stored procedure's answer.
 #[derive(Debug)]
@@ -66,7 +63,7 @@ pub enum TriggeredOperation {
 
 impl TriggeredOperation {
     /// The name `getRequest().getOperationType()` returns.
-    fn type_name(&self) -> &'static str {
+    pub(crate) fn type_name(&self) -> &'static str {
         match self {
             TriggeredOperation::Create(_) => "Create",
             TriggeredOperation::Upsert(_) => "Upsert",
@@ -76,7 +73,7 @@ impl TriggeredOperation {
     }
 
     /// Whether a trigger registered for `registered` runs on it.
-    fn admits(&self, registered: TriggerOperation) -> bool {
+    pub(crate) fn admits(&self, registered: TriggerOperation) -> bool {
         use TriggerOperation as Registered;
         match self {
             TriggeredOperation::Create(_) => {
@@ -133,7 +130,7 @@ fn script_error(failure: Failure, ended_by: Option<EngineError>) -> EngineError 
 }
 
 /// Runs one script (a stored procedure, a trigger) against `view`.
-fn run_in_view(
+pub(crate) fn run_in_view(
     engine: &Engine,
     source: &str,
     invocation: &Invocation,
@@ -147,7 +144,7 @@ fn run_in_view(
 
 /// Gives the writes' final system properties to every copy of a written document in `value`
 /// (a script's response body): a copy carries a provisional `_etag` until the commit.
-fn finalize(
+pub(crate) fn finalize(
     value: &mut Value,
     provisional: &HashMap<String, Vec<u8>>,
     finals: &HashMap<Vec<u8>, StoredItem>,
@@ -181,7 +178,7 @@ fn finalize(
 
 impl Engine {
     /// Runs `work` on a blocking thread under a script permit.
-    async fn run_script<T, F>(&self, work: F) -> EngineResult<T>
+    pub(crate) async fn run_script<T, F>(&self, work: F) -> EngineResult<T>
     where
         T: Send + 'static,
         F: FnOnce(&Engine) -> EngineResult<T> + Send + 'static,
@@ -200,131 +197,23 @@ impl Engine {
                 .await
         })
     }
-
-    /// Executes a stored procedure with `arguments` in the logical partition `partition_key`.
-    pub async fn execute_stored_procedure(
-        &self,
-        container: &Arc<Container>,
-        id: &str,
-        partition_key: Option<PartitionKeyValue>,
-        arguments: Vec<Value>,
-        logging: bool,
-    ) -> EngineResult<ScriptResponse> {
-        let source = self
-            .read_script(
-                ResourceKind::StoredProcedure,
-                &container.database_id,
-                &container.id,
-                id,
-            )?
-            .body;
-        let partition = container.partition_key.point_key(partition_key)?;
-        let container = Arc::clone(container);
-        self.run_script(move |engine| {
-            let invocation = Invocation::StoredProcedure { arguments };
-            let ((outcome, compute_ms), done) = transact(engine, &container, &partition, |view| {
-                let started = Stopwatch::start();
-                let outcome = run_in_view(engine, &source, &invocation, logging, view)?;
-                Ok((outcome, started.elapsed().as_secs_f64() * 1000.0))
-            })?;
-            let mut body = outcome.response_body;
-            done.finalize(&mut body);
-            Ok(ScriptResponse {
-                body,
-                log: logging.then_some(outcome.log),
-                request_units: request_units::round_total(
-                    done.request_units + compute_ms * REQUEST_UNITS_PER_SCRIPT_MS,
-                ),
-                lsn: done.lsn,
-            })
-        })
-        .await
-    }
-
-    /// Runs an item write with its triggers in one transaction: the pre-triggers (which may
-    /// replace the body), the write, then the post-triggers; an exception in any rolls all back.
-    pub async fn write_item_with_triggers(
-        &self,
-        container: &Arc<Container>,
-        write: TriggeredWrite,
-    ) -> EngineResult<TriggeredOutcome> {
-        let load = |ids: &[String], wanted: TriggerType| -> EngineResult<Vec<(String, String)>> {
-            ids.iter()
-                .map(|id| {
-                    let trigger = self.read_script(
-                        ResourceKind::Trigger,
-                        &container.database_id,
-                        &container.id,
-                        id,
-                    )?;
-                    if trigger.trigger_type != Some(wanted) {
-                        return Err(EngineError::with_message(
-                            ErrorCode::TriggerNotApplicable,
-                            format!("The trigger '{id}' is not a {wanted:?}-trigger."),
-                        ));
-                    }
-                    let registered = trigger.trigger_operation.unwrap_or(TriggerOperation::All);
-                    if !write.operation.admits(registered) {
-                        return Err(EngineError::with_message(
-                            ErrorCode::TriggerNotApplicable,
-                            format!(
-                                "The trigger '{id}' is registered for the operation {registered:?} and cannot run on a {} operation.",
-                                write.operation.type_name()
-                            ),
-                        ));
-                    }
-                    Ok((trigger.id, trigger.body))
-                })
-                .collect()
-        };
-        let pre = load(&write.pre_triggers, TriggerType::Pre)?;
-        let post = load(&write.post_triggers, TriggerType::Post)?;
-        let partition = match (&write.partition_key, &write.operation) {
-            (Some(sent), _) => container.partition_key.require_full(sent.clone())?,
-            (
-                None,
-                TriggeredOperation::Create(body)
-                | TriggeredOperation::Upsert(body)
-                | TriggeredOperation::Replace(_, body),
-            ) => container.partition_key.extract(body),
-            (None, TriggeredOperation::Delete(_)) => container.partition_key.point_key(None)?,
-        };
-        let container = Arc::clone(container);
-        self.run_script(move |engine| {
-            let ((key, created, mut response_body), mut done) =
-                transact(engine, &container, &partition, |view| {
-                    triggered_write(engine, view, &write, &pre, &post)
-                })?;
-            if let Some(body) = &mut response_body {
-                done.finalize(body);
-            }
-            Ok(TriggeredOutcome {
-                item: key.and_then(|key| done.finals.remove(&key)),
-                created,
-                response_body,
-                request_units: request_units::round_total(done.request_units),
-                lsn: done.lsn,
-            })
-        })
-        .await
-    }
 }
 
 /// What a script transaction left once committed (or, writing nothing, once run).
-struct Transacted {
+pub(crate) struct Transacted {
     /// The written items as committed, by key.
-    finals: HashMap<Vec<u8>, StoredItem>,
+    pub(crate) finals: HashMap<Vec<u8>, StoredItem>,
     /// The provisional ETags the script was shown, by the key of their item.
     provisional: HashMap<String, Vec<u8>>,
     /// The container's LSN after it.
-    lsn: u64,
+    pub(crate) lsn: u64,
     /// What its operations cost.
-    request_units: f64,
+    pub(crate) request_units: f64,
 }
 
 impl Transacted {
     /// Gives copies of written documents in `value` their committed system properties.
-    fn finalize(&self, value: &mut Value) {
+    pub(crate) fn finalize(&self, value: &mut Value) {
         finalize(value, &self.provisional, &self.finals);
     }
 }
@@ -332,7 +221,7 @@ impl Transacted {
 /// Runs `run` against a view of a fresh snapshot and commits what it wrote; when a concurrent
 /// write changed what it read, runs it again, up to `SCRIPT_ATTEMPTS_MAX` times (then 449). A
 /// run that wrote nothing commits nothing.
-fn transact<T>(
+pub(crate) fn transact<T>(
     engine: &Engine,
     container: &Arc<Container>,
     partition: &PartitionKeyValue,
@@ -381,7 +270,7 @@ fn transact<T>(
 
 /// The triggers and the write inside one view; returns the written item's key (none for a
 /// delete), whether the write created it, and the response body a post-trigger set, if any.
-fn triggered_write(
+pub(crate) fn triggered_write(
     engine: &Engine,
     view: &mut ScriptView<'_>,
     write: &TriggeredWrite,

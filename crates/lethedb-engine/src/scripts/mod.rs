@@ -7,11 +7,11 @@
 //! the read set, apply the writes under one LSN) → `execute` (the entry points: run, commit,
 //! retry on conflict); `udfs` (a query's user-defined functions behind the query crate's hook).
 
-mod collection;
-mod commit;
-mod execute;
-mod udfs;
-mod view;
+pub(crate) mod collection;
+pub(crate) mod commit;
+pub(crate) mod execute;
+pub(crate) mod udfs;
+pub(crate) mod view;
 
 pub use execute::{
     script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,

@@ -46,7 +46,7 @@ impl Engine {
         if !mentions_udfs(text) {
             return Ok(None);
         }
-        let functions = self.list_udfs(&container.database_id, &container.id)?;
+        let functions = self.list_udfs_blocking(&container.database_id, &container.id)?;
         let host: Arc<dyn UdfHost> =
             Arc::new(ScriptUdfs(Udfs::new(functions, &self.inner.script_limits)));
         Ok(Some(host))

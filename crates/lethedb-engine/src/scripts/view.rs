@@ -2,7 +2,7 @@
 //! its own writes, off the writer thread.
 //!
 //! Every operation is decided against that view by the rules of its single-item counterpart
-//! (`item_rules.rs`: ids, ETags, TTL, sizes), so the script's callbacks get the answers the
+//! (`items/rules.rs`: ids, ETags, TTL, sizes), so the script's callbacks get the answers the
 //! service would give. Writes are not applied: they are kept, in order, for the commit
 //! (`commit.rs`), together with the version each item the script touched had in the snapshot
 //! (the read set), which the commit re-checks. Items the script writes carry provisional `_rid`s (for new

@@ -2,7 +2,7 @@
 //! statistics the engine keeps between turns.
 //!
 //! These types sit below the engine so the engine can hold them; the sweeper's decisions (what
-//! to delete, when, how fast) are in `sweeper.rs`, not here.
+//! to delete, when, how fast) are in `ttl/sweeper.rs`, not here.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;

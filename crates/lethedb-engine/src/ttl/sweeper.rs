@@ -10,7 +10,7 @@
 //!
 //! This module is policy only: which entries to take on a turn (pacing by batch size, pause and
 //! the RU allowance), and the statistics it reports. What an expired entry is and how the index
-//! is walked are in `expiry.rs`; the delete step itself is `items::apply_expire`.
+//! is walked are in `ttl/expiry.rs`; the delete step itself is `items::apply_expire`.
 //!
 //! On a container with provisioned throughput (its own or its database's) each deletion costs
 //! what a user delete of that item would, and a turn spends at most what users left unspent in
@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
-use crate::ttl::sweep_stats::{SweepStats, SweeperConfig};
+use crate::ttl::sweep_stats::SweeperConfig;
 
 /// What one walk of the expiry index chose for a batch.
 struct Candidates {
@@ -86,24 +86,10 @@ fn choose_candidates(
 }
 
 impl Engine {
-    /// Runs one turn: at most one batch per container. Returns how many items were deleted and
-    /// whether any container still has a backlog.
-    pub async fn sweep_once(&self, batch_items_max: usize) -> EngineResult<(u64, bool)> {
-        let containers = self.listed_containers().await?;
-        let mut deleted = 0;
-        let mut backlog_left = false;
-        for container in containers {
-            let (batch_deleted, more) = self.sweep_container(&container, batch_items_max).await?;
-            deleted += batch_deleted;
-            backlog_left |= more;
-        }
-        Ok((deleted, backlog_left))
-    }
-
     /// Sweeps one batch of a container: chooses it within the allowances, deletes it in one
     /// writer job, charges it and records the turn. Returns what it deleted and whether more
     /// may be waiting.
-    async fn sweep_container(
+    pub(crate) async fn sweep_container(
         &self,
         container: &Arc<Container>,
         batch_items_max: usize,
@@ -203,30 +189,12 @@ impl Engine {
             tracing::debug!(database = %container.database_id, container = %container.id, deleted, backlog = backlog_after, "swept expired items");
         }
     }
-
-    /// The sweeper's statistics for every container it has visited.
-    pub fn sweep_stats(&self) -> Vec<SweepStats> {
-        match self.inner.sweep_stats.stats.lock() {
-            Ok(stats) => stats.values().cloned().collect(),
-            Err(_) => Vec::new(),
-        }
-    }
-
-    /// Runs the sweeper on the current tokio runtime until its handle is stopped or dropped.
-    pub fn start_sweeper(&self, config: SweeperConfig) -> SweeperHandle {
-        let stop = Arc::new(Notify::new());
-        let task = tokio::spawn(run(self.clone(), config, Arc::clone(&stop)));
-        SweeperHandle {
-            stop,
-            task: Some(task),
-        }
-    }
 }
 
 /// Owns the running sweeper: [`SweeperHandle::stop`] (or dropping it) wakes and ends the loop.
 pub struct SweeperHandle {
-    stop: Arc<Notify>,
-    task: Option<tokio::task::JoinHandle<()>>,
+    pub(crate) stop: Arc<Notify>,
+    pub(crate) task: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl SweeperHandle {
@@ -257,7 +225,7 @@ const CHANGE_FEED_MAINTENANCE_INTERVAL: Duration = Duration::from_millis(200);
 
 /// The sweeper's loop: one turn, then a pause that a stop request cuts short. Its pacing
 /// (turns, pauses, the rate window) runs on the engine clock's [`Pacer`].
-async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
+pub(crate) async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>) {
     let pacer = engine.inner.clock.pacer();
     let mut pacing = Pacing::new(&pacer);
     loop {

@@ -124,7 +124,7 @@ async fn scripts_are_stored_as_sent_and_read_by_what_they_are() {
         })
     ));
 
-    assert_eq!(engine.list_udfs("db", "c").expect("none"), Vec::new());
+    assert_eq!(engine.list_udfs("db", "c").await.expect("none"), Vec::new());
     for (id, body) in [
         ("triple", "function (x) { return 3 * x; }"),
         ("double", "function (x) { return 2 * x; }"),
@@ -139,7 +139,7 @@ async fn scripts_are_stored_as_sent_and_read_by_what_they_are() {
             .expect("udf");
     }
     assert_eq!(
-        engine.list_udfs("db", "c").expect("udfs"),
+        engine.list_udfs("db", "c").await.expect("udfs"),
         vec![
             (
                 "double".to_string(),
@@ -156,7 +156,7 @@ async fn scripts_are_stored_as_sent_and_read_by_what_they_are() {
         .expect("udf");
     assert_eq!((udf.trigger_type, udf.trigger_operation), (None, None));
     assert!(matches!(
-        engine.list_udfs("db", "nope"),
+        engine.list_udfs("db", "nope").await,
         Err(EngineError {
             code: ErrorCode::ContainerNotFound,
             ..

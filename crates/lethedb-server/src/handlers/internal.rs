@@ -58,11 +58,14 @@ pub fn stats(state: &AppState, method: &Method, headers: &HeaderMap) -> ApiResul
 }
 
 /// The Prometheus text exposition.
-pub fn metrics(state: &AppState) -> ApiResult<Response> {
+pub async fn metrics(state: &AppState) -> ApiResult<Response> {
     let Some(metrics) = &state.metrics else {
         return Err(ApiError::from_code(Code::MetricsOff));
     };
-    let text = metrics.render().map_err(|_| {
+    // The usage figures walk the catalog and the expired backlogs: the engine reads them on its
+    // scan pool; rendering them is memory work.
+    let usages = state.engine.container_usages().await.unwrap_or_default();
+    let text = metrics.render(usages).map_err(|_| {
         ApiError::new(
             Code::Engine(ErrorCode::Internal),
             "the metrics could not be encoded",

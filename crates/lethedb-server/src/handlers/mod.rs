@@ -120,7 +120,7 @@ async fn offer(context: &Context<'_>, verb: Verb) -> ApiResult<Reply> {
     match verb {
         Verb::Feed => offers::feed_or_query(context, Listing::Feed).await,
         Verb::Query => offers::feed_or_query(context, Listing::Query).await,
-        Verb::Read => offers::read(context),
+        Verb::Read => offers::read(context).await,
         Verb::Replace => offers::replace(context).await,
         Verb::Create | Verb::Upsert | Verb::Delete => Err(not_in_row(Resource::Offer, verb)),
     }

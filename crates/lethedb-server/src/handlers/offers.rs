@@ -22,8 +22,8 @@ pub async fn feed_or_query(context: &Context<'_>, listing: Listing) -> ApiResult
     .await
 }
 
-pub fn read(context: &Context<'_>) -> ApiResult<Reply> {
-    let offer = context.state.engine.read_offer(context.path.id(0))?;
+pub async fn read(context: &Context<'_>) -> ApiResult<Reply> {
+    let offer = context.state.engine.read_offer(context.path.id(0)).await?;
     Ok(Reply::value(StatusCode::OK, &offer).charge(request_units::CATALOG_READ))
 }
 

@@ -1,0 +1,316 @@
+//! Doors for items: write (create, upsert, replace, with or without triggers), read, delete,
+//! patch, delete a logical partition, batches and bulk, the read feed, and an item's id by its
+//! `_rid`. Every item door takes the resolved container. Writes are writer jobs; the read feed
+//! is a scan under the bound; `read_item`, `read_item_with_lsn`, `item_id_by_rid` and
+//! `container_lsn` are the non-blocking fast paths (one or two point gets).
+
+use crate::catalog::kinds::ResourceKind;
+use crate::catalog::script_body::TriggerOperation;
+use crate::catalog::script_body::TriggerType;
+use crate::container::Container;
+use crate::engine::Engine;
+use crate::error::EngineError;
+use crate::error::EngineResult;
+use crate::error::ErrorCode;
+use crate::items::apply_delete;
+use crate::items::apply_delete_partition;
+use crate::items::apply_write;
+use crate::items::batch::check_batch_partition_key;
+use crate::items::batch::run_batch;
+use crate::items::batch::BatchEntry;
+use crate::items::batch::BatchOperation;
+use crate::items::patch::apply_patch_item;
+use crate::items::patch::parse_patch;
+use crate::items::rules::prepare_body;
+use crate::items::rules::WriteMode;
+use crate::items::Feed;
+use crate::items::ItemOutcome;
+use crate::items::StoredItem;
+use crate::items::WriteRequest;
+use crate::keys;
+use crate::partitions::partition_key::PartitionKeyValue;
+use crate::partitions::ranges::RangeFilter;
+use crate::records::read_counters;
+use crate::records::writer_container;
+use crate::rids;
+use crate::scripts::execute::transact;
+use crate::scripts::execute::triggered_write;
+use crate::scripts::execute::TriggeredOperation;
+use crate::scripts::execute::TriggeredOutcome;
+use crate::scripts::execute::TriggeredWrite;
+use crate::throughput::request_units;
+use lethedb_storage::Table;
+use serde_json::Value;
+use std::sync::Arc;
+
+impl Engine {
+    /// One page of a container's (or one partition's) items in key order. The continuation is
+    /// the last key returned, so a feed resumes exactly after it even if items changed meanwhile.
+    pub async fn read_feed(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        filter: RangeFilter,
+        page_items_max: usize,
+        continuation: Option<&str>,
+    ) -> EngineResult<Feed> {
+        let container = Arc::clone(container);
+        let continuation = continuation.map(str::to_string);
+        self.run_scan(move |engine| {
+            engine.read_feed_blocking(
+                &container,
+                partition_key,
+                filter,
+                page_items_max,
+                continuation.as_deref(),
+            )
+        })
+        .await
+    }
+
+    /// Runs an item write with its triggers in one transaction: the pre-triggers (which may
+    /// replace the body), the write, then the post-triggers; an exception in any rolls all back.
+    pub async fn write_item_with_triggers(
+        &self,
+        container: &Arc<Container>,
+        write: TriggeredWrite,
+    ) -> EngineResult<TriggeredOutcome> {
+        let load = |ids: &[String], wanted: TriggerType| -> EngineResult<Vec<(String, String)>> {
+            ids.iter()
+                .map(|id| {
+                    let trigger = self.read_script(
+                        ResourceKind::Trigger,
+                        &container.database_id,
+                        &container.id,
+                        id,
+                    )?;
+                    if trigger.trigger_type != Some(wanted) {
+                        return Err(EngineError::with_message(
+                            ErrorCode::TriggerNotApplicable,
+                            format!("The trigger '{id}' is not a {wanted:?}-trigger."),
+                        ));
+                    }
+                    let registered = trigger.trigger_operation.unwrap_or(TriggerOperation::All);
+                    if !write.operation.admits(registered) {
+                        return Err(EngineError::with_message(
+                            ErrorCode::TriggerNotApplicable,
+                            format!(
+                                "The trigger '{id}' is registered for the operation {registered:?} and cannot run on a {} operation.",
+                                write.operation.type_name()
+                            ),
+                        ));
+                    }
+                    Ok((trigger.id, trigger.body))
+                })
+                .collect()
+        };
+        let pre = load(&write.pre_triggers, TriggerType::Pre)?;
+        let post = load(&write.post_triggers, TriggerType::Post)?;
+        let partition = match (&write.partition_key, &write.operation) {
+            (Some(sent), _) => container.partition_key.require_full(sent.clone())?,
+            (
+                None,
+                TriggeredOperation::Create(body)
+                | TriggeredOperation::Upsert(body)
+                | TriggeredOperation::Replace(_, body),
+            ) => container.partition_key.extract(body),
+            (None, TriggeredOperation::Delete(_)) => container.partition_key.point_key(None)?,
+        };
+        let container = Arc::clone(container);
+        self.run_script(move |engine| {
+            let ((key, created, mut response_body), mut done) =
+                transact(engine, &container, &partition, |view| {
+                    triggered_write(engine, view, &write, &pre, &post)
+                })?;
+            if let Some(body) = &mut response_body {
+                done.finalize(body);
+            }
+            Ok(TriggeredOutcome {
+                item: key.and_then(|key| done.finals.remove(&key)),
+                created,
+                response_body,
+                request_units: request_units::round_total(done.request_units),
+                lsn: done.lsn,
+            })
+        })
+        .await
+    }
+
+    /// Runs a batch in one writer job. Atomic: all or nothing, and on failure the failing
+    /// operation's error with "not attempted" for every other; every write of a committed
+    /// atomic batch takes the same, next LSN (as the service's batch does). Non-atomic: each
+    /// operation on its own. A failure of the service rather than of an operation fails the
+    /// whole request. Returns the entries, whether the batch succeeded, and the container's
+    /// LSN after it (for the session token).
+    pub async fn execute_batch(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        partition_key: Option<PartitionKeyValue>,
+        operations: Vec<BatchOperation>,
+        atomic: bool,
+    ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
+        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                if atomic {
+                    check_batch_partition_key(&container, partition_key.as_ref())?;
+                    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+                    context.pinned_lsn = Some(lsn + 1);
+                }
+                let outcome = run_batch(context, &container, partition_key, operations, atomic);
+                context.pinned_lsn = None;
+                let (entries, succeeded) = outcome?;
+                let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+                Ok((entries, succeeded, lsn))
+            })
+            .await
+    }
+
+    /// Patches one visible item; returns the new version.
+    pub async fn patch_item(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+        body: Value,
+        if_match: Option<String>,
+    ) -> EngineResult<ItemOutcome> {
+        let (operations, condition) = parse_patch(&body)?;
+        let (database_id, container_id, id) = (
+            database_id.to_string(),
+            container_id.to_string(),
+            id.to_string(),
+        );
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                apply_patch_item(
+                    context,
+                    container,
+                    partition_key,
+                    &id,
+                    &operations,
+                    condition.as_deref(),
+                    if_match,
+                )
+            })
+            .await
+    }
+
+    /// Creates, upserts or replaces an item. `partition_key` is the request's header value, if
+    /// sent; it must name the partition key the document holds.
+    pub async fn write_item(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        mode: WriteMode,
+        partition_key: Option<PartitionKeyValue>,
+        body: Value,
+        if_match: Option<String>,
+    ) -> EngineResult<ItemOutcome> {
+        let request = WriteRequest {
+            mode,
+            partition_key,
+            body: prepare_body(body)?,
+            if_match,
+        };
+        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                apply_write(context, container, request)
+            })
+            .await
+    }
+
+    /// Reads one item; expired items are not found.
+    pub fn read_item(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+    ) -> EngineResult<StoredItem> {
+        self.read_item_in(container, partition_key, id, false)
+            .map(|(item, _)| item)
+    }
+
+    /// Reads one item and, from the same snapshot, the container's latest LSN: the session
+    /// token a read answers with is the partition's latest, not the item's own.
+    pub fn read_item_with_lsn(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+    ) -> EngineResult<(StoredItem, u64)> {
+        self.read_item_in(container, partition_key, id, true)
+    }
+
+    /// Deletes one item; returns the container LSN of the deletion.
+    pub async fn delete_item(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+        if_match: Option<String>,
+    ) -> EngineResult<u64> {
+        let (database_id, container_id, id) = (
+            database_id.to_string(),
+            container_id.to_string(),
+            id.to_string(),
+        );
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                apply_delete(context, &container, partition_key, &id, if_match)
+            })
+            .await
+    }
+
+    /// Deletes every item of one logical partition (expired ones too) in one transaction;
+    /// returns how many visible items went.
+    pub async fn delete_partition(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        partition_key: PartitionKeyValue,
+    ) -> EngineResult<u64> {
+        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = writer_container(context, &database_id, &container_id)?;
+                apply_delete_partition(context, &container, partition_key)
+            })
+            .await
+    }
+
+    /// The id of the item whose `_rid` is `rid`, for clients that address items by `_self`.
+    pub fn item_id_by_rid(&self, container: &Container, rid: &str) -> EngineResult<Option<String>> {
+        let Some(document_number) = rids::document_number_of(rid) else {
+            return Ok(None);
+        };
+        let reader = self.inner.store.read()?;
+        let Some(suffix) = reader.get(
+            Table::ResourceIds,
+            &keys::resource_id_key(container.key_number(), document_number),
+        )?
+        else {
+            return Ok(None);
+        };
+        Ok(keys::split_item_suffix(&suffix).map(|(_, id)| id.to_string()))
+    }
+
+    /// The container's current LSN, for session tokens on reads.
+    pub fn container_lsn(&self, container: &Container) -> EngineResult<u64> {
+        let reader = self.inner.store.read()?;
+        Ok(read_counters(&*reader, container.key_number())?.lsn)
+    }
+}
