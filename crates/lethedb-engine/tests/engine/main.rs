@@ -14,6 +14,7 @@ mod item_rules;
 mod model;
 mod query_metrics;
 mod ranges;
+mod resolved_container;
 mod resources;
 mod script_resources;
 mod scripts;
