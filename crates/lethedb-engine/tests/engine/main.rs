@@ -8,6 +8,7 @@
 mod batch;
 mod change_feed;
 mod common;
+mod corrupted_records;
 mod epk;
 mod faults;
 mod item_rules;
