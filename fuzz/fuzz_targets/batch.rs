@@ -25,10 +25,10 @@ fuzz_target!(|data: &[u8]| {
     let count = operations.len();
     Harness::with(|harness| {
         let engine = harness.engine();
+        let container = engine.read_container(DATABASE, "v2").expect("container");
         let before = snapshot(harness, "v2");
         let atomic = harness.block_on(engine.execute_batch(
-            DATABASE,
-            "v2",
+            &container,
             partition_key_of(&json!("a")),
             operations.clone(),
             true,
@@ -63,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
         }
         let middle = snapshot(harness, "v2");
         if let Ok((entries, _, _)) =
-            harness.block_on(engine.execute_batch(DATABASE, "v2", None, operations, false))
+            harness.block_on(engine.execute_batch(&container, None, operations, false))
         {
             assert_eq!(entries.len(), count);
         }

@@ -94,8 +94,7 @@ fn write_and_check(harness: &Harness, container: &str, body: &Value, send_key: b
             .map(|item| item.record)
     });
     let outcome = harness.block_on(engine.write_item(
-        DATABASE,
-        container,
+        &handle,
         WriteMode::Create,
         key.clone(),
         body.clone(),
@@ -117,7 +116,7 @@ fn write_and_check(harness: &Harness, container: &str, body: &Value, send_key: b
                 .expect("a created item reads back by its partition key");
             assert_eq!(read.record, outcome.item.record);
             harness
-                .block_on(engine.delete_item(DATABASE, container, Some(extracted), &id, None))
+                .block_on(engine.delete_item(&handle, Some(extracted), &id, None))
                 .expect("a created item deletes");
         }
         Err(_) => {

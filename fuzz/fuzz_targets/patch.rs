@@ -35,14 +35,8 @@ fuzz_target!(|data: &[u8]| {
             .read_item(&container, key.clone(), "one")
             .expect("item one");
         let document: Value = serde_json::from_slice(&stored.record.body).expect("stored body");
-        let outcome = harness.block_on(engine.patch_item(
-            DATABASE,
-            "v2",
-            key.clone(),
-            "one",
-            body.clone(),
-            None,
-        ));
+        let outcome =
+            harness.block_on(engine.patch_item(&container, key.clone(), "one", body.clone(), None));
         match outcome {
             Ok(outcome) => {
                 let expected = apply_patch(&document, &operations)
@@ -53,8 +47,7 @@ fuzz_target!(|data: &[u8]| {
                 // Put the item back for the next input.
                 harness
                     .block_on(engine.write_item(
-                        DATABASE,
-                        "v2",
+                        &container,
                         WriteMode::Replace("one".into()),
                         key,
                         document,

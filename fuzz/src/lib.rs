@@ -130,10 +130,11 @@ impl Harness {
                     .await
                     .expect("container");
             }
+            let v2 = engine.read_container(DATABASE, "v2").expect("v2");
             for document in base_documents() {
                 let key = partition_key_of(&document["a"]["b"]);
                 engine
-                    .write_item(DATABASE, "v2", WriteMode::Create, key, document, None)
+                    .write_item(&v2, WriteMode::Create, key, document, None)
                     .await
                     .expect("base document");
             }

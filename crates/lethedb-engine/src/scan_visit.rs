@@ -6,7 +6,7 @@
 //! caller's and the storage crate's business.
 
 use crate::error::EngineResult;
-use lethedb_storage::{KeyRange, ReadTxn, Table};
+use lethedb_storage::{KeyRange, ReadTxn, Table, Visit};
 use std::ops::ControlFlow;
 
 /// A visitor of key-value pairs that may fail: `Ok(Break)` stops the scan, `Err` stops it and
@@ -21,8 +21,19 @@ pub(crate) fn try_scan(
     range: &KeyRange,
     visit: TryVisit<'_>,
 ) -> EngineResult<()> {
+    try_scan_with(|plain| Ok(reader.scan(table, range, plain)?), visit)
+}
+
+/// Runs `scan`, any scan that takes the storage crate's visitor, with `visit` behind it: the
+/// scan's own failure comes first, then the visitor's first error. The writer's transaction
+/// scans through it (`WriteContext::try_scan`) so that its storage failures are still noted
+/// by the writer as every other operation's are.
+pub(crate) fn try_scan_with(
+    scan: impl FnOnce(Visit<'_>) -> EngineResult<()>,
+    visit: TryVisit<'_>,
+) -> EngineResult<()> {
     let mut failure = None;
-    reader.scan(table, range, &mut |key, value| match visit(key, value) {
+    scan(&mut |key, value| match visit(key, value) {
         Ok(flow) => flow,
         Err(error) => {
             failure = Some(error);

@@ -30,6 +30,7 @@ use crate::container::Container;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
 use crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT;
 use crate::poison::{panic_message, Poison};
+use crate::scan_visit::{try_scan_with, TryVisit};
 use lethedb_storage::{
     KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn,
 };
@@ -106,6 +107,17 @@ impl WriteContext<'_> {
     pub fn scan(&mut self, table: Table, range: &KeyRange, visit: Visit<'_>) -> EngineResult<()> {
         let result = self.txn.scan(table, range, visit);
         self.note(result)
+    }
+
+    /// Like [`WriteContext::scan`], with a visitor that may fail (`?` inside it): its first
+    /// error ends the scan and becomes the scan's error.
+    pub(crate) fn try_scan(
+        &mut self,
+        table: Table,
+        range: &KeyRange,
+        visit: TryVisit<'_>,
+    ) -> EngineResult<()> {
+        try_scan_with(|plain| self.scan(table, range, plain), visit)
     }
 
     pub fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> EngineResult<()> {

@@ -37,6 +37,7 @@ async fn a_full_writer_queue_answers_429_with_a_retry_delay() {
         )
         .await
         .expect("container");
+    let container = engine.read_container("db", "c").expect("container");
     // A stalled disk: the writer holds one job in its commit, one waits, the rest are refused.
     store.hold_commits();
     // Should the queue never fill, the held commits still end, so the test fails, not hangs.
@@ -52,12 +53,11 @@ async fn a_full_writer_queue_answers_429_with_a_retry_delay() {
     let mut fillers = Vec::new();
     let mut refused_in_a_row = 0;
     for i in 0..50 {
-        let engine = engine.clone();
+        let (engine, container) = (engine.clone(), Arc::clone(&container));
         let filler = tokio::spawn(async move {
             engine
                 .write_item(
-                    "db",
-                    "c",
+                    &container,
                     WriteMode::Create,
                     lethedb_engine::PartitionKeyValue::parse_json_text("[\"p\"]").ok(),
                     json!({"id": format!("filler{i}"), "pk": "p"}),

@@ -39,6 +39,7 @@ use crate::scripts::execute::TriggeredOperation;
 use crate::scripts::execute::TriggeredOutcome;
 use crate::scripts::execute::TriggeredWrite;
 use crate::throughput::request_units;
+use crate::writer::WriteContext;
 use lethedb_storage::Table;
 use serde_json::Value;
 use std::sync::Arc;
@@ -144,17 +145,16 @@ impl Engine {
     /// LSN after it (for the session token).
     pub async fn execute_batch(
         &self,
-        database_id: &str,
-        container_id: &str,
+        container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
         operations: Vec<BatchOperation>,
         atomic: bool,
     ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        let resolved = Arc::clone(container);
         self.inner
             .writer
             .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
+                let container = current_container(context, &resolved)?;
                 if atomic {
                     check_batch_partition_key(&container, partition_key.as_ref())?;
                     let lsn = read_counters(context.reader(), container.key_number())?.lsn;
@@ -172,23 +172,18 @@ impl Engine {
     /// Patches one visible item; returns the new version.
     pub async fn patch_item(
         &self,
-        database_id: &str,
-        container_id: &str,
+        container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
         id: &str,
         body: Value,
         if_match: Option<String>,
     ) -> EngineResult<ItemOutcome> {
         let (operations, condition) = parse_patch(&body)?;
-        let (database_id, container_id, id) = (
-            database_id.to_string(),
-            container_id.to_string(),
-            id.to_string(),
-        );
+        let (resolved, id) = (Arc::clone(container), id.to_string());
         self.inner
             .writer
             .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
+                let container = current_container(context, &resolved)?;
                 apply_patch_item(
                     context,
                     container,
@@ -206,8 +201,7 @@ impl Engine {
     /// sent; it must name the partition key the document holds.
     pub async fn write_item(
         &self,
-        database_id: &str,
-        container_id: &str,
+        container: &Arc<Container>,
         mode: WriteMode,
         partition_key: Option<PartitionKeyValue>,
         body: Value,
@@ -219,11 +213,11 @@ impl Engine {
             body: prepare_body(body)?,
             if_match,
         };
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        let resolved = Arc::clone(container);
         self.inner
             .writer
             .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
+                let container = current_container(context, &resolved)?;
                 apply_write(context, container, request)
             })
             .await
@@ -254,21 +248,16 @@ impl Engine {
     /// Deletes one item; returns the container LSN of the deletion.
     pub async fn delete_item(
         &self,
-        database_id: &str,
-        container_id: &str,
+        container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
         id: &str,
         if_match: Option<String>,
     ) -> EngineResult<u64> {
-        let (database_id, container_id, id) = (
-            database_id.to_string(),
-            container_id.to_string(),
-            id.to_string(),
-        );
+        let (resolved, id) = (Arc::clone(container), id.to_string());
         self.inner
             .writer
             .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
+                let container = current_container(context, &resolved)?;
                 apply_delete(context, &container, partition_key, &id, if_match)
             })
             .await
@@ -278,15 +267,14 @@ impl Engine {
     /// returns how many visible items went.
     pub async fn delete_partition(
         &self,
-        database_id: &str,
-        container_id: &str,
+        container: &Arc<Container>,
         partition_key: PartitionKeyValue,
     ) -> EngineResult<u64> {
-        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        let resolved = Arc::clone(container);
         self.inner
             .writer
             .write(move |context| {
-                let container = writer_container(context, &database_id, &container_id)?;
+                let container = current_container(context, &resolved)?;
                 apply_delete_partition(context, &container, partition_key)
             })
             .await
@@ -313,4 +301,17 @@ impl Engine {
         let reader = self.inner.store.read()?;
         Ok(read_counters(&*reader, container.key_number())?.lsn)
     }
+}
+
+/// The container a writer job works on: the one that now holds the resolved container's name,
+/// looked up again inside the job. Between the request's lookup and the commit the container
+/// may have been deleted (the job then fails with the same not-found as a request naming no
+/// container), replaced by a new one of the same name (the job writes to the new one), or, on
+/// a shared store, changed by another process; the writer's own cache of container definitions
+/// is cleared whenever any of these can have happened.
+fn current_container(
+    context: &mut WriteContext<'_>,
+    resolved: &Container,
+) -> EngineResult<Arc<Container>> {
+    writer_container(context, &resolved.database_id, &resolved.id)
 }

@@ -5,6 +5,7 @@
 
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::limits::validate_id;
+use crate::scan_visit::try_scan;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -40,21 +41,16 @@ pub(crate) fn list_records<T: DeserializeOwned>(
     resource_of: impl Fn(T) -> Value,
 ) -> EngineResult<Vec<Value>> {
     let mut found = Vec::new();
-    let mut broken = false;
-    reader.scan(
+    try_scan(
+        reader,
         Table::Catalog,
         &KeyRange::prefix(prefix),
         &mut |_, value| {
-            match serde_json::from_slice::<T>(value) {
-                Ok(record) => found.push(resource_of(record)),
-                Err(_) => broken = true,
-            }
-            ControlFlow::Continue(())
+            let record = serde_json::from_slice::<T>(value).map_err(|_| corrupted(what))?;
+            found.push(resource_of(record));
+            Ok(ControlFlow::Continue(()))
         },
     )?;
-    if broken {
-        return Err(corrupted(what));
-    }
     Ok(found)
 }
 

@@ -10,6 +10,7 @@ use crate::error::{corrupted, EngineResult};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{read_counters, ExpiryEntry, ItemRecord};
+use crate::scan_visit::try_scan;
 use crate::ttl::expiry::{is_expired, visit_expired};
 use lethedb_storage::{KeyRange, Table};
 use std::ops::ControlFlow;
@@ -61,17 +62,15 @@ impl Engine {
         let prefix = keys::container_items_prefix(container.key_number());
         let mut last_partition: Vec<u8> = Vec::new();
         let mut owner = 0usize;
-        let mut broken = false;
-        reader.scan(
+        try_scan(
+            &*reader,
             Table::Items,
             &KeyRange::prefix(&prefix),
             &mut |key, value| {
-                let Some((last_modified_ms, _, ttl)) = ItemRecord::decode_header(value) else {
-                    broken = true;
-                    return ControlFlow::Break(());
-                };
+                let (last_modified_ms, _, ttl) =
+                    ItemRecord::decode_header(value).ok_or_else(|| corrupted("item"))?;
                 if is_expired(container, last_modified_ms, ttl, now_ms) {
-                    return ControlFlow::Continue(());
+                    return Ok(ControlFlow::Continue(()));
                 }
                 let partition = keys::partition_bytes(key).unwrap_or_default();
                 let new_partition =
@@ -89,12 +88,9 @@ impl Engine {
                     entry.bytes += value.len() as u64;
                     entry.distinct_partition_keys += u64::from(new_partition);
                 }
-                ControlFlow::Continue(())
+                Ok(ControlFlow::Continue(()))
             },
         )?;
-        if broken {
-            return Err(corrupted("item"));
-        }
         Ok(statistics)
     }
 }

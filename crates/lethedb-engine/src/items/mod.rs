@@ -513,21 +513,15 @@ pub(crate) fn apply_delete_partition(
     let partition_key = container.partition_key.require_full(partition_key)?;
     let number = container.key_number();
     let mut doomed = Vec::new();
-    let mut broken = false;
-    context.scan(
+    context.try_scan(
         Table::Items,
         &KeyRange::prefix(&keys::partition_prefix(number, &partition_key.encode())),
         &mut |key, value| {
-            match ItemRecord::decode(value) {
-                Some(record) => doomed.push((key.to_vec(), record)),
-                None => broken = true,
-            }
-            ControlFlow::Continue(())
+            let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
+            doomed.push((key.to_vec(), record));
+            Ok(ControlFlow::Continue(()))
         },
     )?;
-    if broken {
-        return Err(corrupted("item"));
-    }
     // Expired versions are about to go: their TTL events must be out first.
     change_log::emit_ttl_events(context, container)?;
     let mut counters = read_counters(context.reader(), number)?;

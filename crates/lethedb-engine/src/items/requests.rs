@@ -14,6 +14,7 @@ use crate::limits::PAGE_ITEMS_MAX;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
 use crate::records::{read_counters, ItemRecord};
+use crate::scan_visit::try_scan;
 use crate::ttl::expiry::record_is_expired;
 use base64::Engine as _;
 use lethedb_storage::{KeyRange, Table};
@@ -89,19 +90,15 @@ impl Engine {
         let mut items = Vec::new();
         let mut last_key = Vec::new();
         let mut more = false;
-        let mut broken = false;
-        reader.scan(Table::Items, &range, &mut |key, value| {
-            let Some(record) = ItemRecord::decode(value) else {
-                broken = true;
-                return ControlFlow::Break(());
-            };
+        try_scan(&*reader, Table::Items, &range, &mut |key, value| {
+            let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
             if record_is_expired(container, &record, now_ms) || !matcher.admits(key) {
-                return ControlFlow::Continue(());
+                return Ok(ControlFlow::Continue(()));
             }
             if items.len() == page_items_max {
                 // One more visible item exists: the page gets a continuation.
                 more = true;
-                return ControlFlow::Break(());
+                return Ok(ControlFlow::Break(()));
             }
             items.push(StoredItem {
                 container: Arc::clone(container),
@@ -109,11 +106,8 @@ impl Engine {
             });
             last_key.clear();
             last_key.extend_from_slice(key);
-            ControlFlow::Continue(())
+            Ok(ControlFlow::Continue(()))
         })?;
-        if broken {
-            return Err(corrupted("item"));
-        }
         let lsn = read_counters(&*reader, number)?.lsn;
         let continuation = more.then(|| encode_continuation(keys::item_key_suffix(&last_key)));
         Ok(Feed {

@@ -23,6 +23,7 @@ use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::ItemRecord;
 use crate::rids;
+use crate::scan_visit::try_scan;
 use crate::throughput::request_units;
 use crate::ttl::expiry::record_is_expired;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
@@ -277,11 +278,11 @@ impl<'r> ScriptView<'r> {
     }
 
     /// Visits the partition's visible documents in key order after `after` (a key suffix),
-    /// the script's own writes included, until `visit` breaks.
+    /// the script's own writes included, until `visit` breaks or fails.
     pub(crate) fn scan(
         &mut self,
         after: Option<&[u8]>,
-        visit: &mut dyn FnMut(&[u8], &Value) -> ControlFlow<()>,
+        visit: DocumentVisit<'_>,
     ) -> EngineResult<()> {
         let range = self.scan_range(after)?;
         let local_range = (range.start.clone(), range.end.clone());
@@ -291,19 +292,15 @@ impl<'r> ScriptView<'r> {
             pending: self.local.range(local_range).peekable(),
             reads: &mut self.reads,
             stopped: false,
-            failure: None,
             scanned_bytes: 0,
         };
-        self.reader.scan(Table::Items, &range, &mut |key, value| {
+        try_scan(self.reader, Table::Items, &range, &mut |key, value| {
             merge.snapshot_entry(key, value, visit)
         })?;
-        if let Some(error) = merge.failure {
-            return Err(error);
-        }
         if !merge.stopped {
             for (local_key, local) in merge.pending {
                 if let Some(document) = local {
-                    if visit(local_key, document).is_break() {
+                    if visit(local_key, document)?.is_break() {
                         break;
                     }
                 }
@@ -342,11 +339,11 @@ impl<'r> ScriptView<'r> {
         self.scan(after.as_deref(), &mut |key, document| {
             if documents.len() == size {
                 more = true;
-                return ControlFlow::Break(());
+                return Ok(ControlFlow::Break(()));
             }
             documents.push(document.clone());
             last = keys::item_key_suffix(key).to_vec();
-            ControlFlow::Continue(())
+            Ok(ControlFlow::Continue(()))
         })?;
         let continuation = more.then(|| encode_continuation(&last));
         Ok((documents, continuation))
@@ -369,28 +366,22 @@ impl<'r> ScriptView<'r> {
         )?;
         let mut run = prepared.start_page(continuation, page_items(page_size))?;
         let after = run.resume_after().map(<[u8]>::to_vec);
-        let mut failure = None;
         let mut full = false;
-        self.scan(after.as_deref(), &mut |key, document| match run
-            .push(keys::item_key_suffix(key), document)
-        {
-            Ok(flow) => {
-                full = flow.is_break();
-                flow
-            }
-            Err(error) => {
-                failure = Some(error);
-                ControlFlow::Break(())
-            }
+        self.scan(after.as_deref(), &mut |key, document| {
+            let flow = run.push(keys::item_key_suffix(key), document)?;
+            full = flow.is_break();
+            Ok(flow)
         })?;
-        if let Some(error) = failure {
-            return Err(error.into());
-        }
         let page = run.finish(!full)?;
         self.request_units += request_units::query(page.documents_scanned, page.items.len() as u64);
         Ok((page.items, page.continuation))
     }
 }
+
+/// A visitor of the view's documents (key, document) that may fail: `Ok(Break)` stops the
+/// scan, `Err` stops it and becomes its error.
+pub(crate) type DocumentVisit<'a> =
+    &'a mut dyn FnMut(&[u8], &Value) -> EngineResult<ControlFlow<()>>;
 
 /// The script's own writes, in key order, not yet merged into a scan.
 type Pending<'v> = Peekable<btree_map::Range<'v, Vec<u8>, Option<Arc<Value>>>>;
@@ -405,7 +396,6 @@ struct Merge<'v> {
     reads: &'v mut HashMap<Vec<u8>, Option<u64>>,
     /// Whether the visitor broke.
     stopped: bool,
-    failure: Option<EngineError>,
     scanned_bytes: usize,
 }
 
@@ -416,22 +406,22 @@ impl Merge<'_> {
         &mut self,
         key: &[u8],
         value: &[u8],
-        visit: &mut dyn FnMut(&[u8], &Value) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
+        visit: DocumentVisit<'_>,
+    ) -> EngineResult<ControlFlow<()>> {
         while let Some((local_key, local)) = self.pending.peek() {
             if local_key.as_slice() > key {
                 break;
             }
             let overrides = local_key.as_slice() == key;
             if let Some(document) = local {
-                if visit(local_key, document).is_break() {
+                if visit(local_key, document)?.is_break() {
                     self.stopped = true;
-                    return ControlFlow::Break(());
+                    return Ok(ControlFlow::Break(()));
                 }
             }
             self.pending.next();
             if overrides {
-                return ControlFlow::Continue(());
+                return Ok(ControlFlow::Continue(()));
             }
         }
         self.stored_version(key, value, visit)
@@ -442,14 +432,11 @@ impl Merge<'_> {
         &mut self,
         key: &[u8],
         value: &[u8],
-        visit: &mut dyn FnMut(&[u8], &Value) -> ControlFlow<()>,
-    ) -> ControlFlow<()> {
-        let Some(record) = ItemRecord::decode(value) else {
-            self.failure = Some(corrupted("item"));
-            return ControlFlow::Break(());
-        };
+        visit: DocumentVisit<'_>,
+    ) -> EngineResult<ControlFlow<()>> {
+        let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
         if record_is_expired(&self.container, &record, self.now_ms) {
-            return ControlFlow::Continue(());
+            return Ok(ControlFlow::Continue(()));
         }
         self.reads.entry(key.to_vec()).or_insert(Some(record.lsn));
         self.scanned_bytes += record.body.len();
@@ -457,19 +444,11 @@ impl Merge<'_> {
             container: Arc::clone(&self.container),
             record,
         };
-        match item.to_value() {
-            Ok(document) => {
-                if visit(key, &document).is_break() {
-                    self.stopped = true;
-                    return ControlFlow::Break(());
-                }
-                ControlFlow::Continue(())
-            }
-            Err(error) => {
-                self.failure = Some(error);
-                ControlFlow::Break(())
-            }
+        if visit(key, &item.to_value()?)?.is_break() {
+            self.stopped = true;
+            return Ok(ControlFlow::Break(()));
         }
+        Ok(ControlFlow::Continue(()))
     }
 }
 

@@ -1,7 +1,7 @@
 //! Transactional batches: all or nothing, each operation with its single-item rules; bulk:
 //! each operation on its own; partition deletes.
 
-use crate::common::{engine_with_container, pk};
+use crate::common::{engine_with_container, pk, resolved};
 use lethedb_engine::RangeFilter;
 
 use lethedb_engine::ErrorCode;
@@ -18,8 +18,7 @@ async fn engine() -> Engine {
     .await;
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Create,
             pk("p"),
             json!({"id": "existing", "pk": "p", "n": 1}),
@@ -73,7 +72,7 @@ async fn a_successful_batch_applies_every_operation_in_order() {
     ]))
     .expect("parse");
     let (results, succeeded, _) = engine
-        .execute_batch("db", "c", pk("p"), operations, true)
+        .execute_batch(&resolved(&engine, "c"), pk("p"), operations, true)
         .await
         .expect("batch");
     assert!(succeeded);
@@ -113,7 +112,7 @@ async fn a_failing_operation_undoes_the_whole_batch() {
     ]))
     .expect("parse");
     let (results, succeeded, _) = engine
-        .execute_batch("db", "c", pk("p"), operations, true)
+        .execute_batch(&resolved(&engine, "c"), pk("p"), operations, true)
         .await
         .expect("batch");
     assert!(!succeeded);
@@ -161,7 +160,7 @@ async fn bulk_operations_succeed_or_fail_one_by_one_with_their_own_keys() {
     ]))
     .expect("parse");
     let (results, _, _) = engine
-        .execute_batch("db", "c", None, operations, false)
+        .execute_batch(&resolved(&engine, "c"), None, operations, false)
         .await
         .expect("bulk");
     assert_eq!(
@@ -180,8 +179,7 @@ async fn deleting_a_partition_removes_only_its_items() {
     let engine = engine().await;
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Create,
             pk("q"),
             json!({"id": "other", "pk": "q"}),
@@ -191,8 +189,7 @@ async fn deleting_a_partition_removes_only_its_items() {
         .expect("other");
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Create,
             pk("p"),
             json!({"id": "second", "pk": "p"}),
@@ -202,8 +199,7 @@ async fn deleting_a_partition_removes_only_its_items() {
         .expect("second");
     let deleted = engine
         .delete_partition(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             PartitionKeyValue::parse_json_text("[\"p\"]").expect("pk"),
         )
         .await

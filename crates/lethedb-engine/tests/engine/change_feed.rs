@@ -3,7 +3,7 @@
 //! (emitted at the expiry instant, once, never for a rewritten item, at once when TTL is turned
 //! on late, whether the sweeper ran before or not), and retention.
 
-use crate::common::pk;
+use crate::common::{pk, resolved};
 use lethedb_engine::BatchOperation;
 use lethedb_engine::RangeFilter;
 use lethedb_engine::{
@@ -49,7 +49,13 @@ async fn engine_with(
 async fn upsert(engine: &Engine, item: Value) {
     let key = item["pk"].as_str().expect("pk").to_string();
     engine
-        .write_item("db", "c", WriteMode::Upsert, pk(&key), item, None)
+        .write_item(
+            &resolved(engine, "c"),
+            WriteMode::Upsert,
+            pk(&key),
+            item,
+            None,
+        )
         .await
         .expect("upsert");
 }
@@ -116,7 +122,7 @@ async fn latest_version_gives_current_versions_in_lsn_order() {
     }
     upsert(&engine, json!({"id": "a", "pk": "p", "v": 2})).await;
     engine
-        .delete_item("db", "c", pk("p"), "b", None)
+        .delete_item(&resolved(&engine, "c"), pk("p"), "b", None)
         .await
         .expect("delete");
     let page = read(&engine, LATEST, ChangeFeedStart::Beginning, None)
@@ -170,7 +176,7 @@ async fn pages_never_split_a_transaction() {
         })
         .collect();
     engine
-        .execute_batch("db", "c", pk("p"), operations, true)
+        .execute_batch(&resolved(&engine, "c"), pk("p"), operations, true)
         .await
         .expect("batch");
     upsert(&engine, json!({"id": "last", "pk": "p"})).await;
@@ -202,7 +208,7 @@ async fn all_versions_logs_creates_replaces_and_deletes() {
     upsert(&engine, json!({"id": "a", "pk": "p", "v": 1})).await;
     upsert(&engine, json!({"id": "a", "pk": "p", "v": 2})).await;
     engine
-        .delete_item("db", "c", pk("p"), "a", None)
+        .delete_item(&resolved(&engine, "c"), pk("p"), "a", None)
         .await
         .expect("delete");
     let page = after(&engine, ALL, now.etag_lsn).await.expect("page");

@@ -1,6 +1,6 @@
-//! Helpers shared by the engine's integration tests: partition key values, query pages, a
-//! deterministic random generator, and the engine's configuration with these tests' own wire
-//! statuses.
+//! Helpers shared by the engine's integration tests: resolved containers, partition key values,
+//! query pages, a deterministic random generator, and the engine's configuration with these
+//! tests' own wire statuses.
 
 use lethedb_engine::{EngineConfig, ErrorCode, PartitionKeyValue};
 
@@ -21,6 +21,15 @@ pub fn wire_status(code: ErrorCode) -> (u16, &'static str) {
 /// The default configuration, with [`wire_status`].
 pub fn config() -> EngineConfig {
     EngineConfig::new(wire_status)
+}
+
+/// Container `id` of database `db`, resolved as the server resolves the container of an item
+/// request before it calls the engine.
+pub fn resolved(
+    engine: &lethedb_engine::Engine,
+    id: &str,
+) -> std::sync::Arc<lethedb_engine::Container> {
+    engine.read_container("db", id).expect("container")
 }
 
 /// The partition key header value for a single string key.
@@ -83,8 +92,7 @@ pub async fn create_items(engine: &lethedb_engine::Engine, count: usize) {
     for i in 0..count {
         engine
             .write_item(
-                "db",
-                "c",
+                &resolved(engine, "c"),
                 lethedb_engine::WriteMode::Create,
                 pk("p"),
                 serde_json::json!({"id": format!("i{i}"), "pk": "p"}),

@@ -27,8 +27,7 @@ fn container_body() -> serde_json::Value {
 async fn create(engine: &Engine, id: &str) -> Result<(), EngineError> {
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(engine, "c"),
             WriteMode::Create,
             pk("p"),
             json!({"id": id, "pk": "p"}),

@@ -4,7 +4,7 @@
 //! and leave the same items. For this test the engine is given wire statuses that number every
 //! error code apart, so the script's `err.number` names the code exactly.
 
-use crate::common::{engine_on_store, pk};
+use crate::common::{engine_on_store, pk, resolved};
 use lethedb_engine::RangeFilter;
 use lethedb_engine::{
     Engine, EngineConfig, EngineError, ErrorCode, ManualClock, ResourceKind, ResourceParent,
@@ -89,7 +89,13 @@ async fn seeded() -> Engine {
     for id in ["a", "b"] {
         let body = json!({"id": id, "pk": "p", "v": 0});
         engine
-            .write_item("db", "c", WriteMode::Create, pk("p"), body, None)
+            .write_item(
+                &resolved(&engine, "c"),
+                WriteMode::Create,
+                pk("p"),
+                body,
+                None,
+            )
             .await
             .expect("seed");
     }
@@ -130,19 +136,19 @@ async fn by_request(
     condition: Condition,
 ) -> Result<(), ErrorCode> {
     let if_match = if_match(engine, condition);
+    let container = resolved(engine, "c");
     let done = match operation {
         Operation::Create(body) => engine
-            .write_item("db", "c", WriteMode::Create, pk("p"), body, if_match)
+            .write_item(&container, WriteMode::Create, pk("p"), body, if_match)
             .await
             .map(|_| ()),
         Operation::Upsert(body) => engine
-            .write_item("db", "c", WriteMode::Upsert, pk("p"), body, if_match)
+            .write_item(&container, WriteMode::Upsert, pk("p"), body, if_match)
             .await
             .map(|_| ()),
         Operation::Replace(id, body) => engine
             .write_item(
-                "db",
-                "c",
+                &container,
                 WriteMode::Replace(id.into()),
                 pk("p"),
                 body,
@@ -151,7 +157,7 @@ async fn by_request(
             .await
             .map(|_| ()),
         Operation::Delete(id) => engine
-            .delete_item("db", "c", pk("p"), id, if_match)
+            .delete_item(&container, pk("p"), id, if_match)
             .await
             .map(|_| ()),
     };

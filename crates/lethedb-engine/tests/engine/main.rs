@@ -8,12 +8,14 @@
 mod batch;
 mod change_feed;
 mod common;
+mod corrupted_records;
 mod epk;
 mod faults;
 mod item_rules;
 mod model;
 mod query_metrics;
 mod ranges;
+mod resolved_container;
 mod resources;
 mod script_resources;
 mod scripts;

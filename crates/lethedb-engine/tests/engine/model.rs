@@ -63,8 +63,7 @@ async fn a_failed_put_or_commit_acknowledges_nothing_and_loses_nothing_acknowled
     assert!(reason.contains("commit"), "{reason}");
     let refused_write = engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Upsert,
             pk("p0"),
             json!({"id": "late", "pk": "p0"}),
@@ -92,6 +91,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
     let mut rng = Rng(0xfeed);
     let mut model = Model::new();
     let mut refusals = 0u64;
+    let container = resolved(engine, "c");
     for step in 0..steps {
         clock.advance_ms(1);
         let partition = format!("p{}", rng.below(3));
@@ -109,7 +109,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
         });
         match rng.below(5) {
             0 => match engine
-                .write_item("db", "c", WriteMode::Create, pk(&partition), body, None)
+                .write_item(&container, WriteMode::Create, pk(&partition), body, None)
                 .await
             {
                 Ok(outcome) => {
@@ -124,7 +124,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
                 Err(other) => panic!("create: {other}"),
             },
             1 => match engine
-                .write_item("db", "c", WriteMode::Upsert, pk(&partition), body, None)
+                .write_item(&container, WriteMode::Upsert, pk(&partition), body, None)
                 .await
             {
                 Ok(outcome) => {
@@ -136,8 +136,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
             },
             2 => match engine
                 .write_item(
-                    "db",
-                    "c",
+                    &container,
                     WriteMode::Replace(id.clone()),
                     pk(&partition),
                     body,
@@ -166,7 +165,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
             3 => {
                 let patch = json!({"operations": [{"op": "set", "path": "/n", "value": step}]});
                 match engine
-                    .patch_item("db", "c", pk(&partition), &id, patch, etag.clone())
+                    .patch_item(&container, pk(&partition), &id, patch, etag.clone())
                     .await
                 {
                     Ok(outcome) => {
@@ -186,7 +185,7 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
                 }
             }
             _ => match engine
-                .delete_item("db", "c", pk(&partition), &id, etag)
+                .delete_item(&container, pk(&partition), &id, etag)
                 .await
             {
                 Ok(_) => {

@@ -3,7 +3,7 @@
 //! comes from the same preparation, and a whole-container query that the SDK's pipeline must run
 //! comes back as the plan instead of a page.
 
-use crate::common::{engine_with_container, page, pk};
+use crate::common::{engine_with_container, page, pk, resolved};
 use lethedb_engine::{ManualClock, QueryOutcome, QueryRequest, WriteMode};
 use serde_json::json;
 use std::sync::Arc;
@@ -15,7 +15,13 @@ async fn four_items(engine: &lethedb_engine::Engine) -> u64 {
         let body = json!({"id": format!("i{n}"), "pk": "p", "n": n});
         stored_bytes += body.to_string().len() as u64;
         engine
-            .write_item("db", "c", WriteMode::Create, pk("p"), body, None)
+            .write_item(
+                &resolved(engine, "c"),
+                WriteMode::Create,
+                pk("p"),
+                body,
+                None,
+            )
             .await
             .expect("create");
     }

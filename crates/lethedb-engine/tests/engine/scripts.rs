@@ -3,7 +3,7 @@
 //! expired items are invisible to scripts, and a concurrent write between what a script read and
 //! its commit never becomes a lost update.
 
-use super::common::{engine_on_store, page, pk};
+use super::common::{engine_on_store, page, pk, resolved};
 use lethedb_engine::{
     Engine, EngineConfig, ErrorCode, ManualClock, ResourceKind, ResourceParent, ScriptLimits,
     TriggeredOperation, TriggeredWrite, WriteMode,
@@ -169,8 +169,7 @@ async fn reads_see_the_partition_and_the_scripts_own_writes_but_no_expired_item(
     for (id, partition) in [("a", "p"), ("b", "p"), ("c", "q")] {
         engine
             .write_item(
-                "db",
-                "c",
+                &resolved(&engine, "c"),
                 WriteMode::Create,
                 pk(partition),
                 json!({"id": id, "pk": partition}),
@@ -181,8 +180,7 @@ async fn reads_see_the_partition_and_the_scripts_own_writes_but_no_expired_item(
     }
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Create,
             pk("p"),
             json!({"id": "short", "pk": "p", "ttl": 1}),
@@ -214,8 +212,7 @@ async fn a_concurrent_write_between_read_and_commit_is_never_a_lost_update() {
     let (engine, _) = engine(None).await;
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Create,
             pk("p"),
             json!({"id": "counter", "pk": "p", "n": 0}),
@@ -252,8 +249,7 @@ async fn a_concurrent_write_between_read_and_commit_is_never_a_lost_update() {
         doc["n"] = json!(doc["n"].as_i64().unwrap() + 1);
         engine
             .write_item(
-                "db",
-                "c",
+                &resolved(&engine, "c"),
                 WriteMode::Replace("counter".into()),
                 pk("p"),
                 doc,
@@ -407,8 +403,7 @@ async fn user_defined_functions_run_in_projections_filters_and_ordering() {
     for (id, income) in [("a", 500), ("b", 20_000), ("c", 8_000)] {
         engine
             .write_item(
-                "db",
-                "c",
+                &resolved(&engine, "c"),
                 WriteMode::Create,
                 pk("p"),
                 json!({"id": id, "pk": "p", "income": income}),

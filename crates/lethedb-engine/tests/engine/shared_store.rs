@@ -9,7 +9,7 @@
 //! reason (the crate's `build.rs` sets the cfg they need); in the `postgres` stage
 //! (`LETHEDB_TEST_POSTGRES_REQUIRED`) a missing database fails them.
 
-use crate::common::pk;
+use crate::common::{pk, resolved};
 use lethedb_engine::{Engine, ErrorCode, ManualClock, WriteMode};
 use lethedb_storage::PgStore;
 use serde_json::json;
@@ -89,8 +89,7 @@ async fn a_write_on_one_engine_is_read_by_the_other_with_the_stores_time() {
     let before = real_now_ms();
     let written = a
         .write_item(
-            "db",
-            "c",
+            &resolved(&a, "c"),
             WriteMode::Create,
             pk("p"),
             json!({"id": "x", "pk": "p", "z": 1, "a": 2}),
@@ -124,8 +123,7 @@ async fn a_new_default_ttl_set_through_one_engine_applies_at_once_in_the_other()
     let url = database_url();
     let (a, b) = pair(&url).await;
     a.write_item(
-        "db",
-        "c",
+        &resolved(&a, "c"),
         WriteMode::Create,
         pk("p"),
         json!({"id": "x", "pk": "p"}),
@@ -163,8 +161,7 @@ async fn both_engines_see_an_item_expire_at_the_same_instant_whatever_their_cloc
     let url = database_url();
     let (a, b) = pair(&url).await;
     a.write_item(
-        "db",
-        "c",
+        &resolved(&a, "c"),
         WriteMode::Create,
         pk("p"),
         json!({"id": "x", "pk": "p", "ttl": 1}),
@@ -203,8 +200,7 @@ async fn racing_creates_of_one_id_through_both_engines_let_exactly_one_win() {
         let create = |engine: Engine, id: String| async move {
             engine
                 .write_item(
-                    "db",
-                    "c",
+                    &resolved(&engine, "c"),
                     WriteMode::Create,
                     pk("p"),
                     json!({"id": id, "pk": "p"}),
@@ -236,8 +232,7 @@ async fn sweepers_on_both_engines_delete_each_expired_item_once_and_no_live_one(
     for i in 0..200 {
         let ttl = if i % 4 == 0 { 3_600 } else { 1 };
         a.write_item(
-            "db",
-            "c",
+            &resolved(&a, "c"),
             WriteMode::Create,
             pk("p"),
             json!({"id": format!("i{i}"), "pk": "p", "ttl": ttl}),

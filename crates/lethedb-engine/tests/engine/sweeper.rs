@@ -67,8 +67,7 @@ async fn a_hundred_thousand_expired_items_are_all_deleted() {
                     let partition = format!("p{}", i % 16);
                     engine
                         .write_item(
-                            "db",
-                            "c",
+                            &resolved(&engine, "c"),
                             WriteMode::Create,
                             pk(&partition),
                             json!({"id": id, "pk": partition}),
@@ -86,8 +85,7 @@ async fn a_hundred_thousand_expired_items_are_all_deleted() {
     // One item that must outlive the sweep.
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Create,
             pk("keep"),
             json!({"id": "keep", "pk": "keep", "ttl": -1}),
@@ -156,8 +154,7 @@ async fn a_rewrite_at_the_expiry_instant_is_never_swept() {
                 tokio::spawn(async move {
                     engine
                         .write_item(
-                            "db",
-                            "c",
+                            &resolved(&engine, "c"),
                             WriteMode::Upsert,
                             pk("p"),
                             json!({"id": format!("i{i}"), "pk": "p", "v": 2}),
@@ -257,8 +254,7 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
     for i in 0..200 {
         engine
             .write_item(
-                "db",
-                "c",
+                &resolved(&engine, "c"),
                 WriteMode::Create,
                 pk("p"),
                 json!({"id": format!("i{i}"), "pk": "p"}),
@@ -367,8 +363,7 @@ async fn the_sweepers_own_loop_deletes_expired_items_as_the_manual_clock_moves()
     create_items(&engine, 25).await;
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Create,
             pk("keep"),
             json!({"id": "keep", "pk": "keep", "ttl": -1}),

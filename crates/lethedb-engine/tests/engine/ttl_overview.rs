@@ -12,7 +12,13 @@ const START_MS: i64 = 1_800_000_000_000;
 
 async fn write(engine: &Engine, item: Value) {
     engine
-        .write_item("db", "c", WriteMode::Upsert, pk("p"), item, None)
+        .write_item(
+            &resolved(engine, "c"),
+            WriteMode::Upsert,
+            pk("p"),
+            item,
+            None,
+        )
         .await
         .expect("write");
 }

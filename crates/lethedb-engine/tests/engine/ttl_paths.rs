@@ -2,7 +2,7 @@
 //! matrix, an item is visible on every path 1 ms before its expiry instant and absent on every
 //! path at it, whether or not the sweeper has run.
 
-use crate::common::{page, pk};
+use crate::common::{page, pk, resolved};
 use lethedb_engine::RangeFilter;
 
 use lethedb_engine::{Engine, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
@@ -42,7 +42,13 @@ async fn put(engine: &Engine, container: &str, id: &str, ttl: Option<i64>) -> St
         body["ttl"] = json!(ttl);
     }
     let outcome = engine
-        .write_item("db", container, WriteMode::Create, pk("p"), body, None)
+        .write_item(
+            &resolved(engine, container),
+            WriteMode::Create,
+            pk("p"),
+            body,
+            None,
+        )
         .await
         .expect("create");
     outcome.item.etag()
@@ -138,7 +144,7 @@ async fn check_reads(engine: &Engine, container: &str, id: &str, visible: bool) 
 /// Checks every writing path on its own copy of the item (ids `{id}-replace` and so on).
 async fn check_writes(
     engine: &Engine,
-    container: &str,
+    name: &str,
     id: &str,
     etag_by_copy: &[(String, String)],
     visible: bool,
@@ -150,11 +156,11 @@ async fn check_writes(
             .map(|(_, e)| e.clone())
             .expect("etag")
     };
+    let container = resolved(engine, name);
     let body = |copy: &str| json!({"id": format!("{id}-{copy}"), "pk": "p", "n": 2});
     let replace = engine
         .write_item(
-            "db",
-            container,
+            &container,
             WriteMode::Replace(format!("{id}-replace")),
             pk("p"),
             body("replace"),
@@ -163,13 +169,12 @@ async fn check_writes(
         .await;
     assert_eq!(replace.is_ok(), visible, "replace {id}");
     let delete = engine
-        .delete_item("db", container, pk("p"), &format!("{id}-delete"), None)
+        .delete_item(&container, pk("p"), &format!("{id}-delete"), None)
         .await;
     assert_eq!(delete.is_ok(), visible, "delete {id}");
     let patch = engine
         .patch_item(
-            "db",
-            container,
+            &container,
             pk("p"),
             &format!("{id}-patch"),
             json!({"operations": [{"op": "incr", "path": "/n", "value": 1}]}),
@@ -188,14 +193,7 @@ async fn check_writes(
         (_, other) => panic!("patch {id} (visible: {visible}): {other:?}"),
     }
     let create = engine
-        .write_item(
-            "db",
-            container,
-            WriteMode::Create,
-            pk("p"),
-            body("create"),
-            None,
-        )
+        .write_item(&container, WriteMode::Create, pk("p"), body("create"), None)
         .await;
     match (visible, create) {
         (
@@ -209,14 +207,7 @@ async fn check_writes(
         (_, other) => panic!("create over {id} (visible: {visible}): {other:?}"),
     }
     let upsert = engine
-        .write_item(
-            "db",
-            container,
-            WriteMode::Upsert,
-            pk("p"),
-            body("upsert"),
-            None,
-        )
+        .write_item(&container, WriteMode::Upsert, pk("p"), body("upsert"), None)
         .await
         .expect("upsert");
     assert_eq!(
@@ -225,8 +216,7 @@ async fn check_writes(
     );
     let if_match = engine
         .write_item(
-            "db",
-            container,
+            &container,
             WriteMode::Upsert,
             pk("p"),
             body("ifmatch"),
@@ -415,8 +405,7 @@ async fn a_write_restarts_the_countdown() {
     clock.advance_ms(9_000);
     engine
         .write_item(
-            "db",
-            "c",
+            &resolved(&engine, "c"),
             WriteMode::Upsert,
             pk("p"),
             json!({"id": "x", "pk": "p", "ttl": 5}),
@@ -444,15 +433,20 @@ async fn the_server_never_rewrites_ttl() {
     ] {
         let body = json!({"id": "t", "pk": "p", "ttl": ttl});
         let outcome = engine
-            .write_item("db", name, WriteMode::Upsert, pk("p"), body, None)
+            .write_item(
+                &resolved(&engine, name),
+                WriteMode::Upsert,
+                pk("p"),
+                body,
+                None,
+            )
             .await
             .expect("write");
         assert_eq!(outcome.item.to_value().expect("value")["ttl"], ttl);
     }
     let outcome = engine
         .write_item(
-            "db",
-            "on",
+            &resolved(&engine, "on"),
             WriteMode::Upsert,
             pk("p"),
             json!({"id": "u", "pk": "p"}),
@@ -467,6 +461,7 @@ async fn the_server_never_rewrites_ttl() {
 async fn invalid_item_ttl_is_rejected_only_while_ttl_is_on() {
     let (engine, _clock) = engine();
     container(&engine, "on", Some(-1)).await;
+    let on = resolved(&engine, "on");
     for ttl in [
         json!(0),
         json!(null),
@@ -477,7 +472,7 @@ async fn invalid_item_ttl_is_rejected_only_while_ttl_is_on() {
     ] {
         let body = json!({"id": "bad", "pk": "p", "ttl": ttl});
         let result = engine
-            .write_item("db", "on", WriteMode::Create, pk("p"), body, None)
+            .write_item(&on, WriteMode::Create, pk("p"), body, None)
             .await;
         match result {
             Err(EngineError {

@@ -34,8 +34,7 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
         .state
         .engine
         .execute_batch(
-            context.path.id(0),
-            context.path.id(1),
+            container,
             head.partition_key()?.cloned(),
             operations,
             atomic,

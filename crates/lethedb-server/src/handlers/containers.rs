@@ -221,11 +221,11 @@ pub async fn delete_partition(context: &Context<'_>) -> ApiResult<Reply> {
             "Deleting a partition needs the x-ms-documentdb-partitionkey header.",
         )
     })?;
-    let deleted = context
-        .state
-        .engine
-        .delete_partition(context.path.id(0), context.path.id(1), key)
-        .await?;
+    // Not an item operation, so nothing admitted the container: it is read here, after the
+    // header is checked, so that a request without the header is refused as before.
+    let engine = &context.state.engine;
+    let container = engine.read_container(context.path.id(0), context.path.id(1))?;
+    let deleted = engine.delete_partition(&container, key).await?;
     let charge = request_units::round_total(deleted as f64 * request_units::write(0));
     Ok(Reply::value(StatusCode::OK, &json!({})).charge(charge))
 }

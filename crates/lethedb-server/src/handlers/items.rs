@@ -88,8 +88,7 @@ pub async fn create(
         .state
         .engine
         .write_item(
-            context.path.id(0),
-            context.path.id(1),
+            container,
             mode,
             context.head.partition_key()?.cloned(),
             parse_json(context.body)?,
@@ -163,8 +162,7 @@ pub async fn replace(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
         .state
         .engine
         .write_item(
-            context.path.id(0),
-            context.path.id(1),
+            container,
             WriteMode::Replace(context.path.id(2).to_string()),
             context.head.partition_key()?.cloned(),
             parse_json(context.body)?,
@@ -174,13 +172,12 @@ pub async fn replace(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
     Ok(written_reply(context, StatusCode::OK, &outcome))
 }
 
-pub async fn patch(context: &Context<'_>) -> ApiResult<Reply> {
+pub async fn patch(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let outcome = context
         .state
         .engine
         .patch_item(
-            context.path.id(0),
-            context.path.id(1),
+            container,
             context.head.partition_key()?.cloned(),
             context.path.id(2),
             parse_json(context.body)?,
@@ -199,8 +196,7 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
         .state
         .engine
         .delete_item(
-            context.path.id(0),
-            context.path.id(1),
+            container,
             context.head.partition_key()?.cloned(),
             context.path.id(2),
             context.head.if_match.map(str::to_string),

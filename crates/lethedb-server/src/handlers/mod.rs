@@ -88,7 +88,7 @@ async fn item_route(
         ItemOperation::Upsert => items::create(context, container, WriteMode::Upsert).await,
         ItemOperation::Read => items::read(context, container),
         ItemOperation::Replace => items::replace(context, container).await,
-        ItemOperation::Patch => items::patch(context).await,
+        ItemOperation::Patch => items::patch(context, container).await,
         ItemOperation::Delete => items::delete(context, container).await,
     }
 }

@@ -159,3 +159,48 @@ async fn containers_keep_their_partition_key_and_report_usage() {
         .await;
     check_error(&gone, StatusCode::NOT_FOUND, "NotFound", "Not Found");
 }
+
+/// `POST .../colls/{container}/operations/partitionkeydelete`, with the key header if given.
+async fn delete_partition(server: &Server, container: &str, key: Option<&str>) -> Answer {
+    let path = format!("/dbs/db/colls/{container}/operations/partitionkeydelete");
+    let link = format!("dbs/db/colls/{container}");
+    let headers: Vec<(&str, &str)> = key
+        .map(|key| ("x-ms-documentdb-partitionkey", key))
+        .into_iter()
+        .collect();
+    server
+        .send("POST", &path, ("colls", &link), None, &headers)
+        .await
+}
+
+/// A partition delete is not an item operation, so nothing admits its container before the
+/// handler: the header is checked first, then the container is looked up, then the engine's
+/// writer looks it up again. Each refusal keeps its answer.
+#[tokio::test]
+async fn a_partition_delete_needs_its_key_header_and_its_container() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    server.create_item(json!({"id": "a", "pk": "p"})).await;
+    server.create_item(json!({"id": "b", "pk": "q"})).await;
+    let without_key = delete_partition(&server, "missing", None).await;
+    check_error(
+        &without_key,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "needs the x-ms-documentdb-partitionkey header",
+    );
+    let missing = delete_partition(&server, "missing", Some("[\"p\"]")).await;
+    check_error(&missing, StatusCode::NOT_FOUND, "NotFound", "");
+    let deleted = delete_partition(&server, "c", Some("[\"p\"]")).await;
+    assert_eq!(deleted.status, StatusCode::OK, "{}", deleted.body);
+    let feed = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(feed.body["Documents"].as_array().map(Vec::len), Some(1));
+}
