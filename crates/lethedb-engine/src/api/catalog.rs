@@ -335,6 +335,10 @@ impl Engine {
 
     /// The id of the database whose `_rid` is `rid`, if any.
     pub async fn database_id_by_rid(&self, rid: &str) -> EngineResult<Option<String>> {
+        // Most paths name resources by id: what cannot be a rid is answered without the hop.
+        if !rids::has_length(rid, rids::DATABASE_RID_BYTES) {
+            return Ok(None);
+        }
         let rid = rid.to_string();
         self.run_scan(move |engine| engine.database_id_by_rid_blocking(&rid))
             .await
@@ -346,6 +350,9 @@ impl Engine {
         database_id: &str,
         rid: &str,
     ) -> EngineResult<Option<String>> {
+        if !rids::has_length(rid, rids::CONTAINER_RID_BYTES) {
+            return Ok(None);
+        }
         let (database_id, rid) = (database_id.to_string(), rid.to_string());
         self.run_scan(move |engine| engine.container_id_by_rid_blocking(&database_id, &rid))
             .await

@@ -18,6 +18,7 @@ use crate::error::precondition_failed;
 use crate::error::resource_not_found;
 use crate::error::EngineResult;
 use crate::keys;
+use crate::rids;
 use lethedb_storage::Table;
 use serde_json::Value;
 
@@ -163,6 +164,10 @@ impl Engine {
         parent: &ResourceParent,
         rid: &str,
     ) -> EngineResult<Option<String>> {
+        // What cannot be a rid of this kind is answered without the hop to the scan pool.
+        if !rids::has_length(rid, kind.rid_bytes()) {
+            return Ok(None);
+        }
         let (parent, rid) = (parent.clone(), rid.to_string());
         self.run_scan(move |engine| engine.resource_id_by_rid_blocking(kind, &parent, &rid))
             .await
