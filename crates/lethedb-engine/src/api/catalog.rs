@@ -3,45 +3,30 @@
 //! lookups and usage walks are scans under the scan bound; `read_database` and
 //! `read_container` are the non-blocking fast paths (a cache or one point get).
 
-use crate::catalog::indexing_policy::add_container_system_properties;
-use crate::catalog::indexing_policy::container_resource;
+use crate::catalog::indexing_policy::{add_container_system_properties, container_resource};
 use crate::catalog::kinds::ParentLevel;
 use crate::catalog::resource::delete_children;
-use crate::catalog::shared::body_id;
-use crate::catalog::shared::body_object;
-use crate::container::Container;
-use crate::container::ContainerParts;
-use crate::container::Usage;
+use crate::catalog::shared::{body_id, body_object};
+use crate::container::{Container, ContainerParts, Usage};
 use crate::engine::Engine;
-use crate::error::conflict;
-use crate::error::container_not_found;
-use crate::error::database_not_found;
-use crate::error::precondition_failed;
-use crate::error::EngineError;
-use crate::error::EngineResult;
-use crate::error::ErrorCode;
+use crate::error::{
+    conflict, container_not_found, database_not_found, precondition_failed, EngineError,
+    EngineResult, ErrorCode,
+};
 use crate::items::delete_container_items;
-use crate::keys;
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
-use crate::partitions::ranges::ranges_for_throughput;
-use crate::partitions::ranges::RangeLayout;
-use crate::records::load_container;
-use crate::records::load_database;
-use crate::records::next_sequences;
-use crate::records::store_container;
-use crate::records::store_database;
-use crate::records::store_sequences;
-use crate::records::ContainerRecord;
-use crate::records::DatabaseRecord;
-use crate::rids;
+use crate::partitions::ranges::{ranges_for_throughput, RangeLayout};
+use crate::records::{
+    load_container, load_database, next_sequences, store_container, store_database,
+    store_sequences, ContainerRecord, DatabaseRecord,
+};
 use crate::rids::catalog_etag;
 use crate::throughput::Throughput;
 use crate::ttl::TtlState;
-use lethedb_storage::KeyRange;
-use lethedb_storage::Table;
-use serde_json::json;
-use serde_json::Value;
+use crate::{keys, rids};
+use lethedb_storage::{KeyRange, Table};
+use serde_json::{json, Value};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 

@@ -3,13 +3,10 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::EngineError;
-use crate::error::EngineResult;
-use crate::error::ErrorCode;
-use crate::feed::change_feed::ChangeFeedMode;
-use crate::feed::change_feed::ChangeFeedPage;
-use crate::feed::change_feed::ChangeFeedRequest;
-use crate::feed::change_feed::ChangeFeedStart;
+use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::feed::change_feed::{
+    ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart,
+};
 use crate::feed::change_log;
 use crate::records::writer_container;
 use std::sync::Arc;

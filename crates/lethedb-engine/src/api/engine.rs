@@ -1,26 +1,20 @@
 //! The engine's lifecycle and its account-wide doors: `open` and `close`, admission and
 //! charging against the throughput budgets, and the figures the server reports (poisoned state,
-//! the clock, writer and commit statistics). All of them are non-blocking: they read memory.
+//! the clock, writer and commit statistics). `open` and `close` run once, when the server
+//! starts and stops (they open the store and start or join the writer thread); the others
+//! are non-blocking fast paths that read memory.
 
 use crate::clock::Clock;
 use crate::container::Container;
-use crate::engine::ContainerCache;
-use crate::engine::Engine;
-use crate::engine::EngineConfig;
-use crate::engine::Inner;
+use crate::engine::{ContainerCache, Engine, EngineConfig, Inner};
 use crate::error::EngineResult;
 use crate::items::document_cache::DocumentCache;
-use crate::limits::SCANS_CONCURRENT_MAX;
-use crate::limits::SCRIPTS_CONCURRENT_MAX;
-use crate::throughput::BudgetKey;
-use crate::throughput::BudgetTotals;
-use crate::throughput::Budgets;
+use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
+use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
 use crate::ttl::sweep_stats::SweepRegistry;
 use crate::writer::Writer;
 use lethedb_storage::Storage;
-use std::sync::atomic::AtomicI64;
-use std::sync::atomic::AtomicU64;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::Arc;
 
 impl Engine {

@@ -5,41 +5,25 @@
 //! `container_lsn` are the non-blocking fast paths (one or two point gets).
 
 use crate::catalog::kinds::ResourceKind;
-use crate::catalog::script_body::TriggerOperation;
-use crate::catalog::script_body::TriggerType;
+use crate::catalog::script_body::{TriggerOperation, TriggerType};
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::EngineError;
-use crate::error::EngineResult;
-use crate::error::ErrorCode;
-use crate::items::apply_delete;
-use crate::items::apply_delete_partition;
-use crate::items::apply_write;
-use crate::items::batch::check_batch_partition_key;
-use crate::items::batch::run_batch;
-use crate::items::batch::BatchEntry;
-use crate::items::batch::BatchOperation;
-use crate::items::patch::apply_patch_item;
-use crate::items::patch::parse_patch;
-use crate::items::rules::prepare_body;
-use crate::items::rules::WriteMode;
-use crate::items::Feed;
-use crate::items::ItemOutcome;
-use crate::items::StoredItem;
-use crate::items::WriteRequest;
-use crate::keys;
+use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::items::batch::{check_batch_partition_key, run_batch, BatchEntry, BatchOperation};
+use crate::items::patch::{apply_patch_item, parse_patch};
+use crate::items::rules::{prepare_body, WriteMode};
+use crate::items::{
+    apply_delete, apply_delete_partition, apply_write, Feed, ItemOutcome, StoredItem, WriteRequest,
+};
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::RangeFilter;
-use crate::records::read_counters;
-use crate::records::writer_container;
-use crate::rids;
-use crate::scripts::execute::transact;
-use crate::scripts::execute::triggered_write;
-use crate::scripts::execute::TriggeredOperation;
-use crate::scripts::execute::TriggeredOutcome;
-use crate::scripts::execute::TriggeredWrite;
+use crate::records::{read_counters, writer_container};
+use crate::scripts::execute::{
+    transact, triggered_write, TriggeredOperation, TriggeredOutcome, TriggeredWrite,
+};
 use crate::throughput::request_units;
 use crate::writer::WriteContext;
+use crate::{keys, rids};
 use lethedb_storage::Table;
 use serde_json::Value;
 use std::sync::Arc;

@@ -1,20 +1,15 @@
-//! Doors for offers (throughput as a resource): read (one point get), replace (a writer job),
-//! list (a scan under the bound).
+//! Doors for offers (throughput as a resource): read and list (a walk of the catalog, under
+//! the scan bound; an offer is found among all of them, as its id names no key), replace (a
+//! writer job).
 
 use crate::engine::Engine;
-use crate::error::container_not_found;
-use crate::error::corrupted;
-use crate::error::database_not_found;
-use crate::error::resource_not_found;
-use crate::error::EngineError;
-use crate::error::EngineResult;
-use crate::error::ErrorCode;
+use crate::error::{
+    container_not_found, corrupted, database_not_found, resource_not_found, EngineError,
+    EngineResult, ErrorCode,
+};
 use crate::keys;
 use crate::partitions::ranges::ranges_for_throughput;
-use crate::records::load_container;
-use crate::records::store_container;
-use crate::records::store_database;
-use crate::records::DatabaseRecord;
+use crate::records::{load_container, store_container, store_database, DatabaseRecord};
 use crate::throughput::offers::parse_offer_id;
 use crate::throughput::Throughput;
 use lethedb_storage::Table;

@@ -5,9 +5,7 @@
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::EngineResult;
-use crate::query::QueryOutcome;
-use crate::query::QueryPage;
-use crate::query::QueryRequest;
+use crate::query::{QueryOutcome, QueryPage, QueryRequest};
 use lethedb_query::ClientPlan;
 use serde_json::Value;
 use std::sync::Arc;

@@ -3,22 +3,14 @@
 //! find by `_rid`. `read_resource` is the non-blocking fast path (one point get); listings and
 //! `_rid` lookups are scans under the scan bound.
 
-use crate::catalog::kinds::ParentLevel;
-use crate::catalog::kinds::ResourceKind;
-use crate::catalog::kinds::ResourceParent;
-use crate::catalog::resource::apply_create;
-use crate::catalog::resource::apply_replace;
-use crate::catalog::resource::delete_children;
-use crate::catalog::resource::load_record;
-use crate::catalog::resource::replacement_id;
-use crate::catalog::shared::body_id;
-use crate::catalog::shared::body_object;
+use crate::catalog::kinds::{ParentLevel, ResourceKind, ResourceParent};
+use crate::catalog::resource::{
+    apply_create, apply_replace, delete_children, load_record, replacement_id,
+};
+use crate::catalog::shared::{body_id, body_object};
 use crate::engine::Engine;
-use crate::error::precondition_failed;
-use crate::error::resource_not_found;
-use crate::error::EngineResult;
-use crate::keys;
-use crate::rids;
+use crate::error::{precondition_failed, resource_not_found, EngineResult};
+use crate::{keys, rids};
 use lethedb_storage::Table;
 use serde_json::Value;
 

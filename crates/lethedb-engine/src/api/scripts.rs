@@ -3,19 +3,13 @@
 //! stored procedure (on the blocking pool under the scripts' bound).
 
 use crate::catalog::kinds::ResourceKind;
-use crate::catalog::scripts::container;
-use crate::catalog::scripts::ScriptResource;
+use crate::catalog::scripts::{container, ScriptResource};
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::EngineError;
-use crate::error::EngineResult;
-use crate::error::ErrorCode;
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::scripts::execute::run_in_view;
-use crate::scripts::execute::transact;
-use crate::scripts::execute::ScriptResponse;
-use crate::scripts::execute::REQUEST_UNITS_PER_SCRIPT_MS;
+use crate::scripts::execute::{run_in_view, transact, ScriptResponse, REQUEST_UNITS_PER_SCRIPT_MS};
 use crate::throughput::request_units;
 use lethedb_scripts::Invocation;
 use serde_json::Value;

@@ -6,10 +6,8 @@ use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::EngineResult;
 use crate::ttl::expiry::TtlOverview;
-use crate::ttl::sweep_stats::SweepStats;
-use crate::ttl::sweep_stats::SweeperConfig;
-use crate::ttl::sweeper::run;
-use crate::ttl::sweeper::SweeperHandle;
+use crate::ttl::sweep_stats::{SweepStats, SweeperConfig};
+use crate::ttl::sweeper::{run, SweeperHandle};
 use std::sync::Arc;
 use tokio::sync::Notify;
 

@@ -26,11 +26,10 @@ use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{
     read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
 };
-use crate::rids;
 use crate::throughput::request_units;
-use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
+use crate::{rids, ttl};
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
 use std::ops::ControlFlow;

@@ -18,8 +18,7 @@ use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::limits::{validate_id, ITEM_BYTES_MAX};
 use crate::partitions::partition_key::{PartitionKeyValue, PARTITION_KEY_BYTES_MAX};
 use crate::records::SYSTEM_PROPERTIES;
-use crate::rids;
-use crate::ttl;
+use crate::{rids, ttl};
 use serde_json::{Map, Value};
 
 /// How a write treats an existing item.
