@@ -111,6 +111,10 @@ fn named_paths(code: &str) -> Vec<String> {
         let end = tail
             .find(|c: char| !(c.is_alphanumeric() || c == '_' || c == ':'))
             .unwrap_or(tail.len());
+        // `a::{b, c}` is a use tree, which the `use` pass above has expanded.
+        if tail[end..].starts_with('{') {
+            continue;
+        }
         paths.push(tail[..end].trim_end_matches(':').to_string());
     }
     paths
@@ -324,5 +328,10 @@ fn the_cycle_finder_sees_a_cycle_through_a_reexport() {
     assert_eq!(
         expand_use_tree("a::{b, c::{d, e as f}}"),
         vec!["a::b", "a::c::d", "a::c::e as f"]
+    );
+    // A grouped import names its leaves, not the crate root it starts from.
+    assert_eq!(
+        named_paths("use crate::{keys, rids};\nfn f() { crate::clock::now(); }"),
+        vec!["crate::keys", "crate::rids", "crate::clock::now"]
     );
 }
