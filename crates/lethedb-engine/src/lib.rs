@@ -54,7 +54,7 @@ pub use partitions::epk::{even_boundaries, prefix_range, HashScheme};
 pub use partitions::partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
 pub use partitions::ranges::RangeFilter;
 pub use query::metrics::QueryMetrics;
-pub use query::{validate_query, ClientPipeline, QueryOutcome, QueryPage, QueryRequest};
+pub use query::{ClientPipeline, QueryOutcome, QueryPage, QueryRequest};
 pub use rids::{etag, partition_key_range_rid};
 pub use scripts::{
     script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,

@@ -94,12 +94,6 @@ fn page_size(request: &QueryRequest) -> usize {
         .clamp(1, PAGE_ITEMS_MAX)
 }
 
-/// Parses a query without running it, to report syntax errors early (query plans).
-pub fn validate_query(text: &str, parameters: &[(String, Value)], now_ms: i64) -> EngineResult<()> {
-    lethedb_query::prepare(text, parameters, now_ms)?;
-    Ok(())
-}
-
 /// The service's plan of a prepared query over `container`: what the SDKs run on each partition
 /// key range and what their client pipelines do with the answers (see
 /// `lethedb_query::ClientPlan`). A WHERE clause that pins the whole partition key becomes the
