@@ -26,6 +26,9 @@ const EXPLORER_PREFIX: &str = "/_explorer";
 /// The whole HTTP surface.
 pub fn app(state: AppState) -> Router {
     let internal = Router::new()
+        .route(handlers::ALIVE_PATH, get_only(alive, dispatch))
+        .route(handlers::READY_PATH, get_only(ready, dispatch))
+        .route(handlers::STATUS_PATH, get_only(status, dispatch))
         .route(handlers::STATS_PATH, get_only(stats, dispatch))
         .route(
             &format!("{TTL_OVERVIEW_PREFIX}/{{*container}}"),
@@ -135,6 +138,18 @@ async fn ttl_overview(State(state): State<AppState>, request: Request) -> Respon
 
 async fn stats(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
     answer(handlers::stats(&state, &method, &headers))
+}
+
+async fn alive() -> Response {
+    handlers::alive()
+}
+
+async fn ready(State(state): State<AppState>) -> Response {
+    handlers::ready(&state).await
+}
+
+async fn status(State(state): State<AppState>) -> Response {
+    handlers::status(&state).await
 }
 
 async fn metrics_not_public() -> Response {

@@ -193,4 +193,6 @@ pub trait Storage: Send + Sync + 'static {
     fn is_shared(&self) -> bool {
         false
     }
+    /// Which backend this is, as a status page names it (`redb`, `memory`, `postgresql`).
+    fn kind(&self) -> &'static str;
 }

@@ -116,6 +116,10 @@ impl<S: Storage> Storage for FailingStore<S> {
     fn is_shared(&self) -> bool {
         self.inner.is_shared()
     }
+
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
 }
 
 struct FailingWrite<'a, S> {

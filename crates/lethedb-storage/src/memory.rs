@@ -51,6 +51,10 @@ impl Storage for MemoryStore {
             tables: self.snapshot(),
         })))
     }
+
+    fn kind(&self) -> &'static str {
+        "memory"
+    }
 }
 
 struct MemoryRead {

@@ -93,6 +93,10 @@ impl Storage for RedbStore {
             poisoned: &self.poisoned,
         })))
     }
+
+    fn kind(&self) -> &'static str {
+        "redb"
+    }
 }
 
 type ReadTable = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;

@@ -7,7 +7,7 @@
 use crate::clock::Clock;
 use crate::container::Container;
 use crate::engine::{ContainerCache, Engine, EngineConfig, Inner};
-use crate::error::EngineResult;
+use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::document_cache::DocumentCache;
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
@@ -144,6 +144,39 @@ impl Engine {
     /// sweeper, a failed commit). Reads keep working; a restart is needed to write again.
     pub fn poisoned(&self) -> Option<String> {
         self.inner.writer.poison.reason().map(str::to_string)
+    }
+
+    /// Whether the engine serves: its writer thread runs, it is not poisoned, and its store
+    /// answers a read (one snapshot begun and dropped, on the scan pool: on PostgreSQL it is a
+    /// round trip). The reason it does not, otherwise.
+    pub async fn readiness(&self) -> EngineResult<()> {
+        if let Some(reason) = self.poisoned() {
+            return Err(EngineError::with_message(ErrorCode::StorePoisoned, reason));
+        }
+        let writer_runs = self
+            .inner
+            .writer_thread
+            .lock()
+            .map(|thread| thread.as_ref().is_some_and(|handle| !handle.is_finished()))
+            .unwrap_or(false);
+        if !writer_runs {
+            return Err(EngineError::with_message(
+                ErrorCode::WriterStopped,
+                "the writer has stopped",
+            ));
+        }
+        self.run_scan(|engine| engine.inner.store.read().map(drop).map_err(Into::into))
+            .await
+    }
+
+    /// Which storage backend holds the data (`redb`, `memory`, `postgresql`).
+    pub fn store_kind(&self) -> &'static str {
+        self.inner.store.kind()
+    }
+
+    /// How long ago the engine opened, on its clock's pacer.
+    pub fn uptime(&self) -> std::time::Duration {
+        self.inner.started.elapsed()
     }
 
     /// The time now: this engine's clock, or on a shared store the store's clock as the last

@@ -283,6 +283,10 @@ impl Storage for GatedStore {
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
         self.inner.write()
     }
+
+    fn kind(&self) -> &'static str {
+        self.inner.kind()
+    }
 }
 
 #[tokio::test(flavor = "current_thread")]

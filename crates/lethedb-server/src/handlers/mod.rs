@@ -14,6 +14,7 @@ mod children;
 mod containers;
 mod context;
 mod databases;
+mod health;
 mod internal;
 mod items;
 mod offers;
@@ -22,6 +23,7 @@ mod ttl;
 mod users;
 
 pub use context::Context;
+pub use health::{alive, ready, status, ALIVE_PATH, READY_PATH, STATUS_PATH};
 pub use internal::{certificate, metrics, metrics_not_public, stats, STATS_PATH};
 pub use ttl::{ttl_overview, TTL_OVERVIEW_PREFIX};
 

@@ -17,6 +17,7 @@ mod failing_storage;
 mod grant_table;
 mod head;
 mod headers;
+mod health;
 mod hostile;
 mod items;
 mod operations;

@@ -375,6 +375,10 @@ impl Storage for PgStore {
     fn is_shared(&self) -> bool {
         true
     }
+
+    fn kind(&self) -> &'static str {
+        "postgresql"
+    }
 }
 
 /// A snapshot.
