@@ -238,6 +238,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // The key signs requests and resource tokens: only the emulator's public one is named, any
     // other only by its fingerprint.
     let key_label = secrets::key_label(&key);
+    let ready_line = secrets::ready_line(&endpoint, engine.store_kind(), &key);
     let state = build_state(&args, engine, key, material.as_ref(), (address, &endpoint));
     let metrics_task = spawn_metrics_listener(&args, &state, header_timeout)?;
     // Kept to close the store once every other handle is gone.
@@ -247,6 +248,9 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(
         "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={key_label}"
     );
+    // The socket is bound: a client that connects now waits in its backlog until the router
+    // serves, so a harness may go as soon as it reads this line.
+    println!("{ready_line}");
     let handle = axum_server::Handle::new();
     let shutdown_handle = handle.clone();
     tokio::spawn(async move {

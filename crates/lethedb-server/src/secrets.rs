@@ -46,6 +46,20 @@ pub fn key_label(key: &MasterKey) -> String {
     }
 }
 
+/// The one machine-readable line printed on stdout once the server listens, for a harness that
+/// started it on port 0: `{"ready": true, "endpoint": ..., "store": ..., ...}`. The key is named
+/// only when it is the emulator's public one (`"key"`); any other only by its fingerprint
+/// (`"keyFingerprint"`): whoever chose a custom key already has it, and a log never shows it.
+pub fn ready_line(endpoint: &str, store: &str, key: &MasterKey) -> String {
+    let mut line = serde_json::json!({"ready": true, "endpoint": endpoint, "store": store});
+    if key.is_emulator_key() {
+        line["key"] = crate::cli::EMULATOR_KEY.into();
+    } else {
+        line["keyFingerprint"] = key.fingerprint().into();
+    }
+    line.to_string()
+}
+
 /// Whether `address` is reachable only from this machine.
 pub fn is_loopback(address: SocketAddr) -> bool {
     address.ip().to_canonical().is_loopback()
@@ -87,6 +101,23 @@ mod tests {
 
     fn address(text: &str) -> SocketAddr {
         text.parse().expect("address")
+    }
+
+    #[test]
+    fn the_ready_line_names_only_the_public_key() {
+        let emulator = MasterKey::from_base64(EMULATOR_KEY).expect("key");
+        let line: serde_json::Value =
+            serde_json::from_str(&ready_line("http://127.0.0.1:1/", "memory", &emulator))
+                .expect("json");
+        assert_eq!(line["ready"], true);
+        assert_eq!(line["endpoint"], "http://127.0.0.1:1/");
+        assert_eq!(line["key"], EMULATOR_KEY);
+        let custom = MasterKey::from_base64("c2VjcmV0LWtleQ==").expect("key");
+        let text = ready_line("http://127.0.0.1:1/", "redb", &custom);
+        assert!(!text.contains("c2VjcmV0LWtleQ=="), "{text}");
+        let line: serde_json::Value = serde_json::from_str(&text).expect("json");
+        assert_eq!(line["keyFingerprint"], custom.fingerprint());
+        assert!(line.get("key").is_none());
     }
 
     #[test]

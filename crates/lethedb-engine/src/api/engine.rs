@@ -157,8 +157,7 @@ impl Engine {
             .inner
             .writer_thread
             .lock()
-            .map(|thread| thread.as_ref().is_some_and(|handle| !handle.is_finished()))
-            .unwrap_or(false);
+            .is_ok_and(|thread| thread.as_ref().is_some_and(|handle| !handle.is_finished()));
         if !writer_runs {
             return Err(EngineError::with_message(
                 ErrorCode::WriterStopped,

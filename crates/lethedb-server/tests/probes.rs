@@ -1,0 +1,71 @@
+//! A harness's view of a real process started on port 0: one machine-readable ready line on
+//! stdout names the endpoint it picked (and the emulator's key, which is public), and the
+//! unauthenticated probes answer there.
+
+// Tests assert by panicking, helpers included (clippy allows it only inside #[test] fns).
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+/// The first line of `log` that is a JSON object with `"ready": true`.
+fn ready_line(log: &str) -> Option<serde_json::Value> {
+    log.lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["ready"] == true)
+}
+
+#[test]
+fn a_server_on_port_zero_prints_its_endpoint_and_answers_the_probes_there() {
+    let server = common::start(&["--bind", "127.0.0.1:0"], &[]).expect("starts");
+    let started = Instant::now();
+    let line = loop {
+        if let Some(line) = ready_line(&server.log()) {
+            break line;
+        }
+        assert!(
+            started.elapsed() < common::PROCESS_WAIT_MAX,
+            "no ready line in {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let endpoint = line["endpoint"].as_str().expect("endpoint");
+    assert_eq!(endpoint, format!("http://{}/", server.address));
+    assert_eq!(line["store"], "memory");
+    assert_eq!(line["key"], lethedb_auth::EMULATOR_KEY);
+    let ready = common::get(server.address, "/ready", "");
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    let alive = common::get(server.address, "/alive", "");
+    assert_eq!(alive.status, 200, "{}", alive.body);
+    let status = common::get(server.address, "/status", "");
+    assert_eq!(status.status, 200);
+    let status: serde_json::Value = serde_json::from_str(&status.body).expect("json");
+    assert_eq!(status["ready"], true);
+    assert_eq!(status["store"], "memory");
+}
+
+#[test]
+fn a_custom_key_is_named_only_by_its_fingerprint_in_the_ready_line() {
+    let server = common::start(
+        &["--bind", "127.0.0.1:0"],
+        &[("LETHEDB_KEY", "c2VjcmV0LWtleQ==")],
+    )
+    .expect("starts");
+    let started = Instant::now();
+    let line = loop {
+        if let Some(line) = ready_line(&server.log()) {
+            break line;
+        }
+        assert!(
+            started.elapsed() < common::PROCESS_WAIT_MAX,
+            "no ready line"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert!(line.get("key").is_none(), "{line}");
+    assert!(line["keyFingerprint"].is_string(), "{line}");
+    assert!(!server.log().contains("c2VjcmV0LWtleQ=="));
+}
