@@ -127,8 +127,10 @@ pub struct ServeArgs {
     pub header_timeout_secs: u64,
     /// The URL the account advertises as its one region's endpoint (`writableLocations` and
     /// `readableLocations`), which SDKs then send every request to. Default: the bound address,
-    /// with an unspecified address (0.0.0.0, [::]) shown as loopback (127.0.0.1, [::1]); never
+    /// with an unspecified address (0.0.0.0, [::]) shown as loopback (127.0.0.1, [::1]), never
     /// taken from a request's Host header. `host:port` gets the scheme the server speaks.
+    /// `auto` (opt-in) answers each client with the host and port it used, so a server behind a
+    /// mapped port (a container's random host port) is found where its client reached it.
     #[arg(long, env = "LETHEDB_ADVERTISE_URL")]
     pub advertise_url: Option<String>,
     /// Log filter, in tracing's EnvFilter syntax.

@@ -70,7 +70,10 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         }
         check_continuation_limit(&head, &reply)?;
         if names_its_location(&parts.method, operation) {
-            reply = reply.content_location(&state.endpoint, &full_path(&parts.uri));
+            reply = reply.content_location(
+                &state.endpoint.for_request(&parts.headers),
+                &full_path(&parts.uri),
+            );
         }
         Ok(reply.finish())
     }

@@ -7,11 +7,11 @@ use clap::Parser as _;
 use lethedb_auth::MasterKey;
 use lethedb_engine::SweeperHandle;
 use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
-use lethedb_server::cli::{advertised_endpoint, Cli, Command, ServeArgs};
+use lethedb_server::cli::{Cli, Command, ServeArgs};
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::tls::{self, TlsMaterial};
-use lethedb_server::{app, metrics_router, secrets, wire_status, AppState, MetricsRoute};
+use lethedb_server::{app, metrics_router, secrets, wire_status, AppState, Endpoint, MetricsRoute};
 use lethedb_storage::{MemoryStore, PgStore, RedbStore, Storage};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -150,7 +150,7 @@ fn build_state(
     engine: Engine,
     key: MasterKey,
     material: Option<&TlsMaterial>,
-    (address, endpoint): (SocketAddr, &str),
+    (address, endpoint): (SocketAddr, Endpoint),
 ) -> AppState {
     let metrics = (!args.no_metrics).then(|| Arc::new(Metrics::new(engine.clone())));
     // Without metrics, the main port answers `/metrics` with "turned off".
@@ -160,7 +160,7 @@ fn build_state(
         MetricsRoute::Served
     };
     AppState {
-        endpoint: endpoint.into(),
+        endpoint,
         engine,
         key,
         certificate_pem: material.map(|m| Arc::new(m.certificate_pem.clone())),
@@ -233,20 +233,21 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         listen::bind(args.bind).with_context(|| format!("cannot listen on {}", args.bind))?;
     let header_timeout = Duration::from_secs(args.header_timeout_secs);
     let address = listener.local_addr()?;
-    let endpoint = advertised_endpoint(args.advertise_url.as_deref(), address, material.is_some())
+    let endpoint = Endpoint::from_flag(args.advertise_url.as_deref(), address, material.is_some())
         .map_err(anyhow::Error::msg)?;
+    let advertised = endpoint.configured().to_string();
     // The key signs requests and resource tokens: only the emulator's public one is named, any
     // other only by its fingerprint.
     let key_label = secrets::key_label(&key);
-    let ready_line = secrets::ready_line(&endpoint, engine.store_kind(), &key);
-    let state = build_state(&args, engine, key, material.as_ref(), (address, &endpoint));
+    let ready_line = secrets::ready_line(&advertised, engine.store_kind(), &key);
+    let state = build_state(&args, engine, key, material.as_ref(), (address, endpoint));
     let metrics_task = spawn_metrics_listener(&args, &state, header_timeout)?;
     // Kept to close the store once every other handle is gone.
     let engine = state.engine.clone();
     let router = app(state);
     let scheme = if material.is_some() { "https" } else { "http" };
     tracing::info!(
-        "LetheDB listening on {scheme}://{address}/ advertised={endpoint} store={store_name} key={key_label}"
+        "LetheDB listening on {scheme}://{address}/ advertised={advertised} store={store_name} key={key_label}"
     );
     // The socket is bound: a client that connects now waits in its backlog until the router
     // serves, so a harness may go as soon as it reads this line.

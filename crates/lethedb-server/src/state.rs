@@ -3,9 +3,14 @@
 //!
 //! Built once by `main` (or a test) and cloned into each request; it holds handles, not data.
 
+use crate::cli::advertised_endpoint;
 use crate::metrics::Metrics;
+use axum::http::uri::Authority;
+use axum::http::{header, HeaderMap};
 use lethedb_auth::MasterKey;
 use lethedb_engine::Engine;
+use std::borrow::Cow;
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 /// What every request handler shares.
@@ -18,7 +23,7 @@ pub struct AppState {
     /// Request metrics; `None` when turned off.
     pub metrics: Option<Arc<Metrics>>,
     /// The endpoint the account advertises as its one location (`cli::advertised_endpoint`).
-    pub endpoint: Arc<str>,
+    pub endpoint: Endpoint,
     /// Whether `GET /metrics` is served on this router (`secrets::metrics_route`).
     pub metrics_route: MetricsRoute,
     /// Whether Entra ID tokens in the emulator's format are accepted (only ever over HTTPS,
@@ -37,4 +42,70 @@ pub enum MetricsRoute {
     /// Refused with a 403 that says how to serve it: the server listens on an address other
     /// machines can reach.
     LoopbackOnly,
+}
+
+/// The endpoint the account advertises: fixed by configuration (the default: the bound
+/// address, or `--advertise-url URL`), or with `--advertise-url auto` the scheme, host and port
+/// the client used, so a server behind a mapped port (a container's random host port) is found
+/// at the address its client reached.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    Fixed(Arc<str>),
+    /// The request's `Host`, under `scheme`; `fallback` when it has none a URL can carry.
+    FromHost {
+        scheme: &'static str,
+        fallback: Arc<str>,
+    },
+}
+
+impl Endpoint {
+    /// The endpoint `--advertise-url` asks for: `auto` (any case) takes the request's `Host`,
+    /// any other value is a fixed URL (`cli::advertised_endpoint`), and none the bound address.
+    pub fn from_flag(
+        advertise: Option<&str>,
+        bound: SocketAddr,
+        tls: bool,
+    ) -> Result<Endpoint, String> {
+        match advertise.map(str::trim) {
+            Some(flag) if flag.eq_ignore_ascii_case("auto") => Ok(Endpoint::FromHost {
+                scheme: if tls { "https" } else { "http" },
+                fallback: advertised_endpoint(None, bound, tls)?.into(),
+            }),
+            other => Ok(Endpoint::Fixed(
+                advertised_endpoint(other, bound, tls)?.into(),
+            )),
+        }
+    }
+
+    /// The endpoint as a request with these headers should see it.
+    pub fn for_request(&self, headers: &HeaderMap) -> Cow<'_, str> {
+        match self {
+            Endpoint::Fixed(url) => Cow::Borrowed(url),
+            Endpoint::FromHost { scheme, fallback } => match request_authority(headers) {
+                Some(authority) => Cow::Owned(format!("{scheme}://{authority}/")),
+                None => Cow::Borrowed(fallback),
+            },
+        }
+    }
+
+    /// The endpoint when no request is at hand (logs, the ready line).
+    pub fn configured(&self) -> &str {
+        match self {
+            Endpoint::Fixed(url) | Endpoint::FromHost { fallback: url, .. } => url,
+        }
+    }
+}
+
+impl From<&str> for Endpoint {
+    fn from(url: &str) -> Endpoint {
+        Endpoint::Fixed(url.into())
+    }
+}
+
+/// The request's `Host` when it is a plain `host[:port]` (no user, path or anything else a URL
+/// would misread).
+fn request_authority(headers: &HeaderMap) -> Option<&str> {
+    let host = headers.get(header::HOST)?.to_str().ok()?.trim();
+    let plain = !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ', '\\']);
+    (plain && host.parse::<Authority>().is_ok()).then_some(host)
 }

@@ -2,8 +2,8 @@
 //! consistency and query features the service has.
 //!
 //! LetheDB is one region with session consistency; the account is fixed but for the endpoint,
-//! which comes from configuration (`--advertise-url`, else the bound address), never from the
-//! request: the SDKs route every later request to it.
+//! which comes from configuration (`--advertise-url`, else the bound address), and from the
+//! request's `Host` only with `--advertise-url auto`: the SDKs route every later request to it.
 
 use super::context::Context;
 use crate::respond::Reply;
@@ -11,7 +11,7 @@ use axum::http::StatusCode;
 use serde_json::json;
 
 pub fn read(context: &Context<'_>) -> Reply {
-    let endpoint = &*context.state.endpoint;
+    let endpoint = context.state.endpoint.for_request(context.headers);
     let location = json!([{"name": "LetheDB", "databaseAccountEndpoint": endpoint}]);
     let query_engine = json!({
         "maxSqlQueryInputLength": 262144, "maxJoinsPerSqlQuery": 5, "maxLogicalAndPerSqlQuery": 500,

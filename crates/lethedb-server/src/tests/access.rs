@@ -35,6 +35,47 @@ async fn the_account_advertises_the_configured_endpoint_not_the_host_header() {
 }
 
 #[tokio::test]
+async fn with_advertise_auto_the_account_names_the_host_the_client_used() {
+    let bound: std::net::SocketAddr = "127.0.0.1:8081".parse().expect("address");
+    let server = Server::with(|state| {
+        state.endpoint = crate::Endpoint::from_flag(Some("auto"), bound, false).expect("auto");
+    });
+    // The in-process requests say `host: 127.0.0.1:8081`; a client behind a mapped port says
+    // its own.
+    let account = |host: &'static str| {
+        let date = server.date(0);
+        Request::get("/")
+            .header("host", host)
+            .header("x-ms-date", &date)
+            .header(
+                "authorization",
+                server.key.authorization_header("GET", "", "", &date),
+            )
+            .body(Body::empty())
+            .expect("request")
+    };
+    let mapped = server.raw(account("localhost:49153")).await;
+    assert_eq!(mapped.status, StatusCode::OK, "{}", mapped.body);
+    for list in ["writableLocations", "readableLocations"] {
+        assert_eq!(
+            mapped.body[list][0]["databaseAccountEndpoint"],
+            json!("http://localhost:49153/"),
+            "{list}"
+        );
+    }
+    // A Host no URL can carry falls back to the bound address.
+    let odd = server.raw(account("evil.example/path")).await;
+    assert_eq!(
+        odd.body["writableLocations"][0]["databaseAccountEndpoint"],
+        json!("http://127.0.0.1:8081/")
+    );
+    // The flag's other values are as before: a fixed URL, checked.
+    assert!(crate::Endpoint::from_flag(Some("ftp://x/"), bound, false).is_err());
+    let fixed = crate::Endpoint::from_flag(Some("cosmos.example:9"), bound, false).expect("url");
+    assert_eq!(fixed.configured(), "http://cosmos.example:9/");
+}
+
+#[tokio::test]
 async fn authorization_failures() {
     let server = Server::new();
     let unsigned = server
