@@ -53,6 +53,17 @@ pub fn app(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// A router serving only the health probes, for a probe port of its own (`--probe-bind`).
+pub fn probe_router(state: AppState) -> Router {
+    Router::new()
+        .route(handlers::ALIVE_PATH, get_only(alive, probe_port_only))
+        .route(handlers::READY_PATH, get_only(ready, probe_port_only))
+        .route(handlers::STATUS_PATH, get_only(status, probe_port_only))
+        .fallback(probe_port_only)
+        .layer(middleware::from_fn(common_headers))
+        .with_state(state)
+}
+
 /// A router serving only `GET /metrics`, for a metrics port of its own.
 pub fn metrics_router(state: AppState) -> Router {
     Router::new()
@@ -183,6 +194,18 @@ async fn outside_explorer(state: State<AppState>, mut request: Request) -> Respo
         Err(_) => return ApiError::from_code(Code::InvalidUri).into_response(),
     }
     dispatch(state, request).await
+}
+
+async fn probe_port_only(request: Request) -> Response {
+    ApiError::new(
+        Code::RouteNotFound,
+        format!(
+            "The probe port serves only GET /alive, /ready and /status, not {} {}.",
+            request.method(),
+            request.uri().path()
+        ),
+    )
+    .into_response()
 }
 
 async fn metrics_port_only(request: Request) -> Response {

@@ -117,6 +117,11 @@ pub struct ServeArgs {
     /// Serve `GET /metrics` on this address instead of the main one.
     #[arg(long, env = "LETHEDB_METRICS_BIND")]
     pub metrics_bind: Option<SocketAddr>,
+    /// Also serve the health probes (`/alive`, `/ready`, `/status`, unauthenticated) on this
+    /// address, alone, as orchestrators probe a port of their own (the vNext emulator image
+    /// uses 8080). They are on the main port too.
+    #[arg(long, env = "LETHEDB_PROBE_BIND")]
+    pub probe_bind: Option<SocketAddr>,
     /// Serve `GET /metrics` (unauthenticated) on the main port even when it listens on a
     /// non-loopback address (otherwise only on loopback).
     #[arg(long, env = "LETHEDB_METRICS_PUBLIC")]

@@ -31,7 +31,7 @@ pub mod secrets;
 mod state;
 pub mod tls;
 
-pub use app::{app, metrics_router};
+pub use app::{app, metrics_router, probe_router};
 pub use cosmos::dispatch;
 pub use error::{wire_status, ApiError, ApiResult, Code};
 pub use head::{ConsistencyLevel, PriorityLevel, RequestHead, CONTINUATION_LIMIT_HEADER};

@@ -11,7 +11,9 @@ use lethedb_server::cli::{Cli, Command, ServeArgs};
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::tls::{self, TlsMaterial};
-use lethedb_server::{app, metrics_router, secrets, wire_status, AppState, Endpoint, MetricsRoute};
+use lethedb_server::{
+    app, metrics_router, probe_router, secrets, wire_status, AppState, Endpoint, MetricsRoute,
+};
 use lethedb_storage::{MemoryStore, PgStore, RedbStore, Storage};
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -171,6 +173,7 @@ fn build_state(
 }
 
 /// Metrics on a port of their own (`--metrics-bind`): the same endpoint, nothing else routed
+/// Metrics on a port of their own (`--metrics-bind`): the same endpoint, nothing else routed
 /// there.
 fn spawn_metrics_listener(
     args: &ServeArgs,
@@ -180,16 +183,40 @@ fn spawn_metrics_listener(
     let (Some(address), Some(_)) = (args.metrics_bind, &state.metrics) else {
         return Ok(None);
     };
-    let metrics_router = metrics_router(state.clone());
     let listener =
         listen::bind(address).with_context(|| format!("cannot listen on {address} for metrics"))?;
     tracing::info!("metrics on http://{}/metrics", listener.local_addr()?);
+    spawn_side_listener(listener, metrics_router(state.clone()), header_timeout).map(Some)
+}
+
+/// The health probes on a port of their own (`--probe-bind`).
+fn spawn_probe_listener(
+    args: &ServeArgs,
+    state: &AppState,
+    header_timeout: Duration,
+) -> anyhow::Result<Option<tokio::task::JoinHandle<()>>> {
+    let Some(address) = args.probe_bind else {
+        return Ok(None);
+    };
+    let listener =
+        listen::bind(address).with_context(|| format!("cannot listen on {address} for probes"))?;
+    tracing::info!("health probes on http://{}/ready", listener.local_addr()?);
+    spawn_side_listener(listener, probe_router(state.clone()), header_timeout).map(Some)
+}
+
+/// Serves a side port's `router` (plain HTTP, with the main port's slow-client deadlines)
+/// until the task is aborted.
+fn spawn_side_listener(
+    listener: std::net::TcpListener,
+    router: axum::Router,
+    header_timeout: Duration,
+) -> anyhow::Result<tokio::task::JoinHandle<()>> {
     let mut server =
         axum_server::from_tcp(listener)?.acceptor(FirstByte::new(DefaultAcceptor, header_timeout));
     limit_slow_clients(server.http_builder(), header_timeout);
-    Ok(Some(tokio::spawn(async move {
-        let _ = server.serve(metrics_router.into_make_service()).await;
-    })))
+    Ok(tokio::spawn(async move {
+        let _ = server.serve(router.into_make_service()).await;
+    }))
 }
 
 /// Serves `router` on `listener`, over TLS when there is material, until `handle` shuts down.
@@ -241,7 +268,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let key_label = secrets::key_label(&key);
     let ready_line = secrets::ready_line(&advertised, engine.store_kind(), &key);
     let state = build_state(&args, engine, key, material.as_ref(), (address, endpoint));
-    let metrics_task = spawn_metrics_listener(&args, &state, header_timeout)?;
+    let side_tasks = [
+        spawn_metrics_listener(&args, &state, header_timeout)?,
+        spawn_probe_listener(&args, &state, header_timeout)?,
+    ];
     // Kept to close the store once every other handle is gone.
     let engine = state.engine.clone();
     let router = app(state);
@@ -260,7 +290,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     });
     listen(listener, material, router, header_timeout, handle).await?;
     sweeper.stop().await;
-    if let Some(task) = metrics_task {
+    for task in side_tasks.into_iter().flatten() {
         task.abort();
         let _ = task.await;
     }

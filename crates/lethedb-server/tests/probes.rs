@@ -69,3 +69,36 @@ fn a_custom_key_is_named_only_by_its_fingerprint_in_the_ready_line() {
     assert!(line["keyFingerprint"].is_string(), "{line}");
     assert!(!server.log().contains("c2VjcmV0LWtleQ=="));
 }
+
+#[test]
+fn the_probes_have_a_port_of_their_own_when_asked() {
+    // A free port for the probes, found by binding and letting go (the server binds it next).
+    let probe_port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|listener| listener.local_addr())
+        .expect("a free port")
+        .port();
+    let probe_bind = format!("127.0.0.1:{probe_port}");
+    let server = common::start(&["--bind", "127.0.0.1:0", "--probe-bind", &probe_bind], &[])
+        .expect("starts");
+    let probes = std::net::SocketAddr::from(([127, 0, 0, 1], probe_port));
+    let started = Instant::now();
+    let ready = loop {
+        if server.log().contains("health probes on") {
+            break common::get(probes, "/ready", "");
+        }
+        assert!(
+            started.elapsed() < common::PROCESS_WAIT_MAX,
+            "{}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    assert_eq!(ready.status, 200, "{}", ready.body);
+    assert_eq!(common::get(probes, "/alive", "").status, 200);
+    assert_eq!(common::get(probes, "/status", "").status, 200);
+    // Nothing else is served there: no Cosmos path, no metrics.
+    let other = common::get(probes, "/dbs", "");
+    assert_eq!(other.status, 404, "{}", other.body);
+    assert!(other.body.contains("probe port"), "{}", other.body);
+    assert_eq!(common::get(probes, "/metrics", "").status, 404);
+}
