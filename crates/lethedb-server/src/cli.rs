@@ -143,6 +143,14 @@ pub struct ServeArgs {
     pub log: String,
 }
 
+/// Whether `text` is a plain `host[:port]`: no user, path, query or anything else a URL built
+/// around it would misread. Checks `--advertise-url` and, with `auto`, a request's `Host`.
+pub fn is_plain_authority(text: &str) -> bool {
+    !text.is_empty()
+        && !text.contains(['/', '?', '#', '@', ' ', '\\'])
+        && text.parse::<axum::http::uri::Authority>().is_ok()
+}
+
 /// The endpoint the account advertises: `advertise` (`scheme://host[:port][/]` or
 /// `host[:port]`), else the bound address with an unspecified address shown as loopback. The
 /// scheme must be the one served (https with TLS); the result ends with `/`.
@@ -173,10 +181,7 @@ pub fn advertised_endpoint(
         }
     }
     let authority = rest.strip_suffix('/').unwrap_or(rest);
-    let valid = !authority.is_empty()
-        && !authority.contains(['/', '?', '#', '@', ' '])
-        && authority.parse::<axum::http::uri::Authority>().is_ok();
-    if !valid {
+    if !is_plain_authority(authority) {
         return Err(format!(
             "--advertise-url {advertise:?} must be {scheme}://host[:port]/ (no path, query or user)"
         ));

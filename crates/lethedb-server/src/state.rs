@@ -3,9 +3,8 @@
 //!
 //! Built once by `main` (or a test) and cloned into each request; it holds handles, not data.
 
-use crate::cli::advertised_endpoint;
+use crate::cli::{advertised_endpoint, is_plain_authority};
 use crate::metrics::Metrics;
-use axum::http::uri::Authority;
 use axum::http::{header, HeaderMap};
 use lethedb_auth::MasterKey;
 use lethedb_engine::Engine;
@@ -106,6 +105,5 @@ impl From<&str> for Endpoint {
 /// would misread).
 fn request_authority(headers: &HeaderMap) -> Option<&str> {
     let host = headers.get(header::HOST)?.to_str().ok()?.trim();
-    let plain = !host.is_empty() && !host.contains(['/', '?', '#', '@', ' ', '\\']);
-    (plain && host.parse::<Authority>().is_ok()).then_some(host)
+    is_plain_authority(host).then_some(host)
 }
