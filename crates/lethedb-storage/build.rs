@@ -2,7 +2,7 @@
 //! set (or `LETHEDB_TEST_POSTGRES_REQUIRED`, under which a missing database fails them) the cfg
 //! `lethedb_test_postgres` is on and they run; without it they are reported as ignored, with
 //! the reason, rather than passing without testing anything. The library itself does not use
-//! the cfg.
+//! the cfg. The engine crate runs this same script (its `Cargo.toml` names it).
 
 fn main() {
     println!("cargo::rustc-check-cfg=cfg(lethedb_test_postgres)");

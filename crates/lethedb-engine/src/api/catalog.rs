@@ -6,7 +6,7 @@
 use crate::catalog::indexing_policy::{add_container_system_properties, container_resource};
 use crate::catalog::kinds::ParentLevel;
 use crate::catalog::resource::delete_children;
-use crate::catalog::shared::{body_id, body_object};
+use crate::catalog::shared::{body_id, body_object, id_with_rid};
 use crate::container::{Container, ContainerParts, Usage};
 use crate::engine::Engine;
 use crate::error::{
@@ -325,7 +325,7 @@ impl Engine {
             return Ok(None);
         }
         let rid = rid.to_string();
-        self.run_scan(move |engine| engine.database_id_by_rid_blocking(&rid))
+        self.run_scan(move |engine| Ok(id_with_rid(engine.list_databases_blocking()?, &rid)))
             .await
     }
 
@@ -339,8 +339,13 @@ impl Engine {
             return Ok(None);
         }
         let (database_id, rid) = (database_id.to_string(), rid.to_string());
-        self.run_scan(move |engine| engine.container_id_by_rid_blocking(&database_id, &rid))
-            .await
+        self.run_scan(move |engine| {
+            Ok(id_with_rid(
+                engine.list_containers_blocking(&database_id)?,
+                &rid,
+            ))
+        })
+        .await
     }
 
     /// Every container with its usage estimate (`None` where it could not be read), as the

@@ -7,7 +7,7 @@ use crate::catalog::kinds::{ParentLevel, ResourceKind, ResourceParent};
 use crate::catalog::resource::{
     apply_create, apply_replace, delete_children, load_record, replacement_id,
 };
-use crate::catalog::shared::{body_id, body_object};
+use crate::catalog::shared::{body_id, body_object, id_with_rid};
 use crate::engine::Engine;
 use crate::error::{precondition_failed, resource_not_found, EngineResult};
 use crate::{keys, rids};
@@ -161,7 +161,12 @@ impl Engine {
             return Ok(None);
         }
         let (parent, rid) = (parent.clone(), rid.to_string());
-        self.run_scan(move |engine| engine.resource_id_by_rid_blocking(kind, &parent, &rid))
-            .await
+        self.run_scan(move |engine| {
+            Ok(id_with_rid(
+                engine.list_resources_blocking(kind, &parent)?,
+                &rid,
+            ))
+        })
+        .await
     }
 }

@@ -20,9 +20,8 @@ use crate::engine::Engine;
 use crate::error::{database_not_found, EngineResult};
 use crate::keys;
 use crate::records::{load_database, ContainerRecord, DatabaseRecord};
-use crate::rids::{self};
 use serde_json::Value;
-use shared::{id_with_rid, list_records};
+use shared::list_records;
 use std::sync::Arc;
 
 impl Engine {
@@ -36,30 +35,6 @@ impl Engine {
             "database",
             |record: DatabaseRecord| record.resource,
         )
-    }
-
-    /// The id of the database whose `_rid` is `rid`, if any (a catalog scan: `api/catalog.rs` is its door).
-    pub(crate) fn database_id_by_rid_blocking(&self, rid: &str) -> EngineResult<Option<String>> {
-        if !rids::has_length(rid, rids::DATABASE_RID_BYTES) {
-            return Ok(None);
-        }
-        Ok(id_with_rid(self.list_databases_blocking()?, rid))
-    }
-
-    /// The id of the container in `database_id` whose `_rid` is `rid`, if any (a catalog
-    /// scan: `api/catalog.rs` is its door).
-    pub(crate) fn container_id_by_rid_blocking(
-        &self,
-        database_id: &str,
-        rid: &str,
-    ) -> EngineResult<Option<String>> {
-        if !rids::has_length(rid, rids::CONTAINER_RID_BYTES) {
-            return Ok(None);
-        }
-        Ok(id_with_rid(
-            self.list_containers_blocking(database_id)?,
-            rid,
-        ))
     }
 
     // ----- containers -----

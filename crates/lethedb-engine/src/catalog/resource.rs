@@ -12,7 +12,7 @@
 
 use super::kinds::{ParentLevel, ResourceKind, ResourceParent};
 use super::script_body::check_script_body;
-use super::shared::{body_id, id_with_rid, list_records};
+use super::shared::{body_id, list_records};
 use crate::engine::Engine;
 use crate::error::{
     conflict, container_not_found, corrupted, database_not_found, precondition_failed,
@@ -332,21 +332,5 @@ impl Engine {
             "resource",
             |record: ResourceRecord| record.resource,
         )
-    }
-
-    /// The id of the child resource of one kind under `parent` whose `_rid` is `rid`, if any.
-    pub(crate) fn resource_id_by_rid_blocking(
-        &self,
-        kind: ResourceKind,
-        parent: &ResourceParent,
-        rid: &str,
-    ) -> EngineResult<Option<String>> {
-        if !rids::has_length(rid, kind.rid_bytes()) {
-            return Ok(None);
-        }
-        Ok(id_with_rid(
-            self.list_resources_blocking(kind, parent)?,
-            rid,
-        ))
     }
 }
