@@ -173,7 +173,6 @@ fn build_state(
 }
 
 /// Metrics on a port of their own (`--metrics-bind`): the same endpoint, nothing else routed
-/// Metrics on a port of their own (`--metrics-bind`): the same endpoint, nothing else routed
 /// there.
 fn spawn_metrics_listener(
     args: &ServeArgs,

@@ -52,6 +52,9 @@ pub struct Metrics {
     /// The containers and their usage as the scrape read them (through the engine's scan door,
     /// before rendering), for the collector's per-container series.
     usages: ContainerUsages,
+    /// Held through a whole render, so that two scrapes at once never encode each other's
+    /// usage figures.
+    rendering: Mutex<()>,
 }
 
 /// Every container with its usage, `None` where it could not be read.
@@ -105,6 +108,7 @@ impl Metrics {
         }));
         Metrics {
             usages,
+            rendering: Mutex::new(()),
             registry,
             requests,
             latency,
@@ -154,6 +158,7 @@ impl Metrics {
         &self,
         usages: Vec<(Arc<Container>, Option<Usage>)>,
     ) -> Result<String, std::fmt::Error> {
+        let _rendering = self.rendering.lock();
         if let Ok(mut held) = self.usages.lock() {
             *held = usages;
         }

@@ -53,7 +53,7 @@ pub fn key_label(key: &MasterKey) -> String {
 pub fn ready_line(endpoint: &str, store: &str, key: &MasterKey) -> String {
     let mut line = serde_json::json!({"ready": true, "endpoint": endpoint, "store": store});
     if key.is_emulator_key() {
-        line["key"] = crate::cli::EMULATOR_KEY.into();
+        line["key"] = EMULATOR_KEY.into();
     } else {
         line["keyFingerprint"] = key.fingerprint().into();
     }

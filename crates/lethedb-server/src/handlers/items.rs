@@ -192,17 +192,18 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
         let operation = TriggeredOperation::Delete(context.path.id(2).to_string());
         return triggered_write(context, container, operation, triggers).await;
     }
+    let partition_key = context.head.partition_key()?;
     let lsn = context
         .state
         .engine
         .delete_item(
             container,
-            context.head.partition_key()?.cloned(),
+            partition_key.cloned(),
             context.path.id(2),
             context.head.if_match.map(str::to_string),
         )
         .await?;
-    let range = item_range(container, context.head.partition_key()?);
+    let range = item_range(container, partition_key);
     Ok(Reply::empty(StatusCode::NO_CONTENT)
         .charge(request_units::write(0))
         .range_scoped(container, context.path, lsn, range))
