@@ -112,7 +112,8 @@ impl Engine {
 
     /// Admits a user request on a container, or says how many milliseconds to wait.
     pub fn admit(&self, container: &Container) -> Result<(), i64> {
-        // This is measured on the monotonic timer: it paces the sweeper, it is not wall time.
+        // Measured on the clock's pacer (the machine's monotonic timer, or a manual clock in
+        // tests): it paces the sweeper, it is not wall time.
         let since_start_ms = (self.inner.started.elapsed().as_millis() as u64).max(1);
         self.inner
             .last_user_request_ms

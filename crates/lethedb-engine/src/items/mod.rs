@@ -493,7 +493,7 @@ pub(crate) fn apply_delete(
     let key = keys::item_key(number, &partition_key.encode(), id);
     let current = visible_record(context, container, &key)?
         .map(|record| (stored_version(number, &record), record));
-    let existing = rules::decide_delete(if_match.as_deref(), current)?;
+    let existing = rules::decide_existing(if_match.as_deref(), current)?;
     let mut counters = read_counters(context.reader(), number)?;
     remove_version(context, number, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);

@@ -320,7 +320,7 @@ pub(crate) fn apply_patch_item(
     let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
     let current = visible_record(context, &container, &key)?
         .map(|record| (stored_version(container.key_number(), &record), record));
-    let current = rules::decide_patch(if_match.as_deref(), current)?;
+    let current = rules::decide_existing(if_match.as_deref(), current)?;
     let document = current.document().ok_or_else(|| corrupted("item"))?;
     if let Some(condition) = condition {
         if !condition_holds(condition, &document, context.now_ms)? {

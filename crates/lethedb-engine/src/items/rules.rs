@@ -194,7 +194,7 @@ pub(crate) fn decide_write(
             Ok(Effect::Replace)
         }
         (WriteMode::Replace(_), current) => {
-            visible_and_meeting(if_match, current.map(|version| (version, ())))?;
+            decide_existing(if_match, current.map(|version| (version, ())))?;
             if target_taken {
                 return Err(item_conflict());
             }
@@ -203,28 +203,12 @@ pub(crate) fn decide_write(
     }
 }
 
-/// Decides a delete: the item must be visible and meet the If-Match condition. `current` pairs
-/// the visible version with what the caller keeps of it, which it gets back.
-pub(crate) fn decide_delete<T>(
-    if_match: Option<&str>,
-    current: Option<(Version<'_>, T)>,
-) -> EngineResult<T> {
-    visible_and_meeting(if_match, current)
-}
-
-/// Decides a patch, which replaces the item its URL names by a patched copy with the same id:
-/// decided as [`decide_write`] decides such a replace, before the patch's own condition and
-/// operations apply. `current` as for [`decide_delete`].
-pub(crate) fn decide_patch<T>(
-    if_match: Option<&str>,
-    current: Option<(Version<'_>, T)>,
-) -> EngineResult<T> {
-    visible_and_meeting(if_match, current)
-}
-
-/// The rule of every write on an item that must exist (a replace that keeps its id, a patch, a
-/// delete): it is visible (404), then it meets the If-Match condition (412).
-fn visible_and_meeting<T>(
+/// Decides a write on an item that must exist: a delete, or a patch (which replaces the item
+/// its URL names by a patched copy with the same id, decided as [`decide_write`] decides such a
+/// replace, before the patch's own condition and operations apply). The item is visible (404),
+/// then it meets the If-Match condition (412). `current` pairs the visible version with what the
+/// caller keeps of it, which it gets back.
+pub(crate) fn decide_existing<T>(
     if_match: Option<&str>,
     current: Option<(Version<'_>, T)>,
 ) -> EngineResult<T> {

@@ -131,12 +131,20 @@ fn client_pipeline(
     if !plan.fans_out() || !plan.needs_client_pipeline() {
         return Ok(None);
     }
-    // As for any query, one range needs no cross-partition consent (`scan_scope`).
-    let fan_out_allowed = request.enable_cross_partition || container.ranges.ranges.len() <= 1;
+    let fan_out_allowed = may_fan_out(container, request);
     Ok(Some(ClientPipeline {
         plan,
         fan_out_allowed,
     }))
+}
+
+/// Whether `request` may read several ranges: it consents
+/// (`x-ms-documentdb-query-enablecrosspartition`), or there is nothing to fan out over (one
+/// range, or a container without a partition key).
+fn may_fan_out(container: &Container, request: &QueryRequest) -> bool {
+    request.enable_cross_partition
+        || container.partition_key.is_system_key()
+        || container.ranges.ranges.len() <= 1
 }
 
 /// The keys a page of `request` reads: the partition key it sends or its WHERE clause pins, and
@@ -164,9 +172,7 @@ fn scan_scope(
     if scope.is_none()
         && request.range_id.is_none()
         && request.effective_range.is_none()
-        && !request.enable_cross_partition
-        && !definition.is_system_key()
-        && container.ranges.ranges.len() > 1
+        && !may_fan_out(container, request)
     {
         return Err(EngineError::new(ErrorCode::CrossPartitionQueryDisabled));
     }

@@ -268,7 +268,7 @@ impl<'r> ScriptView<'r> {
     pub(crate) fn delete(&mut self, key: Vec<u8>, if_match: Option<&str>) -> EngineResult<()> {
         let existing = self.current(&key)?;
         let current = existing.as_deref().map(|doc| (Version::shown(doc), ()));
-        rules::decide_delete(if_match, current)?;
+        rules::decide_existing(if_match, current)?;
         let (_, id) = keys::split_item_suffix(keys::item_key_suffix(&key))
             .ok_or_else(|| corrupted("item key"))?;
         self.writes.push(ScriptWrite::Delete { id: id.to_string() });

@@ -75,13 +75,13 @@ fn outcome(mode: &str, state: &str, condition: usize, current: Version<'_>) -> c
     let current = present.then_some(current);
     match mode {
         "Delete" => {
-            return letter(decide_delete(
+            return letter(decide_existing(
                 if_match,
                 current.map(|version| (version, 'd')),
             ))
         }
         "Patch" => {
-            return letter(decide_patch(
+            return letter(decide_existing(
                 if_match,
                 current.map(|version| (version, 'r')),
             ))
