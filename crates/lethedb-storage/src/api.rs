@@ -25,11 +25,14 @@ pub enum Table {
     ChangeIndex,
     /// One entry per write and delete by container and LSN (the all-versions change feed).
     ChangeLog,
+    /// Secondary entries the engine keeps per item, keyed by container first: the indexing
+    /// policy's index entries and the unique keys' claims. Empty values; the key is the entry.
+    Index,
 }
 
 impl Table {
     /// Every table, in a fixed order (backends index arrays by it).
-    pub const ALL: [Table; 7] = [
+    pub const ALL: [Table; 8] = [
         Table::Catalog,
         Table::Items,
         Table::Expiry,
@@ -37,6 +40,7 @@ impl Table {
         Table::ResourceIds,
         Table::ChangeIndex,
         Table::ChangeLog,
+        Table::Index,
     ];
 
     pub(crate) fn index(self) -> usize {

@@ -12,7 +12,7 @@ use std::cell::OnceCell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 7] = [
+const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
     TableDefinition::new("catalog"),
     TableDefinition::new("items"),
     TableDefinition::new("expiry"),
@@ -20,6 +20,7 @@ const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 7] =
     TableDefinition::new("resource_ids"),
     TableDefinition::new("change_index"),
     TableDefinition::new("change_log"),
+    TableDefinition::new("index"),
 ];
 
 fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {

@@ -124,12 +124,13 @@ pub struct Feed {
 
 /// The tables that hold something per item of a container, all keyed by the container number
 /// first: deleting a container clears each of them over that prefix (the counters go separately).
-const PER_ITEM_TABLES: [Table; 5] = [
+const PER_ITEM_TABLES: [Table; 6] = [
     Table::Items,
     Table::Expiry,
     Table::ResourceIds,
     Table::ChangeIndex,
     Table::ChangeLog,
+    Table::Index,
 ];
 
 /// Deletes every item, expiry entry and counter of a container.

@@ -11,7 +11,7 @@ use crate::api::{KeyRange, Table};
 use std::ops::Bound;
 
 /// The names of the tables, indexed like [`Table::ALL`].
-const TABLE_NAMES: [&str; 7] = [
+const TABLE_NAMES: [&str; 8] = [
     "catalog",
     "items",
     "expiry",
@@ -19,6 +19,7 @@ const TABLE_NAMES: [&str; 7] = [
     "resource_ids",
     "change_index",
     "change_log",
+    "index_entries",
 ];
 
 /// Rows a scan fetches per round trip: small first, since most scans stop early (a page of a
