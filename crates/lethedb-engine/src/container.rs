@@ -5,6 +5,7 @@
 //! for every path that builds a container. This module does not read or write storage (the
 //! stored form is in `records.rs`) and does not decide what expired means (`ttl/expiry.rs` does).
 
+use crate::index::policy::IndexPolicy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
@@ -39,6 +40,8 @@ pub struct Container {
     pub(crate) documents_self_prefix: String,
     /// The computed properties its queries substitute (checked when the container was made).
     pub(crate) computed: Arc<ComputedProperties>,
+    /// Its indexing policy, compiled.
+    pub(crate) index_policy: Arc<IndexPolicy>,
 }
 
 /// A container's storage usage, expired items excluded.
@@ -98,8 +101,12 @@ impl Container {
             .filter(|value| !value.is_null())
             .and_then(|value| ComputedProperties::parse(value).ok())
             .unwrap_or_default();
+        let index_policy = IndexPolicy::compile(
+            resource.get("indexingPolicy").unwrap_or(&Value::Null),
+        );
         Container {
             computed: Arc::new(computed),
+            index_policy: Arc::new(index_policy),
             database_id,
             id,
             database_number,

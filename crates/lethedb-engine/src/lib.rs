@@ -18,6 +18,7 @@ mod container;
 mod engine;
 mod error;
 mod feed;
+mod index;
 mod items;
 mod keys;
 mod limits;

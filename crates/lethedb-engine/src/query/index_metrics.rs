@@ -3,29 +3,28 @@
 //! service's shape (`UtilizedSingleIndexes`, `PotentialSingleIndexes`, `UtilizedCompositeIndexes`,
 //! `PotentialCompositeIndexes`).
 //!
-//! Derived from the query's document paths and the policy's included, excluded and composite
-//! paths, the more precise path winning as in the service. LetheDB scans rather than reading
-//! indexes, so this says what the policy covers; it reads no items and changes no plan.
+//! Derived from the query's document paths and the container's compiled policy
+//! (`index/policy.rs`); it reads no items and changes no plan.
 
 use crate::container::Container;
+use crate::index::policy::IndexPolicy;
 use lethedb_query::Prepared;
 use serde_json::{json, Value};
 
 /// The index utilization of a prepared query on `container`, as the service reports it.
 pub(crate) fn report(prepared: &Prepared, container: &Container) -> Value {
-    let policy = container
-        .resource
-        .get("indexingPolicy")
-        .cloned()
-        .unwrap_or(Value::Null);
-    utilization(&prepared.filter_paths(), &prepared.order_paths(), &policy)
+    utilization(
+        &prepared.filter_paths(),
+        &prepared.order_paths(),
+        &container.index_policy,
+    )
 }
 
 /// The report for a query reading `filter_paths` and sorting by `order_paths` under `policy`.
 pub fn utilization(
     filter_paths: &[Vec<String>],
     order_paths: &[Option<(Vec<String>, bool)>],
-    policy: &Value,
+    policy: &IndexPolicy,
 ) -> Value {
     let mut singles: Vec<&[String]> = filter_paths.iter().map(Vec::as_slice).collect();
     let sorted: Vec<(&[String], bool)> = order_paths
@@ -47,7 +46,7 @@ pub fn utilization(
             "IndexPreciseSet": true,
             "IndexImpactScore": "High",
         });
-        if is_indexed(policy, path) {
+        if policy.coverage(path).is_indexed() {
             utilized.push(entry);
         } else {
             potential.push(entry);
@@ -66,7 +65,11 @@ pub fn utilization(
             })
             .collect();
         let entry = json!({"IndexSpecs": specs, "IndexImpactScore": "High"});
-        if has_composite(policy, &sorted) {
+        let keys: Vec<(Vec<String>, bool)> = sorted
+            .iter()
+            .map(|(path, descending)| (path.to_vec(), *descending))
+            .collect();
+        if policy.composite_for(&keys).is_some() {
             composite_utilized.push(entry);
         } else {
             composite_potential.push(entry);
@@ -85,91 +88,6 @@ fn spec(path: &[String]) -> String {
     path.iter().map(|name| format!("/{name}")).collect()
 }
 
-/// A policy path's segments without quotes, and whether it ends in `/*` (everything under) or
-/// `/?` (the value itself).
-fn pattern(text: &str) -> (Vec<String>, bool) {
-    let mut segments: Vec<String> = text
-        .split('/')
-        .filter(|segment| !segment.is_empty())
-        .map(|segment| segment.trim_matches('"').to_string())
-        .collect();
-    let subtree = segments.last().is_some_and(|last| last == "*");
-    if matches!(segments.last().map(String::as_str), Some("*" | "?")) {
-        segments.pop();
-    }
-    (segments, subtree)
-}
-
-/// How precisely `pattern_text` covers `path`: `None` when it does not, else a rank where a
-/// longer pattern, and at equal length one naming the value itself, is more precise.
-fn precision(pattern_text: &str, path: &[String]) -> Option<usize> {
-    let (segments, subtree) = pattern(pattern_text);
-    let matches = |pattern: &String, name: &String| pattern == "[]" || pattern == name;
-    let covered = if subtree {
-        segments.len() <= path.len() && segments.iter().zip(path).all(|(p, n)| matches(p, n))
-    } else {
-        segments.len() == path.len() && segments.iter().zip(path).all(|(p, n)| matches(p, n))
-    };
-    covered.then_some(segments.len() * 2 + usize::from(!subtree))
-}
-
-fn most_precise(policy: &Value, list: &str, path: &[String]) -> Option<usize> {
-    policy
-        .get(list)
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| entry.get("path").and_then(Value::as_str))
-        .filter_map(|text| precision(text, path))
-        .max()
-}
-
-/// Whether the policy indexes `path`: the most precise included path is more precise than
-/// every excluded one that covers it; nothing is indexed with indexing mode `none`.
-pub fn is_indexed(policy: &Value, path: &[String]) -> bool {
-    if policy.get("indexingMode").and_then(Value::as_str) == Some("none") {
-        return false;
-    }
-    match (
-        most_precise(policy, "includedPaths", path),
-        most_precise(policy, "excludedPaths", path),
-    ) {
-        (Some(included), Some(excluded)) => included > excluded,
-        (Some(_), None) => true,
-        _ => false,
-    }
-}
-
-/// Whether a composite index of the policy lists exactly `paths` in order, each in its
-/// direction.
-fn has_composite(policy: &Value, paths: &[(&[String], bool)]) -> bool {
-    let wanted: Vec<(String, bool)> = paths
-        .iter()
-        .map(|(path, descending)| (spec(path), *descending))
-        .collect();
-    policy
-        .get("compositeIndexes")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_array)
-        .any(|composite| {
-            composite.len() == wanted.len()
-                && composite
-                    .iter()
-                    .zip(&wanted)
-                    .all(|(entry, (want, descending))| {
-                        let path = entry.get("path").and_then(Value::as_str).unwrap_or("");
-                        let order = entry
-                            .get("order")
-                            .and_then(Value::as_str)
-                            .unwrap_or("ascending");
-                        pattern(path).0 == pattern(want).0
-                            && order.eq_ignore_ascii_case("descending") == *descending
-                    })
-        })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -179,26 +97,9 @@ mod tests {
     }
 
     #[test]
-    fn the_more_precise_path_decides_what_is_indexed() {
-        let default = json!({"indexingMode": "consistent", "includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/\"_etag\"/?"}]});
-        assert!(is_indexed(&default, &path("name")));
-        assert!(is_indexed(&default, &path("a/b")));
-        assert!(!is_indexed(&default, &path("_etag")));
-        let narrow = json!({"includedPaths": [{"path": "/kept/?"}, {"path": "/tree/*"}], "excludedPaths": [{"path": "/*"}, {"path": "/tree/secret/?"}]});
-        assert!(is_indexed(&narrow, &path("kept")));
-        assert!(!is_indexed(&narrow, &path("kept/deeper")));
-        assert!(is_indexed(&narrow, &path("tree/leaf")));
-        assert!(!is_indexed(&narrow, &path("tree/secret")));
-        assert!(!is_indexed(&narrow, &path("other")));
-        let none =
-            json!({"indexingMode": "none", "includedPaths": [], "excludedPaths": [{"path": "/*"}]});
-        assert!(!is_indexed(&none, &path("name")));
-    }
-
-    #[test]
     fn filters_and_sorts_report_utilized_and_potential_indexes() {
-        let policy = json!({"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/skip/?"}],
-            "compositeIndexes": [[{"path": "/a", "order": "ascending"}, {"path": "/b"}]]});
+        let policy = IndexPolicy::compile(&json!({"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/skip/?"}],
+            "compositeIndexes": [[{"path": "/a", "order": "ascending"}, {"path": "/b"}]]}));
         let report = utilization(&[path("name"), path("skip")], &[], &policy);
         assert_eq!(report["UtilizedSingleIndexes"][0]["IndexSpec"], "/name/?");
         assert_eq!(report["PotentialSingleIndexes"][0]["IndexSpec"], "/skip/?");

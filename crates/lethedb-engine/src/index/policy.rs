@@ -1,0 +1,266 @@
+//! A container's indexing policy compiled once, when the container is loaded: which document
+//! paths it indexes and how (`Coverage`), its composite indexes, and its mode.
+//!
+//! Paths are lists of property names from the document's root, with `[]` standing for any
+//! element of an array (the service normalises array positions the same way). The more precise
+//! policy path wins, as on the service: a longer path beats a shorter one, and at equal length a
+//! path naming the value itself (`/a/?`) beats one naming a subtree (`/a/*`). `id` and `_ts` are
+//! always indexed unless the mode is `none`. This module only answers questions about the
+//! policy; it reads no items and decides no query's plan or result.
+
+use serde_json::Value;
+
+/// How the policy indexes one document path.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Coverage {
+    /// Not indexed: an excluded path wins, or the mode is `none`.
+    Excluded,
+    /// Indexed through a subtree path (`/*`, `/a/*`): only defined values have entries.
+    Wildcard,
+    /// Indexed through a path naming the value itself (`/a/?`): an item where the path is
+    /// undefined has an entry saying so, as the service documents.
+    Explicit,
+}
+
+impl Coverage {
+    pub(crate) fn is_indexed(self) -> bool {
+        self != Coverage::Excluded
+    }
+}
+
+/// One composite index: its paths in order, each with whether it sorts descending.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CompositeIndex {
+    pub(crate) paths: Vec<(Vec<String>, bool)>,
+}
+
+/// A policy path, parsed: its segments without quotes, and whether it names a subtree.
+#[derive(Clone, Debug)]
+struct Pattern {
+    segments: Vec<String>,
+    subtree: bool,
+}
+
+impl Pattern {
+    fn parse(text: &str) -> Pattern {
+        let mut segments = path_segments(text);
+        let subtree = segments.last().is_some_and(|last| last == "*");
+        if matches!(segments.last().map(String::as_str), Some("*" | "?")) {
+            segments.pop();
+        }
+        Pattern { segments, subtree }
+    }
+
+    /// How precisely this pattern covers `path`: `None` when it does not, else a rank where a
+    /// longer pattern, and at equal length one naming the value itself, is more precise.
+    fn precision(&self, path: &[String]) -> Option<usize> {
+        let fits = if self.subtree {
+            self.segments.len() <= path.len()
+        } else {
+            self.segments.len() == path.len()
+        };
+        let matches = fits
+            && self
+                .segments
+                .iter()
+                .zip(path)
+                .all(|(pattern, name)| pattern == "[]" || pattern == name);
+        matches.then_some(self.segments.len() * 2 + usize::from(!self.subtree))
+    }
+}
+
+/// The rank of the most precise of `patterns` covering `path`.
+fn most_precise(patterns: &[Pattern], path: &[String]) -> Option<usize> {
+    patterns
+        .iter()
+        .filter_map(|pattern| pattern.precision(path))
+        .max()
+}
+
+/// The segments of a path written as in a policy (`/a/"b-c"/?`), quotes removed.
+pub(crate) fn path_segments(text: &str) -> Vec<String> {
+    text.split('/')
+        .filter(|segment| !segment.is_empty())
+        .map(|segment| segment.trim_matches('"').to_string())
+        .collect()
+}
+
+/// A container's indexing policy, compiled.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct IndexPolicy {
+    /// Indexing mode `none`: nothing is indexed.
+    indexes_nothing: bool,
+    included: Vec<Pattern>,
+    excluded: Vec<Pattern>,
+    composites: Vec<CompositeIndex>,
+}
+
+/// The properties the service indexes whatever the policy says, unless the mode is `none`.
+const ALWAYS_INDEXED: [&str; 2] = ["id", "_ts"];
+
+impl IndexPolicy {
+    /// Compiles a policy as `catalog::indexing_policy::normalize_indexing_policy` stored it.
+    pub(crate) fn compile(policy: &Value) -> IndexPolicy {
+        let patterns = |list: &str| -> Vec<Pattern> {
+            policy
+                .get(list)
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|entry| entry.get("path").and_then(Value::as_str))
+                .map(Pattern::parse)
+                .collect()
+        };
+        IndexPolicy {
+            indexes_nothing: policy.get("indexingMode").and_then(Value::as_str) == Some("none"),
+            included: patterns("includedPaths"),
+            excluded: patterns("excludedPaths"),
+            composites: composites(policy),
+        }
+    }
+
+    /// How the policy indexes `path`.
+    pub(crate) fn coverage(&self, path: &[String]) -> Coverage {
+        if self.indexes_nothing {
+            return Coverage::Excluded;
+        }
+        if let [only] = path {
+            if ALWAYS_INDEXED.contains(&only.as_str()) {
+                return Coverage::Explicit;
+            }
+        }
+        let included = most_precise(&self.included, path);
+        let excluded = most_precise(&self.excluded, path);
+        match (included, excluded) {
+            (Some(rank), Some(excluded)) if rank <= excluded => Coverage::Excluded,
+            // An odd rank is a pattern naming the value itself (see `Pattern::precision`).
+            (Some(rank), _) if rank % 2 == 1 => Coverage::Explicit,
+            (Some(_), _) => Coverage::Wildcard,
+            (None, _) => Coverage::Excluded,
+        }
+    }
+
+    /// The composite indexes, in the policy's order.
+    pub(crate) fn composites(&self) -> &[CompositeIndex] {
+        if self.indexes_nothing {
+            return &[];
+        }
+        &self.composites
+    }
+
+    /// The composite index that serves an ORDER BY over `keys` (paths with directions): one
+    /// listing exactly these paths in order, with the same directions on every path or the
+    /// inverse on every path. Returns its position and whether it is walked inverted.
+    pub(crate) fn composite_for(&self, keys: &[(Vec<String>, bool)]) -> Option<(usize, bool)> {
+        self.composites()
+            .iter()
+            .enumerate()
+            .find_map(|(position, composite)| {
+                if composite.paths.len() != keys.len() {
+                    return None;
+                }
+                let same_paths = composite
+                    .paths
+                    .iter()
+                    .zip(keys)
+                    .all(|((path, _), (key, _))| path == key);
+                let directions = composite
+                    .paths
+                    .iter()
+                    .zip(keys)
+                    .map(|((_, indexed), (_, wanted))| indexed == wanted);
+                let all_same = directions.clone().all(|same| same);
+                let all_inverse = directions.clone().all(|same| !same);
+                (same_paths && (all_same || all_inverse)).then_some((position, all_inverse))
+            })
+    }
+}
+
+/// The composite indexes of a policy: each a list of `{path, order}`; a path ending in `/?` or
+/// `/*` is read without it, and an order other than `descending` is ascending.
+fn composites(policy: &Value) -> Vec<CompositeIndex> {
+    policy
+        .get("compositeIndexes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_array)
+        .map(|entries| CompositeIndex {
+            paths: entries
+                .iter()
+                .map(|entry| {
+                    let path = entry.get("path").and_then(Value::as_str).unwrap_or("");
+                    let order = entry
+                        .get("order")
+                        .and_then(Value::as_str)
+                        .unwrap_or("ascending");
+                    (
+                        Pattern::parse(path).segments,
+                        order.eq_ignore_ascii_case("descending"),
+                    )
+                })
+                .collect(),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn path(text: &str) -> Vec<String> {
+        text.split('/').map(str::to_string).collect()
+    }
+
+    #[test]
+    fn the_more_precise_path_decides_coverage() {
+        let default = IndexPolicy::compile(&json!({"indexingMode": "consistent",
+            "includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/\"_etag\"/?"}]}));
+        assert_eq!(default.coverage(&path("name")), Coverage::Wildcard);
+        assert_eq!(default.coverage(&path("a/b")), Coverage::Wildcard);
+        assert_eq!(default.coverage(&path("tags/[]")), Coverage::Wildcard);
+        assert_eq!(default.coverage(&path("_etag")), Coverage::Excluded);
+        let narrow = IndexPolicy::compile(&json!({
+            "includedPaths": [{"path": "/kept/?"}, {"path": "/tree/*"}, {"path": "/tags/[]/?"}],
+            "excludedPaths": [{"path": "/*"}, {"path": "/tree/secret/?"}]}));
+        assert_eq!(narrow.coverage(&path("kept")), Coverage::Explicit);
+        assert_eq!(narrow.coverage(&path("kept/deeper")), Coverage::Excluded);
+        assert_eq!(narrow.coverage(&path("tree/leaf")), Coverage::Wildcard);
+        assert_eq!(narrow.coverage(&path("tree/secret")), Coverage::Excluded);
+        assert_eq!(narrow.coverage(&path("tags/[]")), Coverage::Explicit);
+        assert_eq!(narrow.coverage(&path("other")), Coverage::Excluded);
+        assert_eq!(narrow.coverage(&path("id")), Coverage::Explicit);
+        assert_eq!(narrow.coverage(&path("_ts")), Coverage::Explicit);
+        let none = IndexPolicy::compile(
+            &json!({"indexingMode": "none", "includedPaths": [], "excludedPaths": [{"path": "/*"}]}),
+        );
+        assert_eq!(none.coverage(&path("name")), Coverage::Excluded);
+        assert_eq!(none.coverage(&path("id")), Coverage::Excluded);
+    }
+
+    #[test]
+    fn a_composite_serves_its_sequence_in_its_directions_or_their_inverse() {
+        let policy = IndexPolicy::compile(&json!({"compositeIndexes": [
+            [{"path": "/name", "order": "ascending"}, {"path": "/age", "order": "descending"}],
+            [{"path": "/a/?"}, {"path": "/b/?"}, {"path": "/c/?"}]]}));
+        let keys = |list: &[(&str, bool)]| -> Vec<(Vec<String>, bool)> {
+            list.iter().map(|(p, d)| (path(p), *d)).collect()
+        };
+        assert_eq!(
+            policy.composite_for(&keys(&[("name", false), ("age", true)])),
+            Some((0, false))
+        );
+        assert_eq!(
+            policy.composite_for(&keys(&[("name", true), ("age", false)])),
+            Some((0, true))
+        );
+        assert_eq!(policy.composite_for(&keys(&[("name", false), ("age", false)])), None);
+        assert_eq!(policy.composite_for(&keys(&[("age", true), ("name", false)])), None);
+        assert_eq!(policy.composite_for(&keys(&[("a", false), ("b", false)])), None);
+        assert_eq!(
+            policy.composite_for(&keys(&[("a", false), ("b", false), ("c", false)])),
+            Some((1, false))
+        );
+    }
+}
