@@ -34,6 +34,7 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod sort_key;
 mod subquery;
 mod token;
 mod value;
@@ -53,4 +54,9 @@ pub use parser::{
     parse, EXPRESSION_DEPTH_MAX, JOINS_MAX, PARSER_RECURSION_MAX, QUERY_TEXT_CHARS_MAX,
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
+pub use sort_key::{
+    complement, encode_sort_key, number_bytes, string_prefix_key, type_bounds,
+    SORT_KEY_TEXT_BYTES_MAX,
+};
 pub use token::CONTINUATION_CHARS_MAX;
+pub use value::{canonical_key, total_order, type_rank};

@@ -1,0 +1,133 @@
+//! The byte image of the language's sort order: a value encoded so that comparing two encodings
+//! bytewise (`memcmp`) gives what `value::total_order` gives for the values, which lets an
+//! ordered key-value store keep index entries in the order queries ask for.
+//!
+//! Each encoding starts with a type tag in the service's cross-type order (undefined < null <
+//! false < true < numbers < strings < arrays < objects) and is prefix-free, so encodings can be
+//! concatenated (composite indexes) and complemented byte by byte (descending components) without
+//! changing the order of what follows. Numbers are the double the language compares, with the
+//! sign bit flipped (all bits for negatives) so the bytes sort as the numbers do. Strings, and
+//! arrays and objects by their canonical text (the order `total_order` uses for them), are
+//! escaped (`0x00` becomes `0x00 0xFF`) and end with `0x00 0x01`; one longer than
+//! `SORT_KEY_TEXT_BYTES_MAX` is cut after that many bytes and ends with `0x00 0x02`, so it sorts
+//! after every shorter text it starts with and equal to every other text that shares the kept
+//! prefix: such an encoding only narrows a search, and the caller re-checks the value itself.
+//! Nothing here knows storage or indexing policies.
+
+use serde_json::Value;
+
+use crate::value::{as_number, canonical_key};
+
+/// The most bytes of a string's (or a container's canonical) text an encoding keeps.
+pub const SORT_KEY_TEXT_BYTES_MAX: usize = 128;
+
+const TAG_UNDEFINED: u8 = 0x01;
+const TAG_NULL: u8 = 0x02;
+const TAG_FALSE: u8 = 0x03;
+const TAG_TRUE: u8 = 0x04;
+const TAG_NUMBER: u8 = 0x05;
+const TAG_STRING: u8 = 0x06;
+const TAG_ARRAY: u8 = 0x07;
+const TAG_OBJECT: u8 = 0x08;
+/// The tag after the last: every encoding is below `[TAG_END]`.
+const TAG_END: u8 = 0x09;
+
+const TEXT_COMPLETE: [u8; 2] = [0x00, 0x01];
+const TEXT_CUT: [u8; 2] = [0x00, 0x02];
+
+/// Appends the sort key of `value` (`None` is undefined) to `out`; returns whether the encoding
+/// is exact (`false` when a text was cut, so equal encodings may be different values).
+pub fn encode_sort_key(value: Option<&Value>, out: &mut Vec<u8>) -> bool {
+    match value {
+        None => out.push(TAG_UNDEFINED),
+        Some(Value::Null) => out.push(TAG_NULL),
+        Some(Value::Bool(false)) => out.push(TAG_FALSE),
+        Some(Value::Bool(true)) => out.push(TAG_TRUE),
+        Some(Value::Number(_)) => {
+            out.push(TAG_NUMBER);
+            out.extend_from_slice(&number_bytes(as_number(value.unwrap_or(&Value::Null))));
+        }
+        Some(Value::String(text)) => {
+            out.push(TAG_STRING);
+            return push_text(text, out);
+        }
+        Some(Value::Array(_)) => {
+            out.push(TAG_ARRAY);
+            return push_text(&canonical_key(value), out);
+        }
+        Some(Value::Object(_)) => {
+            out.push(TAG_OBJECT);
+            return push_text(&canonical_key(value), out);
+        }
+    }
+    true
+}
+
+/// The eight bytes of a number's sort key (its tag aside). `-0.0` sorts as `0.0`, as the
+/// language compares them equal.
+pub fn number_bytes(number: Option<f64>) -> [u8; 8] {
+    let number = number.unwrap_or(0.0);
+    let number = if number == 0.0 { 0.0 } else { number };
+    let bits = number.to_bits();
+    let ordered = if bits >> 63 == 0 {
+        bits | (1 << 63)
+    } else {
+        !bits
+    };
+    ordered.to_be_bytes()
+}
+
+fn push_text(text: &str, out: &mut Vec<u8>) -> bool {
+    // Cut at a byte count, not a character boundary: a cut at a boundary would keep fewer
+    // bytes of some texts than of others, and a shorter cut could then sort before a longer one
+    // that the whole texts sort after.
+    let end = text.len().min(SORT_KEY_TEXT_BYTES_MAX);
+    for &byte in &text.as_bytes()[..end] {
+        out.push(byte);
+        if byte == 0x00 {
+            out.push(0xFF);
+        }
+    }
+    let complete = end == text.len();
+    out.extend_from_slice(if complete { &TEXT_COMPLETE } else { &TEXT_CUT });
+    complete
+}
+
+/// The bounds of every sort key of one type, by the type's rank in `value::type_rank`
+/// (0 undefined … 6 object): `[start, end)` in bytes.
+pub fn type_bounds(rank: u8) -> (Vec<u8>, Vec<u8>) {
+    let first = match rank {
+        0 => TAG_UNDEFINED,
+        1 => TAG_NULL,
+        2 => TAG_FALSE,
+        3 => TAG_NUMBER,
+        4 => TAG_STRING,
+        5 => TAG_ARRAY,
+        6 => TAG_OBJECT,
+        _ => TAG_END,
+    };
+    // Booleans span two tags.
+    let end = if rank == 2 { TAG_NUMBER } else { first + 1 };
+    (vec![first], vec![end])
+}
+
+/// The prefix every string sort key starting with `prefix` begins with (for STARTSWITH): the
+/// string tag and the escaped text, without a terminator (cut to the kept length).
+pub fn string_prefix_key(prefix: &str) -> Vec<u8> {
+    let mut out = vec![TAG_STRING];
+    push_text(prefix, &mut out);
+    // Drop the terminator: the keys of longer strings continue where it was.
+    out.truncate(out.len() - 2);
+    out
+}
+
+/// The complement of a sort key, for a descending component: the order of complemented keys is
+/// the reverse of the order of the keys, and stays prefix-free.
+pub fn complement(key: &mut [u8]) {
+    for byte in key {
+        *byte = !*byte;
+    }
+}
+
+#[cfg(test)]
+mod tests;
