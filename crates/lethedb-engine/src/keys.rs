@@ -194,6 +194,33 @@ pub fn resource_id_key(container_number: u64, document_number: u64) -> Vec<u8> {
     key
 }
 
+/// The kind byte after the container number of an index entry of one path (a range entry).
+pub const INDEX_KIND_PATH: u8 = b'R';
+/// The kind byte of a composite index entry.
+pub const INDEX_KIND_COMPOSITE: u8 = b'K';
+
+/// The prefix of every index entry of one document path: container number, kind, then the
+/// path's segment count and each segment length-prefixed (so no path's prefix is another's).
+/// Then come the value's sort key and the document number (`index_entry_key`).
+pub fn index_path_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    key.push(INDEX_KIND_PATH);
+    // Paths come from documents whose nesting is bounded far below 65,536 levels.
+    key.extend_from_slice(&(path.len() as u16).to_be_bytes());
+    for segment in path {
+        push_length_prefixed(&mut key, segment.as_bytes());
+    }
+    key
+}
+
+/// The prefix of every entry of one composite index (its position in the policy).
+pub fn index_composite_prefix(container_number: u64, composite: u16) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    key.push(INDEX_KIND_COMPOSITE);
+    key.extend_from_slice(&composite.to_be_bytes());
+    key
+}
+
 /// The counters key of a container.
 pub fn counters_key(container_number: u64) -> Vec<u8> {
     container_number.to_be_bytes().to_vec()

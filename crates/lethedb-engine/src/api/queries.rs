@@ -1,10 +1,12 @@
 //! Doors for queries: a page of a query over a container's items (prepared once, on the scan
 //! pool: the page, or the plan the SDK's client pipeline must run), the service's query plan,
-//! and queries over catalog listings. All of them run under the scan bound.
+//! queries over catalog listings, and the check of a container's index against its items. All
+//! of them run under the scan bound.
 
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::EngineResult;
+use crate::index::check::{check, IndexCheck};
 use crate::query::{QueryOutcome, QueryPage, QueryRequest};
 use lethedb_query::ClientPlan;
 use serde_json::Value;
@@ -45,5 +47,18 @@ impl Engine {
         let (resources, request) = (resources.to_vec(), request.clone());
         self.run_scan(move |engine| engine.query_resources_blocking(&resources, &request))
             .await
+    }
+}
+
+impl Engine {
+    /// Checks a container's index against its items (a scan under the bound): what a rebuild
+    /// from the stored versions would hold, against what the index holds.
+    pub async fn check_index(&self, container: &Arc<Container>) -> EngineResult<IndexCheck> {
+        let container = Arc::clone(container);
+        self.run_scan(move |engine| {
+            let reader = engine.inner.store.read()?;
+            check(&*reader, &container)
+        })
+        .await
     }
 }

@@ -93,6 +93,9 @@ pub(crate) struct IndexPolicy {
     included: Vec<Pattern>,
     excluded: Vec<Pattern>,
     composites: Vec<CompositeIndex>,
+    /// The included paths that name a value (`/a/b/?`, no array step) and win over every
+    /// excluded path: an item lacking one has an entry saying it is undefined.
+    explicit: Vec<Vec<String>>,
 }
 
 /// The properties the service indexes whatever the policy says, unless the mode is `none`.
@@ -111,12 +114,30 @@ impl IndexPolicy {
                 .map(Pattern::parse)
                 .collect()
         };
-        IndexPolicy {
+        let mut compiled = IndexPolicy {
             indexes_nothing: policy.get("indexingMode").and_then(Value::as_str) == Some("none"),
             included: patterns("includedPaths"),
             excluded: patterns("excludedPaths"),
             composites: composites(policy),
-        }
+            explicit: Vec::new(),
+        };
+        let mut explicit: Vec<Vec<String>> = compiled
+            .included
+            .iter()
+            .filter(|pattern| !pattern.subtree && !pattern.segments.is_empty())
+            .filter(|pattern| !pattern.segments.iter().any(|name| name == "[]"))
+            .map(|pattern| pattern.segments.clone())
+            .filter(|path| compiled.coverage(path) == Coverage::Explicit)
+            .collect();
+        explicit.sort();
+        explicit.dedup();
+        compiled.explicit = explicit;
+        compiled
+    }
+
+    /// The explicitly included value paths (see `IndexPolicy::explicit`).
+    pub(crate) fn explicit_paths(&self) -> &[Vec<String>] {
+        &self.explicit
     }
 
     /// How the policy indexes `path`.

@@ -16,11 +16,15 @@ pub(crate) mod document_cache;
 pub(crate) mod patch;
 pub(crate) mod requests;
 pub(crate) mod rules;
+pub(crate) mod stored;
+
+pub use self::stored::StoredItem;
 
 use self::rules::{Body, Effect, Version, WriteMode};
 use crate::container::Container;
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::change_log;
+use crate::index::maintain::{replace_entries, VersionRef};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{
@@ -29,79 +33,10 @@ use crate::records::{
 use crate::throughput::request_units;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
-use crate::{rids, ttl};
+use crate::ttl;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
-use serde_json::Value;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-
-/// One visible version of an item.
-#[derive(Clone, Debug)]
-pub struct StoredItem {
-    pub container: Arc<Container>,
-    pub record: ItemRecord,
-}
-
-impl StoredItem {
-    pub fn etag(&self) -> String {
-        rids::etag(self.container.key_number(), self.record.lsn)
-    }
-
-    /// The item's `_rid`.
-    fn rid(&self) -> String {
-        self.container.document_rid(self.record.document_number)
-    }
-
-    /// The item as clients see it, as JSON bytes: the stored document with the system
-    /// properties spliced in, written directly (their values need no escaping but the ETag's
-    /// quotes).
-    pub fn to_json_bytes(&self) -> Vec<u8> {
-        let body = &self.record.body;
-        let rid = self.rid();
-        let etag = self.etag();
-        let mut out = Vec::with_capacity(body.len() + 160);
-        // Stored bodies are compact JSON objects written by this module: `{` ... `}`.
-        out.extend_from_slice(&body[..body.len().saturating_sub(1)]);
-        if body.len() > 2 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"\"_rid\":\"");
-        out.extend_from_slice(rid.as_bytes());
-        out.extend_from_slice(b"\",\"_self\":\"");
-        out.extend_from_slice(self.container.documents_self_prefix.as_bytes());
-        out.extend_from_slice(rid.as_bytes());
-        out.extend_from_slice(b"/\",\"_etag\":\"\\\"");
-        out.extend_from_slice(etag.trim_matches('"').as_bytes());
-        out.extend_from_slice(b"\\\"\",\"_attachments\":\"attachments/\",\"_ts\":");
-        out.extend_from_slice(
-            self.record
-                .last_modified_ms
-                .div_euclid(1000)
-                .to_string()
-                .as_bytes(),
-        );
-        out.push(b'}');
-        out
-    }
-
-    /// The item as a JSON value, system properties included (what queries see).
-    pub fn to_value(&self) -> EngineResult<Value> {
-        let mut document = self.record.document().ok_or_else(|| corrupted("item"))?;
-        if let Value::Object(map) = &mut document {
-            let rid = self.rid();
-            let self_link = format!("{}{rid}/", self.container.documents_self_prefix);
-            map.insert("_rid".into(), Value::String(rid));
-            map.insert("_self".into(), Value::String(self_link));
-            map.insert("_etag".into(), Value::String(self.etag()));
-            map.insert("_attachments".into(), Value::String("attachments/".into()));
-            map.insert(
-                "_ts".into(),
-                Value::from(self.record.last_modified_ms.div_euclid(1000)),
-            );
-        }
-        Ok(document)
-    }
-}
 
 /// The result of a write.
 #[derive(Debug)]
@@ -156,15 +91,28 @@ pub(crate) fn delete_container_items(
     context.delete(Table::Counters, &keys::counters_key(container_number))
 }
 
-/// Removes one stored version (visible or expired) with its index entry and counters.
+/// Removes one stored version (visible or expired) with its expiry and index entries and
+/// counters.
 pub(crate) fn remove_version(
     context: &mut WriteContext<'_>,
-    container_number: u64,
+    container: &Container,
     item_key: &[u8],
     record: &ItemRecord,
     counters: &mut Counters,
 ) -> EngineResult<()> {
-    remove_version_keeping(context, container_number, item_key, record, counters, false)
+    let old = VersionRef {
+        record,
+        document: None,
+    };
+    replace_entries(context, container, Some(old), None)?;
+    remove_version_keeping(
+        context,
+        container.key_number(),
+        item_key,
+        record,
+        counters,
+        false,
+    )
 }
 
 /// [`remove_version`], leaving the resource-id entry in place when `keep_resource_id` (a
@@ -373,7 +321,7 @@ pub(crate) fn apply_write(
     }
     let mut counters = read_counters(context.reader(), number)?;
     let plan = plan_write(&found, effect, &mut counters);
-    let record = store_write(context, number, &found, &plan, body, &mut counters)?;
+    let record = store_write(context, &container, &found, &plan, body, &mut counters)?;
     store_counters(context, number, &counters)?;
     Ok(ItemOutcome {
         item: StoredItem { container, record },
@@ -438,14 +386,15 @@ fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePl
 /// change (a rename also logs the deletion of the old id). Returns the stored version.
 fn store_write(
     context: &mut WriteContext<'_>,
-    number: u64,
+    container: &Container,
     found: &Found,
     plan: &WritePlan,
     body: Body,
     counters: &mut Counters,
 ) -> EngineResult<ItemRecord> {
+    let number = container.key_number();
     if let Some((old_key, Some(old))) = &found.renamed_from {
-        remove_version(context, number, old_key, old, counters)?;
+        remove_version(context, container, old_key, old, counters)?;
     }
     if let Some(old) = &found.existing {
         let keep = plan.keeps_resource_id;
@@ -459,6 +408,17 @@ fn store_write(
         ttl: ttl::item_ttl(&body.document),
         body: body.bytes,
     };
+    // The version under the write's key (visible or expired) gives way to the new one: only
+    // the entries that differ are written.
+    let old = found.existing.as_ref().map(|record| VersionRef {
+        record,
+        document: None,
+    });
+    let new = VersionRef {
+        record: &record,
+        document: Some(&body.document),
+    };
+    replace_entries(context, container, old, Some(new))?;
     let key = &found.key;
     store_version(
         context,
@@ -496,7 +456,7 @@ pub(crate) fn apply_delete(
         .map(|record| (stored_version(number, &record), record));
     let existing = rules::decide_existing(if_match.as_deref(), current)?;
     let mut counters = read_counters(context.reader(), number)?;
-    remove_version(context, number, &key, &existing, &mut counters)?;
+    remove_version(context, container, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);
     change_log::log_delete(context, number, &key, existing.lsn, counters.lsn)?;
     store_counters(context, number, &counters)?;
@@ -530,7 +490,7 @@ pub(crate) fn apply_delete_partition(
         if !record_is_expired(container, record, context.now_ms) {
             deleted.push((key, record.lsn));
         }
-        remove_version(context, number, key, record, &mut counters)?;
+        remove_version(context, container, key, record, &mut counters)?;
     }
     next_lsn(context, &mut counters);
     for (key, deleted_lsn) in &deleted {
@@ -573,7 +533,7 @@ pub(crate) fn apply_expire(
         if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
             continue;
         }
-        remove_version(context, number, &item_key, &record, &mut counters)?;
+        remove_version(context, &container, &item_key, &record, &mut counters)?;
         deleted += 1;
         spent_ru += request_units::write(record.body.len());
     }

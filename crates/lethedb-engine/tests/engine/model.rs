@@ -3,6 +3,7 @@
 //! read, the read feed and a count query agree with the model. The same run goes through a
 //! `FailingStore` whose put and commit fail once: every acknowledged write is still there,
 //! nothing unacknowledged is, and after the failed commit writes are refused while reads work.
+//! After both runs the index holds exactly the entries the items call for.
 
 use crate::common::*;
 use lethedb_engine::RangeFilter;
@@ -97,7 +98,8 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
         let partition = format!("p{}", rng.below(3));
         let id = format!("i{}", rng.below(12));
         let key = (partition.clone(), id.clone());
-        let body = json!({"id": id, "pk": partition, "n": step});
+        let body = json!({"id": id, "pk": partition, "n": step,
+            "tags": [step % 3, "t", step % 3], "o": {"k": step % 5}});
         let current = model.get(&key).cloned();
         let stale = rng.below(4) == 0;
         let etag = current.as_ref().map(|(_, etag)| {
@@ -208,9 +210,13 @@ async fn drive(engine: &Engine, clock: &ManualClock, steps: u64, faults: bool) -
     (model, refusals)
 }
 
-/// Every point read, the read feed, a count query and the usage agree with the model.
+/// Every point read, the read feed, a count query and the usage agree with the model, and the
+/// index holds exactly the entries its items call for.
 async fn check(engine: &Engine, model: &Model) {
     let container = engine.read_container("db", "c").expect("container");
+    let index = engine.check_index(&container).await.expect("index check");
+    assert!(index.is_consistent(), "{index:?}");
+    assert!(index.stored > 0);
     for partition in ["p0", "p1", "p2"] {
         for i in 0..12 {
             let id = format!("i{i}");

@@ -1,0 +1,158 @@
+//! The index entries of one version of an item under a container's compiled policy: one key
+//! per (indexed path, value) of the document, `_ts` included, plus an "undefined" key for each
+//! explicitly included path the document lacks, plus one key per composite index.
+//!
+//! A path is the property names from the root with `[]` for any array element, so each element
+//! of an array is an entry under `…/[]` (one entry per distinct value), and an array or object
+//! is itself an entry under its own path, sorted as the language sorts it. Keys end with the
+//! document number (`_rid`), so entries of equal values come in `_rid` order. Pure: the
+//! writer stores what this computes (`index/maintain.rs`); nothing here reads storage.
+
+use crate::index::policy::IndexPolicy;
+use crate::keys;
+use lethedb_query::{complement, encode_sort_key};
+use serde_json::{Map, Value};
+
+/// Properties the service adds to every item; the stored body does not carry them, and `_ts`
+/// is indexed from the version's own time.
+const SYSTEM_PROPERTIES: [&str; 5] = ["_rid", "_self", "_etag", "_attachments", "_ts"];
+
+/// What one version of an item is indexed by.
+pub(crate) struct IndexedVersion<'a> {
+    /// The document as stored (without system properties).
+    pub(crate) document: &'a Value,
+    /// `_ts`: the version's last-modified time in seconds.
+    pub(crate) ts_secs: i64,
+    pub(crate) document_number: u64,
+}
+
+/// The entries of `version` under `policy`, sorted and without duplicates.
+pub(crate) fn entries(
+    container_number: u64,
+    policy: &IndexPolicy,
+    version: &IndexedVersion<'_>,
+) -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut emit = |path: &[String], value: Option<&Value>| {
+        let mut key = keys::index_path_prefix(container_number, path);
+        encode_sort_key(value, &mut key);
+        key.extend_from_slice(&version.document_number.to_be_bytes());
+        out.push(key);
+    };
+    let members = version.document.as_object();
+    let mut path = Vec::new();
+    for (name, child) in members.into_iter().flatten() {
+        if SYSTEM_PROPERTIES.contains(&name.as_str()) {
+            continue;
+        }
+        path.push(name.clone());
+        visit(policy, &mut path, child, &mut emit);
+        path.pop();
+    }
+    let ts = Value::from(version.ts_secs);
+    let ts_path = ["_ts".to_string()];
+    if policy.coverage(&ts_path).is_indexed() {
+        emit(&ts_path, Some(&ts));
+    }
+    for explicit in policy.explicit_paths() {
+        if lookup(members, explicit).is_none() {
+            emit(explicit, None);
+        }
+    }
+    composite_entries(container_number, policy, version, &mut out);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Emits the entry of one node if the policy indexes its path, then its children's.
+fn visit(
+    policy: &IndexPolicy,
+    path: &mut Vec<String>,
+    value: &Value,
+    emit: &mut impl FnMut(&[String], Option<&Value>),
+) {
+    if policy.coverage(path).is_indexed() {
+        emit(path, Some(value));
+    }
+    match value {
+        Value::Array(elements) => {
+            path.push("[]".to_string());
+            for element in elements {
+                visit(policy, path, element, emit);
+            }
+            path.pop();
+        }
+        Value::Object(members) => {
+            for (name, child) in members {
+                path.push(name.clone());
+                visit(policy, path, child, emit);
+                path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The value at a path of property names (no array steps), if defined.
+pub(crate) fn lookup<'a>(
+    members: Option<&'a Map<String, Value>>,
+    path: &[String],
+) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    let mut value = members?.get(first)?;
+    for name in rest {
+        value = value.as_object()?.get(name)?;
+    }
+    Some(value)
+}
+
+/// One entry per composite index whose paths name no array elements: the components' sort
+/// keys in order, complemented where descending, then the document number, complemented when
+/// the first component is descending (so ties come in `_rid` order in the first key's
+/// direction when the index is walked forwards).
+fn composite_entries(
+    container_number: u64,
+    policy: &IndexPolicy,
+    version: &IndexedVersion<'_>,
+    out: &mut Vec<Vec<u8>>,
+) {
+    let members = version.document.as_object();
+    for (position, composite) in policy.composites().iter().enumerate() {
+        if composite
+            .paths
+            .iter()
+            .any(|(path, _)| path.iter().any(|name| name == "[]"))
+        {
+            continue;
+        }
+        let mut key = keys::index_composite_prefix(container_number, position as u16);
+        for (path, descending) in &composite.paths {
+            let start = key.len();
+            let ts;
+            let value = if path.len() == 1 && path[0] == "_ts" {
+                ts = Value::from(version.ts_secs);
+                Some(&ts)
+            } else {
+                lookup(members, path)
+            };
+            encode_sort_key(value, &mut key);
+            if *descending {
+                complement(&mut key[start..]);
+            }
+        }
+        let mut document = version.document_number.to_be_bytes();
+        if composite
+            .paths
+            .first()
+            .is_some_and(|(_, descending)| *descending)
+        {
+            complement(&mut document);
+        }
+        key.extend_from_slice(&document);
+        out.push(key);
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,86 @@
+//! The entries of a version under a few policies: what is indexed, what is not, undefined
+//! entries for explicit paths, array elements, composites and their directions.
+
+use super::*;
+use serde_json::json;
+
+fn policy(value: Value) -> IndexPolicy {
+    IndexPolicy::compile(&value)
+}
+
+fn entries_of(policy: &IndexPolicy, document: Value) -> Vec<Vec<u8>> {
+    let version = IndexedVersion {
+        document: &document,
+        ts_secs: 1_700_000_000,
+        document_number: 7,
+    };
+    entries(3, policy, &version)
+}
+
+fn path_entry(path: &[&str], value: Option<Value>) -> Vec<u8> {
+    let path: Vec<String> = path.iter().map(|name| name.to_string()).collect();
+    let mut key = keys::index_path_prefix(3, &path);
+    encode_sort_key(value.as_ref(), &mut key);
+    key.extend_from_slice(&7u64.to_be_bytes());
+    key
+}
+
+#[test]
+fn the_default_policy_indexes_every_value_and_its_containers() {
+    let default = policy(json!({"includedPaths": [{"path": "/*"}],
+        "excludedPaths": [{"path": "/\"_etag\"/?"}]}));
+    let found = entries_of(
+        &default,
+        json!({"id": "a", "n": 1, "tags": ["x", "y", "x"], "o": {"k": null}}),
+    );
+    let mut expected = vec![
+        path_entry(&["id"], Some(json!("a"))),
+        path_entry(&["n"], Some(json!(1))),
+        path_entry(&["tags"], Some(json!(["x", "y", "x"]))),
+        path_entry(&["tags", "[]"], Some(json!("x"))),
+        path_entry(&["tags", "[]"], Some(json!("y"))),
+        path_entry(&["o"], Some(json!({"k": null}))),
+        path_entry(&["o", "k"], Some(json!(null))),
+        path_entry(&["_ts"], Some(json!(1_700_000_000))),
+    ];
+    expected.sort();
+    assert_eq!(found, expected);
+}
+
+#[test]
+fn excluded_paths_have_no_entries_and_explicit_ones_record_undefined() {
+    let narrow = policy(
+        json!({"includedPaths": [{"path": "/kept/?"}, {"path": "/gone/?"}],
+        "excludedPaths": [{"path": "/*"}]}),
+    );
+    let found = entries_of(&narrow, json!({"id": "a", "kept": 2, "other": 3}));
+    let mut expected = vec![
+        path_entry(&["id"], Some(json!("a"))),
+        path_entry(&["kept"], Some(json!(2))),
+        path_entry(&["gone"], None),
+        path_entry(&["_ts"], Some(json!(1_700_000_000))),
+    ];
+    expected.sort();
+    assert_eq!(found, expected);
+    let none = policy(json!({"indexingMode": "none", "excludedPaths": [{"path": "/*"}]}));
+    assert!(entries_of(&none, json!({"id": "a", "kept": 2})).is_empty());
+}
+
+#[test]
+fn composite_entries_sort_by_components_in_their_directions() {
+    let with_composite = policy(json!({"includedPaths": [{"path": "/*"}],
+        "compositeIndexes": [[{"path": "/a", "order": "descending"}, {"path": "/b"}]]}));
+    let composite_of = |document: Value| -> Vec<u8> {
+        entries_of(&with_composite, document)
+            .into_iter()
+            .find(|key| key[8] == keys::INDEX_KIND_COMPOSITE)
+            .expect("a composite entry")
+    };
+    let high = composite_of(json!({"id": "1", "a": 5, "b": "x"}));
+    let low = composite_of(json!({"id": "2", "a": 1, "b": "x"}));
+    let missing = composite_of(json!({"id": "3", "b": "x"}));
+    // Descending on `a`: 5 before 1 before undefined (undefined sorts lowest ascending).
+    assert!(high < low && low < missing);
+    let first_b = composite_of(json!({"id": "4", "a": 1, "b": "a"}));
+    assert!(first_b < low);
+}
