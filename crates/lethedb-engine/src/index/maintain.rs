@@ -37,12 +37,11 @@ pub(crate) fn version_entries(
     version: &VersionRef<'_>,
 ) -> EngineResult<Vec<Vec<u8>>> {
     let parsed;
-    let document = match version.document {
-        Some(document) => document,
-        None => {
-            parsed = version.record.document().ok_or_else(|| corrupted("item"))?;
-            &parsed
-        }
+    let document = if let Some(document) = version.document {
+        document
+    } else {
+        parsed = version.record.document().ok_or_else(|| corrupted("item"))?;
+        &parsed
     };
     Ok(entries(
         container.key_number(),

@@ -18,7 +18,7 @@ fn entries_of(policy: &IndexPolicy, document: Value) -> Vec<Vec<u8>> {
 }
 
 fn path_entry(path: &[&str], value: Option<Value>) -> Vec<u8> {
-    let path: Vec<String> = path.iter().map(|name| name.to_string()).collect();
+    let path: Vec<String> = path.iter().map(ToString::to_string).collect();
     let mut key = keys::index_path_prefix(3, &path);
     encode_sort_key(value.as_ref(), &mut key);
     key.extend_from_slice(&7u64.to_be_bytes());
