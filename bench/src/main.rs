@@ -4,6 +4,8 @@
 //!   server on free loopback ports, runs every workload against each in turn, and writes the
 //!   table to `bench/results/` (`bench/run` builds everything first and calls this).
 //! - `run` drives one workload against a server that is already running (for profiling).
+//! - `index-curve` measures queries the index serves at several container sizes against the
+//!   point read of the same run, and what the index costs creates and bytes against a baseline.
 //! - `hello` is the hello-world HTTP server used as the ceiling for point reads.
 //!
 //! This file only parses the command line; the work is in the modules below.
@@ -14,6 +16,7 @@ mod cosmos;
 mod data;
 mod disk;
 mod goals;
+mod index_curve;
 mod load;
 mod open_loop;
 mod pg;
@@ -63,6 +66,10 @@ enum Command {
     /// The overload soak: starts LetheDB on a durable store and drives a TTL workload above the
     /// container's throughput; prints RSS, descriptors, store size and latencies per window.
     Soak(SoakArgs),
+    /// The index curve: point reads, a selective equality query, TOP 10 ORDER BY and deep
+    /// ORDER BY pages at several container sizes on a durable store, with ratios to the point
+    /// read and, against a baseline build, the create rate and store size.
+    IndexCurve(IndexCurveArgs),
     /// Serve hello world (the HTTP ceiling).
     Hello {
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -200,6 +207,29 @@ struct SoakArgs {
 }
 
 #[derive(Args)]
+struct IndexCurveArgs {
+    /// Container sizes (items), comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    sizes: Vec<usize>,
+    /// Requests per measured figure.
+    #[arg(long, default_value_t = 200)]
+    samples: usize,
+    /// Pages of the deep ORDER BY walk (10 items a page).
+    #[arg(long, default_value_t = 20)]
+    pages: usize,
+    /// A `lethedb` built before the index, loaded with the same items for the create rate
+    /// and the store size.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// The lethedb binary (default: next to this one).
+    #[arg(long)]
+    lethedb: Option<PathBuf>,
+    /// Where to write the table and figures (default: print only).
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct ScriptsArgs {
     /// `127.0.0.1:PORT` of a running LetheDB (start it with `--no-rate-limit`).
     #[arg(long)]
@@ -250,6 +280,7 @@ fn main() -> anyhow::Result<()> {
                     Command::Run(args) => run_command(args).await,
                     Command::Scripts(args) => scripts_command(args).await,
                     Command::Soak(args) => soak_command(args).await,
+                    Command::IndexCurve(args) => index_curve_command(args).await,
                     Command::Hello { .. } => Ok(()),
                 }
             })
@@ -362,6 +393,40 @@ async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
         change_log_retention_minutes: args.change_log_retention_minutes,
     };
     let outcome = soak::run(&launch, &config).await;
+    let _ = std::fs::remove_dir_all(&scratch_dir);
+    let (table, figures) = outcome?;
+    println!("{table}");
+    println!("{}", serde_json::to_string_pretty(&figures)?);
+    if let Some(path) = args.output {
+        std::fs::write(&path, format!("{table}\n```json\n{figures:#}\n```\n"))?;
+    }
+    Ok(())
+}
+
+async fn index_curve_command(args: IndexCurveArgs) -> anyhow::Result<()> {
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let scratch_dir = std::env::temp_dir().join(format!("lethedb-index-{}", std::process::id()));
+    let launch = servers::Launch {
+        lethedb_binary: args.lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
+        bench_binary: exe.clone(),
+        peer_dir: bench_dir().join("peer"),
+        peer_cli: false,
+        tls: false,
+        key: lethedb_auth::EMULATOR_KEY.to_string(),
+        scratch_dir: scratch_dir.clone(),
+        postgres: None,
+    };
+    let config = index_curve::IndexCurveConfig {
+        sizes: args.sizes,
+        samples: args.samples,
+        pages: args.pages,
+        item_bytes: 1024,
+        partitions: 16,
+        load_clients: 32,
+        baseline: args.baseline,
+    };
+    let outcome = index_curve::run(&launch, &config).await;
     let _ = std::fs::remove_dir_all(&scratch_dir);
     let (table, figures) = outcome?;
     println!("{table}");
