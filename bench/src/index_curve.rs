@@ -81,12 +81,21 @@ async fn loaded(
     data: &DataSet,
     name: &str,
 ) -> anyhow::Result<(crate::servers::Server, ContainerPaths, f64)> {
-    let server = launch.start(Kind::LetheDb, name, &["--no-rate-limit"]).await?;
+    let server = launch
+        .start(Kind::LetheDb, name, &["--no-rate-limit"])
+        .await?;
     let mut client = Client::new(Arc::clone(&server.endpoint));
     ensure_database(&mut client).await?;
     let paths = create_container(&mut client, "items", None).await?;
     let no_extra: Arc<dyn Fn(usize) -> String + Send + Sync> = Arc::new(|_| String::new());
-    let times = load_items(&server.endpoint, &paths, data, config.load_clients, no_extra).await?;
+    let times = load_items(
+        &server.endpoint,
+        &paths,
+        data,
+        config.load_clients,
+        no_extra,
+    )
+    .await?;
     let rate = data.items as f64 / times.elapsed.as_secs_f64().max(1e-9);
     Ok((server, paths, rate))
 }
@@ -131,9 +140,17 @@ async fn measure_size(
         let value = rng.below(VALUE_RANGE);
         let text = "SELECT * FROM c WHERE c.value = @v";
         let parameters = json!([{"name": "@v", "value": value}]);
-        equality.push(timed_page(&mut client, &paths, text, &parameters, None, 100).await?.0);
+        equality.push(
+            timed_page(&mut client, &paths, text, &parameters, None, 100)
+                .await?
+                .0,
+        );
         let text = "SELECT TOP 10 * FROM c ORDER BY c.value";
-        top.push(timed_page(&mut client, &paths, text, &json!([]), None, 10).await?.0);
+        top.push(
+            timed_page(&mut client, &paths, text, &json!([]), None, 10)
+                .await?
+                .0,
+        );
     }
     let (first_page_ms, deep_page_ms) = ordered_pages(&mut client, &paths, config).await?;
     server.stop()?;

@@ -20,13 +20,18 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::ast::From;
-use crate::context::Scope;
 use crate::error::QueryError;
 use crate::eval::Evaluator;
 use crate::exec::{self, Accumulator, Flow, ACCUMULATED_ROWS_MAX};
 use crate::prepared::{Mode, Prepared, PreparedInner};
 use crate::token::{self, OrderedPosition, Position};
+
+mod pushed;
+mod sort_feed;
+mod stream;
+
+use self::pushed::Pushed;
+use self::stream::StreamRun;
 
 /// One page of results.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,18 +43,6 @@ pub struct Page {
     pub documents_scanned: u64,
     /// Rows (after FROM/JOIN fan-out) that passed the WHERE clause.
     pub rows_matched: u64,
-}
-
-struct StreamRun {
-    after: Option<Vec<u8>>,
-    at: Option<Vec<u8>>,
-    skip: u64,
-    produced: u64,
-    /// The last document whose rows were all handled before the page filled.
-    consumed: Option<Vec<u8>>,
-    items: Vec<Value>,
-    next: Option<Position>,
-    done: bool,
 }
 
 /// One row kept by an ORDER BY page, ordered by its position in the sorted stream.
@@ -126,6 +119,8 @@ pub struct PageRun {
     last_key: Option<Vec<u8>>,
     /// The engine was told to stop; further pushes are ignored.
     stopped: bool,
+    /// The engine feeds documents in sort order rather than key order (`feed_in_sort_order`).
+    sort_order_feed: bool,
     state: RunState,
 }
 
@@ -169,6 +164,7 @@ impl PageRun {
             rows_matched: 0,
             last_key,
             stopped,
+            sort_order_feed: false,
             state,
         })
     }
@@ -221,7 +217,7 @@ impl PageRun {
     /// Refuses a key that does not follow the last one pushed (or `resume_after`), then counts
     /// the document as scanned.
     fn count_document(&mut self, key: &[u8]) -> Result<(), QueryError> {
-        if self.last_key.as_deref().is_some_and(|last| key <= last) {
+        if !self.sort_order_feed && self.last_key.as_deref().is_some_and(|last| key <= last) {
             return Err(QueryError::Usage(
                 "documents must be pushed in strictly ascending key order after resume_after"
                     .into(),
@@ -249,40 +245,6 @@ impl PageRun {
             documents_scanned: self.documents_scanned,
             rows_matched: self.rows_matched,
         })
-    }
-}
-
-/// One pushed document with what its rows are evaluated against.
-struct Pushed<'a> {
-    evaluator: Evaluator<'a>,
-    prepared: &'a PreparedInner,
-    from: &'a From,
-    key: &'a [u8],
-    document: &'a Value,
-}
-
-impl Pushed<'_> {
-    /// Calls `visit` for every row of the document with the row's index within the document.
-    fn rows(&self, mut visit: impl FnMut(u64, Option<&Scope<'_>>) -> Flow) -> Flow {
-        let mut row_index: u64 = 0;
-        exec::document_rows(&self.evaluator, self.from, self.document, &mut |scope| {
-            let row = row_index;
-            row_index += 1;
-            visit(row, scope)
-        })
-    }
-
-    fn passes_filter(&self, scope: Option<&Scope<'_>>) -> Result<bool, QueryError> {
-        exec::passes_filter(&self.evaluator, &self.prepared.query, scope)
-    }
-
-    fn project(&self, scope: Option<&Scope<'_>>) -> Result<Option<Value>, QueryError> {
-        exec::project(
-            &self.evaluator,
-            &self.prepared.query,
-            &self.prepared.plan,
-            scope,
-        )
     }
 }
 
@@ -332,86 +294,6 @@ impl RunState {
             RunState::Stream(run) => prepared.plan.end().is_some_and(|end| run.produced >= end),
             RunState::Materialized(_) => prepared.mode == Mode::NoSource,
         }
-    }
-}
-
-impl StreamRun {
-    fn new(after: Option<Vec<u8>>, at: Option<Vec<u8>>, skip: u64, produced: u64) -> Self {
-        StreamRun {
-            consumed: after.clone(),
-            after,
-            at,
-            skip,
-            produced,
-            items: Vec::new(),
-            next: None,
-            done: false,
-        }
-    }
-
-    /// Emits one document's rows in scan order; on the first result past a full page, notes
-    /// where the next page starts and stops.
-    fn push(&mut self, pushed: &Pushed<'_>, page_items_max: u64, rows_matched: &mut u64) -> Flow {
-        let was_full = self.items.len() as u64 >= page_items_max;
-        let skip = if self.at.as_deref() == Some(pushed.key) {
-            self.skip
-        } else {
-            0
-        };
-        let plan = &pushed.prepared.plan;
-        let end = plan.end();
-        let flow = pushed.rows(|row, scope| {
-            if row < skip || !pushed.passes_filter(scope)? {
-                return Ok(ControlFlow::Continue(()));
-            }
-            *rows_matched += 1;
-            let Some(output) = pushed.project(scope)? else {
-                return Ok(ControlFlow::Continue(()));
-            };
-            if self.items.len() as u64 >= page_items_max {
-                // One more result exists: the next page starts at this row.
-                self.next = Some(Position::Stream {
-                    after: self.consumed.clone(),
-                    at: Some(pushed.key.to_vec()),
-                    skip: row,
-                    produced: self.produced,
-                });
-                return Ok(ControlFlow::Break(()));
-            }
-            if self.produced >= plan.offset {
-                self.items.push(output);
-            }
-            // A forged token may carry any count (found by the `continuation` fuzz target).
-            self.produced = self.produced.saturating_add(1);
-            if end.is_some_and(|end| self.produced >= end) {
-                self.done = true;
-                return Ok(ControlFlow::Break(()));
-            }
-            Ok(ControlFlow::Continue(()))
-        })?;
-        if flow.is_continue() && !was_full {
-            self.consumed = Some(pushed.key.to_vec());
-        }
-        Ok(flow)
-    }
-
-    /// The page's items and where the next page starts.
-    fn finish(self, scan_ended: bool) -> (Vec<Value>, Option<Position>) {
-        let next = if self.next.is_some() {
-            self.next
-        } else if self.done || scan_ended {
-            None
-        } else {
-            // The engine stopped on its own before the page filled: resume after the
-            // last document it delivered.
-            Some(Position::Stream {
-                after: self.consumed,
-                at: None,
-                skip: 0,
-                produced: self.produced,
-            })
-        };
-        (self.items, next)
     }
 }
 

@@ -158,6 +158,12 @@ impl Prepared {
         &self.inner.query
     }
 
+    /// True when a page only sorts rows (ORDER BY without GROUP BY, DISTINCT or aggregates):
+    /// such a page may be fed in sort order and decided early (`PageRun::ordered_full`).
+    pub fn sorts_rows(&self) -> bool {
+        self.inner.mode == Mode::Ordered
+    }
+
     /// False for a query without FROM, which reads no documents (the engine may skip the scan
     /// and call `finish(true)` right away).
     pub fn scans_documents(&self) -> bool {
