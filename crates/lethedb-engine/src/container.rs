@@ -125,6 +125,11 @@ impl Container {
         }
     }
 
+    /// Whether queries may read the index: its entries are those of the current policy.
+    pub(crate) fn index_ready(&self) -> bool {
+        true
+    }
+
     /// The `_rid` of this container's item with the given document number.
     pub(crate) fn document_rid(&self, document_number: u64) -> String {
         rids::document_rid(self.database_number, self.number, document_number)

@@ -10,6 +10,7 @@
 
 pub(crate) mod index_metrics;
 pub(crate) mod metrics;
+pub(crate) mod order_walk;
 pub(crate) mod scan;
 
 use crate::clock::Stopwatch;
@@ -21,6 +22,7 @@ use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::epk::prefix_range;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::query::metrics::{measure_output, QueryMetrics};
+use crate::query::order_walk::order_walk;
 use crate::query::scan::{parts_from_values, PageScan, ScanScope, ScanTally};
 use crate::records::read_counters;
 use lethedb_query::{ClientPlan, Page, Prepared};
@@ -235,7 +237,18 @@ impl Engine {
             now_ms,
             measure: request.populate_query_metrics,
         };
-        let tally = scan.run(&*reader, &scope, &mut run)?;
+        let tally = match order_walk(&prepared, container) {
+            Some(walk) => match scan.walk(&*reader, &scope, &walk, &mut run)? {
+                Some(tally) => tally,
+                None => {
+                    // The walk loaded more than its share: the scan decides this page.
+                    run =
+                        prepared.start_page(request.continuation.as_deref(), page_size(request))?;
+                    scan.run(&*reader, &scope, &mut run)?
+                }
+            },
+            None => scan.run(&*reader, &scope, &mut run)?,
+        };
         let finishing = Stopwatch::start();
         let page = run.finish(!tally.page_full)?;
         let finish = finishing.elapsed();

@@ -59,6 +59,14 @@ impl ScanScope {
         }
         Ok(range)
     }
+
+    /// Whether a document is inside the scope's prefix of a hierarchical key, if it has one.
+    pub(crate) fn admits_partial_key(&self, container: &Container, document: &Value) -> bool {
+        self.partial_key.as_ref().is_none_or(|prefix| {
+            let full = container.partition_key.extract(document);
+            full.0[..prefix.0.len()] == prefix.0[..]
+        })
+    }
 }
 
 /// What a page's scan saw, for the page and its metrics.
@@ -108,11 +116,8 @@ impl PageScan<'_> {
                 return Ok(ControlFlow::Continue(()));
             }
             let document = self.document(key, lsn, value)?;
-            if let Some(prefix) = &scope.partial_key {
-                let full = self.container.partition_key.extract(&document);
-                if full.0[..prefix.0.len()] != prefix.0[..] {
-                    return Ok(ControlFlow::Continue(()));
-                }
+            if !scope.admits_partial_key(self.container, &document) {
+                return Ok(ControlFlow::Continue(()));
             }
             self.push(
                 run,
@@ -127,7 +132,7 @@ impl PageScan<'_> {
     }
 
     /// The parsed document of an item record, from the cache when it holds this version.
-    fn document(&self, key: &[u8], lsn: u64, value: &[u8]) -> EngineResult<Arc<Value>> {
+    pub(crate) fn document(&self, key: &[u8], lsn: u64, value: &[u8]) -> EngineResult<Arc<Value>> {
         if let Some(document) = self.cache.get(key, lsn) {
             return Ok(document);
         }
@@ -143,7 +148,7 @@ impl PageScan<'_> {
     }
 
     /// Hands one visible document to the page and counts what it cost.
-    fn push(
+    pub(crate) fn push(
         &self,
         run: &mut PageRun,
         key: &[u8],

@@ -13,6 +13,7 @@ mod epk;
 mod faults;
 mod item_rules;
 mod model;
+mod order_walk;
 mod query_metrics;
 mod ranges;
 mod resolved_container;

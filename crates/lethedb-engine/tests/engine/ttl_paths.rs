@@ -408,7 +408,7 @@ async fn a_write_restarts_the_countdown() {
             &resolved(&engine, "c"),
             WriteMode::Upsert,
             pk("p"),
-            json!({"id": "x", "pk": "p", "ttl": 5}),
+            json!({"id": "x", "pk": "p", "n": 1, "ttl": 5}),
             None,
         )
         .await

@@ -1,0 +1,231 @@
+//! An ORDER BY page served by walking the index in the order it sorts by: the entries of the
+//! ORDER BY path are read forwards (ascending) or backwards (descending), each entry's item is
+//! loaded, its visibility (expiry, the request's scope) checked as the scan checks it, and the
+//! document pushed into the query crate's page, which re-checks the whole WHERE clause and
+//! keeps the rows it needs. The walk stops at the first change of sort value after the page can
+//! no longer change, so a page costs what it returns, not the container's size; a resumed page
+//! seeks to the sort value its token ends at.
+//!
+//! Which pages may walk: a page that only sorts (no GROUP BY, DISTINCT or aggregate), by one key
+//! that is a document path the policy indexes or by several that a composite index serves, on a
+//! container whose index is ready. Which rows
+//! the page holds does not change with the plan: a single-key ORDER BY returns what the index
+//! holds under the policy, whichever plan runs (`docs/indexing.md`). A walk that loads more
+//! than a share of the container gives up, and the caller scans instead.
+
+use crate::container::Container;
+use crate::error::{corrupted, EngineResult};
+use crate::keys;
+use crate::partitions::ranges::RangeMatcher;
+use crate::query::scan::{PageScan, ScanScope, ScanTally};
+use crate::records::{read_counters, ItemRecord};
+use crate::ttl::expiry::is_expired;
+use lethedb_query::{complement, encode_sort_key, PageRun, Prepared};
+use lethedb_storage::{prefix_successor, KeyRange, ReadTxn, Table};
+use std::ops::{Bound, ControlFlow};
+
+/// Index entries read per storage scan: entries are collected first and their items loaded
+/// after, so no read runs inside another's scan.
+const WALK_CHUNK_ENTRIES: usize = 64;
+
+/// The documents a walk may load, beyond a share of the container, before it gives up.
+const WALK_LOADS_FLOOR: u64 = 256;
+
+/// A walk over one path's index entries, or one composite index's.
+pub(crate) struct OrderWalk {
+    /// The prefix of the entries walked (`keys::index_path_prefix` or
+    /// `keys::index_composite_prefix`).
+    prefix: Vec<u8>,
+    /// Whether the walk reads the entries from the last to the first.
+    descending: bool,
+    /// Whether the first sort value is stored complemented (a descending composite component).
+    first_complemented: bool,
+}
+
+/// The walk a page of `prepared` may take on `container`, if any: the ORDER BY path's entries
+/// for one key, the composite index that serves the keys (read backwards when it serves them
+/// inverted) for several.
+pub(crate) fn order_walk(prepared: &Prepared, container: &Container) -> Option<OrderWalk> {
+    if !prepared.sorts_rows() || !container.index_ready() {
+        return None;
+    }
+    let keys: Option<Vec<(Vec<String>, bool)>> = prepared.order_paths().into_iter().collect();
+    let number = container.key_number();
+    match keys?.as_slice() {
+        [(path, descending)] => {
+            container
+                .index_policy
+                .coverage(path)
+                .is_indexed()
+                .then(|| OrderWalk {
+                    prefix: keys::index_path_prefix(number, path),
+                    descending: *descending,
+                    first_complemented: false,
+                })
+        }
+        several => {
+            let (position, inverted) = container.index_policy.composite_for(several)?;
+            let composite = container.index_policy.composites().get(position)?;
+            if composite
+                .paths
+                .iter()
+                .any(|(path, _)| path.iter().any(|name| name == "[]"))
+            {
+                return None;
+            }
+            Some(OrderWalk {
+                prefix: keys::index_composite_prefix(number, u16::try_from(position).ok()?),
+                descending: inverted,
+                first_complemented: composite.paths.first().is_some_and(|(_, desc)| *desc),
+            })
+        }
+    }
+}
+
+impl OrderWalk {
+    /// The entries a page reads: all of the path's, or from the resumed sort value on (in the
+    /// walk's direction), that value's own entries included.
+    fn range(&self, resume: Option<&[Option<serde_json::Value>]>) -> KeyRange {
+        let end_of_path = prefix_successor(&self.prefix).map_or(Bound::Unbounded, Bound::Excluded);
+        let Some(first) = resume.and_then(|values| values.first()) else {
+            return KeyRange {
+                start: Bound::Included(self.prefix.clone()),
+                end: end_of_path,
+            };
+        };
+        let mut at = self.prefix.clone();
+        encode_sort_key(first.as_ref(), &mut at);
+        if self.first_complemented {
+            complement(&mut at[self.prefix.len()..]);
+        }
+        if self.descending {
+            KeyRange {
+                start: Bound::Included(self.prefix.clone()),
+                end: prefix_successor(&at).map_or(end_of_path, Bound::Excluded),
+            }
+        } else {
+            KeyRange {
+                start: Bound::Included(at),
+                end: end_of_path,
+            }
+        }
+    }
+
+    /// The next chunk of entries after (in the walk's direction) the last one read.
+    fn chunk(&self, reader: &dyn ReadTxn, range: &KeyRange) -> EngineResult<Vec<Vec<u8>>> {
+        let mut entries = Vec::with_capacity(WALK_CHUNK_ENTRIES);
+        let mut visit = |key: &[u8], _: &[u8]| {
+            entries.push(key.to_vec());
+            if entries.len() >= WALK_CHUNK_ENTRIES {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            }
+        };
+        if self.descending {
+            reader.scan_rev(Table::Index, range, &mut visit)?;
+        } else {
+            reader.scan(Table::Index, range, &mut visit)?;
+        }
+        Ok(entries)
+    }
+}
+
+impl PageScan<'_> {
+    /// Feeds `run` in sort order from the index; `None` when the walk gave up (it loaded more
+    /// than its share), and the caller must scan with a fresh page.
+    pub(crate) fn walk(
+        &self,
+        reader: &dyn ReadTxn,
+        scope: &ScanScope,
+        walk: &OrderWalk,
+        run: &mut PageRun,
+    ) -> EngineResult<Option<ScanTally>> {
+        run.feed_in_sort_order()?;
+        let number = self.container.key_number();
+        let loads_max = read_counters(reader, number)?.items / 4 + WALK_LOADS_FLOOR;
+        let mut range = walk.range(run.resume_sort_values());
+        let mut matcher = RangeMatcher::new(scope.filter.clone(), &self.container.partition_key);
+        let mut tally = ScanTally::default();
+        let mut previous_value: Option<Vec<u8>> = None;
+        let mut loads = 0u64;
+        loop {
+            let entries = walk.chunk(reader, &range)?;
+            let Some(last) = entries.last() else {
+                return Ok(Some(tally));
+            };
+            if walk.descending {
+                range.end = Bound::Excluded(last.clone());
+            } else {
+                range.start = Bound::Excluded(last.clone());
+            }
+            for entry in &entries {
+                let value = entry
+                    .get(walk.prefix.len()..entry.len().saturating_sub(8))
+                    .ok_or_else(|| corrupted("index entry"))?;
+                if previous_value.as_deref() != Some(value) {
+                    if run.ordered_full() {
+                        return Ok(Some(tally));
+                    }
+                    previous_value = Some(value.to_vec());
+                }
+                if loads >= loads_max {
+                    return Ok(None);
+                }
+                loads += 1;
+                let flow = self.visit_entry(reader, scope, &mut matcher, entry, run, &mut tally)?;
+                if flow.is_break() {
+                    return Ok(Some(tally));
+                }
+            }
+        }
+    }
+
+    /// Loads the item of one index entry and, when visible in the page's scope, pushes it.
+    fn visit_entry(
+        &self,
+        reader: &dyn ReadTxn,
+        scope: &ScanScope,
+        matcher: &mut RangeMatcher,
+        entry: &[u8],
+        run: &mut PageRun,
+        tally: &mut ScanTally,
+    ) -> EngineResult<ControlFlow<()>> {
+        let number = self.container.key_number();
+        let document_number = entry
+            .get(entry.len().saturating_sub(8)..)
+            .and_then(|bytes| bytes.try_into().ok())
+            .map(u64::from_be_bytes)
+            .ok_or_else(|| corrupted("index entry"))?;
+        let Some(suffix) = reader.get(
+            Table::ResourceIds,
+            &keys::resource_id_key(number, document_number),
+        )?
+        else {
+            return Err(corrupted("index entry without its item"));
+        };
+        let item_key = keys::item_key_from_suffix(number, &suffix);
+        if !item_key.starts_with(&scope.prefix) || !matcher.admits(&item_key) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let Some(value) = reader.get(Table::Items, &item_key)? else {
+            return Err(corrupted("index entry without its item"));
+        };
+        let (last_modified_ms, lsn, ttl) =
+            ItemRecord::decode_header(&value).ok_or_else(|| corrupted("item"))?;
+        if is_expired(self.container, last_modified_ms, ttl, self.now_ms) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let document = self.document(&item_key, lsn, &value)?;
+        if !scope.admits_partial_key(self.container, &document) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        self.push(
+            run,
+            &item_key,
+            ItemRecord::body_bytes(&value),
+            &document,
+            tally,
+        )
+    }
+}
