@@ -54,3 +54,4 @@ pub use parser::{
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
 pub use token::CONTINUATION_CHARS_MAX;
+pub use value::canonical_key;
