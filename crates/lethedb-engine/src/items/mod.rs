@@ -1,23 +1,29 @@
-//! Items: the stored item as clients see it, and every mutation of items, applied inside the
-//! writer: create, upsert, replace, delete, deleting a partition, deleting a container's items,
-//! and the sweeper's delete step.
+//! Items: every mutation of items, applied inside the writer: create, upsert, replace, delete,
+//! deleting a partition, deleting a container's items, and the sweeper's delete step (the
+//! stored item as clients see it is `stored.rs`).
 //!
 //! An item is identified by its container, partition key value and id. Every write stamps the
 //! item with the writer's clock (restarting its TTL countdown), moves its expiry-index entry and
-//! updates the container's counters in the same transaction. Every mutation asks
-//! `expiry::is_expired` whether the stored version is visible, so an expired item is absent
-//! whether or not the sweeper has deleted it yet. Whether a write or delete may go ahead is
-//! decided by `items/rules.rs`; this module finds the versions the rules look at and applies
-//! what they decide. The requests that reach these mutations are in
-//! `items/requests.rs` and the doors of `api/items.rs`; what the sweeper deletes and when is the sweeper's business.
+//! updates the container's counters and its unique key claims (`unique_keys.rs`) in the same
+//! transaction. Every mutation asks `expiry::is_expired` whether the stored version is visible,
+//! so an expired item is absent whether or not the sweeper has deleted it yet. Whether a write
+//! or delete may go ahead is decided by `items/rules.rs`; this module finds the versions the
+//! rules look at and applies what they decide. The requests that reach these mutations are in
+//! `items/requests.rs` and the doors of `api/items.rs`; what the sweeper deletes and when is
+//! the sweeper's business.
 
 pub(crate) mod batch;
 pub(crate) mod document_cache;
 pub(crate) mod patch;
 pub(crate) mod requests;
 pub(crate) mod rules;
+mod stored;
+pub(crate) mod unique_keys;
+
+pub use self::stored::StoredItem;
 
 use self::rules::{Body, Effect, Version, WriteMode};
+use self::unique_keys::{check_write, release_claims, store_claims, WriteClaims};
 use crate::container::Container;
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::change_log;
@@ -27,81 +33,12 @@ use crate::records::{
     read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
 };
 use crate::throughput::request_units;
+use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
-use crate::{rids, ttl};
 use lethedb_storage::{KeyRange, ReadTxn, Table};
-use serde_json::Value;
 use std::ops::ControlFlow;
 use std::sync::Arc;
-
-/// One visible version of an item.
-#[derive(Clone, Debug)]
-pub struct StoredItem {
-    pub container: Arc<Container>,
-    pub record: ItemRecord,
-}
-
-impl StoredItem {
-    pub fn etag(&self) -> String {
-        rids::etag(self.container.key_number(), self.record.lsn)
-    }
-
-    /// The item's `_rid`.
-    fn rid(&self) -> String {
-        self.container.document_rid(self.record.document_number)
-    }
-
-    /// The item as clients see it, as JSON bytes: the stored document with the system
-    /// properties spliced in, written directly (their values need no escaping but the ETag's
-    /// quotes).
-    pub fn to_json_bytes(&self) -> Vec<u8> {
-        let body = &self.record.body;
-        let rid = self.rid();
-        let etag = self.etag();
-        let mut out = Vec::with_capacity(body.len() + 160);
-        // Stored bodies are compact JSON objects written by this module: `{` ... `}`.
-        out.extend_from_slice(&body[..body.len().saturating_sub(1)]);
-        if body.len() > 2 {
-            out.push(b',');
-        }
-        out.extend_from_slice(b"\"_rid\":\"");
-        out.extend_from_slice(rid.as_bytes());
-        out.extend_from_slice(b"\",\"_self\":\"");
-        out.extend_from_slice(self.container.documents_self_prefix.as_bytes());
-        out.extend_from_slice(rid.as_bytes());
-        out.extend_from_slice(b"/\",\"_etag\":\"\\\"");
-        out.extend_from_slice(etag.trim_matches('"').as_bytes());
-        out.extend_from_slice(b"\\\"\",\"_attachments\":\"attachments/\",\"_ts\":");
-        out.extend_from_slice(
-            self.record
-                .last_modified_ms
-                .div_euclid(1000)
-                .to_string()
-                .as_bytes(),
-        );
-        out.push(b'}');
-        out
-    }
-
-    /// The item as a JSON value, system properties included (what queries see).
-    pub fn to_value(&self) -> EngineResult<Value> {
-        let mut document = self.record.document().ok_or_else(|| corrupted("item"))?;
-        if let Value::Object(map) = &mut document {
-            let rid = self.rid();
-            let self_link = format!("{}{rid}/", self.container.documents_self_prefix);
-            map.insert("_rid".into(), Value::String(rid));
-            map.insert("_self".into(), Value::String(self_link));
-            map.insert("_etag".into(), Value::String(self.etag()));
-            map.insert("_attachments".into(), Value::String("attachments/".into()));
-            map.insert(
-                "_ts".into(),
-                Value::from(self.record.last_modified_ms.div_euclid(1000)),
-            );
-        }
-        Ok(document)
-    }
-}
 
 /// The result of a write.
 #[derive(Debug)]
@@ -156,28 +93,45 @@ pub(crate) fn delete_container_items(
     context.delete(Table::Counters, &keys::counters_key(container_number))
 }
 
-/// Removes one stored version (visible or expired) with its index entry and counters.
+/// Removes one stored version (visible or expired) with its index entries and counters.
 pub(crate) fn remove_version(
     context: &mut WriteContext<'_>,
-    container_number: u64,
+    container: &Container,
     item_key: &[u8],
     record: &ItemRecord,
     counters: &mut Counters,
 ) -> EngineResult<()> {
-    remove_version_keeping(context, container_number, item_key, record, counters, false)
+    remove_version_keeping(
+        context,
+        container,
+        item_key,
+        record,
+        counters,
+        Keep::default(),
+    )
 }
 
-/// [`remove_version`], leaving the resource-id entry in place when `keep_resource_id` (a
-/// replacement under the same key and document number writes the same entry again, and each
-/// entry rewritten costs the commit a copied B-tree leaf).
+/// What a removal leaves in place for the version that replaces it under the same key: each
+/// entry rewritten costs the commit a copied B-tree leaf.
+#[derive(Clone, Copy, Default)]
+struct Keep<'a> {
+    /// The resource-id entry (the replacement keeps the document number).
+    resource_id: bool,
+    /// The unique key claims the replacement keeps.
+    claims: &'a [Vec<u8>],
+}
+
+/// [`remove_version`], leaving in place what `keep` says the replacement keeps.
 fn remove_version_keeping(
     context: &mut WriteContext<'_>,
-    container_number: u64,
+    container: &Container,
     item_key: &[u8],
     record: &ItemRecord,
     counters: &mut Counters,
-    keep_resource_id: bool,
+    keep: Keep<'_>,
 ) -> EngineResult<()> {
+    let container_number = container.key_number();
+    release_claims(context, container, item_key, record, keep.claims)?;
     if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
         context.delete(
             Table::Expiry,
@@ -191,7 +145,7 @@ fn remove_version_keeping(
     }
     context.delete(Table::Items, item_key)?;
     change_log::unindex_version(context, container_number, item_key, record.lsn)?;
-    if !keep_resource_id {
+    if !keep.resource_id {
         context.delete(
             Table::ResourceIds,
             &keys::resource_id_key(container_number, record.document_number),
@@ -339,6 +293,8 @@ struct WritePlan {
     /// Whether the version under the write's key keeps its document number, so that its
     /// resource-id entry stays as it is.
     keeps_resource_id: bool,
+    /// The new version's unique key claims.
+    claims: WriteClaims,
 }
 
 /// Applies one create, upsert or replace inside the writer: decides it by the item rules
@@ -366,14 +322,23 @@ pub(crate) fn apply_write(
         .replaced()
         .map(|record| stored_version(number, record));
     let effect = rules::decide_write(&mode, if_match.as_deref(), current, taken)?;
+    let renamed = found.renamed_from.as_ref().map(|(key, _)| key.as_slice());
+    let claims = check_write(
+        context,
+        &container,
+        &partition_bytes,
+        &body.document,
+        &found.key,
+        renamed,
+    )?;
     // Validation is over: from here on the operation writes.
     if found.existing.is_some() && !found.visible {
         // An expired version is about to go: its TTL event must be out first.
         change_log::emit_ttl_events(context, &container)?;
     }
     let mut counters = read_counters(context.reader(), number)?;
-    let plan = plan_write(&found, effect, &mut counters);
-    let record = store_write(context, number, &found, &plan, body, &mut counters)?;
+    let plan = plan_write(&found, effect, claims, &mut counters);
+    let record = store_write(context, &container, &found, &plan, body, &mut counters)?;
     store_counters(context, number, &counters)?;
     Ok(ItemOutcome {
         item: StoredItem { container, record },
@@ -415,7 +380,12 @@ fn find_versions(
 }
 
 /// The document number the new version takes: the replaced item's, or the container's next.
-fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePlan {
+fn plan_write(
+    found: &Found,
+    effect: Effect,
+    claims: WriteClaims,
+    counters: &mut Counters,
+) -> WritePlan {
     let replaced = found.replaced().filter(|_| effect == Effect::Replace);
     let document_number = if let Some(record) = replaced {
         record.document_number
@@ -431,6 +401,7 @@ fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePl
         created: effect == Effect::Create,
         document_number,
         keeps_resource_id,
+        claims,
     }
 }
 
@@ -438,18 +409,22 @@ fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePl
 /// change (a rename also logs the deletion of the old id). Returns the stored version.
 fn store_write(
     context: &mut WriteContext<'_>,
-    number: u64,
+    container: &Container,
     found: &Found,
     plan: &WritePlan,
     body: Body,
     counters: &mut Counters,
 ) -> EngineResult<ItemRecord> {
+    let number = container.key_number();
     if let Some((old_key, Some(old))) = &found.renamed_from {
-        remove_version(context, number, old_key, old, counters)?;
+        remove_version(context, container, old_key, old, counters)?;
     }
     if let Some(old) = &found.existing {
-        let keep = plan.keeps_resource_id;
-        remove_version_keeping(context, number, &found.key, old, counters, keep)?;
+        let keep = Keep {
+            resource_id: plan.keeps_resource_id,
+            claims: &plan.claims.all,
+        };
+        remove_version_keeping(context, container, &found.key, old, counters, keep)?;
     }
     next_lsn(context, counters);
     let record = ItemRecord {
@@ -468,6 +443,7 @@ fn store_write(
         counters,
         plan.keeps_resource_id,
     )?;
+    store_claims(context, &plan.claims.to_store, key)?;
     let replaced_lsn = match &found.renamed_from {
         Some((old_key, old)) => {
             if let Some(old) = old {
@@ -496,7 +472,7 @@ pub(crate) fn apply_delete(
         .map(|record| (stored_version(number, &record), record));
     let existing = rules::decide_existing(if_match.as_deref(), current)?;
     let mut counters = read_counters(context.reader(), number)?;
-    remove_version(context, number, &key, &existing, &mut counters)?;
+    remove_version(context, container, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);
     change_log::log_delete(context, number, &key, existing.lsn, counters.lsn)?;
     store_counters(context, number, &counters)?;
@@ -530,7 +506,7 @@ pub(crate) fn apply_delete_partition(
         if !record_is_expired(container, record, context.now_ms) {
             deleted.push((key, record.lsn));
         }
-        remove_version(context, number, key, record, &mut counters)?;
+        remove_version(context, container, key, record, &mut counters)?;
     }
     next_lsn(context, &mut counters);
     for (key, deleted_lsn) in &deleted {
@@ -573,7 +549,7 @@ pub(crate) fn apply_expire(
         if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
             continue;
         }
-        remove_version(context, number, &item_key, &record, &mut counters)?;
+        remove_version(context, &container, &item_key, &record, &mut counters)?;
         deleted += 1;
         spent_ru += request_units::write(record.body.len());
     }

@@ -23,3 +23,4 @@ mod shared_store;
 mod sweeper;
 mod ttl_overview;
 mod ttl_paths;
+mod unique_keys;
