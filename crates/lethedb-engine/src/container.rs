@@ -1,10 +1,12 @@
 //! The container type: a container's definition, parsed once and shared by every request.
 //!
 //! A container carries its numbers (the prefix of its item keys and its rid), its partition key
-//! definition, its [`TtlState`] and the throughput budget its requests draw on, decided here once
-//! for every path that builds a container. This module does not read or write storage (the
-//! stored form is in `records.rs`) and does not decide what expired means (`ttl/expiry.rs` does).
+//! definition, its unique keys, its [`TtlState`] and the throughput budget its requests draw
+//! on, decided here once for every path that builds a container. This module does not read or
+//! write storage (the stored form is in `records.rs`) and does not decide what expired means
+//! (`ttl/expiry.rs` does).
 
+use crate::catalog::unique_key_policy::UniqueKeyPolicy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::policy::IndexPolicy;
 use crate::partitions::epk::HashScheme;
@@ -42,6 +44,8 @@ pub struct Container {
     pub(crate) computed: Arc<ComputedProperties>,
     /// Its indexing policy, compiled.
     pub(crate) index_policy: Arc<IndexPolicy>,
+    /// Its unique keys (checked when the container was made, fixed for its life).
+    pub(crate) unique_keys: UniqueKeyPolicy,
 }
 
 /// A container's storage usage, expired items excluded.
@@ -106,6 +110,7 @@ impl Container {
         Container {
             computed: Arc::new(computed),
             index_policy: Arc::new(index_policy),
+            unique_keys: UniqueKeyPolicy::from_resource(&resource),
             database_id,
             id,
             database_number,

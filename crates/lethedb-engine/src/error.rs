@@ -54,6 +54,10 @@ pub enum ErrorCode {
     InvalidTtl,
     /// An indexing policy is invalid.
     InvalidIndexingPolicy,
+    /// A unique key policy is invalid: its shape, a path, a limit, or a repeated path or key.
+    InvalidUniqueKeyPolicy,
+    /// A container replace would change the unique key policy, which is fixed at creation.
+    UniqueKeyPolicyChanged,
     /// A stored procedure's, trigger's or user-defined function's body does not compile as
     /// JavaScript.
     InvalidScript,
@@ -106,6 +110,8 @@ pub enum ErrorCode {
 }
 
 const NOT_FOUND: &str = "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found";
+/// The service's answer to a container replace that changes the unique key policy.
+const UNIQUE_KEY_POLICY_FIXED: &str = "The unique index cannot be modified. To change the unique index, remove the collection and re-create a new one.";
 
 impl ErrorCode {
     /// The text a client sees when the raise site gives no message of its own.
@@ -146,6 +152,8 @@ impl ErrorCode {
             }
             ErrorCode::InvalidTtl => "The time to live is invalid.",
             ErrorCode::InvalidIndexingPolicy => "The indexing policy is invalid.",
+            ErrorCode::InvalidUniqueKeyPolicy => "The unique key policy is invalid.",
+            ErrorCode::UniqueKeyPolicyChanged => UNIQUE_KEY_POLICY_FIXED,
             ErrorCode::InvalidScript => {
                 "Encountered exception while compiling Javascript. Exception = SyntaxError"
             }

@@ -5,8 +5,9 @@
 //! for child resources (users, permissions, stored procedures...). Item keys: container number (8 bytes, big-endian) + length-prefixed
 //! partition key bytes + item id, so one partition is one contiguous key range and a container is
 //! another. Expiry keys: container number + index class + 8-byte time + the item key's suffix.
-//! Counter keys: container number. Length prefixes keep every prefix scan exact (an id can hold
-//! any character a client sends).
+//! Counter keys: container number. Index keys: container number + a kind byte + the kind's own
+//! layout; unique key claims (kind `U`) are described at [`unique_claim_key`]. Length prefixes
+//! keep every prefix scan exact (an id can hold any character a client sends).
 //!
 //! This module only encodes and decodes bytes; it decides nothing about visibility. It is the only
 //! module that knows where one part of a key ends and the next begins.
@@ -201,7 +202,7 @@ pub const INDEX_KIND_COMPOSITE: u8 = b'K';
 
 /// The prefix of every index entry of one document path: container number, kind, then the
 /// path's segment count and each segment length-prefixed (so no path's prefix is another's).
-/// Then come the value's sort key and the document number (`index_entry_key`).
+/// Then come the value's sort key and the document number (`index/entries.rs`).
 pub fn index_path_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
     let mut key = container_items_prefix(container_number);
     key.push(INDEX_KIND_PATH);
@@ -218,6 +219,36 @@ pub fn index_composite_prefix(container_number: u64, composite: u16) -> Vec<u8> 
     let mut key = container_items_prefix(container_number);
     key.push(INDEX_KIND_COMPOSITE);
     key.extend_from_slice(&composite.to_be_bytes());
+    key
+}
+
+/// The kind byte of unique key claims in the index table, right after the container number.
+const UNIQUE_CLAIM_KIND: u8 = b'U';
+
+/// The prefix of every unique key claim of a container.
+pub fn unique_claims_prefix(container_number: u64) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    key.push(UNIQUE_CLAIM_KIND);
+    key
+}
+
+/// The index-table key of one unique key claim: the container number, `U`, the unique key's
+/// position in the policy (2 bytes, big-endian), the length-prefixed partition key bytes, then
+/// each path's value key, length-prefixed. Two items claim the same key exactly when they are
+/// in one logical partition and their values on every path of that unique key are equal. The
+/// claim's value is the holder's item key suffix ([`item_key_suffix`]).
+pub fn unique_claim_key(
+    container_number: u64,
+    unique_key: u16,
+    partition_key: &[u8],
+    values: &[Vec<u8>],
+) -> Vec<u8> {
+    let mut key = unique_claims_prefix(container_number);
+    key.extend_from_slice(&unique_key.to_be_bytes());
+    push_length_prefixed(&mut key, partition_key);
+    for value in values {
+        push_length_prefixed(&mut key, value);
+    }
     key
 }
 
@@ -288,6 +319,22 @@ mod tests {
         // A partition key that is a prefix of another does not share its key range.
         assert!(!item_key(7, b"[\"ab\"]", "x").starts_with(&partition_prefix(7, b"[\"a")));
         assert_eq!(item_key_from_suffix(7, item_key_suffix(&key)), key);
+    }
+
+    #[test]
+    fn unique_claims_differ_by_key_partition_and_value_boundaries() {
+        let claim = |key: u16, partition: &[u8], values: &[&[u8]]| {
+            let values: Vec<Vec<u8>> = values.iter().map(|v| v.to_vec()).collect();
+            unique_claim_key(3, key, partition, &values)
+        };
+        let base = claim(0, b"p", &[b"ab", b"c"]);
+        assert!(base.starts_with(&unique_claims_prefix(3)));
+        assert!(base.starts_with(&container_items_prefix(3)));
+        assert_eq!(base, claim(0, b"p", &[b"ab", b"c"]));
+        // Values split differently, another key, another partition: other claims.
+        assert_ne!(base, claim(0, b"p", &[b"a", b"bc"]));
+        assert_ne!(base, claim(1, b"p", &[b"ab", b"c"]));
+        assert_ne!(base, claim(0, b"q", &[b"ab", b"c"]));
     }
 
     #[test]

@@ -13,6 +13,13 @@ pub const ITEM_BYTES_MAX: usize = 2 * 1024 * 1024;
 pub const PAGE_ITEMS_MAX: usize = 10_000;
 /// The page size when the client does not ask for one (the service's default).
 pub const PAGE_ITEMS_DEFAULT: usize = 100;
+/// The most unique keys a container's unique key policy may hold (the service's quota).
+pub const UNIQUE_KEYS_MAX: usize = 10;
+/// The most paths one unique key may combine (the service's quota).
+pub const UNIQUE_KEY_PATHS_MAX: usize = 16;
+
+/// The system properties the server owns; any a client sends are dropped before storing.
+pub const SYSTEM_PROPERTIES: [&str; 5] = ["_rid", "_self", "_etag", "_attachments", "_ts"];
 
 /// Checks an id against the service's rules.
 pub(crate) fn validate_id(id: &str) -> EngineResult<()> {

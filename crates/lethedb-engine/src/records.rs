@@ -21,12 +21,12 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 
+// The system properties live with the limits, where the unique key policy reads them too.
+pub use crate::limits::SYSTEM_PROPERTIES;
+
 /// Version 2 added the item's own `ttl` to the header, so expiry checks never parse bodies.
 const ITEM_RECORD_VERSION: u8 = 2;
 const ITEM_HEADER_BYTES: usize = 33;
-
-/// The system properties the server owns; any a client sends are dropped before storing.
-pub const SYSTEM_PROPERTIES: [&str; 5] = ["_rid", "_self", "_etag", "_attachments", "_ts"];
 
 /// One stored version of an item.
 #[derive(Clone, Debug, PartialEq)]

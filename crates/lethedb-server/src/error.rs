@@ -154,6 +154,9 @@ error_table! {
     Engine(PartitionKeyRangeGone)       => GONE,                  1002, "Gone",                  Shown;
     Engine(InvalidTtl)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidIndexingPolicy)       => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(InvalidUniqueKeyPolicy)      => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    // 403: the service's answer to a container replace that changes the unique key policy.
+    Engine(UniqueKeyPolicyChanged)      => FORBIDDEN,             0,    "Forbidden",             Shown;
     Engine(InvalidScript)               => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidThroughput)           => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidBatch)                => BAD_REQUEST,           0,    "BadRequest",            Shown;

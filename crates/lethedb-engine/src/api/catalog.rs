@@ -7,6 +7,7 @@ use crate::catalog::indexing_policy::{add_container_system_properties, container
 use crate::catalog::kinds::ParentLevel;
 use crate::catalog::resource::delete_children;
 use crate::catalog::shared::{body_id, body_object, id_with_rid};
+use crate::catalog::unique_key_policy::check_unchanged;
 use crate::container::{Container, ContainerParts, Usage};
 use crate::engine::Engine;
 use crate::error::{
@@ -198,8 +199,9 @@ impl Engine {
         Ok(container)
     }
 
-    /// Replaces a container's mutable settings: indexing policy and `defaultTtl`. The id and the
-    /// partition key cannot change. A new `defaultTtl` applies to every item at once.
+    /// Replaces a container's mutable settings: indexing policy and `defaultTtl`. The id, the
+    /// partition key and the unique key policy cannot change. A new `defaultTtl` applies to
+    /// every item at once.
     pub async fn replace_container(
         &self,
         database_id: &str,
@@ -237,6 +239,7 @@ impl Engine {
                 }
                 let (mut resource, default_ttl) =
                     container_resource(&body, &container_id, &existing.partition_key)?;
+                check_unchanged(&existing.unique_keys, &resource)?;
                 let database_rid = rids::database_rid(existing.database_number);
                 add_container_system_properties(
                     &mut resource,

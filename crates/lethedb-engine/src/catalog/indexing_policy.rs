@@ -4,6 +4,7 @@
 //! Pure functions of a request body; nothing here reads or writes storage or decides TTL
 //! behaviour beyond parsing `defaultTtl`.
 
+use crate::catalog::unique_key_policy::normalize_unique_key_policy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::ttl;
@@ -137,6 +138,8 @@ pub(crate) fn container_resource(
     if let Some(secs) = default_ttl {
         resource.insert("defaultTtl".into(), json!(secs));
     }
+    let unique_key_policy = normalize_unique_key_policy(body.get("uniqueKeyPolicy"))?;
+    resource.insert("uniqueKeyPolicy".into(), unique_key_policy);
     // Properties the service keeps as the client set them, with its defaults otherwise.
     let defaults = [
         (
@@ -161,7 +164,6 @@ pub(crate) fn container_resource(
         resource.insert("changeFeedPolicy".into(), change_feed_policy(policy)?);
     }
     for name in [
-        "uniqueKeyPolicy",
         "analyticalStorageTtl",
         "computedProperties",
         "fullTextPolicy",

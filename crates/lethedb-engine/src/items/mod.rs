@@ -1,15 +1,16 @@
-//! Items: the stored item as clients see it, and every mutation of items, applied inside the
-//! writer: create, upsert, replace, delete, deleting a partition, deleting a container's items,
-//! and the sweeper's delete step.
+//! Items: every mutation of items, applied inside the writer: create, upsert, replace, delete,
+//! deleting a partition, deleting a container's items, and the sweeper's delete step (the
+//! stored item as clients see it is `stored.rs`).
 //!
 //! An item is identified by its container, partition key value and id. Every write stamps the
 //! item with the writer's clock (restarting its TTL countdown), moves its expiry-index entry and
-//! updates the container's counters in the same transaction. Every mutation asks
-//! `expiry::is_expired` whether the stored version is visible, so an expired item is absent
-//! whether or not the sweeper has deleted it yet. Whether a write or delete may go ahead is
-//! decided by `items/rules.rs`; this module finds the versions the rules look at and applies
-//! what they decide. The requests that reach these mutations are in
-//! `items/requests.rs` and the doors of `api/items.rs`; what the sweeper deletes and when is the sweeper's business.
+//! updates the container's counters and its unique key claims (`unique_keys.rs`) in the same
+//! transaction. Every mutation asks `expiry::is_expired` whether the stored version is visible,
+//! so an expired item is absent whether or not the sweeper has deleted it yet. Whether a write
+//! or delete may go ahead is decided by `items/rules.rs`; this module finds the versions the
+//! rules look at and applies what they decide. The requests that reach these mutations are in
+//! `items/requests.rs` and the doors of `api/items.rs`; what the sweeper deletes and when is
+//! the sweeper's business.
 
 pub(crate) mod batch;
 pub(crate) mod document_cache;
@@ -17,10 +18,12 @@ pub(crate) mod patch;
 pub(crate) mod requests;
 pub(crate) mod rules;
 pub(crate) mod stored;
+pub(crate) mod unique_keys;
 
 pub use self::stored::StoredItem;
 
 use self::rules::{Body, Effect, Version, WriteMode};
+use self::unique_keys::{check_write, release_claims, store_claims, WriteClaims};
 use crate::container::Container;
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::change_log;
@@ -107,25 +110,35 @@ pub(crate) fn remove_version(
     replace_entries(context, container, Some(old), None)?;
     remove_version_keeping(
         context,
-        container.key_number(),
+        container,
         item_key,
         record,
         counters,
-        false,
+        Keep::default(),
     )
 }
 
-/// [`remove_version`], leaving the resource-id entry in place when `keep_resource_id` (a
-/// replacement under the same key and document number writes the same entry again, and each
-/// entry rewritten costs the commit a copied B-tree leaf).
+/// What a removal leaves in place for the version that replaces it under the same key: each
+/// entry rewritten costs the commit a copied B-tree leaf.
+#[derive(Clone, Copy, Default)]
+struct Keep<'a> {
+    /// The resource-id entry (the replacement keeps the document number).
+    resource_id: bool,
+    /// The unique key claims the replacement keeps.
+    claims: &'a [Vec<u8>],
+}
+
+/// [`remove_version`], leaving in place what `keep` says the replacement keeps.
 fn remove_version_keeping(
     context: &mut WriteContext<'_>,
-    container_number: u64,
+    container: &Container,
     item_key: &[u8],
     record: &ItemRecord,
     counters: &mut Counters,
-    keep_resource_id: bool,
+    keep: Keep<'_>,
 ) -> EngineResult<()> {
+    let container_number = container.key_number();
+    release_claims(context, container, item_key, record, keep.claims)?;
     if let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) {
         context.delete(
             Table::Expiry,
@@ -139,7 +152,7 @@ fn remove_version_keeping(
     }
     context.delete(Table::Items, item_key)?;
     change_log::unindex_version(context, container_number, item_key, record.lsn)?;
-    if !keep_resource_id {
+    if !keep.resource_id {
         context.delete(
             Table::ResourceIds,
             &keys::resource_id_key(container_number, record.document_number),
@@ -287,6 +300,8 @@ struct WritePlan {
     /// Whether the version under the write's key keeps its document number, so that its
     /// resource-id entry stays as it is.
     keeps_resource_id: bool,
+    /// The new version's unique key claims.
+    claims: WriteClaims,
 }
 
 /// Applies one create, upsert or replace inside the writer: decides it by the item rules
@@ -314,13 +329,22 @@ pub(crate) fn apply_write(
         .replaced()
         .map(|record| stored_version(number, record));
     let effect = rules::decide_write(&mode, if_match.as_deref(), current, taken)?;
+    let renamed = found.renamed_from.as_ref().map(|(key, _)| key.as_slice());
+    let claims = check_write(
+        context,
+        &container,
+        &partition_bytes,
+        &body.document,
+        &found.key,
+        renamed,
+    )?;
     // Validation is over: from here on the operation writes.
     if found.existing.is_some() && !found.visible {
         // An expired version is about to go: its TTL event must be out first.
         change_log::emit_ttl_events(context, &container)?;
     }
     let mut counters = read_counters(context.reader(), number)?;
-    let plan = plan_write(&found, effect, &mut counters);
+    let plan = plan_write(&found, effect, claims, &mut counters);
     let record = store_write(context, &container, &found, &plan, body, &mut counters)?;
     store_counters(context, number, &counters)?;
     Ok(ItemOutcome {
@@ -363,7 +387,12 @@ fn find_versions(
 }
 
 /// The document number the new version takes: the replaced item's, or the container's next.
-fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePlan {
+fn plan_write(
+    found: &Found,
+    effect: Effect,
+    claims: WriteClaims,
+    counters: &mut Counters,
+) -> WritePlan {
     let replaced = found.replaced().filter(|_| effect == Effect::Replace);
     let document_number = if let Some(record) = replaced {
         record.document_number
@@ -379,6 +408,7 @@ fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePl
         created: effect == Effect::Create,
         document_number,
         keeps_resource_id,
+        claims,
     }
 }
 
@@ -397,8 +427,11 @@ fn store_write(
         remove_version(context, container, old_key, old, counters)?;
     }
     if let Some(old) = &found.existing {
-        let keep = plan.keeps_resource_id;
-        remove_version_keeping(context, number, &found.key, old, counters, keep)?;
+        let keep = Keep {
+            resource_id: plan.keeps_resource_id,
+            claims: &plan.claims.all,
+        };
+        remove_version_keeping(context, container, &found.key, old, counters, keep)?;
     }
     next_lsn(context, counters);
     let record = ItemRecord {
@@ -428,6 +461,7 @@ fn store_write(
         counters,
         plan.keeps_resource_id,
     )?;
+    store_claims(context, &plan.claims.to_store, key)?;
     let replaced_lsn = match &found.renamed_from {
         Some((old_key, old)) => {
             if let Some(old) = old {

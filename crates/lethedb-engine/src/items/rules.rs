@@ -10,7 +10,8 @@
 //! key. Then the state: a create finds its id free (409); a replace finds the item its URL names
 //! (404), then meets its If-Match condition (412), and only then may a rename find its new id
 //! taken (409). The service applies a replace that way too: the condition is a precondition on
-//! the item the URL names, checked before the write that would collide with the other id.
+//! the item the URL names, checked before the write that would collide with the other id. Last,
+//! the new version's unique key values must be free in its logical partition (409).
 
 use crate::container::Container;
 use crate::error::{item_conflict, item_not_found, precondition_failed};
@@ -215,6 +216,29 @@ pub(crate) fn decide_existing<T>(
     let (version, kept) = current.ok_or_else(item_not_found)?;
     check_condition(if_match, version)?;
     Ok(kept)
+}
+
+/// Who holds a unique key value that a write claims, as the write finds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum ClaimHolder {
+    /// Nobody, or the very item the write replaces (under its id or the one it renames).
+    Free,
+    /// Another item, visible.
+    Visible,
+    /// Another item that has expired and is not yet purged.
+    Expired,
+}
+
+/// Decides one unique key claim of a write: the values of a unique key's paths in one logical
+/// partition, a missing value counting as `null` (the service does not support sparse unique
+/// keys). A claim another visible item holds refuses the write with the service's 409, whose
+/// body is an id conflict's. A value freed by a delete, a replace or an expiry is free at once:
+/// an item past its expiry instant holds nothing, purged or not.
+pub(crate) fn decide_unique_claim(holder: ClaimHolder) -> EngineResult<()> {
+    match holder {
+        ClaimHolder::Visible => Err(item_conflict()),
+        ClaimHolder::Free | ClaimHolder::Expired => Ok(()),
+    }
 }
 
 /// An If-Match condition, when given, must hold for the version met.

@@ -1,6 +1,7 @@
-//! The stored item as clients see it (`StoredItem`): a visible version of an item with its
-//! container, written out as JSON bytes or as a value with the system properties spliced in.
-//! Nothing here reads or writes storage.
+//! The stored item as clients see it: one visible version with its container, and its JSON with
+//! the system properties (`_rid`, `_self`, `_etag`, `_attachments`, `_ts`) derived from the
+//! container and the record, so a client can never set them. Reading and writing versions is
+//! `items/mod.rs`'s business; this module only renders one.
 
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
@@ -34,7 +35,7 @@ impl StoredItem {
         let rid = self.rid();
         let etag = self.etag();
         let mut out = Vec::with_capacity(body.len() + 160);
-        // Stored bodies are compact JSON objects written by this module: `{` ... `}`.
+        // Stored bodies are compact JSON objects written by `items/mod.rs`: `{` ... `}`.
         out.extend_from_slice(&body[..body.len().saturating_sub(1)]);
         if body.len() > 2 {
             out.push(b',');

@@ -301,7 +301,7 @@ impl PartitionKeyDefinition {
 /// SDKs' path parsers) read them: a segment quoted with `"` or `'` is taken as written between
 /// its quotes (a quote preceded by `\\` does not close it), others are trimmed; `None` for
 /// malformed paths.
-fn parse_path(text: &str) -> Option<Vec<String>> {
+pub(crate) fn parse_path(text: &str) -> Option<Vec<String>> {
     let mut rest = text.strip_prefix('/')?;
     let mut names = Vec::new();
     loop {

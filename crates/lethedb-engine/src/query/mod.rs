@@ -25,7 +25,8 @@ use crate::query::metrics::{measure_output, QueryMetrics};
 use crate::query::order_walk::order_walk;
 use crate::query::scan::{parts_from_values, PageScan, ScanScope, ScanTally};
 use crate::records::read_counters;
-use lethedb_query::{ClientPlan, Page, Prepared};
+use lethedb_query::{ClientPlan, Page, PageRun, Prepared};
+use lethedb_storage::ReadTxn;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -194,6 +195,25 @@ fn scan_scope(
     })
 }
 
+/// Feeds one page: by walking the index in sort order where the page may (`query/order_walk.rs`),
+/// else by the scan.
+fn feed_page(
+    scan: &PageScan<'_>,
+    reader: &dyn ReadTxn,
+    scope: &ScanScope,
+    (prepared, request): (&Prepared, &QueryRequest),
+    run: &mut PageRun,
+) -> EngineResult<ScanTally> {
+    if let Some(walk) = order_walk(prepared, scan.container) {
+        if let Some(tally) = scan.walk(reader, scope, &walk, run)? {
+            return Ok(tally);
+        }
+        // The walk loaded more than its share: the scan decides this page.
+        *run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
+    }
+    scan.run(reader, scope, run)
+}
+
 /// What a page's phases took, for its metrics.
 struct PageTimes {
     total: Stopwatch,
@@ -237,18 +257,7 @@ impl Engine {
             now_ms,
             measure: request.populate_query_metrics,
         };
-        let tally = match order_walk(&prepared, container) {
-            Some(walk) => match scan.walk(&*reader, &scope, &walk, &mut run)? {
-                Some(tally) => tally,
-                None => {
-                    // The walk loaded more than its share: the scan decides this page.
-                    run =
-                        prepared.start_page(request.continuation.as_deref(), page_size(request))?;
-                    scan.run(&*reader, &scope, &mut run)?
-                }
-            },
-            None => scan.run(&*reader, &scope, &mut run)?,
-        };
+        let tally = feed_page(&scan, &*reader, &scope, (&prepared, request), &mut run)?;
         let finishing = Stopwatch::start();
         let page = run.finish(!tally.page_full)?;
         let finish = finishing.elapsed();

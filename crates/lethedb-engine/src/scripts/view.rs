@@ -2,8 +2,8 @@
 //! its own writes, off the writer thread.
 //!
 //! Every operation is decided against that view by the rules of its single-item counterpart
-//! (`items/rules.rs`: ids, ETags, TTL, sizes), so the script's callbacks get the answers the
-//! service would give. Writes are not applied: they are kept, in order, for the commit
+//! (`items/rules.rs`: ids, ETags, TTL, sizes, unique keys), so the script's callbacks get the
+//! answers the service would give. Writes are not applied: they are kept, in order, for the commit
 //! (`commit.rs`), together with the version each item the script touched had in the snapshot
 //! (the read set), which the commit re-checks. Items the script writes carry provisional `_rid`s (for new
 //! items), `_etag`s and `_ts`s until the commit gives them their own.
@@ -16,7 +16,8 @@ use crate::engine::WireStatus;
 use crate::error::{corrupted, invalid_continuation, item_not_found};
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::requests::{decode_continuation, encode_continuation};
-use crate::items::rules::{self, Body, Effect, Version, WriteMode};
+use crate::items::rules::{self, Body, ClaimHolder, Effect, Version, WriteMode};
+use crate::items::unique_keys::{claims_of, holder_of};
 use crate::items::{read_record, StoredItem};
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
@@ -59,6 +60,9 @@ pub(crate) struct ScriptView<'r> {
     next_provisional: u64,
     /// The LSN each item the script read or wrote had in the snapshot (`None`: absent).
     pub(crate) reads: HashMap<Vec<u8>, Option<u64>>,
+    /// The unique key claims the script's writes moved: the key of the item holding each now
+    /// (`None`: freed). Claims it did not move are as the snapshot has them.
+    claims: HashMap<Vec<u8>, Option<Vec<u8>>>,
     pub(crate) writes: Vec<ScriptWrite>,
     pub(crate) request_units: f64,
     /// What a failure is on the wire, which a script sees of a failed operation.
@@ -88,6 +92,7 @@ impl<'r> ScriptView<'r> {
             provisional_etags: HashMap::new(),
             next_provisional: 0,
             reads: HashMap::new(),
+            claims: HashMap::new(),
             writes: Vec::new(),
             request_units: 0.0,
             wire_status,
@@ -242,6 +247,8 @@ impl<'r> ScriptView<'r> {
         let taken = target != key && self.current(&key)?.is_some();
         let current = existing.as_deref().map(Version::shown);
         let effect = rules::decide_write(&mode, if_match, current, taken)?;
+        let claims = claims_of(&self.container, &self.partition_bytes, &body.document);
+        self.check_claims(&claims, &key, &target)?;
         let mode = match mode {
             WriteMode::Replace(_) => {
                 let (_, old_id) = keys::split_item_suffix(keys::item_key_suffix(&target))
@@ -255,6 +262,10 @@ impl<'r> ScriptView<'r> {
             .and_then(|doc| doc.get("_rid"))
             .and_then(Value::as_str)
             .map(str::to_string);
+        self.release_claims(existing.as_deref());
+        for claim in claims {
+            self.claims.insert(claim, Some(key.clone()));
+        }
         if target != key {
             self.local.insert(target, None);
         }
@@ -265,10 +276,42 @@ impl<'r> ScriptView<'r> {
         Ok((seen, effect))
     }
 
+    /// Checks the unique key claims of a write's new version, stored under `key` and replacing
+    /// the item under `target`, against the view: a claim another item visible in the view
+    /// holds fails the write, as it fails the same request. A holder read here joins the read
+    /// set, so the commit runs the script again if it changed meanwhile.
+    fn check_claims(&mut self, claims: &[Vec<u8>], key: &[u8], target: &[u8]) -> EngineResult<()> {
+        for claim in claims {
+            let holder = match self.claims.get(claim) {
+                Some(moved) => moved.clone(),
+                None => holder_of(self.reader, self.container.key_number(), claim)?,
+            };
+            let state = match holder {
+                None => ClaimHolder::Free,
+                Some(held) if held == key || held == target => ClaimHolder::Free,
+                Some(held) if self.current(&held)?.is_some() => ClaimHolder::Visible,
+                Some(_) => ClaimHolder::Expired,
+            };
+            rules::decide_unique_claim(state)?;
+        }
+        Ok(())
+    }
+
+    /// Frees, in the view, the claims of a visible version the script replaces or deletes (a
+    /// visible version's claims all name it).
+    fn release_claims(&mut self, document: Option<&Value>) {
+        if let Some(document) = document {
+            for claim in claims_of(&self.container, &self.partition_bytes, document) {
+                self.claims.insert(claim, None);
+            }
+        }
+    }
+
     pub(crate) fn delete(&mut self, key: Vec<u8>, if_match: Option<&str>) -> EngineResult<()> {
         let existing = self.current(&key)?;
         let current = existing.as_deref().map(|doc| (Version::shown(doc), ()));
         rules::decide_existing(if_match, current)?;
+        self.release_claims(existing.as_deref());
         let (_, id) = keys::split_item_suffix(keys::item_key_suffix(&key))
             .ok_or_else(|| corrupted("item key"))?;
         self.writes.push(ScriptWrite::Delete { id: id.to_string() });

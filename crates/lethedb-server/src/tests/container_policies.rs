@@ -1,6 +1,6 @@
 //! Container properties the service normalises or checks: the indexing policy's shape, the
-//! change feed policy, computed properties (and their use in queries), and partition key paths
-//! with quoted segments.
+//! change feed policy, computed properties (and their use in queries), partition key paths
+//! with quoted segments, and unique keys (their policy, its 403 on a change, their 409).
 
 use super::*;
 
@@ -274,4 +274,62 @@ async fn the_partition_key_version_is_echoed_only_when_sent() {
         )
         .await;
     assert_eq!(versioned.body["partitionKey"]["version"], json!(2));
+}
+
+#[tokio::test]
+async fn unique_keys_answer_as_the_service_does() {
+    let server = Server::new();
+    let policy = json!({"uniqueKeys": [{"paths": ["/email"]}]});
+    let definition = json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}});
+    let mut unique = definition.clone();
+    unique["uniqueKeyPolicy"] = policy.clone();
+    server.setup(unique).await;
+    let refused = create_container(
+        &server,
+        json!({"id": "bad", "partitionKey": {"paths": ["/pk"]}, "uniqueKeyPolicy": {"uniqueKeys": [{"paths": ["/a/*"]}]}}),
+    )
+    .await;
+    assert_eq!(refused.status, StatusCode::BAD_REQUEST);
+    assert_eq!(
+        refused.body["message"],
+        "Error parsing the unique key path '/a/*' at position 3. Make sure the unique key path does not contain wildcards and invalid characters."
+    );
+    let changed = server
+        .send(
+            "PUT",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            Some(definition),
+            &[],
+        )
+        .await;
+    assert_eq!(changed.status, StatusCode::FORBIDDEN, "{}", changed.body);
+    assert_eq!(changed.header("x-ms-substatus"), "0");
+    assert_eq!(
+        changed.body,
+        json!({"code": "Forbidden", "message": "The unique index cannot be modified. To change the unique index, remove the collection and re-create a new one."})
+    );
+    let first = server
+        .create_item(json!({"id": "a", "pk": "p", "email": "x"}))
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED);
+    let second = server
+        .create_item(json!({"id": "b", "pk": "p", "email": "x"}))
+        .await;
+    assert_eq!(second.status, StatusCode::CONFLICT);
+    assert_eq!(second.header("x-ms-substatus"), "0");
+    assert_eq!(
+        second.body,
+        json!({"code": "Conflict", "message": "Entity with the specified id already exists in the system."})
+    );
+    let read = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(read.body["uniqueKeyPolicy"], policy);
 }

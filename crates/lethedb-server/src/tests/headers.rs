@@ -175,10 +175,13 @@ async fn the_continuation_token_limit_is_checked_and_honoured() {
     // A last page has no token to limit.
     let all = server.query("SELECT * FROM c", &[(limit, "0")]).await;
     assert_eq!(all.status, StatusCode::OK);
-    // A token longer than a positive limit is sent whole (the service's always fits).
-    server
-        .create_item(json!({"id": "long", "pk": "p", "s": "x".repeat(3000)}))
-        .await;
+    // A token longer than a positive limit is sent whole (the service's always fits). Two
+    // items sort by `s` (items without it are left out of a single-key ORDER BY).
+    for id in ["long", "longer"] {
+        server
+            .create_item(json!({"id": id, "pk": "p", "s": format!("{id}{}", "x".repeat(3000))}))
+            .await;
+    }
     let ordered = server
         .query(
             "SELECT c.id FROM c ORDER BY c.s DESC",
