@@ -5,8 +5,8 @@
 //! for every path that builds a container. This module does not read or write storage (the
 //! stored form is in `records.rs`) and does not decide what expired means (`ttl/expiry.rs` does).
 
-use crate::index::policy::IndexPolicy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::index::policy::IndexPolicy;
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
@@ -101,9 +101,8 @@ impl Container {
             .filter(|value| !value.is_null())
             .and_then(|value| ComputedProperties::parse(value).ok())
             .unwrap_or_default();
-        let index_policy = IndexPolicy::compile(
-            resource.get("indexingPolicy").unwrap_or(&Value::Null),
-        );
+        let index_policy =
+            IndexPolicy::compile(resource.get("indexingPolicy").unwrap_or(&Value::Null));
         Container {
             computed: Arc::new(computed),
             index_policy: Arc::new(index_policy),

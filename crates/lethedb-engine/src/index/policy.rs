@@ -255,9 +255,18 @@ mod tests {
             policy.composite_for(&keys(&[("name", true), ("age", false)])),
             Some((0, true))
         );
-        assert_eq!(policy.composite_for(&keys(&[("name", false), ("age", false)])), None);
-        assert_eq!(policy.composite_for(&keys(&[("age", true), ("name", false)])), None);
-        assert_eq!(policy.composite_for(&keys(&[("a", false), ("b", false)])), None);
+        assert_eq!(
+            policy.composite_for(&keys(&[("name", false), ("age", false)])),
+            None
+        );
+        assert_eq!(
+            policy.composite_for(&keys(&[("age", true), ("name", false)])),
+            None
+        );
+        assert_eq!(
+            policy.composite_for(&keys(&[("a", false), ("b", false)])),
+            None
+        );
         assert_eq!(
             policy.composite_for(&keys(&[("a", false), ("b", false), ("c", false)])),
             Some((1, false))

@@ -98,8 +98,10 @@ mod tests {
 
     #[test]
     fn filters_and_sorts_report_utilized_and_potential_indexes() {
-        let policy = IndexPolicy::compile(&json!({"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/skip/?"}],
-            "compositeIndexes": [[{"path": "/a", "order": "ascending"}, {"path": "/b"}]]}));
+        let policy = IndexPolicy::compile(
+            &json!({"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/skip/?"}],
+            "compositeIndexes": [[{"path": "/a", "order": "ascending"}, {"path": "/b"}]]}),
+        );
         let report = utilization(&[path("name"), path("skip")], &[], &policy);
         assert_eq!(report["UtilizedSingleIndexes"][0]["IndexSpec"], "/name/?");
         assert_eq!(report["PotentialSingleIndexes"][0]["IndexSpec"], "/skip/?");
