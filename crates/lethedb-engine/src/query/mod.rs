@@ -3,13 +3,15 @@
 //! partitions), and the scan that feeds documents from storage into the pure query crate.
 //!
 //! The engine decides which keys to read (one partition when the request or the query pins the
-//! partition key, otherwise the whole container; see `query/scan.rs`), hides expired items, and
-//! stops reading as soon as the query crate says the page is full. What a query means (filters,
+//! partition key, otherwise the whole container; see `query/scan.rs`), what the indexing policy
+//! makes of the ORDER BY (`query/ordering.rs`), hides expired items, and stops reading as soon
+//! as the query crate says the page is full. What a query means (filters,
 //! projections, ordering, aggregates, paging state) is the query crate's business; this module
 //! does the I/O it must not, and measures the page when asked (`query/metrics.rs`).
 
 pub(crate) mod index_metrics;
 pub(crate) mod metrics;
+pub(crate) mod ordering;
 pub(crate) mod scan;
 
 use crate::clock::Stopwatch;
@@ -227,8 +229,10 @@ impl Engine {
         if let Some(pipeline) = client_pipeline(&prepared, container, request)? {
             return Ok(QueryOutcome::NeedsClientPipeline(pipeline));
         }
+        let rules = ordering::ordering_rules(&prepared, container)?;
         let scope = scan_scope(&prepared, container, request)?;
-        let mut run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
+        let mut run =
+            prepared.start_page_with(request.continuation.as_deref(), page_size(request), rules)?;
         let scan = PageScan {
             container,
             cache: &self.inner.documents,

@@ -76,6 +76,14 @@ pub(crate) struct ScanTally {
     pub(crate) documents_matched: u64,
 }
 
+/// What a scan knows of one stored item besides its document: its key, its document number
+/// (the `_rid` order of ties) and the size of its stored body.
+struct Stored<'a> {
+    key: &'a [u8],
+    document_number: u64,
+    bytes: usize,
+}
+
 /// The scan of one page: it decides visibility and decodes; `PageRun` evaluates.
 pub(crate) struct PageScan<'a> {
     pub(crate) container: &'a Arc<Container>,
@@ -114,13 +122,14 @@ impl PageScan<'_> {
                     return Ok(ControlFlow::Continue(()));
                 }
             }
-            self.push(
-                run,
+            let document_number =
+                ItemRecord::decode_document_number(value).ok_or_else(|| corrupted("item"))?;
+            let stored = Stored {
                 key,
-                ItemRecord::body_bytes(value),
-                &document,
-                &mut tally,
-            )
+                document_number,
+                bytes: ItemRecord::body_bytes(value),
+            };
+            self.push(run, &stored, &document, &mut tally)
         })?;
         tally.scan = started.elapsed();
         Ok(tally)
@@ -142,22 +151,26 @@ impl PageScan<'_> {
         Ok(document)
     }
 
-    /// Hands one visible document to the page and counts what it cost.
+    /// Hands one visible document to the page and counts what it cost. Its document number
+    /// orders it among rows with equal ORDER BY values, as the service's `_rid` does.
     fn push(
         &self,
         run: &mut PageRun,
-        key: &[u8],
-        stored_bytes: usize,
+        stored: &Stored<'_>,
         document: &Value,
         tally: &mut ScanTally,
     ) -> EngineResult<ControlFlow<()>> {
         let matched_before = run.rows_matched();
         let timer = self.measure.then(Stopwatch::start);
-        let flow = run.push(keys::item_key_suffix(key), document)?;
+        let flow = run.push_numbered(
+            keys::item_key_suffix(stored.key),
+            stored.document_number,
+            document,
+        )?;
         if let Some(timer) = timer {
             tally.execution += timer.elapsed();
         }
-        tally.retrieved_bytes += stored_bytes as u64;
+        tally.retrieved_bytes += stored.bytes as u64;
         if run.rows_matched() > matched_before {
             tally.documents_matched += 1;
         }

@@ -408,7 +408,8 @@ async fn a_write_restarts_the_countdown() {
             &resolved(&engine, "c"),
             WriteMode::Upsert,
             pk("p"),
-            json!({"id": "x", "pk": "p", "ttl": 5}),
+            // `n` stays defined: ORDER BY c.n leaves out items without it (default policy).
+            json!({"id": "x", "pk": "p", "n": 1, "ttl": 5}),
             None,
         )
         .await

@@ -176,9 +176,12 @@ async fn the_continuation_token_limit_is_checked_and_honoured() {
     let all = server.query("SELECT * FROM c", &[(limit, "0")]).await;
     assert_eq!(all.status, StatusCode::OK);
     // A token longer than a positive limit is sent whole (the service's always fits).
-    server
-        .create_item(json!({"id": "long", "pk": "p", "s": "x".repeat(3000)}))
-        .await;
+    // Two items with `s`: the ORDER BY leaves out items without it (default policy).
+    for (id, letter) in [("long", "x"), ("longer", "w")] {
+        server
+            .create_item(json!({"id": id, "pk": "p", "s": letter.repeat(3000)}))
+            .await;
+    }
     let ordered = server
         .query(
             "SELECT c.id FROM c ORDER BY c.s DESC",
