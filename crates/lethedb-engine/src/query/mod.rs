@@ -229,8 +229,10 @@ impl Engine {
         if let Some(pipeline) = client_pipeline(&prepared, container, request)? {
             return Ok(QueryOutcome::NeedsClientPipeline(pipeline));
         }
-        let rules = ordering::ordering_rules(&prepared, container)?;
         let scope = scan_scope(&prepared, container, request)?;
+        // The index is asked once the request is known to reach the partitions, as the
+        // service's backend is asked after its gateway's checks.
+        let rules = ordering::ordering_rules(&prepared, container)?;
         let mut run =
             prepared.start_page_with(request.continuation.as_deref(), page_size(request), rules)?;
         let scan = PageScan {
