@@ -75,6 +75,9 @@ pub enum ErrorCode {
     QuerySemantic,
     /// The query hit a named limit.
     QueryLimit,
+    /// The container's indexing policy cannot serve the query's ORDER BY: several keys without
+    /// a composite index for them, or one key on an excluded path.
+    OrderByWithoutIndex,
     /// A continuation token the engine did not issue, or issued for another scope.
     InvalidContinuation,
     /// An all-versions change feed read from the beginning, a point in time, or a cursor whose
@@ -112,6 +115,10 @@ pub enum ErrorCode {
 const NOT_FOUND: &str = "Resource Not Found. Learn more: https://aka.ms/cosmosdb-tsg-not-found";
 /// The service's answer to a container replace that changes the unique key policy.
 const UNIQUE_KEY_POLICY_FIXED: &str = "The unique index cannot be modified. To change the unique index, remove the collection and re-create a new one.";
+
+/// The service's refusal of an ORDER BY over several keys that no composite index serves.
+const NO_COMPOSITE_INDEX: &str =
+    "The order by query does not have a corresponding composite index that it can be served from.";
 
 impl ErrorCode {
     /// The text a client sees when the raise site gives no message of its own.
@@ -166,6 +173,7 @@ impl ErrorCode {
             ErrorCode::QuerySyntax => "The query text is not a valid query.",
             ErrorCode::QuerySemantic => "The query is invalid.",
             ErrorCode::QueryLimit => "The query exceeds a limit.",
+            ErrorCode::OrderByWithoutIndex => NO_COMPOSITE_INDEX,
             ErrorCode::InvalidContinuation => "The continuation token is invalid.",
             ErrorCode::ChangeFeedOutsideRetention => {
                 "You must read the change feed from within the retention period. The all versions and deletes change feed starts from now or from a continuation taken within the retention period."

@@ -60,7 +60,7 @@ impl ItemRecord {
         Some(ItemRecord {
             last_modified_ms,
             lsn,
-            document_number: u64::from_be_bytes(bytes.get(17..25)?.try_into().ok()?),
+            document_number: ItemRecord::decode_document_number(bytes)?,
             ttl,
             body: bytes[ITEM_HEADER_BYTES..].to_vec(),
         })
@@ -77,6 +77,12 @@ impl ItemRecord {
             u64::from_be_bytes(field(9)?),
             ttl_from_code(i64::from_be_bytes(field(25)?)),
         ))
+    }
+
+    /// The document number of an encoded record, without decoding the rest.
+    pub fn decode_document_number(bytes: &[u8]) -> Option<u64> {
+        ItemRecord::decode_header(bytes)?;
+        Some(u64::from_be_bytes(bytes.get(17..25)?.try_into().ok()?))
     }
 
     /// The bytes of the stored document (the body) in an encoded record, without decoding it.

@@ -17,6 +17,7 @@ use crate::builtins::Builtin;
 use crate::context::{Context, Scope};
 use crate::error::QueryError;
 use crate::eval::{is_true, Evaluator};
+use crate::ordering::{compare_ties, OrderingRules};
 use crate::plan::{path_root, source_alias, QueryPlan};
 use crate::value::{canonical_key, number_value, total_order};
 
@@ -326,20 +327,42 @@ struct Group {
 /// DISTINCT, and ORDER BY when run in memory.
 #[derive(Default)]
 pub struct Accumulator {
-    rows: Vec<(Vec<Option<Value>>, Value)>,
+    /// Ungrouped rows: their sort values, their document's tie-breaker, their output.
+    rows: Vec<(Vec<Option<Value>>, Vec<u8>, Value)>,
     groups: Vec<Group>,
     group_index: HashMap<String, usize>,
+    rules: OrderingRules,
 }
 
 impl Accumulator {
-    /// Adds a row that already passed WHERE.
+    /// An accumulator whose ORDER BY follows `rules` (see `ordering.rs`).
+    pub fn with_rules(rules: OrderingRules) -> Self {
+        Accumulator {
+            rules,
+            ..Accumulator::default()
+        }
+    }
+
+    /// Adds a row that already passed WHERE; `tie` orders it among rows with equal sort values
+    /// (its document's tie-breaker, see `ordering::compare_ties`).
     pub fn push(
         &mut self,
         evaluator: &Evaluator<'_>,
         query: &Query,
         plan: &QueryPlan,
         scope: Option<&Scope<'_>>,
+        tie: &[u8],
     ) -> Result<(), QueryError> {
+        // An aggregate's ORDER BY sorts nothing, but the rows it would leave out are not counted.
+        let sorts = !query.order_by.is_empty() && (!plan.grouped || self.rules.omit_undefined);
+        let sort = if sorts {
+            match self.rules.shape(sort_values(evaluator, query, scope)?) {
+                Some(sort) => sort,
+                None => return Ok(()),
+            }
+        } else {
+            Vec::new()
+        };
         if !plan.grouped {
             let Some(output) = project(evaluator, query, plan, scope)? else {
                 return Ok(());
@@ -347,10 +370,25 @@ impl Accumulator {
             if self.rows.len() >= ACCUMULATED_ROWS_MAX {
                 return Err(limit_error());
             }
-            let sort = sort_values(evaluator, query, scope)?;
-            self.rows.push((sort, output));
+            let tie = if sort.is_empty() {
+                Vec::new()
+            } else {
+                tie.to_vec()
+            };
+            self.rows.push((sort, tie, output));
             return Ok(());
         }
+        self.push_grouped(evaluator, query, plan, scope)
+    }
+
+    /// Adds a row to its group's aggregates.
+    fn push_grouped(
+        &mut self,
+        evaluator: &Evaluator<'_>,
+        query: &Query,
+        plan: &QueryPlan,
+        scope: Option<&Scope<'_>>,
+    ) -> Result<(), QueryError> {
         let mut keys = Vec::with_capacity(query.group_by.len());
         let mut key_text = String::new();
         for expr in &query.group_by {
@@ -428,11 +466,14 @@ impl Accumulator {
             }
         } else {
             if !query.order_by.is_empty() {
-                // A stable sort keeps scan order among equal keys.
-                self.rows
-                    .sort_by(|a, b| compare_sort_values(query, &a.0, &b.0));
+                // Ties follow their documents; a stable sort keeps one document's rows in order.
+                let first_descending = query.order_by.first().is_some_and(|key| key.descending);
+                self.rows.sort_by(|a, b| {
+                    compare_sort_values(query, &a.0, &b.0)
+                        .then_with(|| compare_ties(first_descending, &a.1, &b.1))
+                });
             }
-            outputs = self.rows.into_iter().map(|(_, output)| output).collect();
+            outputs = self.rows.into_iter().map(|(_, _, output)| output).collect();
         }
         if query.select.distinct {
             let mut seen = std::collections::HashSet::new();

@@ -10,7 +10,8 @@
 //! walkers); built-in functions (`builtins`: their one table; `functions`: one module per
 //! family); running a query (`context`, `plan`: checks and derived facts, `eval`: one
 //! expression over one row, `exec`: rows, projection, grouping, `subquery`); pages (`prepared`:
-//! `prepare`; `paging`: `PageRun`; `token`: continuation tokens); the SDKs' client pipelines
+//! `prepare`; `paging`: `PageRun`; `token`: continuation tokens; `ordering`: what the index
+//! serving an ORDER BY does to its rows); the SDKs' client pipelines
 //! (`client_rewrite`, `client_plan`); computed properties (`computed`); and the ground they
 //! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
@@ -30,6 +31,7 @@ mod exec;
 mod functions;
 mod lexer;
 mod like;
+mod ordering;
 mod paging;
 mod parser;
 mod plan;
@@ -49,13 +51,14 @@ pub use computed::{prepare_with_computed, ComputedProperties, COMPUTED_PROPERTIE
 pub use context::UdfHost;
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
+pub use ordering::OrderingRules;
 pub use paging::{Page, PageRun};
 pub use parser::{
     parse, EXPRESSION_DEPTH_MAX, JOINS_MAX, PARSER_RECURSION_MAX, QUERY_TEXT_CHARS_MAX,
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
 pub use sort_key::{
-    complement, encode_sort_key, number_bytes, string_prefix_key, type_bounds,
+    complement, encode_sort_key, number_bytes, sort_key_is_exact, string_prefix_key, type_bounds,
     SORT_KEY_TEXT_BYTES_MAX,
 };
 pub use token::CONTINUATION_CHARS_MAX;

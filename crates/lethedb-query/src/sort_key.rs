@@ -63,6 +63,13 @@ pub fn encode_sort_key(value: Option<&Value>, out: &mut Vec<u8>) -> bool {
     true
 }
 
+/// Whether one sort key (as `encode_sort_key` wrote it) encodes its value exactly: not a text,
+/// array or object cut at `SORT_KEY_TEXT_BYTES_MAX` bytes.
+pub fn sort_key_is_exact(key: &[u8]) -> bool {
+    let texts = [TAG_STRING, TAG_ARRAY, TAG_OBJECT];
+    !(key.first().is_some_and(|tag| texts.contains(tag)) && key.ends_with(&TEXT_CUT))
+}
+
 /// The eight bytes of a number's sort key (its tag aside). `-0.0` sorts as `0.0`, as the
 /// language compares them equal.
 pub fn number_bytes(number: Option<f64>) -> [u8; 8] {

@@ -136,7 +136,7 @@ impl SubqueryRun<'_> {
         let mut accumulator = Accumulator::default();
         self.rows(&mut |scope| {
             if passes_filter(evaluator, query, scope)? {
-                accumulator.push(evaluator, query, plan, scope)?;
+                accumulator.push(evaluator, query, plan, scope, &[])?;
             }
             Ok(ControlFlow::Continue(()))
         })?;

@@ -15,12 +15,13 @@ pub const CONTINUATION_CHARS_MAX: usize = 64 * 1024;
 
 const TOKEN_VERSION: u64 = 1;
 
-/// The position of one row in the ORDER BY stream: its sort values, then its document key
-/// and its row index within the document (JOIN fan-out) as tie-breakers.
+/// The position of one row in the ORDER BY stream: its sort values, then its document's
+/// tie-breaker (the document number the engine pushed it with, else its storage key) and its
+/// row index within the document (JOIN fan-out).
 #[derive(Debug, Clone, PartialEq)]
 pub struct OrderedPosition {
     pub sort: Vec<Option<Value>>,
-    pub key: Vec<u8>,
+    pub tie: Vec<u8>,
     pub row: u64,
 }
 
@@ -133,7 +134,7 @@ pub fn encode(query_fingerprint: u64, position: &Position) -> String {
         }),
         Position::Ordered { last, produced } => json!({
             "m": "o",
-            "l": last.as_ref().map(|last| json!({"s": sort_to_json(&last.sort), "k": hex(&last.key), "r": last.row})),
+            "l": last.as_ref().map(|last| json!({"s": sort_to_json(&last.sort), "k": hex(&last.tie), "r": last.row})),
             "p": produced,
         }),
         Position::Materialized { index } => json!({"m": "a", "i": index}),
@@ -201,10 +202,10 @@ pub fn decode(text: &str, query_fingerprint: u64) -> Result<Position, QueryError
                             .collect::<Result<Vec<_>, _>>()?,
                         _ => return Err(invalid("malformed sort values")),
                     };
-                    let key = optional_key(last.get("k").unwrap_or(&Value::Null))?
+                    let tie = optional_key(last.get("k").unwrap_or(&Value::Null))?
                         .ok_or_else(|| invalid("missing key"))?;
                     let row = count(last.get("r").unwrap_or(&Value::Null))?;
-                    Some(OrderedPosition { sort, key, row })
+                    Some(OrderedPosition { sort, tie, row })
                 }
             };
             Ok(Position::Ordered {
@@ -245,7 +246,7 @@ mod tests {
             Position::Ordered {
                 last: Some(OrderedPosition {
                     sort: vec![None, Some(json!({"a": [1]}))],
-                    key: vec![7],
+                    tie: vec![7],
                     row: 2,
                 }),
                 produced: 4,

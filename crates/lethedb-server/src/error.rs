@@ -165,6 +165,7 @@ error_table! {
     Engine(QuerySyntax)                 => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(QuerySemantic)               => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(QueryLimit)                  => BAD_REQUEST,           0,    "BadRequest",            Shown;
+    Engine(OrderByWithoutIndex)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidContinuation)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(ChangeFeedOutsideRetention)  => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(ItemTooLarge)                => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;

@@ -14,8 +14,10 @@ const containers = {};
 const context = useServer({}, async ({ client }) => {
   const { database } = await client.databases.create({ id: uniqueId("pipeline") });
   for (const throughput of [400, 50000]) {
+    // ORDER BY c.g ASC, c.n DESC needs a composite index, as on the service (docs/indexing.md).
+    const indexingPolicy = { compositeIndexes: [[{ path: "/g", order: "ascending" }, { path: "/n", order: "descending" }]] };
     const { container } = await database.containers.create(
-      { id: uniqueId("c"), partitionKey: { paths: ["/pk"] } }, { offerThroughput: throughput });
+      { id: uniqueId("c"), partitionKey: { paths: ["/pk"] }, indexingPolicy }, { offerThroughput: throughput });
     for (const item of ITEMS) await container.items.create(item);
     containers[throughput] = container;
   }

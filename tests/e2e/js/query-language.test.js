@@ -17,7 +17,10 @@ let container;
 
 useServer({}, async (context) => {
   const { database } = await context.client.databases.create({ id: uniqueId("db") });
-  container = await createContainer(database, "people");
+  // ORDER BY c.city ASC, c.age DESC needs a composite index, as on the service (docs/indexing.md).
+  container = await createContainer(database, "people", {
+    indexingPolicy: { compositeIndexes: [[{ path: "/city", order: "ascending" }, { path: "/age", order: "descending" }]] },
+  });
   for (const person of PEOPLE) {
     await container.items.create(person);
   }

@@ -23,7 +23,10 @@ PAGE_SIZES = (1, 3, 100)
 @pytest.fixture(scope="module", params=[400, 50000], ids=["one-range", "five-ranges"])
 def filled(request, client):
     database = client.create_database(unique_id("pipeline"))
-    container = database.create_container(unique_id("c"), PartitionKey(path="/pk"), offer_throughput=request.param)
+    # ORDER BY c.g ASC, c.n DESC needs a composite index, as on the service (docs/indexing.md).
+    policy = {"compositeIndexes": [[{"path": "/g", "order": "ascending"}, {"path": "/n", "order": "descending"}]]}
+    container = database.create_container(unique_id("c"), PartitionKey(path="/pk"), offer_throughput=request.param,
+                                          indexing_policy=policy)
     for item in ITEMS:
         container.create_item(item)
     yield container

@@ -4,6 +4,9 @@ the server as the service answers them, across partitions and across pages."""
 from __future__ import annotations
 
 import pytest
+from azure.cosmos import PartitionKey
+
+from conftest import unique_id
 
 PEOPLE = [
     {"id": "1", "pk": "a", "name": "Ada", "city": "London", "age": 36, "tags": ["math", "code"]},
@@ -16,7 +19,11 @@ PEOPLE = [
 
 
 @pytest.fixture
-def people(container):
+def people(database):
+    # ORDER BY c.city ASC, c.age DESC needs a composite index, as on the service (docs/indexing.md).
+    policy = {"compositeIndexes": [[{"path": "/city", "order": "ascending"}, {"path": "/age", "order": "descending"}]]}
+    container = database.create_container(unique_id("coll"), partition_key=PartitionKey(path="/pk"),
+                                          indexing_policy=policy)
     for person in PEOPLE:
         container.create_item(person)
     return container

@@ -1,9 +1,11 @@
-//! A container's public resource: the indexing policy as the service normalises it, the
-//! properties kept as sent or defaulted, and the system properties a container carries.
+//! A container's public resource: the indexing policy as the service checks and normalises it
+//! (its paths' grammar is `catalog/index_paths.rs`), the properties kept as sent or defaulted,
+//! and the system properties a container carries.
 //!
 //! Pure functions of a request body; nothing here reads or writes storage or decides TTL
 //! behaviour beyond parsing `defaultTtl`.
 
+use crate::catalog::index_paths::{check_path, PathList};
 use crate::catalog::unique_key_policy::normalize_unique_key_policy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partitions::partition_key::PartitionKeyDefinition;
@@ -42,6 +44,7 @@ pub(crate) fn normalize_indexing_policy(policy: Option<&Value>) -> EngineResult<
         }
     }
     let (included, excluded) = indexed_paths(&policy, &mode)?;
+    check_composites(policy.get("compositeIndexes"))?;
     policy.insert("indexingMode".into(), Value::String(mode));
     policy.insert("automatic".into(), Value::Bool(automatic));
     policy.insert("includedPaths".into(), Value::Array(included));
@@ -71,29 +74,56 @@ fn indexing_mode(policy: &Map<String, Value>) -> EngineResult<String> {
     Ok(mode)
 }
 
-/// The included and excluded paths as the service returns them under `mode`.
+/// The service's refusal of a policy that names the root in neither list while it lists
+/// included paths.
+const ROOT_MISSING: &str = "The special mandatory indexing path \"/\" is not provided in any of the path type sets. Please provide this path in one of the sets.";
+
+/// The entries of a policy's path list, each an object with a `path` the grammar accepts.
+fn path_list(policy: &Map<String, Value>, list: &str) -> EngineResult<Vec<Value>> {
+    let entries = policy
+        .get(list)
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for entry in &entries {
+        let Some(path) = entry.get("path").and_then(Value::as_str) else {
+            return Err(invalid_policy(&format!(
+                "every entry of '{list}' must be an object with a string 'path'"
+            )));
+        };
+        check_path(path, PathList::IncludedOrExcluded)?;
+    }
+    Ok(entries)
+}
+
+/// Whether a path list names the root: `/*`, or the legacy `/`.
+fn names_root(entries: &[Value]) -> bool {
+    entries
+        .iter()
+        .filter_map(|entry| entry.get("path").and_then(Value::as_str))
+        .any(|path| path == "/*" || path == "/")
+}
+
+/// The included and excluded paths as the service returns them under `mode`: the root is
+/// included when neither list names it, and refused as missing when included paths are listed
+/// without it.
 fn indexed_paths(
     policy: &Map<String, Value>,
     mode: &str,
 ) -> EngineResult<(Vec<Value>, Vec<Value>)> {
-    let paths_of = |list: &str| -> Vec<Value> {
-        policy
-            .get(list)
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-    };
+    let included = path_list(policy, "includedPaths")?;
+    let mut excluded = path_list(policy, "excludedPaths")?;
     if mode == "none" {
-        if !paths_of("includedPaths").is_empty() {
+        if !included.is_empty() {
             return Err(invalid_policy(
                 "a policy with indexing mode 'none' cannot include paths",
             ));
         }
-        return Ok((Vec::new(), paths_of("excludedPaths")));
+        return Ok((Vec::new(), excluded));
     }
     // Legacy per-path `indexes` (Hash/Range kinds, precisions) are dropped, as the service
     // does since every path is range-indexed: its policies come back without them.
-    let mut included: Vec<Value> = paths_of("includedPaths")
+    let mut included: Vec<Value> = included
         .into_iter()
         .map(|mut path| {
             if let Value::Object(map) = &mut path {
@@ -102,8 +132,13 @@ fn indexed_paths(
             path
         })
         .collect();
-    let mut excluded = paths_of("excludedPaths");
-    if included.is_empty() && excluded.is_empty() {
+    if !names_root(&included) && !names_root(&excluded) {
+        if !included.is_empty() {
+            return Err(EngineError::with_message(
+                ErrorCode::InvalidIndexingPolicy,
+                ROOT_MISSING,
+            ));
+        }
         included.push(json!({"path": "/*"}));
     }
     let etag_path = json!({"path": "/\"_etag\"/?"});
@@ -111,6 +146,47 @@ fn indexed_paths(
         excluded.push(etag_path);
     }
     Ok((included, excluded))
+}
+
+/// Checks a policy's composite indexes: each lists two or more paths (no wildcard), each path
+/// with an optional `order` of `ascending` or `descending`. They are stored as sent.
+fn check_composites(composites: Option<&Value>) -> EngineResult<()> {
+    let Some(composites) = composites.and_then(Value::as_array) else {
+        return Ok(());
+    };
+    for composite in composites {
+        let Some(paths) = composite.as_array() else {
+            return Err(invalid_policy(
+                "each composite index must be an array of paths",
+            ));
+        };
+        if paths.len() < 2 {
+            return Err(invalid_policy(
+                "a composite index must list at least two paths",
+            ));
+        }
+        for entry in paths {
+            let Some(path) = entry.get("path").and_then(Value::as_str) else {
+                return Err(invalid_policy(
+                    "every composite path must be an object with a string 'path'",
+                ));
+            };
+            check_path(path, PathList::Composite)?;
+            let order_known = match entry.get("order") {
+                None | Some(Value::Null) => true,
+                Some(Value::String(order)) => ["ascending", "descending"]
+                    .iter()
+                    .any(|known| order.eq_ignore_ascii_case(known)),
+                Some(_) => false,
+            };
+            if !order_known {
+                return Err(invalid_policy(
+                    "a composite path's 'order' must be 'ascending' or 'descending'",
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn indexing_mode_is_none(policy: &Value) -> bool {

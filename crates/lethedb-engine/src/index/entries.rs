@@ -130,11 +130,13 @@ fn composite_entries(
         for (path, descending) in &composite.paths {
             let start = key.len();
             let ts;
+            // A component that is missing or leads to an array or object is undefined in the
+            // composite, as the service documents.
             let value = if path.len() == 1 && path[0] == "_ts" {
                 ts = Value::from(version.ts_secs);
                 Some(&ts)
             } else {
-                lookup(members, path)
+                lookup(members, path).filter(|value| !value.is_array() && !value.is_object())
             };
             encode_sort_key(value, &mut key);
             if *descending {

@@ -4,9 +4,13 @@
 //! Paths are lists of property names from the document's root, with `[]` standing for any
 //! element of an array (the service normalises array positions the same way). The more precise
 //! policy path wins, as on the service: a longer path beats a shorter one, and at equal length a
-//! path naming the value itself (`/a/?`) beats one naming a subtree (`/a/*`). `id` and `_ts` are
-//! always indexed unless the mode is `none`. This module only answers questions about the
-//! policy; it reads no items and decides no query's plan or result.
+//! path naming the value itself (`/a/?`) beats one naming a subtree (`/a/*`). The legacy root
+//! path `/` is the root subtree `/*`, and a policy naming neither includes the root, as the
+//! service fills it in. `id` and `_ts` are always indexed unless the mode is `none`.
+//!
+//! It also says how the policy serves an ORDER BY (`IndexPolicy::order_by`): which index, or
+//! why none can. This module only answers questions about the policy; it reads no items and
+//! decides no query's plan or result.
 
 use serde_json::Value;
 
@@ -44,11 +48,17 @@ struct Pattern {
 impl Pattern {
     fn parse(text: &str) -> Pattern {
         let mut segments = path_segments(text);
-        let subtree = segments.last().is_some_and(|last| last == "*");
+        // The legacy root path `/` names the whole document, as `/*` does.
+        let subtree = segments.last().is_none_or(|last| last == "*");
         if matches!(segments.last().map(String::as_str), Some("*" | "?")) {
             segments.pop();
         }
         Pattern { segments, subtree }
+    }
+
+    /// Whether this is the root subtree (`/*` or `/`), which every policy names once.
+    fn is_root(&self) -> bool {
+        self.subtree && self.segments.is_empty()
     }
 
     /// How precisely this pattern covers `path`: `None` when it does not, else a rank where a
@@ -114,10 +124,17 @@ impl IndexPolicy {
                 .map(Pattern::parse)
                 .collect()
         };
+        let mut included = patterns("includedPaths");
+        let excluded = patterns("excludedPaths");
+        // The service fills in the root when a policy names it nowhere (older stored policies
+        // may lack it; `catalog::indexing_policy` now stores it).
+        if !included.iter().chain(&excluded).any(Pattern::is_root) {
+            included.push(Pattern::parse("/*"));
+        }
         let mut compiled = IndexPolicy {
             indexes_nothing: policy.get("indexingMode").and_then(Value::as_str) == Some("none"),
-            included: patterns("includedPaths"),
-            excluded: patterns("excludedPaths"),
+            included,
+            excluded,
             composites: composites(policy),
             explicit: Vec::new(),
         };
@@ -197,6 +214,42 @@ impl IndexPolicy {
     }
 }
 
+/// How a policy serves an ORDER BY, as the service decides it from its index.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OrderByServing {
+    /// No ORDER BY, or a key that is not a document path: nothing for the policy to decide.
+    Unchecked,
+    /// One key, served by the range index of its path, indexed as this (never `Excluded`).
+    Single(Coverage),
+    /// Several keys, served by a composite index.
+    Composite,
+    /// One key whose path the policy excludes (or the mode is `none`).
+    Excluded,
+    /// Several keys and no composite index listing them in order, with their directions or
+    /// the inverse of every one.
+    NoComposite,
+}
+
+impl IndexPolicy {
+    /// How the policy serves an ORDER BY over `keys` (each a document path with whether it sorts
+    /// descending, or `None` for a key that is not a path). `id` and `_ts` count as paths like
+    /// any other here: several keys need a composite even when they are among them.
+    pub(crate) fn order_by(&self, keys: &[Option<(Vec<String>, bool)>]) -> OrderByServing {
+        let Some(paths) = keys.iter().cloned().collect::<Option<Vec<_>>>() else {
+            return OrderByServing::Unchecked;
+        };
+        match paths.as_slice() {
+            [] => OrderByServing::Unchecked,
+            [(path, _)] => match self.coverage(path) {
+                Coverage::Excluded => OrderByServing::Excluded,
+                coverage => OrderByServing::Single(coverage),
+            },
+            _ if self.composite_for(&paths).is_some() => OrderByServing::Composite,
+            _ => OrderByServing::NoComposite,
+        }
+    }
+}
+
 /// The composite indexes of a policy: each a list of `{path, order}`; a path ending in `/?` or
 /// `/*` is read without it, and an order other than `descending` is ascending.
 fn composites(policy: &Value) -> Vec<CompositeIndex> {
@@ -258,6 +311,59 @@ mod tests {
         );
         assert_eq!(none.coverage(&path("name")), Coverage::Excluded);
         assert_eq!(none.coverage(&path("id")), Coverage::Excluded);
+    }
+
+    #[test]
+    fn the_root_is_named_once_or_filled_in() {
+        let legacy = IndexPolicy::compile(&json!({"includedPaths": [{"path": "/"}]}));
+        assert_eq!(legacy.coverage(&path("name")), Coverage::Wildcard);
+        let excluded_only = IndexPolicy::compile(
+            &json!({"includedPaths": [], "excludedPaths": [{"path": "/a/?"}]}),
+        );
+        assert_eq!(excluded_only.coverage(&path("name")), Coverage::Wildcard);
+        assert_eq!(excluded_only.coverage(&path("a")), Coverage::Excluded);
+        let root_excluded = IndexPolicy::compile(&json!({"excludedPaths": [{"path": "/"}]}));
+        assert_eq!(root_excluded.coverage(&path("name")), Coverage::Excluded);
+    }
+
+    #[test]
+    fn an_order_by_is_served_by_a_range_index_or_a_composite() {
+        let policy = IndexPolicy::compile(&json!({
+            "includedPaths": [{"path": "/*"}, {"path": "/kept/?"}],
+            "excludedPaths": [{"path": "/secret/*"}],
+            "compositeIndexes": [[{"path": "/a"}, {"path": "/b", "order": "descending"}]]}));
+        let key = |text: &str, descending: bool| Some((path(text), descending));
+        assert_eq!(policy.order_by(&[]), OrderByServing::Unchecked);
+        assert_eq!(
+            policy.order_by(&[key("name", false)]),
+            OrderByServing::Single(Coverage::Wildcard)
+        );
+        assert_eq!(
+            policy.order_by(&[key("kept", true)]),
+            OrderByServing::Single(Coverage::Explicit)
+        );
+        assert_eq!(
+            policy.order_by(&[key("secret/x", false)]),
+            OrderByServing::Excluded
+        );
+        assert_eq!(
+            policy.order_by(&[key("a", true), key("b", false)]),
+            OrderByServing::Composite
+        );
+        assert_eq!(
+            policy.order_by(&[key("a", false), key("b", false)]),
+            OrderByServing::NoComposite
+        );
+        assert_eq!(
+            policy.order_by(&[key("id", false), key("_ts", false)]),
+            OrderByServing::NoComposite
+        );
+        assert_eq!(
+            policy.order_by(&[None, key("a", false)]),
+            OrderByServing::Unchecked
+        );
+        let none = IndexPolicy::compile(&json!({"indexingMode": "none", "excludedPaths": []}));
+        assert_eq!(none.order_by(&[key("id", false)]), OrderByServing::Excluded);
     }
 
     #[test]

@@ -3,14 +3,16 @@
 //! partitions), and the scan that feeds documents from storage into the pure query crate.
 //!
 //! The engine decides which keys to read (one partition when the request or the query pins the
-//! partition key, otherwise the whole container; see `query/scan.rs`), hides expired items, and
-//! stops reading as soon as the query crate says the page is full. What a query means (filters,
+//! partition key, otherwise the whole container; see `query/scan.rs`), what the indexing policy
+//! makes of the ORDER BY (`query/ordering.rs`), hides expired items, and stops reading as soon
+//! as the query crate says the page is full. What a query means (filters,
 //! projections, ordering, aggregates, paging state) is the query crate's business; this module
 //! does the I/O it must not, and measures the page when asked (`query/metrics.rs`).
 
 pub(crate) mod index_metrics;
 pub(crate) mod metrics;
 pub(crate) mod order_walk;
+pub(crate) mod ordering;
 pub(crate) mod scan;
 
 use crate::clock::Stopwatch;
@@ -25,7 +27,7 @@ use crate::query::metrics::{measure_output, QueryMetrics};
 use crate::query::order_walk::order_walk;
 use crate::query::scan::{parts_from_values, PageScan, ScanScope, ScanTally};
 use crate::records::read_counters;
-use lethedb_query::{ClientPlan, Page, PageRun, Prepared};
+use lethedb_query::{ClientPlan, OrderingRules, Page, PageRun, Prepared};
 use lethedb_storage::ReadTxn;
 use serde_json::Value;
 use std::sync::Arc;
@@ -201,7 +203,7 @@ fn feed_page(
     scan: &PageScan<'_>,
     reader: &dyn ReadTxn,
     scope: &ScanScope,
-    (prepared, request): (&Prepared, &QueryRequest),
+    (prepared, request, rules): (&Prepared, &QueryRequest, OrderingRules),
     run: &mut PageRun,
 ) -> EngineResult<ScanTally> {
     if let Some(walk) = order_walk(prepared, scan.container) {
@@ -209,7 +211,8 @@ fn feed_page(
             return Ok(tally);
         }
         // The walk loaded more than its share: the scan decides this page.
-        *run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
+        *run =
+            prepared.start_page_with(request.continuation.as_deref(), page_size(request), rules)?;
     }
     scan.run(reader, scope, run)
 }
@@ -250,14 +253,24 @@ impl Engine {
             return Ok(QueryOutcome::NeedsClientPipeline(pipeline));
         }
         let scope = scan_scope(&prepared, container, request)?;
-        let mut run = prepared.start_page(request.continuation.as_deref(), page_size(request))?;
+        // The index is asked once the request is known to reach the partitions, as the
+        // service's backend is asked after its gateway's checks.
+        let rules = ordering::ordering_rules(&prepared, container)?;
+        let mut run =
+            prepared.start_page_with(request.continuation.as_deref(), page_size(request), rules)?;
         let scan = PageScan {
             container,
             cache: &self.inner.documents,
             now_ms,
             measure: request.populate_query_metrics,
         };
-        let tally = feed_page(&scan, &*reader, &scope, (&prepared, request), &mut run)?;
+        let tally = feed_page(
+            &scan,
+            &*reader,
+            &scope,
+            (&prepared, request, rules),
+            &mut run,
+        )?;
         let finishing = Stopwatch::start();
         let page = run.finish(!tally.page_full)?;
         let finish = finishing.elapsed();

@@ -17,10 +17,10 @@ use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
 use crate::keys;
 use crate::partitions::ranges::RangeMatcher;
-use crate::query::scan::{PageScan, ScanScope, ScanTally};
+use crate::query::scan::{PageScan, ScanScope, ScanTally, Stored};
 use crate::records::{read_counters, ItemRecord};
 use crate::ttl::expiry::is_expired;
-use lethedb_query::{complement, encode_sort_key, PageRun, Prepared};
+use lethedb_query::{complement, encode_sort_key, sort_key_is_exact, PageRun, Prepared};
 use lethedb_storage::{prefix_successor, KeyRange, ReadTxn, Table};
 use std::ops::{Bound, ControlFlow};
 
@@ -40,6 +40,9 @@ pub(crate) struct OrderWalk {
     descending: bool,
     /// Whether the first sort value is stored complemented (a descending composite component).
     first_complemented: bool,
+    /// Whether entries of one sort value come in the order the page breaks ties in (`_rid`, in
+    /// the walk's direction): true for one path's entries, which end with the document number.
+    ties_in_order: bool,
 }
 
 /// The walk a page of `prepared` may take on `container`, if any: the ORDER BY path's entries
@@ -61,6 +64,7 @@ pub(crate) fn order_walk(prepared: &Prepared, container: &Container) -> Option<O
                     prefix: keys::index_path_prefix(number, path),
                     descending: *descending,
                     first_complemented: false,
+                    ties_in_order: true,
                 })
         }
         several => {
@@ -77,6 +81,7 @@ pub(crate) fn order_walk(prepared: &Prepared, container: &Container) -> Option<O
                 prefix: keys::index_composite_prefix(number, u16::try_from(position).ok()?),
                 descending: inverted,
                 first_complemented: composite.paths.first().is_some_and(|(_, desc)| *desc),
+                ties_in_order: false,
             })
         }
     }
@@ -109,6 +114,13 @@ impl OrderWalk {
                 end: end_of_path,
             }
         }
+    }
+
+    /// Whether an entry with these sort-value bytes sorts after every row pushed before it that
+    /// has the same bytes: its ties come in `_rid` order, and its value was encoded exactly (a
+    /// cut text may stand for several values, which the page sorts itself).
+    fn next_tie_sorts_after(&self, value: &[u8]) -> bool {
+        self.ties_in_order && sort_key_is_exact(value)
     }
 
     /// The next chunk of entries after (in the walk's direction) the last one read.
@@ -163,10 +175,11 @@ impl PageScan<'_> {
                 let value = entry
                     .get(walk.prefix.len()..entry.len().saturating_sub(8))
                     .ok_or_else(|| corrupted("index entry"))?;
-                if previous_value.as_deref() != Some(value) {
-                    if run.ordered_full() {
-                        return Ok(Some(tally));
-                    }
+                let changes = previous_value.as_deref() != Some(value);
+                if run.ordered_full() && (changes || walk.next_tie_sorts_after(value)) {
+                    return Ok(Some(tally));
+                }
+                if changes {
                     previous_value = Some(value.to_vec());
                 }
                 if loads >= loads_max {
@@ -220,12 +233,11 @@ impl PageScan<'_> {
         if !scope.admits_partial_key(self.container, &document) {
             return Ok(ControlFlow::Continue(()));
         }
-        self.push(
-            run,
-            &item_key,
-            ItemRecord::body_bytes(&value),
-            &document,
-            tally,
-        )
+        let stored = Stored {
+            key: &item_key,
+            document_number,
+            bytes: ItemRecord::body_bytes(&value),
+        };
+        self.push(run, &stored, &document, tally)
     }
 }

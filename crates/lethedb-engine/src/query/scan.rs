@@ -84,6 +84,14 @@ pub(crate) struct ScanTally {
     pub(crate) documents_matched: u64,
 }
 
+/// What a scan knows of one stored item besides its document: its key, its document number
+/// (the `_rid` order of ties) and the size of its stored body.
+pub(crate) struct Stored<'a> {
+    pub(crate) key: &'a [u8],
+    pub(crate) document_number: u64,
+    pub(crate) bytes: usize,
+}
+
 /// The scan of one page: it decides visibility and decodes; `PageRun` evaluates.
 pub(crate) struct PageScan<'a> {
     pub(crate) container: &'a Arc<Container>,
@@ -119,13 +127,14 @@ impl PageScan<'_> {
             if !scope.admits_partial_key(self.container, &document) {
                 return Ok(ControlFlow::Continue(()));
             }
-            self.push(
-                run,
+            let document_number =
+                ItemRecord::decode_document_number(value).ok_or_else(|| corrupted("item"))?;
+            let stored = Stored {
                 key,
-                ItemRecord::body_bytes(value),
-                &document,
-                &mut tally,
-            )
+                document_number,
+                bytes: ItemRecord::body_bytes(value),
+            };
+            self.push(run, &stored, &document, &mut tally)
         })?;
         tally.scan = started.elapsed();
         Ok(tally)
@@ -147,22 +156,26 @@ impl PageScan<'_> {
         Ok(document)
     }
 
-    /// Hands one visible document to the page and counts what it cost.
+    /// Hands one visible document to the page and counts what it cost. Its document number
+    /// orders it among rows with equal ORDER BY values, as the service's `_rid` does.
     pub(crate) fn push(
         &self,
         run: &mut PageRun,
-        key: &[u8],
-        stored_bytes: usize,
+        stored: &Stored<'_>,
         document: &Value,
         tally: &mut ScanTally,
     ) -> EngineResult<ControlFlow<()>> {
         let matched_before = run.rows_matched();
         let timer = self.measure.then(Stopwatch::start);
-        let flow = run.push(keys::item_key_suffix(key), document)?;
+        let flow = run.push_numbered(
+            keys::item_key_suffix(stored.key),
+            stored.document_number,
+            document,
+        )?;
         if let Some(timer) = timer {
             tally.execution += timer.elapsed();
         }
-        tally.retrieved_bytes += stored_bytes as u64;
+        tally.retrieved_bytes += stored.bytes as u64;
         if run.rows_matched() > matched_before {
             tally.documents_matched += 1;
         }

@@ -22,6 +22,7 @@ use crate::items::{read_record, StoredItem};
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::partition_key::PartitionKeyValue;
+use crate::query::ordering::ordering_rules;
 use crate::records::ItemRecord;
 use crate::rids;
 use crate::scan_visit::try_scan;
@@ -407,7 +408,9 @@ impl<'r> ScriptView<'r> {
             &self.container.computed,
             None,
         )?;
-        let mut run = prepared.start_page(continuation, page_items(page_size))?;
+        // The service answers a script's query from the same index as any other.
+        let rules = ordering_rules(&prepared, &self.container)?;
+        let mut run = prepared.start_page_with(continuation, page_items(page_size), rules)?;
         let after = run.resume_after().map(<[u8]>::to_vec);
         let mut full = false;
         self.scan(after.as_deref(), &mut |key, document| {

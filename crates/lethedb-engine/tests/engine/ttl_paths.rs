@@ -408,6 +408,7 @@ async fn a_write_restarts_the_countdown() {
             &resolved(&engine, "c"),
             WriteMode::Upsert,
             pk("p"),
+            // `n` stays defined: ORDER BY c.n leaves out items without it (default policy).
             json!({"id": "x", "pk": "p", "n": 1, "ttl": 5}),
             None,
         )

@@ -1,5 +1,8 @@
-//! One document pushed into a page, with what its rows are evaluated against: its rows after
-//! FROM and JOIN, the WHERE clause and the projection, for every kind of page.
+//! One document pushed into a page (`Pushed`): what its rows are evaluated against, and the
+//! row, filter and projection steps every paging strategy shares. It keeps no state between
+//! documents.
+
+use serde_json::Value;
 
 use crate::ast::From;
 use crate::context::Scope;
@@ -7,7 +10,6 @@ use crate::error::QueryError;
 use crate::eval::Evaluator;
 use crate::exec::{self, Flow};
 use crate::prepared::PreparedInner;
-use serde_json::Value;
 
 /// One pushed document with what its rows are evaluated against.
 pub(super) struct Pushed<'a> {
@@ -15,6 +17,8 @@ pub(super) struct Pushed<'a> {
     pub(super) prepared: &'a PreparedInner,
     pub(super) from: &'a From,
     pub(super) key: &'a [u8],
+    /// The document's tie-breaker among rows with equal ORDER BY values.
+    pub(super) tie: &'a [u8],
     pub(super) document: &'a Value,
 }
 

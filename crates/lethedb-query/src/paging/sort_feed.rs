@@ -26,7 +26,7 @@ impl PageRun {
     /// documents in sort order stops once this holds at a change of sort value.
     pub fn ordered_full(&self) -> bool {
         match &self.state {
-            RunState::Ordered(run) => run.heap.len() as u64 >= run.needed,
+            RunState::Ordered(run) => run.is_full(),
             _ => false,
         }
     }
@@ -35,7 +35,7 @@ impl PageRun {
     /// an engine walking an index in sort order can start there.
     pub fn resume_sort_values(&self) -> Option<&[Option<Value>]> {
         match &self.state {
-            RunState::Ordered(run) => run.last.as_ref().map(|last| last.sort.as_slice()),
+            RunState::Ordered(run) => run.last_sort_values(),
             _ => None,
         }
     }

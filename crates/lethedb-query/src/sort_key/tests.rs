@@ -177,6 +177,23 @@ fn a_string_prefix_key_starts_exactly_the_strings_with_that_prefix() {
 }
 
 #[test]
+fn a_cut_text_is_the_only_inexact_key() {
+    for value in [
+        json!(null),
+        json!(1.5),
+        json!("a"),
+        json!([1]),
+        json!({"a": "b"}),
+        json!(true),
+    ] {
+        assert!(sort_key_is_exact(&encoded(Some(&value)).0), "{value}");
+    }
+    assert!(sort_key_is_exact(&encoded(None).0));
+    let long = json!("z".repeat(SORT_KEY_TEXT_BYTES_MAX + 1));
+    assert!(!sort_key_is_exact(&encoded(Some(&long)).0));
+}
+
+#[test]
 fn zero_has_one_key() {
     assert_eq!(encoded(Some(&json!(0.0))), encoded(Some(&json!(-0.0))));
     assert_eq!(encoded(Some(&json!(1))), encoded(Some(&json!(1.0))));

@@ -333,3 +333,36 @@ async fn unique_keys_answer_as_the_service_does() {
         .await;
     assert_eq!(read.body["uniqueKeyPolicy"], policy);
 }
+
+#[tokio::test]
+async fn an_order_by_no_index_serves_is_the_service_s_400() {
+    let server = Server::new();
+    server
+        .setup(
+            json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"},
+            "indexingPolicy": {"excludedPaths": [{"path": "/secret/?"}]}}),
+        )
+        .await;
+    server
+        .create_item(json!({"id": "1", "pk": "p", "a": 1, "b": 2, "secret": 3}))
+        .await;
+    for (text, message) in [
+        (
+            "SELECT * FROM c ORDER BY c.a, c.b",
+            "The order by query does not have a corresponding composite index that it can be served from.",
+        ),
+        (
+            "SELECT * FROM c ORDER BY c.secret",
+            "The index path corresponding to the specified order-by item is excluded.",
+        ),
+    ] {
+        let refused = server.query(text, ONE_RANGE).await;
+        check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", message);
+        assert_eq!(refused.body["message"], json!(message));
+        assert_eq!(refused.header("x-ms-substatus"), "0");
+    }
+    let served = server
+        .query("SELECT VALUE c.id FROM c ORDER BY c.a", ONE_RANGE)
+        .await;
+    assert_eq!(served.body["Documents"], json!(["1"]), "{}", served.body);
+}

@@ -175,11 +175,11 @@ async fn the_continuation_token_limit_is_checked_and_honoured() {
     // A last page has no token to limit.
     let all = server.query("SELECT * FROM c", &[(limit, "0")]).await;
     assert_eq!(all.status, StatusCode::OK);
-    // A token longer than a positive limit is sent whole (the service's always fits). Two
-    // items sort by `s` (items without it are left out of a single-key ORDER BY).
-    for id in ["long", "longer"] {
+    // A token longer than a positive limit is sent whole (the service's always fits).
+    // Two items with `s`: the ORDER BY leaves out items without it (default policy).
+    for (id, letter) in [("long", "x"), ("longer", "w")] {
         server
-            .create_item(json!({"id": id, "pk": "p", "s": format!("{id}{}", "x".repeat(3000))}))
+            .create_item(json!({"id": id, "pk": "p", "s": letter.repeat(3000)}))
             .await;
     }
     let ordered = server

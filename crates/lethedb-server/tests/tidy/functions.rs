@@ -55,6 +55,11 @@ const LONG_FUNCTIONS_ALLOWED: &[(&str, &str, &str)] = &[
         "*",
         "the hand-written grammar reads best whole (it is also exempt from the file cap)",
     ),
+    (
+        "crates/lethedb-engine/src/error.rs",
+        "default_message",
+        "one arm per error code: each code's message as the service words it, side by side",
+    ),
 ];
 
 /// A function's name, its first line and its length in lines.

@@ -5,16 +5,22 @@
 //!   the token holds the last fully consumed key plus how many fan-out rows of the next
 //!   document were already handled. It looks one result ahead, so a continuation is returned
 //!   only when another result exists. No state beyond the page.
-//! - **Ordered** (ORDER BY only): every page re-scans from the start and keeps a bounded heap
-//!   of the smallest rows after the last emitted position (sort values, key, fan-out index),
-//!   `page_items_max + 1` of them (plus what OFFSET skips).
+//! - **Ordered** (ORDER BY only, `ordered.rs`): every page re-scans from the start and keeps a
+//!   bounded heap of the smallest rows after the last emitted position (sort values, the
+//!   document's tie-breaker, fan-out index), `page_items_max + 1` of them (plus what OFFSET
+//!   skips).
 //! - **Materialized** (GROUP BY, DISTINCT, aggregates, or no FROM): every page re-computes the
 //!   whole result with state bounded by `ACCUMULATED_ROWS_MAX` and pages it by index.
 //!
+//! ORDER BY (in the Ordered and Materialized strategies) follows the `OrderingRules` the page
+//! was started with, and orders ties by the tie-breaker each document is pushed with.
+//!
 //! It does no I/O and never sees storage: keys are opaque bytes compared bytewise.
 
-use std::cmp::Ordering;
-use std::collections::BinaryHeap;
+mod ordered;
+mod pushed;
+mod sort_feed;
+
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -22,16 +28,12 @@ use serde_json::Value;
 
 use crate::error::QueryError;
 use crate::eval::Evaluator;
-use crate::exec::{self, Accumulator, Flow, ACCUMULATED_ROWS_MAX};
+use crate::exec::{self, Accumulator, Flow};
+use crate::ordering::OrderingRules;
 use crate::prepared::{Mode, Prepared, PreparedInner};
-use crate::token::{self, OrderedPosition, Position};
-
-mod pushed;
-mod sort_feed;
-mod stream;
-
-use self::pushed::Pushed;
-use self::stream::StreamRun;
+use crate::token::{self, Position};
+use ordered::OrderedRun;
+use pushed::Pushed;
 
 /// One page of results.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,58 +47,16 @@ pub struct Page {
     pub rows_matched: u64,
 }
 
-/// One row kept by an ORDER BY page, ordered by its position in the sorted stream.
-struct OrderedEntry {
-    position: OrderedPosition,
-    output: Value,
-    descending: Arc<[bool]>,
-}
-
-fn compare_positions(
-    descending: &[bool],
-    left: &OrderedPosition,
-    right: &OrderedPosition,
-) -> Ordering {
-    for ((a, b), descending) in left.sort.iter().zip(&right.sort).zip(descending) {
-        let ordering = crate::value::total_order(a.as_ref(), b.as_ref());
-        let ordering = if *descending {
-            ordering.reverse()
-        } else {
-            ordering
-        };
-        if ordering != Ordering::Equal {
-            return ordering;
-        }
-    }
-    left.key.cmp(&right.key).then(left.row.cmp(&right.row))
-}
-
-impl PartialEq for OrderedEntry {
-    fn eq(&self, other: &Self) -> bool {
-        self.cmp(other) == Ordering::Equal
-    }
-}
-impl Eq for OrderedEntry {}
-impl PartialOrd for OrderedEntry {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
-}
-impl Ord for OrderedEntry {
-    fn cmp(&self, other: &Self) -> Ordering {
-        compare_positions(&self.descending, &self.position, &other.position)
-    }
-}
-
-struct OrderedRun {
-    last: Option<OrderedPosition>,
+struct StreamRun {
+    after: Option<Vec<u8>>,
+    at: Option<Vec<u8>>,
+    skip: u64,
     produced: u64,
-    /// Rows still to skip for OFFSET before the first emitted one.
-    offset_remaining: u64,
-    /// How many of the smallest rows this page must keep.
-    needed: u64,
-    heap: BinaryHeap<OrderedEntry>,
-    descending: Arc<[bool]>,
+    /// The last document whose rows were all handled before the page filled.
+    consumed: Option<Vec<u8>>,
+    items: Vec<Value>,
+    next: Option<Position>,
+    done: bool,
 }
 
 struct MaterializedRun {
@@ -132,7 +92,19 @@ impl Prepared {
         continuation: Option<&str>,
         page_items_max: usize,
     ) -> Result<PageRun, QueryError> {
-        PageRun::new(Arc::clone(&self.inner), continuation, page_items_max)
+        self.start_page_with(continuation, page_items_max, OrderingRules::default())
+    }
+
+    /// [`Prepared::start_page`] for a query whose ORDER BY an index serves: `rules` say which
+    /// rows that index leaves out and how it compares values. Every page of a query must be
+    /// run with the same rules.
+    pub fn start_page_with(
+        &self,
+        continuation: Option<&str>,
+        page_items_max: usize,
+        rules: OrderingRules,
+    ) -> Result<PageRun, QueryError> {
+        PageRun::new(Arc::clone(&self.inner), continuation, page_items_max, rules)
     }
 }
 
@@ -141,6 +113,7 @@ impl PageRun {
         prepared: Arc<PreparedInner>,
         continuation: Option<&str>,
         page_items_max: usize,
+        rules: OrderingRules,
     ) -> Result<Self, QueryError> {
         if page_items_max == 0 {
             return Err(QueryError::Usage(
@@ -150,7 +123,7 @@ impl PageRun {
         let position = continuation
             .map(|text| token::decode(text, prepared.fingerprint))
             .transpose()?;
-        let mut state = RunState::resume(&prepared, position, page_items_max)?;
+        let mut state = RunState::resume(&prepared, position, page_items_max, rules)?;
         let stopped = state.decided_before_scan(&prepared);
         let mut last_key = None;
         if let RunState::Stream(stream) = &mut state {
@@ -184,8 +157,30 @@ impl PageRun {
     }
 
     /// Feeds the next document and its storage key; `Break` means the page is decided and the
-    /// engine should stop scanning and call `finish(false)`.
+    /// engine should stop scanning and call `finish(false)`. Rows with equal ORDER BY values
+    /// come back in the order of their keys (in the first key's direction).
     pub fn push(&mut self, key: &[u8], document: &Value) -> Result<ControlFlow<()>, QueryError> {
+        self.push_with_tie(key, key, document)
+    }
+
+    /// [`PageRun::push`] for a document with a number of its own (the service's `_rid` order):
+    /// rows with equal ORDER BY values come back in the order of these numbers, in the first
+    /// key's direction, whatever order the documents are pushed in.
+    pub fn push_numbered(
+        &mut self,
+        key: &[u8],
+        document_number: u64,
+        document: &Value,
+    ) -> Result<ControlFlow<()>, QueryError> {
+        self.push_with_tie(key, &document_number.to_be_bytes(), document)
+    }
+
+    fn push_with_tie(
+        &mut self,
+        key: &[u8],
+        tie: &[u8],
+        document: &Value,
+    ) -> Result<ControlFlow<()>, QueryError> {
         if self.stopped {
             return Ok(ControlFlow::Break(()));
         }
@@ -200,6 +195,7 @@ impl PageRun {
             prepared: &prepared,
             from,
             key,
+            tie,
             document,
         };
         let rows_matched = &mut self.rows_matched;
@@ -254,6 +250,7 @@ impl RunState {
         prepared: &PreparedInner,
         position: Option<Position>,
         page_items_max: usize,
+        rules: OrderingRules,
     ) -> Result<Self, QueryError> {
         Ok(match (prepared.mode, position) {
             (Mode::Stream, None) => RunState::Stream(StreamRun::new(None, None, 0, 0)),
@@ -266,17 +263,21 @@ impl RunState {
                     produced,
                 }),
             ) => RunState::Stream(StreamRun::new(after, at, skip, produced)),
-            (Mode::Ordered, None) => {
-                RunState::Ordered(OrderedRun::resume(prepared, None, 0, page_items_max)?)
-            }
+            (Mode::Ordered, None) => RunState::Ordered(OrderedRun::resume(
+                prepared,
+                None,
+                0,
+                page_items_max,
+                rules,
+            )?),
             (Mode::Ordered, Some(Position::Ordered { last, produced })) => RunState::Ordered(
-                OrderedRun::resume(prepared, last, produced, page_items_max)?,
+                OrderedRun::resume(prepared, last, produced, page_items_max, rules)?,
             ),
             (Mode::Materialized | Mode::NoSource, None) => {
-                RunState::Materialized(MaterializedRun::new(0))
+                RunState::Materialized(MaterializedRun::new(0, rules))
             }
             (Mode::Materialized | Mode::NoSource, Some(Position::Materialized { index })) => {
-                RunState::Materialized(MaterializedRun::new(index))
+                RunState::Materialized(MaterializedRun::new(index, rules))
             }
             (_, Some(_)) => {
                 return Err(QueryError::InvalidContinuation(
@@ -297,141 +298,91 @@ impl RunState {
     }
 }
 
-impl OrderedRun {
-    /// A page that keeps the rows after `last`, the token's position, of which `produced`
-    /// were already emitted.
-    fn resume(
-        prepared: &PreparedInner,
-        last: Option<OrderedPosition>,
-        produced: u64,
-        page_items_max: usize,
-    ) -> Result<Self, QueryError> {
-        if let Some(last) = &last {
-            if last.sort.len() != prepared.query.order_by.len() {
-                return Err(QueryError::InvalidContinuation(
-                    "the token has the wrong number of sort values".into(),
-                ));
-            }
-        }
-        let plan = &prepared.plan;
-        let offset_remaining = plan.offset.saturating_sub(produced);
-        let mut needed = offset_remaining
-            .saturating_add(page_items_max as u64)
-            .saturating_add(1);
-        if let Some(end) = plan.end() {
-            needed = needed.min(end.saturating_sub(produced));
-        }
-        let descending: Arc<[bool]> = prepared
-            .query
-            .order_by
-            .iter()
-            .map(|key| key.descending)
-            .collect();
-        Ok(OrderedRun {
-            last,
+impl StreamRun {
+    fn new(after: Option<Vec<u8>>, at: Option<Vec<u8>>, skip: u64, produced: u64) -> Self {
+        StreamRun {
+            consumed: after.clone(),
+            after,
+            at,
+            skip,
             produced,
-            offset_remaining,
-            needed,
-            heap: BinaryHeap::new(),
-            descending,
-        })
+            items: Vec::new(),
+            next: None,
+            done: false,
+        }
     }
 
-    /// Offers every matching row of one document to the heap; the scan never stops early,
-    /// since a later document may sort first.
-    fn push(&mut self, pushed: &Pushed<'_>, rows_matched: &mut u64) -> Flow {
-        let query = &pushed.prepared.query;
-        pushed.rows(|row, scope| {
-            if !pushed.passes_filter(scope)? {
+    /// Emits one document's rows in scan order; on the first result past a full page, notes
+    /// where the next page starts and stops.
+    fn push(&mut self, pushed: &Pushed<'_>, page_items_max: u64, rows_matched: &mut u64) -> Flow {
+        let was_full = self.items.len() as u64 >= page_items_max;
+        let skip = if self.at.as_deref() == Some(pushed.key) {
+            self.skip
+        } else {
+            0
+        };
+        let plan = &pushed.prepared.plan;
+        let end = plan.end();
+        let flow = pushed.rows(|row, scope| {
+            if row < skip || !pushed.passes_filter(scope)? {
                 return Ok(ControlFlow::Continue(()));
             }
             *rows_matched += 1;
-            let position = OrderedPosition {
-                sort: exec::sort_values(&pushed.evaluator, query, scope)?,
-                key: pushed.key.to_vec(),
-                row,
-            };
-            // The position is checked before the projection, which costs more.
-            if !self.may_keep(&position) {
+            let Some(output) = pushed.project(scope)? else {
                 return Ok(ControlFlow::Continue(()));
+            };
+            if self.items.len() as u64 >= page_items_max {
+                // One more result exists: the next page starts at this row.
+                self.next = Some(Position::Stream {
+                    after: self.consumed.clone(),
+                    at: Some(pushed.key.to_vec()),
+                    skip: row,
+                    produced: self.produced,
+                });
+                return Ok(ControlFlow::Break(()));
             }
-            if let Some(output) = pushed.project(scope)? {
-                self.keep(position, output)?;
+            if self.produced >= plan.offset {
+                self.items.push(output);
+            }
+            // A forged token may carry any count (found by the `continuation` fuzz target).
+            self.produced = self.produced.saturating_add(1);
+            if end.is_some_and(|end| self.produced >= end) {
+                self.done = true;
+                return Ok(ControlFlow::Break(()));
             }
             Ok(ControlFlow::Continue(()))
-        })
+        })?;
+        if flow.is_continue() && !was_full {
+            self.consumed = Some(pushed.key.to_vec());
+        }
+        Ok(flow)
     }
 
-    /// Whether a row at `position` could be on this page: after the last emitted row, and not
-    /// larger than every row kept when the heap is full.
-    fn may_keep(&self, position: &OrderedPosition) -> bool {
-        let after_last = self.last.as_ref().is_none_or(|last| {
-            compare_positions(&self.descending, position, last) == Ordering::Greater
-        });
-        let has_room = (self.heap.len() as u64) < self.needed
-            || self.heap.peek().is_none_or(|largest| {
-                compare_positions(&self.descending, position, &largest.position)
-                    != Ordering::Greater
-            });
-        after_last && has_room
-    }
-
-    /// Keeps a row, dropping the largest when more than `needed` are kept.
-    fn keep(&mut self, position: OrderedPosition, output: Value) -> Result<(), QueryError> {
-        self.heap.push(OrderedEntry {
-            position,
-            output,
-            descending: Arc::clone(&self.descending),
-        });
-        if self.heap.len() as u64 > self.needed {
-            self.heap.pop();
-        }
-        if self.heap.len() > ACCUMULATED_ROWS_MAX {
-            return Err(QueryError::LimitExceeded(format!(
-                "an ORDER BY page needs more than {ACCUMULATED_ROWS_MAX} rows in memory; use a smaller page size or OFFSET"
-            )));
-        }
-        Ok(())
-    }
-
-    /// The smallest kept rows after OFFSET, and the position after the last of them when more
-    /// rows remain.
-    fn finish(
-        self,
-        scan_ended: bool,
-        page_items_max: usize,
-    ) -> Result<(Vec<Value>, Option<Position>), QueryError> {
-        if !scan_ended {
-            return Err(QueryError::Usage(
-                "an ORDER BY page needs the whole scan: call finish(true) after the last document"
-                    .into(),
-            ));
-        }
-        let entries = self.heap.into_sorted_vec();
-        let skip = usize::try_from(self.offset_remaining)
-            .unwrap_or(usize::MAX)
-            .min(entries.len());
-        let available = entries.len() - skip;
-        let more = available > page_items_max;
-        let mut items = Vec::new();
-        let mut last = None;
-        for entry in entries.into_iter().skip(skip).take(page_items_max) {
-            items.push(entry.output);
-            last = Some(entry.position);
-        }
-        let produced = self
-            .produced
-            .saturating_add(self.offset_remaining)
-            .saturating_add(items.len() as u64);
-        Ok((items, more.then_some(Position::Ordered { last, produced })))
+    /// The page's items and where the next page starts.
+    fn finish(self, scan_ended: bool) -> (Vec<Value>, Option<Position>) {
+        let next = if self.next.is_some() {
+            self.next
+        } else if self.done || scan_ended {
+            None
+        } else {
+            // The engine stopped on its own before the page filled: resume after the
+            // last document it delivered.
+            Some(Position::Stream {
+                after: self.consumed,
+                at: None,
+                skip: 0,
+                produced: self.produced,
+            })
+        };
+        (self.items, next)
     }
 }
 
 impl MaterializedRun {
-    fn new(index: u64) -> Self {
+    fn new(index: u64, rules: OrderingRules) -> Self {
         MaterializedRun {
             index,
-            accumulator: Accumulator::default(),
+            accumulator: Accumulator::with_rules(rules),
         }
     }
 
@@ -441,8 +392,13 @@ impl MaterializedRun {
         pushed.rows(|_, scope| {
             if pushed.passes_filter(scope)? {
                 *rows_matched += 1;
-                self.accumulator
-                    .push(&pushed.evaluator, &prepared.query, &prepared.plan, scope)?;
+                self.accumulator.push(
+                    &pushed.evaluator,
+                    &prepared.query,
+                    &prepared.plan,
+                    scope,
+                    pushed.tie,
+                )?;
             }
             Ok(ControlFlow::Continue(()))
         })
@@ -465,7 +421,7 @@ impl MaterializedRun {
             let evaluator = Evaluator::new(&prepared.context);
             if exec::passes_filter(&evaluator, &prepared.query, None)? {
                 self.accumulator
-                    .push(&evaluator, &prepared.query, &prepared.plan, None)?;
+                    .push(&evaluator, &prepared.query, &prepared.plan, None, &[])?;
             }
         }
         let results =
