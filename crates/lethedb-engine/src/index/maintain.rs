@@ -24,6 +24,21 @@ pub(crate) struct EntryChanges {
     pub(crate) removed: u64,
 }
 
+impl EntryChanges {
+    /// The terms a write is charged for: every entry it added or removed.
+    pub(crate) fn terms(self) -> u64 {
+        self.added + self.removed
+    }
+
+    /// The changes of two steps of one write together.
+    pub(crate) fn and(self, other: EntryChanges) -> EntryChanges {
+        EntryChanges {
+            added: self.added + other.added,
+            removed: self.removed + other.removed,
+        }
+    }
+}
+
 /// One version as the index sees it: its record and, when the caller has it parsed, its
 /// document.
 pub(crate) struct VersionRef<'a> {

@@ -24,16 +24,16 @@ use self::rules::{Body, Effect, Version, WriteMode};
 use crate::container::Container;
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::change_log;
-use crate::index::maintain::{replace_entries, VersionRef};
+use crate::index::maintain::{replace_entries, EntryChanges, VersionRef};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{
     read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
 };
 use crate::throughput::request_units;
+use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
-use crate::ttl;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -47,6 +47,18 @@ pub struct ItemOutcome {
     /// The partition key the item was written under (taken from the document), so the caller
     /// can name its range without parsing anything again.
     pub partition_key: PartitionKeyValue,
+    /// What the write costs: the documents it inserted and deleted, by size, and the index
+    /// terms it changed (`request_units::write`).
+    pub request_units: f64,
+}
+
+/// The result of a delete.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ItemDeleted {
+    /// The container LSN of the deletion.
+    pub lsn: u64,
+    /// What it costs: the document deleted, by size, and the index terms removed.
+    pub request_units: f64,
 }
 
 /// One page of a read feed.
@@ -92,19 +104,19 @@ pub(crate) fn delete_container_items(
 }
 
 /// Removes one stored version (visible or expired) with its expiry and index entries and
-/// counters.
+/// counters; returns the index entries it removed.
 pub(crate) fn remove_version(
     context: &mut WriteContext<'_>,
     container: &Container,
     item_key: &[u8],
     record: &ItemRecord,
     counters: &mut Counters,
-) -> EngineResult<()> {
+) -> EngineResult<EntryChanges> {
     let old = VersionRef {
         record,
         document: None,
     };
-    replace_entries(context, container, Some(old), None)?;
+    let changes = replace_entries(context, container, Some(old), None)?;
     remove_version_keeping(
         context,
         container.key_number(),
@@ -112,7 +124,8 @@ pub(crate) fn remove_version(
         record,
         counters,
         false,
-    )
+    )?;
+    Ok(changes)
 }
 
 /// [`remove_version`], leaving the resource-id entry in place when `keep_resource_id` (a
@@ -321,12 +334,19 @@ pub(crate) fn apply_write(
     }
     let mut counters = read_counters(context.reader(), number)?;
     let plan = plan_write(&found, effect, &mut counters);
-    let record = store_write(context, &container, &found, &plan, body, &mut counters)?;
+    let replaced_bytes = found
+        .replaced()
+        .filter(|_| !plan.created)
+        .map(|old| old.body.len());
+    let (record, changes) = store_write(context, &container, &found, &plan, body, &mut counters)?;
     store_counters(context, number, &counters)?;
+    let request_units =
+        request_units::write(replaced_bytes, Some(record.body.len()), changes.terms());
     Ok(ItemOutcome {
         item: StoredItem { container, record },
         created: plan.created,
         partition_key: document_key,
+        request_units,
     })
 }
 
@@ -383,7 +403,8 @@ fn plan_write(found: &Found, effect: Effect, counters: &mut Counters) -> WritePl
 }
 
 /// Removes the versions a write replaces, stores the new one under the next LSN, and logs the
-/// change (a rename also logs the deletion of the old id). Returns the stored version.
+/// change (a rename also logs the deletion of the old id). Returns the stored version and the
+/// index entries the write changed.
 fn store_write(
     context: &mut WriteContext<'_>,
     container: &Container,
@@ -391,10 +412,11 @@ fn store_write(
     plan: &WritePlan,
     body: Body,
     counters: &mut Counters,
-) -> EngineResult<ItemRecord> {
+) -> EngineResult<(ItemRecord, EntryChanges)> {
     let number = container.key_number();
+    let mut changes = EntryChanges::default();
     if let Some((old_key, Some(old))) = &found.renamed_from {
-        remove_version(context, container, old_key, old, counters)?;
+        changes = remove_version(context, container, old_key, old, counters)?;
     }
     if let Some(old) = &found.existing {
         let keep = plan.keeps_resource_id;
@@ -418,7 +440,7 @@ fn store_write(
         record: &record,
         document: Some(&body.document),
     };
-    replace_entries(context, container, old, Some(new))?;
+    let changes = changes.and(replace_entries(context, container, old, Some(new))?);
     let key = &found.key;
     store_version(
         context,
@@ -438,17 +460,17 @@ fn store_write(
         None => found.visible().map(|old| old.lsn),
     };
     change_log::log_write(context, number, key, &record, replaced_lsn)?;
-    Ok(record)
+    Ok((record, changes))
 }
 
-/// Deletes one visible item inside the writer; returns the container LSN of the deletion.
+/// Deletes one visible item inside the writer.
 pub(crate) fn apply_delete(
     context: &mut WriteContext<'_>,
     container: &Container,
     partition_key: Option<PartitionKeyValue>,
     id: &str,
     if_match: Option<String>,
-) -> EngineResult<u64> {
+) -> EngineResult<ItemDeleted> {
     let partition_key = container.partition_key.point_key(partition_key)?;
     let number = container.key_number();
     let key = keys::item_key(number, &partition_key.encode(), id);
@@ -456,11 +478,14 @@ pub(crate) fn apply_delete(
         .map(|record| (stored_version(number, &record), record));
     let existing = rules::decide_existing(if_match.as_deref(), current)?;
     let mut counters = read_counters(context.reader(), number)?;
-    remove_version(context, container, &key, &existing, &mut counters)?;
+    let changes = remove_version(context, container, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);
     change_log::log_delete(context, number, &key, existing.lsn, counters.lsn)?;
     store_counters(context, number, &counters)?;
-    Ok(counters.lsn)
+    Ok(ItemDeleted {
+        lsn: counters.lsn,
+        request_units: request_units::write(Some(existing.body.len()), None, changes.terms()),
+    })
 }
 
 /// Deletes every item of one logical partition (expired ones too) inside the writer; returns
@@ -502,7 +527,7 @@ pub(crate) fn apply_delete_partition(
 
 /// The sweeper's delete step, inside the writer: deletes each candidate the sweeper found in the
 /// expiry index if it is still that very version and still expired. Returns how many went and
-/// what deleting them cost, as user deletes of the same items would.
+/// what deleting them cost, as user deletes of the same items would (size and index terms).
 pub(crate) fn apply_expire(
     context: &mut WriteContext<'_>,
     database_id: &str,
@@ -533,9 +558,9 @@ pub(crate) fn apply_expire(
         if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
             continue;
         }
-        remove_version(context, &container, &item_key, &record, &mut counters)?;
+        let changes = remove_version(context, &container, &item_key, &record, &mut counters)?;
         deleted += 1;
-        spent_ru += request_units::write(record.body.len());
+        spent_ru += request_units::write(Some(record.body.len()), None, changes.terms());
     }
     if deleted > 0 {
         store_counters(context, number, &counters)?;

@@ -60,6 +60,7 @@ pub(crate) struct ScriptView<'r> {
     /// The LSN each item the script read or wrote had in the snapshot (`None`: absent).
     pub(crate) reads: HashMap<Vec<u8>, Option<u64>>,
     pub(crate) writes: Vec<ScriptWrite>,
+    /// What its reads and queries cost (its writes are charged when committed).
     pub(crate) request_units: f64,
     /// What a failure is on the wire, which a script sees of a failed operation.
     pub(crate) wire_status: WireStatus,
@@ -260,7 +261,7 @@ impl<'r> ScriptView<'r> {
         }
         let seen = self.written(&key, &body.document, kept_rid);
         self.local.insert(key, Some(Arc::clone(&seen)));
-        self.request_units += request_units::write(body.bytes.len());
+        // Writes are charged when the commit applies them (`commit.rs`).
         self.writes.push(ScriptWrite::Put { mode, body });
         Ok((seen, effect))
     }
@@ -273,7 +274,6 @@ impl<'r> ScriptView<'r> {
             .ok_or_else(|| corrupted("item key"))?;
         self.writes.push(ScriptWrite::Delete { id: id.to_string() });
         self.local.insert(key, None);
-        self.request_units += request_units::write(0);
         Ok(())
     }
 

@@ -63,7 +63,8 @@ fn choose_candidates(
             // Only counting now: nothing more to price or copy.
             return ControlFlow::Continue(());
         }
-        let cost_ru = request_units::write(entry.body_bytes as usize);
+        // What deleting it costs by size; its index terms are charged when it goes.
+        let cost_ru = request_units::write(Some(entry.body_bytes as usize), None, 0);
         if candidates.len() < batch_items_max && cost_ru <= allowance_ru {
             allowance_ru -= cost_ru;
             candidates.push((key.to_vec(), entry));

@@ -226,6 +226,8 @@ pub async fn delete_partition(context: &Context<'_>) -> ApiResult<Reply> {
     let engine = &context.state.engine;
     let container = engine.read_container(context.path.id(0), context.path.id(1))?;
     let deleted = engine.delete_partition(&container, key).await?;
-    let charge = request_units::round_total(deleted as f64 * request_units::write(0));
+    // Each deleted item is charged as the delete of a document of at most 1 KiB.
+    let charge =
+        request_units::round_total(deleted as f64 * request_units::write(Some(0), None, 0));
     Ok(Reply::value(StatusCode::OK, &json!({})).charge(charge))
 }
