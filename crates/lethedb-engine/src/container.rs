@@ -6,7 +6,7 @@
 //! stored form is in `records.rs`) and does not decide what expired means (`ttl/expiry.rs` does).
 
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::index::policy::IndexPolicy;
+use crate::index::policy::{EarlierPolicies, IndexPolicy};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
@@ -42,6 +42,12 @@ pub struct Container {
     pub(crate) computed: Arc<ComputedProperties>,
     /// Its indexing policy, compiled.
     pub(crate) index_policy: Arc<IndexPolicy>,
+    /// The policies whose entries items may still hold while its index is rebuilt for
+    /// `index_policy` (see [`Container::index_ready`]).
+    pub(crate) earlier_index_policies: Arc<EarlierPolicies>,
+    /// How many times its indexing policy has changed: a snapshot whose index state names
+    /// another generation belongs to another definition (`index/builder.rs`).
+    pub(crate) index_generation: u64,
 }
 
 /// A container's storage usage, expired items excluded.
@@ -64,6 +70,9 @@ pub(crate) struct ContainerParts {
     pub(crate) throughput: Option<Throughput>,
     /// The database's shared throughput, which applies when the container has none.
     pub(crate) database_throughput: Option<Throughput>,
+    /// The indexing policies a running transformation is replacing, as stored.
+    pub(crate) earlier_index_policies: Vec<Value>,
+    pub(crate) index_generation: u64,
 }
 
 impl Container {
@@ -79,6 +88,8 @@ impl Container {
             resource,
             throughput,
             database_throughput,
+            earlier_index_policies,
+            index_generation,
         } = parts;
         let hash_scheme = HashScheme::of(&partition_key);
         let id = resource
@@ -106,6 +117,8 @@ impl Container {
         Container {
             computed: Arc::new(computed),
             index_policy: Arc::new(index_policy),
+            earlier_index_policies: Arc::new(EarlierPolicies::new(earlier_index_policies)),
+            index_generation,
             database_id,
             id,
             database_number,
@@ -122,6 +135,31 @@ impl Container {
                 rids::database_rid(database_number),
                 rids::container_rid(database_number, number)
             ),
+        }
+    }
+
+    /// Whether its index holds exactly the entries of its indexing policy: false while a policy
+    /// change's transformation rebuilds it, when items may still hold an earlier policy's
+    /// entries and lack the current one's. A query may use the index only when this is true
+    /// (and, against a snapshot, when `index::builder::index_ready_in` says the definition
+    /// it holds is this one); the scan is correct either way.
+    pub fn index_ready(&self) -> bool {
+        self.earlier_index_policies.is_empty()
+    }
+
+    /// This container under a new index definition: its policy compiled again from its
+    /// resource, with the earlier policies a transformation replaces and the policy generation.
+    pub(crate) fn with_index(
+        self,
+        earlier_index_policies: Vec<Value>,
+        index_generation: u64,
+    ) -> Container {
+        let policy = self.resource.get("indexingPolicy").unwrap_or(&Value::Null);
+        Container {
+            index_policy: Arc::new(IndexPolicy::compile(policy)),
+            earlier_index_policies: Arc::new(EarlierPolicies::new(earlier_index_policies)),
+            index_generation,
+            ..self
         }
     }
 

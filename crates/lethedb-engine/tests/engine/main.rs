@@ -11,6 +11,7 @@ mod common;
 mod corrupted_records;
 mod epk;
 mod faults;
+mod index_build;
 mod item_rules;
 mod model;
 mod query_metrics;
