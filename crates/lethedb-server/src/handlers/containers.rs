@@ -129,12 +129,13 @@ pub async fn read(context: &Context<'_>) -> ApiResult<Reply> {
     if context.head.if_none_match == Some(found.etag()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", found.etag().to_string()));
     }
-    // Indexing is synchronous here: a policy change is always fully applied.
+    // How far the index rebuild after a policy change has come, in percent (100: none runs).
+    let progress = context.state.engine.index_transformation_progress(&found)?;
     Ok(container_reply(context, StatusCode::OK, &found)
         .await?
         .header(
             "x-ms-documentdb-collection-index-transformation-progress",
-            "100",
+            progress.to_string(),
         )
         .charge(request_units::CATALOG_READ))
 }
