@@ -215,6 +215,40 @@ async fn none_drops_the_index_and_consistent_rebuilds_it() {
     );
 }
 
+#[tokio::test]
+async fn mode_none_is_refused_while_ttl_is_on_and_nothing_is_rebuilt() {
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let engine = engine_with_container(
+        clock.clone(),
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 60}),
+    )
+    .await;
+    create(&engine, "a", 1).await;
+    let body = json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": 60,
+                      "indexingPolicy": none_policy()});
+    let refused = engine.replace_container("db", "c", body, None).await;
+    assert!(
+        matches!(
+            &refused,
+            Err(EngineError {
+                code: ErrorCode::InvalidTtl,
+                ..
+            })
+        ),
+        "{refused:?}"
+    );
+    let container = current(&engine);
+    assert!(
+        container.index_ready(),
+        "a refused replace starts no rebuild"
+    );
+    assert_eq!(
+        container.resource["indexingPolicy"]["indexingMode"],
+        json!("consistent")
+    );
+    assert_consistent(&engine).await;
+}
+
 /// One random write on items `i0`..`i19` of partition `p`; NotFound and conflicts are fine.
 async fn random_write(engine: &Engine, rng: &mut Rng, step: u64) {
     let container = current(engine);
