@@ -24,3 +24,4 @@ mod shared_store;
 mod sweeper;
 mod ttl_overview;
 mod ttl_paths;
+mod write_charges;
