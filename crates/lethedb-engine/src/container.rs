@@ -8,7 +8,7 @@
 
 use crate::catalog::unique_key_policy::UniqueKeyPolicy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::index::policy::IndexPolicy;
+use crate::index::policy::{EarlierPolicies, IndexPolicy};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
@@ -46,6 +46,12 @@ pub struct Container {
     pub(crate) index_policy: Arc<IndexPolicy>,
     /// Its unique keys (checked when the container was made, fixed for its life).
     pub(crate) unique_keys: UniqueKeyPolicy,
+    /// The policies whose entries items may still hold while its index is rebuilt for
+    /// `index_policy` (see [`Container::index_ready`]).
+    pub(crate) earlier_index_policies: Arc<EarlierPolicies>,
+    /// How many times its indexing policy has changed: a snapshot whose index state names
+    /// another generation belongs to another definition (`index/builder.rs`).
+    pub(crate) index_generation: u64,
 }
 
 /// A container's storage usage, expired items excluded.
@@ -68,6 +74,9 @@ pub(crate) struct ContainerParts {
     pub(crate) throughput: Option<Throughput>,
     /// The database's shared throughput, which applies when the container has none.
     pub(crate) database_throughput: Option<Throughput>,
+    /// The indexing policies a running transformation is replacing, as stored.
+    pub(crate) earlier_index_policies: Vec<Value>,
+    pub(crate) index_generation: u64,
 }
 
 impl Container {
@@ -83,6 +92,8 @@ impl Container {
             resource,
             throughput,
             database_throughput,
+            earlier_index_policies,
+            index_generation,
         } = parts;
         let hash_scheme = HashScheme::of(&partition_key);
         let id = resource
@@ -111,6 +122,8 @@ impl Container {
             computed: Arc::new(computed),
             index_policy: Arc::new(index_policy),
             unique_keys: UniqueKeyPolicy::from_resource(&resource),
+            earlier_index_policies: Arc::new(EarlierPolicies::new(earlier_index_policies)),
+            index_generation,
             database_id,
             id,
             database_number,
@@ -130,9 +143,29 @@ impl Container {
         }
     }
 
-    /// Whether queries may read the index: its entries are those of the current policy.
-    pub(crate) fn index_ready(&self) -> bool {
-        true
+    /// Whether its index holds exactly the entries of its indexing policy: false while a policy
+    /// change's transformation rebuilds it, when items may still hold an earlier policy's
+    /// entries and lack the current one's. A query may use the index only when this is true
+    /// (and, against a snapshot, when `index::builder::index_ready_in` says the definition
+    /// it holds is this one); the scan is correct either way.
+    pub fn index_ready(&self) -> bool {
+        self.earlier_index_policies.is_empty()
+    }
+
+    /// This container under a new index definition: its policy compiled again from its
+    /// resource, with the earlier policies a transformation replaces and the policy generation.
+    pub(crate) fn with_index(
+        self,
+        earlier_index_policies: Vec<Value>,
+        index_generation: u64,
+    ) -> Container {
+        let policy = self.resource.get("indexingPolicy").unwrap_or(&Value::Null);
+        Container {
+            index_policy: Arc::new(IndexPolicy::compile(policy)),
+            earlier_index_policies: Arc::new(EarlierPolicies::new(earlier_index_policies)),
+            index_generation,
+            ..self
+        }
     }
 
     /// The `_rid` of this container's item with the given document number.

@@ -200,6 +200,18 @@ pub const INDEX_KIND_PATH: u8 = b'R';
 /// The kind byte of a composite index entry.
 pub const INDEX_KIND_COMPOSITE: u8 = b'K';
 
+/// The kind byte of a container's index-build state (one key: `index_build_key`), kept
+/// with its entries so that deleting the container's index clears it too.
+pub const INDEX_KIND_BUILD: u8 = b'T';
+
+/// The key of a container's index-build state (the policy generation, the rebuild's cursor and
+/// progress).
+pub fn index_build_key(container_number: u64) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    key.push(INDEX_KIND_BUILD);
+    key
+}
+
 /// The prefix of every index entry of one document path: container number, kind, then the
 /// path's segment count and each segment length-prefixed (so no path's prefix is another's).
 /// Then come the value's sort key and the document number (`index/entries.rs`).

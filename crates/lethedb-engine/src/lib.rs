@@ -46,7 +46,7 @@ pub use index::check::IndexCheck;
 pub use items::batch::{entry_request_units, parse_batch, BatchEffect, BatchEntry, BatchOperation};
 pub use items::patch::{apply_patch, parse_patch};
 pub use items::rules::WriteMode;
-pub use items::{Feed, ItemOutcome, StoredItem};
+pub use items::{Feed, ItemDeleted, ItemOutcome, StoredItem};
 pub use lethedb_query::ClientPlan;
 pub use lethedb_scripts::Limits as ScriptLimits;
 pub use limits::{

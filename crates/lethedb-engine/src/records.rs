@@ -1,6 +1,6 @@
 //! The stored forms of resources and how they are read and written: item records, expiry
-//! entries, counters, and the catalog records of databases, containers, child resources and the
-//! sequence numbers.
+//! entries, counters, a container's index-build state, and the catalog records of databases,
+//! containers, child resources and the sequence numbers.
 //!
 //! Item records are a fixed binary header (last-modified milliseconds, LSN, document sequence
 //! number) followed by the document's JSON without system properties; the system properties are
@@ -195,6 +195,46 @@ pub(crate) fn store_counters(
     )
 }
 
+/// Where a container's index rebuild stands, kept under `keys::index_build_key` from its
+/// first indexing-policy change on, written in the same transactions as the change and each
+/// batch of the rebuild.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct IndexBuild {
+    /// The container's `index_generation` this state belongs to.
+    pub(crate) generation: u64,
+    /// The suffix of the last item key the rebuild has done (`None`: it starts from the first).
+    pub(crate) cursor: Option<Vec<u8>>,
+    /// Stored versions rebuilt so far, and how many the container held when it began.
+    pub(crate) built: u64,
+    pub(crate) total: u64,
+}
+
+/// A container's index-build state; `None` before its policy first changed.
+pub(crate) fn read_index_build(
+    reader: &dyn ReadTxn,
+    container_number: u64,
+) -> EngineResult<Option<IndexBuild>> {
+    match reader.get(Table::Index, &keys::index_build_key(container_number))? {
+        None => Ok(None),
+        Some(bytes) => serde_json::from_slice(&bytes)
+            .map(Some)
+            .map_err(|_| corrupted("index build state")),
+    }
+}
+
+pub(crate) fn store_index_build(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    state: &IndexBuild,
+) -> EngineResult<()> {
+    let bytes = serde_json::to_vec(state).map_err(|_| corrupted("index build state"))?;
+    context.put(
+        Table::Index,
+        &keys::index_build_key(container_number),
+        &bytes,
+    )
+}
+
 /// The stored form of a database.
 #[derive(Serialize, Deserialize)]
 pub(crate) struct DatabaseRecord {
@@ -218,6 +258,13 @@ pub(crate) struct ContainerRecord {
     /// Added with physical partitions; a container stored before them has one range.
     #[serde(default)]
     pub(crate) ranges: Option<RangeLayout>,
+    /// The indexing policies a running transformation replaces (`Container::index_ready`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) earlier_index_policies: Vec<Value>,
+    /// How many times the indexing policy changed (0 for a container stored before changes
+    /// were tracked, which had never changed one in a way its index followed).
+    #[serde(default)]
+    pub(crate) index_generation: u64,
 }
 
 impl ContainerRecord {
@@ -240,6 +287,8 @@ impl ContainerRecord {
             resource: self.resource,
             throughput: self.throughput,
             database_throughput,
+            earlier_index_policies: self.earlier_index_policies,
+            index_generation: self.index_generation,
         }))
     }
 }
@@ -334,6 +383,8 @@ pub(crate) fn store_container(
         resource: container.resource.clone(),
         throughput: container.throughput,
         ranges: Some(container.ranges.clone()),
+        earlier_index_policies: container.earlier_index_policies.sources.clone(),
+        index_generation: container.index_generation,
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
     context.put(

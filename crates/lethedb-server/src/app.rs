@@ -9,7 +9,7 @@
 use crate::cosmos::dispatch;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::explorer;
-use crate::handlers::{self, TTL_OVERVIEW_PREFIX};
+use crate::handlers::{self, INDEX_CHECK_PREFIX, TTL_OVERVIEW_PREFIX};
 use crate::respond::add_common_headers;
 use crate::state::{AppState, MetricsRoute};
 use axum::extract::{Path, Request, State};
@@ -33,6 +33,10 @@ pub fn app(state: AppState) -> Router {
         .route(
             &format!("{TTL_OVERVIEW_PREFIX}/{{*container}}"),
             get_only(ttl_overview, dispatch),
+        )
+        .route(
+            &format!("{INDEX_CHECK_PREFIX}/{{*container}}"),
+            get_only(index_check, dispatch),
         )
         .route(
             &format!("{EXPLORER_PREFIX}/"),
@@ -145,6 +149,16 @@ async fn ttl_overview(State(state): State<AppState>, request: Request) -> Respon
         )
         .await,
     )
+}
+
+/// The index check; it authenticates like a Cosmos request (`handlers::index_check`).
+async fn index_check(State(state): State<AppState>, request: Request) -> Response {
+    let path = request
+        .uri()
+        .path()
+        .strip_prefix(INDEX_CHECK_PREFIX)
+        .unwrap_or_default();
+    answer(handlers::index_check(&state, request.method(), request.headers(), path).await)
 }
 
 async fn stats(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {

@@ -19,7 +19,10 @@ checked:
 (e) an item whose expiry instant (`_ts + ttl`, to the second the client can know) has passed is
     invisible on all three paths, and the sweeper resumes: `GET /_lethedb/stats` reports the
     container's backlog of expired items drained to zero after the restart;
-(f) the container's `defaultTtl` is the last acknowledged value or the in-doubt one.
+(f) the container's `defaultTtl` is the last acknowledged value or the in-doubt one;
+(g) the container's index (its indexing policy changes now and then during the load, so the
+    kill often cuts a rebuild) equals one rebuilt from its items: `GET /_lethedb/index-check`
+    reports no missing and no stale entry once the rebuild the restart resumed has ended.
 
 What the clients know is kept in a model: per item, the state of its last acknowledged write
 (a write is acknowledged when the client got its 2xx). A write whose request failed without an
@@ -29,8 +32,8 @@ refused (4xx) changed nothing, and the model says so too, so a refused batch tha
 is caught as well.
 
 Run `scripts/crash-cycles --cycles 100`; `test_crash_cycles.py` runs 10 cycles in the Python
-suite. The module knows nothing of the server's internals: only its HTTP API and
-`GET /_lethedb/stats`.
+suite. The module knows nothing of the server's internals: only its HTTP API,
+`GET /_lethedb/stats` and `GET /_lethedb/index-check`.
 """
 
 from __future__ import annotations
@@ -81,6 +84,16 @@ ITEM_TTL_SHARE = 0.3
 # setting itself is that its last acknowledged value survives.
 CONTAINER_TTLS_SECS = (-1, 86_400, 172_800, 604_800)
 CONTAINER_TTL_PAUSE_SECS = (0.1, 0.6)
+# The indexing policies the container's replaces choose among (None: the default), so that a
+# kill often cuts a rebuild of the index; the index is checked after every restart.
+INDEXING_POLICIES = (
+    None,
+    {"indexingMode": "consistent", "includedPaths": [{"path": "/v/?"}, {"path": "/n/?"}],
+     "excludedPaths": [{"path": "/*"}],
+     "compositeIndexes": [[{"path": "/n", "order": "ascending"}, {"path": "/v", "order": "descending"}]]},
+    {"indexingMode": "consistent", "includedPaths": [{"path": "/*"}],
+     "excludedPaths": [{"path": "/payload/?"}]},
+)
 BATCH_OPERATIONS = (2, 5)
 # A share of batches gets one operation that must fail (a create of an item that is there), so
 # the whole batch must be refused and leave nothing behind.
@@ -95,6 +108,7 @@ VISIBLE_AHEAD_MS = 1_500
 REQUEST_TIMEOUT_SECS = 10
 WORKER_JOIN_SECS = 30
 SWEEP_DRAIN_SECS = 20
+INDEX_REBUILD_SECS = 30
 STATS_POLL_SECS = 0.1
 
 VISIBLE, INVISIBLE, EITHER = "visible", "invisible", "either"
@@ -225,6 +239,8 @@ class Figures:
     swept_after_restart: int = 0
     cycles_swept: int = 0
     container_ttl_checks: int = 0
+    index_checks: int = 0
+    index_entries_checked: int = 0
     restart_ms_max: int = 0
     seconds: float = 0.0
 
@@ -256,6 +272,8 @@ class Figures:
             f"({self.cycles_swept} cycles had expired items to delete)",
             f"  container TTL          {self.acknowledged['container ttl']} changes acknowledged, "
             f"{self.container_ttl_checks} checks after restarts",
+            f"  index                  {self.index_checks} checks after restarts found the stored index "
+            f"equal to one rebuilt from the items ({self.index_entries_checked} entries in all)",
             f"  time taken             {self.seconds:.1f} s",
         ])
 
@@ -464,9 +482,10 @@ class ContainerTtlChanger(threading.Thread):
         try:
             while not self.stop.wait(self.rng.uniform(*CONTAINER_TTL_PAUSE_SECS)):
                 wanted = self.rng.choice([ttl for ttl in CONTAINER_TTLS_SECS if ttl != self.model.container_ttl])
+                policy = self.rng.choice(INDEXING_POLICIES)
                 try:
                     self.database.replace_container(CONTAINER_ID, partition_key=PartitionKey(path="/pk"),
-                                                    default_ttl=wanted)
+                                                    default_ttl=wanted, indexing_policy=policy)
                 except Exception as error:  # noqa: BLE001 - refused or in doubt
                     if is_definite_refusal(error):
                         raise
@@ -492,11 +511,12 @@ def check_client(server: Server) -> CosmosClient:
     return CosmosClient(server.endpoint, server.key, connection_timeout=5, read_timeout=30)
 
 
-def master_key_headers(key: str) -> dict[str, str]:
-    """The master-key signature `GET /_lethedb/stats` asks for: resource type `_lethedb`, link
-    `_lethedb/stats` (see docs/compatibility.md)."""
+def master_key_headers(key: str, resource_type: str = "_lethedb", link: str = "_lethedb/stats") -> dict[str, str]:
+    """The master-key signature of a GET: `GET /_lethedb/stats` asks for resource type
+    `_lethedb`, link `_lethedb/stats`; the index check for those of a container read (see
+    docs/compatibility.md)."""
     date = email.utils.formatdate(usegmt=True)
-    text = f"get\n_lethedb\n_lethedb/stats\n{date.lower()}\n\n"
+    text = f"get\n{resource_type}\n{link}\n{date.lower()}\n\n"
     signature = base64.b64encode(hmac.new(base64.b64decode(key), text.encode(), hashlib.sha256).digest()).decode()
     return {"x-ms-date": date, "x-ms-version": "2018-12-31",
             "authorization": urllib.parse.quote(f"type=master&ver=1.0&sig={signature}", safe="")}
@@ -596,6 +616,7 @@ class CrashCycles:
         self.check_container_ttl(cycle, container, changer.in_doubt)
         checked = self.check_items(cycle, container, in_doubt)
         swept = self.check_sweeper(cycle)
+        self.check_index(cycle)
         self.figures.writes_verified += acknowledged
         self.say(f"cycle {cycle}: killed after {load_secs:.2f} s; {acknowledged} writes acknowledged, "
                  f"{len(in_doubt)} in doubt; restarted in {restart_ms} ms; {checked} items checked, "
@@ -717,6 +738,28 @@ class CrashCycles:
             self.figures.batches[f"in doubt, {outcome}"] += 1
         for key in doubt.targets:
             self.model.note(key, f"cycle {cycle}: in-doubt {doubt.kind} resolved as {outcome}")
+
+    def check_index(self, cycle: int) -> None:
+        """The stored index equals one rebuilt from the items, once the rebuild a policy change
+        started (and the kill may have cut) has ended after the restart."""
+        link = f"dbs/{DATABASE_ID}/colls/{CONTAINER_ID}"
+        deadline = time.monotonic() + INDEX_REBUILD_SECS
+        while True:
+            request = urllib.request.Request(f"{self.server.endpoint}_lethedb/index-check/{link}",
+                                             headers=master_key_headers(self.server.key, "colls", link))
+            with urllib.request.urlopen(request, timeout=REQUEST_TIMEOUT_SECS * 3) as response:
+                check = json.load(response)
+            if not check.get("rebuilding"):
+                break
+            if time.monotonic() > deadline:
+                raise Violation(f"cycle {cycle}: the index rebuild did not end within {INDEX_REBUILD_SECS} s "
+                                f"of the restart: {check}")
+            time.sleep(STATS_POLL_SECS)
+        if not check.get("consistent"):
+            raise Violation(f"cycle {cycle}: the index differs from one rebuilt from the items after the "
+                            f"restart: {check}")
+        self.figures.index_checks += 1
+        self.figures.index_entries_checked += int(check.get("stored", 0))
 
     def check_sweeper(self, cycle: int) -> int:
         """The sweeper runs again after the restart: it reports the container with no expired item

@@ -14,6 +14,7 @@ use crate::error::{
     conflict, container_not_found, database_not_found, precondition_failed, EngineError,
     EngineResult, ErrorCode,
 };
+use crate::index::builder::start_transformation;
 use crate::items::delete_container_items;
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
@@ -159,6 +160,8 @@ impl Engine {
                     resource,
                     throughput,
                     database_throughput: database.throughput,
+                    earlier_index_policies: Vec::new(),
+                    index_generation: 0,
                 });
                 store_sequences(context, &sequences)?;
                 store_container(context, &container)?;
@@ -201,7 +204,8 @@ impl Engine {
 
     /// Replaces a container's mutable settings: indexing policy and `defaultTtl`. The id, the
     /// partition key and the unique key policy cannot change. A new `defaultTtl` applies to
-    /// every item at once.
+    /// every item at once; a new indexing policy is built in the background
+    /// (`index/builder.rs`).
     pub async fn replace_container(
         &self,
         database_id: &str,
@@ -253,11 +257,15 @@ impl Engine {
                 } else {
                     existing.ttl.changed(default_ttl, context.now_ms)
                 };
+                // A changed indexing policy starts rebuilding the index in the background.
+                let new_policy = resource.get("indexingPolicy").unwrap_or(&Value::Null);
+                let (earlier, generation) = start_transformation(context, &existing, new_policy)?;
                 let container = Container {
                     resource,
                     ttl,
                     ..existing
-                };
+                }
+                .with_index(earlier, generation);
                 store_container(context, &container)?;
                 Ok(Arc::new(container))
             })

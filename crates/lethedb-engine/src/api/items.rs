@@ -11,9 +11,10 @@ use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::batch::{check_batch_partition_key, run_batch, BatchEntry, BatchOperation};
 use crate::items::patch::{apply_patch_item, parse_patch};
+use crate::items::purge::apply_delete_partition;
 use crate::items::rules::{prepare_body, WriteMode};
 use crate::items::{
-    apply_delete, apply_delete_partition, apply_write, Feed, ItemOutcome, StoredItem, WriteRequest,
+    apply_delete, apply_write, Feed, ItemDeleted, ItemOutcome, StoredItem, WriteRequest,
 };
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::RangeFilter;
@@ -229,14 +230,14 @@ impl Engine {
         self.read_item_in(container, partition_key, id, true)
     }
 
-    /// Deletes one item; returns the container LSN of the deletion.
+    /// Deletes one item; returns the container LSN of the deletion and its charge.
     pub async fn delete_item(
         &self,
         container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
         id: &str,
         if_match: Option<String>,
-    ) -> EngineResult<u64> {
+    ) -> EngineResult<ItemDeleted> {
         let (resolved, id) = (Arc::clone(container), id.to_string());
         self.inner
             .writer

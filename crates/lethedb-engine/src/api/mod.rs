@@ -1,6 +1,7 @@
 //! The engine's front door: every public method of [`Engine`], one file per resource
 //! (`engine`: lifecycle, admission, status; `catalog`: databases and containers; `resources`:
-//! child resources; `items`; `queries`; `change_feed`; `scripts`; `offers`; `ttl`), and the one
+//! child resources; `items`; `queries`; `change_feed`; `scripts`; `offers`; `ttl`; `index`:
+//! index rebuilds and checks), and the one
 //! place where blocking work leaves the async request workers.
 //!
 //! Each door is one of two kinds. An `async fn` awaits the writer, or runs its work on tokio's
@@ -16,6 +17,7 @@
 mod catalog;
 mod change_feed;
 mod engine;
+mod index;
 mod items;
 mod offers;
 mod queries;

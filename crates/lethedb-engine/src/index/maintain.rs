@@ -4,17 +4,20 @@
 //! an entry without its item or an item without its entries).
 //!
 //! Called by `items/mod.rs` for every stored and removed version, whoever sent the write: a
-//! request, a batch, a patch, a script, the sweeper or a partition delete. What an entry is,
-//! is `index/entries.rs`'s business.
+//! request, a batch, a patch, a script, the sweeper, a partition delete or the index builder
+//! of a policy change (`index/builder.rs`), whose rebuild of a version is this same replacement
+//! of the version by itself. What an entry is, is `index/entries.rs`'s business.
 
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
 use crate::index::entries::{entries, IndexedVersion};
+use crate::index::policy::IndexPolicy;
 use crate::records::ItemRecord;
 use crate::writer::WriteContext;
 use lethedb_storage::Table;
 use serde_json::Value;
 use std::cmp::Ordering;
+use std::collections::BTreeSet;
 
 /// How many index entries a write added and removed: the service charges writes per indexed
 /// term added and removed.
@@ -24,8 +27,24 @@ pub(crate) struct EntryChanges {
     pub(crate) removed: u64,
 }
 
+impl EntryChanges {
+    /// The terms a write is charged for: every entry it added or removed.
+    pub(crate) fn terms(self) -> u64 {
+        self.added + self.removed
+    }
+
+    /// The changes of two steps of one write together.
+    pub(crate) fn and(self, other: EntryChanges) -> EntryChanges {
+        EntryChanges {
+            added: self.added + other.added,
+            removed: self.removed + other.removed,
+        }
+    }
+}
+
 /// One version as the index sees it: its record and, when the caller has it parsed, its
 /// document.
+#[derive(Clone, Copy)]
 pub(crate) struct VersionRef<'a> {
     pub(crate) record: &'a ItemRecord,
     pub(crate) document: Option<&'a Value>,
@@ -36,57 +55,70 @@ pub(crate) fn version_entries(
     container: &Container,
     version: &VersionRef<'_>,
 ) -> EngineResult<Vec<Vec<u8>>> {
-    let parsed;
-    let document = if let Some(document) = version.document {
-        document
-    } else {
-        parsed = version.record.document().ok_or_else(|| corrupted("item"))?;
-        &parsed
-    };
-    Ok(entries(
-        container.key_number(),
+    let mut parsed = None;
+    let document = document_of(version, &mut parsed)?;
+    Ok(entries_under(
+        container,
         &container.index_policy,
+        version,
+        document,
+    ))
+}
+
+/// The document of `version`, parsed into `slot` when the caller had none.
+fn document_of<'a>(
+    version: &'a VersionRef<'_>,
+    slot: &'a mut Option<Value>,
+) -> EngineResult<&'a Value> {
+    if let Some(document) = version.document {
+        return Ok(document);
+    }
+    let parsed = version.record.document().ok_or_else(|| corrupted("item"))?;
+    Ok(slot.insert(parsed))
+}
+
+/// The entries of `version` under one of the container's policies, current or earlier.
+fn entries_under(
+    container: &Container,
+    policy: &IndexPolicy,
+    version: &VersionRef<'_>,
+    document: &Value,
+) -> Vec<Vec<u8>> {
+    entries(
+        container.key_number(),
+        policy,
         &IndexedVersion {
             document,
             ts_secs: version.record.last_modified_ms.div_euclid(1000),
             document_number: version.record.document_number,
         },
-    ))
+    )
 }
 
 /// Replaces the entries of `old` (if any) with those of `new` (if any), writing only the keys
-/// that differ.
+/// that differ. While a policy change's transformation runs, `old` may hold the entries of the
+/// current policy or of any earlier one (`index_ready` is false): every entry any of them
+/// gives it that the new version lacks is deleted, and every entry of the new version that not
+/// all of them give `old` is written, so the version ends with exactly the current policy's
+/// entries whichever it held (the builder rebuilds a version by replacing it with itself).
+/// Returns the keys written and deleted.
 pub(crate) fn replace_entries(
     context: &mut WriteContext<'_>,
     container: &Container,
     old: Option<VersionRef<'_>>,
     new: Option<VersionRef<'_>>,
 ) -> EngineResult<EntryChanges> {
-    let old = match old {
-        Some(version) => version_entries(container, &version)?,
-        None => Vec::new(),
-    };
     let new = match new {
         Some(version) => version_entries(container, &version)?,
         None => Vec::new(),
     };
-    let (mut removed, mut added) = (Vec::new(), Vec::new());
-    let (mut left, mut right) = (old.iter().peekable(), new.iter().peekable());
-    loop {
-        match (left.peek(), right.peek()) {
-            (Some(a), Some(b)) => match a.cmp(b) {
-                Ordering::Less => removed.extend(left.next()),
-                Ordering::Greater => added.extend(right.next()),
-                Ordering::Equal => {
-                    left.next();
-                    right.next();
-                }
-            },
-            (Some(_), None) => removed.extend(left.next()),
-            (None, Some(_)) => added.extend(right.next()),
-            (None, None) => break,
+    let (removed, added) = match old {
+        None => (Vec::new(), new),
+        Some(version) if container.index_ready() => {
+            difference(&version_entries(container, &version)?, &new)
         }
-    }
+        Some(version) => transforming_difference(container, &version, new)?,
+    };
     for key in &removed {
         context.delete(Table::Index, key)?;
     }
@@ -97,4 +129,64 @@ pub(crate) fn replace_entries(
         added: added.len() as u64,
         removed: removed.len() as u64,
     })
+}
+
+/// Index keys to delete and to write, in that order.
+type KeyChanges = (Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// The keys of sorted `old` missing from sorted `new` (to delete), and those of `new` missing
+/// from `old` (to write).
+fn difference(old: &[Vec<u8>], new: &[Vec<u8>]) -> KeyChanges {
+    let (mut removed, mut added) = (Vec::new(), Vec::new());
+    let (mut left, mut right) = (old.iter().peekable(), new.iter().peekable());
+    loop {
+        match (left.peek(), right.peek()) {
+            (Some(a), Some(b)) => match a.cmp(b) {
+                Ordering::Less => removed.extend(left.next().cloned()),
+                Ordering::Greater => added.extend(right.next().cloned()),
+                Ordering::Equal => {
+                    left.next();
+                    right.next();
+                }
+            },
+            (Some(_), None) => removed.extend(left.next().cloned()),
+            (None, Some(_)) => added.extend(right.next().cloned()),
+            (None, None) => break,
+        }
+    }
+    (removed, added)
+}
+
+/// [`difference`] while `old` may hold the entries of any of the container's policies: to
+/// delete, what any of them gives `old` and `new` lacks; to write, what `new` has that not
+/// every one of them gives `old` (a key every policy gives `old` is stored whichever it holds).
+fn transforming_difference(
+    container: &Container,
+    old: &VersionRef<'_>,
+    new: Vec<Vec<u8>>,
+) -> EngineResult<KeyChanges> {
+    let mut parsed = None;
+    let document = document_of(old, &mut parsed)?;
+    let mut policies = vec![container.index_policy.as_ref()];
+    policies.extend(&container.earlier_index_policies.compiled);
+    let mut any: BTreeSet<Vec<u8>> = BTreeSet::new();
+    let mut every: Option<BTreeSet<Vec<u8>>> = None;
+    for policy in policies {
+        let keys: BTreeSet<Vec<u8>> = entries_under(container, policy, old, document)
+            .into_iter()
+            .collect();
+        every = Some(match every {
+            None => keys.clone(),
+            Some(every) => every.intersection(&keys).cloned().collect(),
+        });
+        any.extend(keys);
+    }
+    let every = every.unwrap_or_default();
+    let new_keys: BTreeSet<&Vec<u8>> = new.iter().collect();
+    let removed = any
+        .into_iter()
+        .filter(|key| !new_keys.contains(key))
+        .collect();
+    let added = new.into_iter().filter(|key| !every.contains(key)).collect();
+    Ok((removed, added))
 }

@@ -250,6 +250,27 @@ impl IndexPolicy {
     }
 }
 
+/// The indexing policies a container had before its current one whose entries some items may
+/// still hold, while the index is rebuilt for the current one (a policy change's
+/// transformation); empty when no rebuild runs. Kept as stored (to write back with the
+/// container) and compiled (to compute those entries).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct EarlierPolicies {
+    pub(crate) sources: Vec<Value>,
+    pub(crate) compiled: Vec<IndexPolicy>,
+}
+
+impl EarlierPolicies {
+    pub(crate) fn new(sources: Vec<Value>) -> EarlierPolicies {
+        let compiled = sources.iter().map(IndexPolicy::compile).collect();
+        EarlierPolicies { sources, compiled }
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sources.is_empty()
+    }
+}
+
 /// The composite indexes of a policy: each a list of `{path, order}`; a path ending in `/?` or
 /// `/*` is read without it, and an order other than `descending` is ascending.
 fn composites(policy: &Value) -> Vec<CompositeIndex> {

@@ -7,7 +7,9 @@ use crate::container::Container;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::patch::{apply_patch_item, parse_patch};
 use crate::items::rules::{prepare_body, WriteMode};
-use crate::items::{apply_delete, apply_write, current_version, StoredItem, WriteRequest};
+use crate::items::{
+    apply_delete, apply_write, current_version, ItemOutcome, StoredItem, WriteRequest,
+};
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::throughput::request_units;
 use crate::writer::WriteContext;
@@ -161,10 +163,10 @@ fn run_operation(
         }
         "Delete" => {
             let id = operation.take_id()?;
-            apply_delete(context, container, partition_key, &id, operation.if_match)?;
+            let deleted = apply_delete(context, container, partition_key, &id, operation.if_match)?;
             Ok(BatchOutcome {
                 effect: BatchEffect::Deleted,
-                request_units: request_units::write(0),
+                request_units: deleted.request_units,
                 item: None,
             })
         }
@@ -179,7 +181,7 @@ fn run_operation(
                 condition.as_deref(),
                 operation.if_match,
             )?;
-            Ok(written(BatchEffect::Replaced, outcome.item))
+            Ok(written(BatchEffect::Replaced, outcome))
         }
         other => Err(EngineError::with_message(
             ErrorCode::InvalidBatch,
@@ -214,15 +216,15 @@ fn run_write(
     } else {
         BatchEffect::Replaced
     };
-    Ok(written(effect, outcome.item))
+    Ok(written(effect, outcome))
 }
 
-/// The outcome of an operation that wrote `item`.
-fn written(effect: BatchEffect, item: StoredItem) -> BatchOutcome {
+/// The outcome of an operation that wrote an item, charged as its single-item counterpart is.
+fn written(effect: BatchEffect, outcome: ItemOutcome) -> BatchOutcome {
     BatchOutcome {
         effect,
-        request_units: request_units::write(item.record.body.len()),
-        item: Some(item),
+        request_units: outcome.request_units,
+        item: Some(outcome.item),
     }
 }
 

@@ -15,6 +15,7 @@
 pub(crate) mod batch;
 pub(crate) mod document_cache;
 pub(crate) mod patch;
+pub(crate) mod purge;
 pub(crate) mod requests;
 pub(crate) mod rules;
 pub(crate) mod stored;
@@ -27,12 +28,10 @@ use self::unique_keys::{check_write, release_claims, store_claims, WriteClaims};
 use crate::container::Container;
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::change_log;
-use crate::index::maintain::{replace_entries, VersionRef};
+use crate::index::maintain::{replace_entries, EntryChanges, VersionRef};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::{
-    read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
-};
+use crate::records::{read_counters, store_counters, Counters, ExpiryEntry, ItemRecord};
 use crate::throughput::request_units;
 use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
@@ -50,6 +49,18 @@ pub struct ItemOutcome {
     /// The partition key the item was written under (taken from the document), so the caller
     /// can name its range without parsing anything again.
     pub partition_key: PartitionKeyValue,
+    /// What the write costs: the documents it inserted and deleted, by size, and the index
+    /// terms it changed (`request_units::write`).
+    pub request_units: f64,
+}
+
+/// The result of a delete.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ItemDeleted {
+    /// The container LSN of the deletion.
+    pub lsn: u64,
+    /// What it costs: the document deleted, by size, and the index terms removed.
+    pub request_units: f64,
 }
 
 /// One page of a read feed.
@@ -95,19 +106,19 @@ pub(crate) fn delete_container_items(
 }
 
 /// Removes one stored version (visible or expired) with its expiry and index entries and
-/// counters.
+/// counters; returns the index entries it removed.
 pub(crate) fn remove_version(
     context: &mut WriteContext<'_>,
     container: &Container,
     item_key: &[u8],
     record: &ItemRecord,
     counters: &mut Counters,
-) -> EngineResult<()> {
+) -> EngineResult<EntryChanges> {
     let old = VersionRef {
         record,
         document: None,
     };
-    replace_entries(context, container, Some(old), None)?;
+    let changes = replace_entries(context, container, Some(old), None)?;
     remove_version_keeping(
         context,
         container,
@@ -115,7 +126,8 @@ pub(crate) fn remove_version(
         record,
         counters,
         Keep::default(),
-    )
+    )?;
+    Ok(changes)
 }
 
 /// What a removal leaves in place for the version that replaces it under the same key: each
@@ -345,12 +357,19 @@ pub(crate) fn apply_write(
     }
     let mut counters = read_counters(context.reader(), number)?;
     let plan = plan_write(&found, effect, claims, &mut counters);
-    let record = store_write(context, &container, &found, &plan, body, &mut counters)?;
+    let replaced_bytes = found
+        .replaced()
+        .filter(|_| !plan.created)
+        .map(|old| old.body.len());
+    let (record, changes) = store_write(context, &container, &found, &plan, body, &mut counters)?;
     store_counters(context, number, &counters)?;
+    let request_units =
+        request_units::write(replaced_bytes, Some(record.body.len()), changes.terms());
     Ok(ItemOutcome {
         item: StoredItem { container, record },
         created: plan.created,
         partition_key: document_key,
+        request_units,
     })
 }
 
@@ -413,7 +432,8 @@ fn plan_write(
 }
 
 /// Removes the versions a write replaces, stores the new one under the next LSN, and logs the
-/// change (a rename also logs the deletion of the old id). Returns the stored version.
+/// change (a rename also logs the deletion of the old id). Returns the stored version and the
+/// index entries the write changed.
 fn store_write(
     context: &mut WriteContext<'_>,
     container: &Container,
@@ -421,10 +441,11 @@ fn store_write(
     plan: &WritePlan,
     body: Body,
     counters: &mut Counters,
-) -> EngineResult<ItemRecord> {
+) -> EngineResult<(ItemRecord, EntryChanges)> {
     let number = container.key_number();
+    let mut changes = EntryChanges::default();
     if let Some((old_key, Some(old))) = &found.renamed_from {
-        remove_version(context, container, old_key, old, counters)?;
+        changes = remove_version(context, container, old_key, old, counters)?;
     }
     if let Some(old) = &found.existing {
         let keep = Keep {
@@ -451,7 +472,7 @@ fn store_write(
         record: &record,
         document: Some(&body.document),
     };
-    replace_entries(context, container, old, Some(new))?;
+    let changes = changes.and(replace_entries(context, container, old, Some(new))?);
     let key = &found.key;
     store_version(
         context,
@@ -472,17 +493,17 @@ fn store_write(
         None => found.visible().map(|old| old.lsn),
     };
     change_log::log_write(context, number, key, &record, replaced_lsn)?;
-    Ok(record)
+    Ok((record, changes))
 }
 
-/// Deletes one visible item inside the writer; returns the container LSN of the deletion.
+/// Deletes one visible item inside the writer.
 pub(crate) fn apply_delete(
     context: &mut WriteContext<'_>,
     container: &Container,
     partition_key: Option<PartitionKeyValue>,
     id: &str,
     if_match: Option<String>,
-) -> EngineResult<u64> {
+) -> EngineResult<ItemDeleted> {
     let partition_key = container.partition_key.point_key(partition_key)?;
     let number = container.key_number();
     let key = keys::item_key(number, &partition_key.encode(), id);
@@ -490,89 +511,12 @@ pub(crate) fn apply_delete(
         .map(|record| (stored_version(number, &record), record));
     let existing = rules::decide_existing(if_match.as_deref(), current)?;
     let mut counters = read_counters(context.reader(), number)?;
-    remove_version(context, container, &key, &existing, &mut counters)?;
+    let changes = remove_version(context, container, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);
     change_log::log_delete(context, number, &key, existing.lsn, counters.lsn)?;
     store_counters(context, number, &counters)?;
-    Ok(counters.lsn)
-}
-
-/// Deletes every item of one logical partition (expired ones too) inside the writer; returns
-/// how many visible items went.
-pub(crate) fn apply_delete_partition(
-    context: &mut WriteContext<'_>,
-    container: &Container,
-    partition_key: PartitionKeyValue,
-) -> EngineResult<u64> {
-    let partition_key = container.partition_key.require_full(partition_key)?;
-    let number = container.key_number();
-    let mut doomed = Vec::new();
-    context.try_scan(
-        Table::Items,
-        &KeyRange::prefix(&keys::partition_prefix(number, &partition_key.encode())),
-        &mut |key, value| {
-            let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
-            doomed.push((key.to_vec(), record));
-            Ok(ControlFlow::Continue(()))
-        },
-    )?;
-    // Expired versions are about to go: their TTL events must be out first.
-    change_log::emit_ttl_events(context, container)?;
-    let mut counters = read_counters(context.reader(), number)?;
-    let mut deleted = Vec::new();
-    for (key, record) in &doomed {
-        if !record_is_expired(container, record, context.now_ms) {
-            deleted.push((key, record.lsn));
-        }
-        remove_version(context, container, key, record, &mut counters)?;
-    }
-    next_lsn(context, &mut counters);
-    for (key, deleted_lsn) in &deleted {
-        change_log::log_delete(context, number, key, *deleted_lsn, counters.lsn)?;
-    }
-    store_counters(context, number, &counters)?;
-    Ok(deleted.len() as u64)
-}
-
-/// The sweeper's delete step, inside the writer: deletes each candidate the sweeper found in the
-/// expiry index if it is still that very version and still expired. Returns how many went and
-/// what deleting them cost, as user deletes of the same items would.
-pub(crate) fn apply_expire(
-    context: &mut WriteContext<'_>,
-    database_id: &str,
-    container_id: &str,
-    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
-) -> EngineResult<(u64, f64)> {
-    // Re-read the container: its setting may have changed since the scan.
-    let container = writer_container(context, database_id, container_id)?;
-    let number = container.key_number();
-    // Every expiry this purge removes has its TTL event logged first; the purge logs nothing.
-    change_log::emit_ttl_events(context, &container)?;
-    let mut counters = read_counters(context.reader(), number)?;
-    let mut deleted = 0u64;
-    let mut spent_ru = 0.0;
-    for (expiry_key, entry) in candidates {
-        let Some((_, suffix)) = keys::split_expiry_key(&expiry_key) else {
-            continue;
-        };
-        let item_key = keys::item_key_from_suffix(number, suffix);
-        // Every write replaces the item's index entry, so an item still at the entry's LSN is
-        // the very version the sweeper found expired.
-        let Some(record) = context
-            .get(Table::Items, &item_key)?
-            .and_then(|v| ItemRecord::decode(&v))
-        else {
-            continue;
-        };
-        if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
-            continue;
-        }
-        remove_version(context, &container, &item_key, &record, &mut counters)?;
-        deleted += 1;
-        spent_ru += request_units::write(record.body.len());
-    }
-    if deleted > 0 {
-        store_counters(context, number, &counters)?;
-    }
-    Ok((deleted, spent_ru))
+    Ok(ItemDeleted {
+        lsn: counters.lsn,
+        request_units: request_units::write(Some(existing.body.len()), None, changes.terms()),
+    })
 }

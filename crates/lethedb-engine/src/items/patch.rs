@@ -12,6 +12,7 @@ use crate::items::{apply_write, stored_version, visible_record, ItemOutcome, Wri
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::SYSTEM_PROPERTIES;
+use crate::throughput::request_units;
 use crate::writer::WriteContext;
 use serde_json::Value;
 
@@ -343,6 +344,8 @@ pub(crate) fn apply_patch_item(
     };
     let mut outcome = apply_write(context, container, request)?;
     outcome.created = false;
+    // A patch is charged as the replace it amounts to, plus its operations.
+    outcome.request_units = request_units::patch(outcome.request_units, operations.len());
     Ok(outcome)
 }
 

@@ -206,7 +206,7 @@ fn feed_page(
     (prepared, request, rules): (&Prepared, &QueryRequest, OrderingRules),
     run: &mut PageRun,
 ) -> EngineResult<ScanTally> {
-    if let Some(walk) = order_walk(prepared, scan.container) {
+    if let Some(walk) = order_walk(reader, prepared, scan.container)? {
         if let Some(tally) = scan.walk(reader, scope, &walk, run)? {
             return Ok(tally);
         }

@@ -15,6 +15,7 @@
 
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
+use crate::index::builder::index_ready_in;
 use crate::keys;
 use crate::partitions::ranges::RangeMatcher;
 use crate::query::scan::{PageScan, ScanScope, ScanTally, Stored};
@@ -48,10 +49,19 @@ pub(crate) struct OrderWalk {
 /// The walk a page of `prepared` may take on `container`, if any: the ORDER BY path's entries
 /// for one key, the composite index that serves the keys (read backwards when it serves them
 /// inverted) for several.
-pub(crate) fn order_walk(prepared: &Prepared, container: &Container) -> Option<OrderWalk> {
-    if !prepared.sorts_rows() || !container.index_ready() {
-        return None;
+pub(crate) fn order_walk(
+    reader: &dyn ReadTxn,
+    prepared: &Prepared,
+    container: &Container,
+) -> EngineResult<Option<OrderWalk>> {
+    if !prepared.sorts_rows() || !index_ready_in(reader, container)? {
+        return Ok(None);
     }
+    Ok(walk_for(prepared, container))
+}
+
+/// The walk for the page's ORDER BY keys, if an index serves them.
+fn walk_for(prepared: &Prepared, container: &Container) -> Option<OrderWalk> {
     let keys: Option<Vec<(Vec<String>, bool)>> = prepared.order_paths().into_iter().collect();
     let number = container.key_number();
     match keys?.as_slice() {

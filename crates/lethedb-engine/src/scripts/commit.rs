@@ -2,7 +2,9 @@
 //! read (each must still have the version the script saw, or still be absent), then applies
 //! its writes in order, each by the rules of its single-item counterpart, all under one LSN.
 //! Any difference from what the script saw fails the job, which the writer rolls back whole,
-//! and the caller runs the script again on a fresh snapshot.
+//! and the caller runs the script again on a fresh snapshot. The writes are charged here, as
+//! their single-item counterparts are (size and index terms), since only applying them tells
+//! which index terms they change.
 
 use super::view::ScriptWrite;
 use crate::container::Container;
@@ -29,9 +31,13 @@ pub(crate) struct CommitPlan {
     pub(crate) written_keys: Vec<Vec<u8>>,
 }
 
-/// The final versions of the written items that still exist, by key, and the container's LSN
-/// after the commit.
-pub(crate) type Committed = (HashMap<Vec<u8>, StoredItem>, u64);
+/// What a commit left: the final versions of the written items that still exist, by key, the
+/// container's LSN after it, and what its writes cost.
+pub(crate) struct Committed {
+    pub(crate) finals: HashMap<Vec<u8>, StoredItem>,
+    pub(crate) lsn: u64,
+    pub(crate) request_units: f64,
+}
 
 /// The failure that sends the script back to run again.
 pub(crate) fn conflict() -> EngineError {
@@ -56,7 +62,7 @@ pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineR
     context.pinned_lsn = Some(lsn + 1);
     let applied = apply_writes(context, &container, &plan.partition, plan.writes);
     context.pinned_lsn = None;
-    applied?;
+    let request_units = applied?;
     let mut finals = HashMap::new();
     for key in plan.written_keys {
         if let Some(record) = read_record(context.reader(), &key)? {
@@ -68,15 +74,21 @@ pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineR
         }
     }
     let lsn = read_counters(context.reader(), container.key_number())?.lsn;
-    Ok((finals, lsn))
+    Ok(Committed {
+        finals,
+        lsn,
+        request_units,
+    })
 }
 
+/// Applies the writes in order; returns what they cost.
 fn apply_writes(
     context: &mut WriteContext<'_>,
     container: &Arc<Container>,
     partition: &PartitionKeyValue,
     writes: Vec<ScriptWrite>,
-) -> EngineResult<()> {
+) -> EngineResult<f64> {
+    let mut request_units = 0.0;
     for write in writes {
         let applied = match write {
             ScriptWrite::Put { mode, body } => {
@@ -88,18 +100,20 @@ fn apply_writes(
                     body,
                     if_match: None,
                 };
-                apply_write(context, Arc::clone(container), request).map(|_| ())
+                apply_write(context, Arc::clone(container), request)
+                    .map(|outcome| outcome.request_units)
             }
             ScriptWrite::Delete { id } => {
-                apply_delete(context, container, Some(partition.clone()), &id, None).map(|_| ())
+                apply_delete(context, container, Some(partition.clone()), &id, None)
+                    .map(|deleted| deleted.request_units)
             }
         };
         match applied {
-            Ok(()) => {}
+            Ok(charge) => request_units += charge,
             Err(error) if error.code.is_service_failure() => return Err(error),
             // The script saw this operation succeed; failing now means the state moved.
             Err(_) => return Err(conflict()),
         }
     }
-    Ok(())
+    Ok(request_units)
 }

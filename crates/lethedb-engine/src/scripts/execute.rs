@@ -252,12 +252,12 @@ pub(crate) fn transact<T>(
         let plan = plan_of(container, view);
         drop(reader);
         match engine.commit_view(plan) {
-            Ok((finals, lsn)) => {
+            Ok(committed) => {
                 let done = Transacted {
-                    finals,
+                    finals: committed.finals,
                     provisional,
-                    lsn,
-                    request_units,
+                    lsn: committed.lsn,
+                    request_units: request_units + committed.request_units,
                 };
                 return Ok((value, done));
             }

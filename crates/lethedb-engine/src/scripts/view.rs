@@ -65,6 +65,7 @@ pub(crate) struct ScriptView<'r> {
     /// (`None`: freed). Claims it did not move are as the snapshot has them.
     claims: HashMap<Vec<u8>, Option<Vec<u8>>>,
     pub(crate) writes: Vec<ScriptWrite>,
+    /// What its reads and queries cost (its writes are charged when committed).
     pub(crate) request_units: f64,
     /// What a failure is on the wire, which a script sees of a failed operation.
     pub(crate) wire_status: WireStatus,
@@ -272,7 +273,7 @@ impl<'r> ScriptView<'r> {
         }
         let seen = self.written(&key, &body.document, kept_rid);
         self.local.insert(key, Some(Arc::clone(&seen)));
-        self.request_units += request_units::write(body.bytes.len());
+        // Writes are charged when the commit applies them (`commit.rs`).
         self.writes.push(ScriptWrite::Put { mode, body });
         Ok((seen, effect))
     }
@@ -317,7 +318,6 @@ impl<'r> ScriptView<'r> {
             .ok_or_else(|| corrupted("item key"))?;
         self.writes.push(ScriptWrite::Delete { id: id.to_string() });
         self.local.insert(key, None);
-        self.request_units += request_units::write(0);
         Ok(())
     }
 

@@ -9,8 +9,10 @@
 //! candidate no longer matches and the live item is never deleted.
 //!
 //! This module is policy only: which entries to take on a turn (pacing by batch size, pause and
-//! the RU allowance), and the statistics it reports. What an expired entry is and how the index
-//! is walked are in `ttl/expiry.rs`; the delete step itself is `items::apply_expire`.
+//! the RU allowance), and the statistics it reports. Its loop also paces the index builder that
+//! follows a policy change (`index/builder.rs`), one batch per turn after the deletions. What
+//! an expired entry is and how the index is walked are in `ttl/expiry.rs`; the delete step
+//! itself is `items::purge::apply_expire`.
 //!
 //! On a container with provisioned throughput (its own or its database's) each deletion costs
 //! what a user delete of that item would, and a turn spends at most what users left unspent in
@@ -21,7 +23,7 @@ use crate::clock::{Pacer, Stopwatch};
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineResult, ErrorCode};
-use crate::items::apply_expire;
+use crate::items::purge::apply_expire;
 use crate::poison::panic_message;
 use crate::records::ExpiryEntry;
 use crate::throughput::request_units;
@@ -63,7 +65,8 @@ fn choose_candidates(
             // Only counting now: nothing more to price or copy.
             return ControlFlow::Continue(());
         }
-        let cost_ru = request_units::write(entry.body_bytes as usize);
+        // What deleting it costs by size; its index terms are charged when it goes.
+        let cost_ru = request_units::write(Some(entry.body_bytes as usize), None, 0);
         if candidates.len() < batch_items_max && cost_ru <= allowance_ru {
             allowance_ru -= cost_ru;
             candidates.push((key.to_vec(), entry));
@@ -253,7 +256,7 @@ pub(crate) async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>
         // instead of silently ending the loop.
         let turn = {
             let engine = engine.clone();
-            tokio::spawn(async move { engine.sweep_once(batch_items_max).await }).await
+            tokio::spawn(async move { background_turn(&engine, batch_items_max).await }).await
         };
         let Some(pause) = pacing.pause_after(&engine, &config, turn, busy, &batch) else {
             return;
@@ -263,6 +266,15 @@ pub(crate) async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>
             return;
         }
     }
+}
+
+/// One turn of background work: a batch of expired items per container, then a batch of each
+/// index rebuild a policy change started, on what the deletions left of the allowance. Returns
+/// the items deleted and whether either has more to do.
+async fn background_turn(engine: &Engine, batch_items_max: usize) -> EngineResult<(u64, bool)> {
+    let (deleted, backlog_left) = engine.sweep_once(batch_items_max).await?;
+    let (_, rebuilding) = engine.build_indexes_once(batch_items_max).await?;
+    Ok((deleted, backlog_left || rebuilding))
 }
 
 /// What a turn of the sweeper's task returned: its outcome, or how the task failed.

@@ -283,8 +283,9 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
         );
     }
     assert_eq!(count(&*store, Table::Items), 200);
-    // Traffic stops: each second the sweeper spends at most the 400 RU left over.
-    let per_delete = lethedb_engine::request_units::write(40);
+    // Traffic stops: each second the sweeper takes what the 400 RU left over pay for, priced
+    // by size (the index terms each delete also removes are charged once it is done).
+    let per_delete = lethedb_engine::request_units::write(Some(40), None, 0);
     let per_second = (400.0 / per_delete).floor() as usize;
     clock.advance_ms(1_000);
     let (deleted, _) = engine.sweep_once(10_000).await.expect("sweep");

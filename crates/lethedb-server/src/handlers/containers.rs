@@ -129,12 +129,13 @@ pub async fn read(context: &Context<'_>) -> ApiResult<Reply> {
     if context.head.if_none_match == Some(found.etag()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED).header("etag", found.etag().to_string()));
     }
-    // Indexing is synchronous here: a policy change is always fully applied.
+    // How far the index rebuild after a policy change has come, in percent (100: none runs).
+    let progress = context.state.engine.index_transformation_progress(&found)?;
     Ok(container_reply(context, StatusCode::OK, &found)
         .await?
         .header(
             "x-ms-documentdb-collection-index-transformation-progress",
-            "100",
+            progress.to_string(),
         )
         .charge(request_units::CATALOG_READ))
 }
@@ -226,6 +227,8 @@ pub async fn delete_partition(context: &Context<'_>) -> ApiResult<Reply> {
     let engine = &context.state.engine;
     let container = engine.read_container(context.path.id(0), context.path.id(1))?;
     let deleted = engine.delete_partition(&container, key).await?;
-    let charge = request_units::round_total(deleted as f64 * request_units::write(0));
+    // Each deleted item is charged as the delete of a document of at most 1 KiB.
+    let charge =
+        request_units::round_total(deleted as f64 * request_units::write(Some(0), None, 0));
     Ok(Reply::value(StatusCode::OK, &json!({})).charge(charge))
 }

@@ -18,10 +18,11 @@ use lethedb_engine::{
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The reply to a create, upsert, replace or patch, charged by the written document's size, in
-/// the range of the key the engine wrote the item under.
+/// The reply to a create, upsert, replace or patch, with the engine's charge (the documents
+/// written and the index terms changed), in the range of the key the engine wrote the item
+/// under.
 fn written_reply(context: &Context<'_>, status: StatusCode, outcome: &ItemOutcome) -> Reply {
-    let charge = request_units::write(outcome.item.record.body.len());
+    let charge = outcome.request_units;
     let minimal = context.head.prefers_minimal;
     let lsn = outcome.item.record.lsn;
     let range = item_range(&outcome.item.container, Some(&outcome.partition_key));
@@ -193,7 +194,7 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
         return triggered_write(context, container, operation, triggers).await;
     }
     let partition_key = context.head.partition_key()?;
-    let lsn = context
+    let deleted = context
         .state
         .engine
         .delete_item(
@@ -205,8 +206,8 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
         .await?;
     let range = item_range(container, partition_key);
     Ok(Reply::empty(StatusCode::NO_CONTENT)
-        .charge(request_units::write(0))
-        .range_scoped(container, context.path, lsn, range))
+        .charge(deleted.request_units)
+        .range_scoped(container, context.path, deleted.lsn, range))
 }
 
 /// One page of a container's items, in the engine's order; each item's stored bytes are

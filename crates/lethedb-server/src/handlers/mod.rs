@@ -15,6 +15,7 @@ mod containers;
 mod context;
 mod databases;
 mod health;
+mod index_check;
 mod internal;
 mod items;
 mod offers;
@@ -24,6 +25,7 @@ mod users;
 
 pub use context::Context;
 pub use health::{alive, ready, status, ALIVE_PATH, READY_PATH, STATUS_PATH};
+pub use index_check::{index_check, INDEX_CHECK_PREFIX};
 pub use internal::{certificate, metrics, metrics_not_public, stats, STATS_PATH};
 pub use ttl::{ttl_overview, TTL_OVERVIEW_PREFIX};
 

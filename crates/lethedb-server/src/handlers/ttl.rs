@@ -4,14 +4,14 @@
 //! Not a Cosmos resource, but authenticated exactly like one: a master-key signature over
 //! `get`, `colls`, `dbs/{db}/colls/{coll}` and the date, as for reading the container. Anything
 //! else (no signature, a wrong one, a resource or Entra ID token) is refused before the catalog
-//! is read, so the endpoint tells a caller without the key nothing, not even what exists. The
+//! is read (`index_check::signed_container_path`), so the endpoint tells a caller without the
+//! key nothing, not even what exists. The
 //! figures are the engine's (`Engine::ttl_overview`); this module only authenticates, reads the
 //! preview parameter and shapes the JSON.
 
-use crate::access::{authenticate, Caller};
-use crate::error::{ApiError, ApiResult, Code};
+use super::index_check::signed_container_path;
+use crate::error::ApiResult;
 use crate::respond::Reply;
-use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::http::{HeaderMap, Method, StatusCode};
 use axum::response::Response;
@@ -33,23 +33,9 @@ pub async fn ttl_overview(
     path: &str,
     query: Option<&str>,
 ) -> ApiResult<Response> {
-    let resource = ResourcePath::parse(path)?;
     // The signature first: nothing below may answer differently for a caller without the key.
-    match authenticate(state, method, headers, &resource)? {
-        Caller::Master => {}
-        Caller::Entra | Caller::Resource(_) => {
-            return Err(ApiError::new(
-                Code::Forbidden,
-                "The time-to-live overview is served to master-key requests only.",
-            ))
-        }
-    }
-    if resource.shape() != (vec!["dbs", "colls"], true) {
-        return Err(ApiError::new(
-            Code::UnknownResource,
-            format!("{TTL_OVERVIEW_PREFIX} serves /dbs/{{db}}/colls/{{coll}} only."),
-        ));
-    }
+    let target = (TTL_OVERVIEW_PREFIX, path);
+    let resource = signed_container_path(state, method, headers, target, "time-to-live overview")?;
     let proposed = match preview_parameter(query) {
         None => None,
         Some(text) => Some(parse_proposed(&text)?),

@@ -19,6 +19,7 @@ mod head;
 mod headers;
 mod health;
 mod hostile;
+mod index_check;
 mod items;
 mod operations;
 mod query_metrics;

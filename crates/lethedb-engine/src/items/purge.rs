@@ -1,0 +1,97 @@
+//! Removals of many versions at once, inside the writer: every item of one logical partition
+//! (a partition delete), and the sweeper's delete step over the expired versions it found. Each
+//! version goes through `remove_version`, so its expiry entry, index entries, unique key claims
+//! and counters go with it; what the sweeper deletes and when is the sweeper's business.
+
+use super::{next_lsn, remove_version};
+use crate::container::Container;
+use crate::error::{corrupted, EngineResult};
+use crate::feed::change_log;
+use crate::keys;
+use crate::partitions::partition_key::PartitionKeyValue;
+use crate::records::{read_counters, store_counters, writer_container, ExpiryEntry, ItemRecord};
+use crate::throughput::request_units;
+use crate::ttl::expiry::record_is_expired;
+use crate::writer::WriteContext;
+use lethedb_storage::{KeyRange, Table};
+use std::ops::ControlFlow;
+
+/// Deletes every item of one logical partition (expired ones too) inside the writer; returns
+/// how many visible items went.
+pub(crate) fn apply_delete_partition(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+    partition_key: PartitionKeyValue,
+) -> EngineResult<u64> {
+    let partition_key = container.partition_key.require_full(partition_key)?;
+    let number = container.key_number();
+    let mut doomed = Vec::new();
+    context.try_scan(
+        Table::Items,
+        &KeyRange::prefix(&keys::partition_prefix(number, &partition_key.encode())),
+        &mut |key, value| {
+            let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
+            doomed.push((key.to_vec(), record));
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
+    // Expired versions are about to go: their TTL events must be out first.
+    change_log::emit_ttl_events(context, container)?;
+    let mut counters = read_counters(context.reader(), number)?;
+    let mut deleted = Vec::new();
+    for (key, record) in &doomed {
+        if !record_is_expired(container, record, context.now_ms) {
+            deleted.push((key, record.lsn));
+        }
+        remove_version(context, container, key, record, &mut counters)?;
+    }
+    next_lsn(context, &mut counters);
+    for (key, deleted_lsn) in &deleted {
+        change_log::log_delete(context, number, key, *deleted_lsn, counters.lsn)?;
+    }
+    store_counters(context, number, &counters)?;
+    Ok(deleted.len() as u64)
+}
+
+/// The sweeper's delete step, inside the writer: deletes each candidate the sweeper found in the
+/// expiry index if it is still that very version and still expired. Returns how many went and
+/// what deleting them cost, as user deletes of the same items would (size and index terms).
+pub(crate) fn apply_expire(
+    context: &mut WriteContext<'_>,
+    database_id: &str,
+    container_id: &str,
+    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+) -> EngineResult<(u64, f64)> {
+    // Re-read the container: its setting may have changed since the scan.
+    let container = writer_container(context, database_id, container_id)?;
+    let number = container.key_number();
+    // Every expiry this purge removes has its TTL event logged first; the purge logs nothing.
+    change_log::emit_ttl_events(context, &container)?;
+    let mut counters = read_counters(context.reader(), number)?;
+    let mut deleted = 0u64;
+    let mut spent_ru = 0.0;
+    for (expiry_key, entry) in candidates {
+        let Some((_, suffix)) = keys::split_expiry_key(&expiry_key) else {
+            continue;
+        };
+        let item_key = keys::item_key_from_suffix(number, suffix);
+        // Every write replaces the item's index entry, so an item still at the entry's LSN is
+        // the very version the sweeper found expired.
+        let Some(record) = context
+            .get(Table::Items, &item_key)?
+            .and_then(|v| ItemRecord::decode(&v))
+        else {
+            continue;
+        };
+        if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
+            continue;
+        }
+        let changes = remove_version(context, &container, &item_key, &record, &mut counters)?;
+        deleted += 1;
+        spent_ru += request_units::write(Some(record.body.len()), None, changes.terms());
+    }
+    if deleted > 0 {
+        store_counters(context, number, &counters)?;
+    }
+    Ok((deleted, spent_ru))
+}
