@@ -46,6 +46,8 @@ struct SizeFigures {
     deep_page_ms: f64,
     creates_per_sec: f64,
     store_bytes: u64,
+    /// The index's entry bytes over the items' bytes (`/_lethedb/index-check`).
+    index_ratio: f64,
     baseline: Option<(f64, u64)>,
 }
 
@@ -122,6 +124,7 @@ async fn measure_size(
     let (server, paths, creates_per_sec) = loaded(launch, config, data, &name).await?;
     let store_bytes = dir_bytes(&launch.scratch_dir.join(format!("{name}-data")));
     let mut client = Client::new(Arc::clone(&server.endpoint));
+    let index_ratio = index_bytes_ratio(&mut client, &paths).await?;
     let mut rng = Rng::new(7);
     let samples = config.samples.max(1);
     let mut point = Vec::new();
@@ -163,8 +166,34 @@ async fn measure_size(
         deep_page_ms,
         creates_per_sec,
         store_bytes,
+        index_ratio,
         baseline: None,
     })
+}
+
+/// The index's bytes over its items' bytes, from the server's own index check.
+async fn index_bytes_ratio(client: &mut Client, paths: &ContainerPaths) -> anyhow::Result<f64> {
+    let path = format!("/_lethedb/index-check/{}", paths.link);
+    let reply = client
+        .send(&Request {
+            method: Method::GET,
+            path: &path,
+            resource_type: "colls",
+            resource_link: &paths.link,
+            headers: &[],
+            body: Bytes::new(),
+        })
+        .await?;
+    if reply.status != 200 {
+        bail!("index check: {} {}", reply.status, reply.detail());
+    }
+    let check: Value = serde_json::from_slice(&reply.body)?;
+    if check["consistent"] != json!(true) {
+        bail!("the index is not consistent: {check}");
+    }
+    let stored = check["storedBytes"].as_f64().unwrap_or(0.0);
+    let items = check["itemBytes"].as_f64().unwrap_or(0.0);
+    Ok(stored / items.max(1.0))
 }
 
 /// Walks `SELECT * FROM c ORDER BY c.value` ten items a page for `config.pages` pages, three
@@ -240,7 +269,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 
 fn table(rows: &[SizeFigures]) -> String {
     let mut out = String::from(
-        "| items | point read ms | equality (0.1%) ms | ×read | TOP 10 ORDER BY ms | ×read | ORDER BY page 1 ms | last page ms | creates/s | store MB | baseline creates/s | creates ×baseline | store ×baseline |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
+        "| items | point read ms | equality (0.1%) ms | ×read | TOP 10 ORDER BY ms | ×read | ORDER BY page 1 ms | last page ms | creates/s | index bytes ×items | store MB | baseline creates/s | creates ×baseline | store ×baseline |\n|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for row in rows {
         let (base_rate, base_ratio, bytes_ratio) = match row.baseline {
@@ -252,7 +281,7 @@ fn table(rows: &[SizeFigures]) -> String {
             None => ("–".into(), "–".into(), "–".into()),
         };
         out.push_str(&format!(
-            "| {} | {:.3} | {:.3} | {:.1} | {:.3} | {:.1} | {:.3} | {:.3} | {:.0} | {:.1} | {} | {} | {} |\n",
+            "| {} | {:.3} | {:.3} | {:.1} | {:.3} | {:.1} | {:.3} | {:.3} | {:.0} | {:.2} | {:.1} | {} | {} | {} |\n",
             row.items,
             row.point_read_ms,
             row.equality_ms,
@@ -262,6 +291,7 @@ fn table(rows: &[SizeFigures]) -> String {
             row.first_page_ms,
             row.deep_page_ms,
             row.creates_per_sec,
+            row.index_ratio,
             row.store_bytes as f64 / 1e6,
             base_rate,
             base_ratio,
@@ -296,6 +326,7 @@ fn figures_json(rows: &[SizeFigures]) -> Value {
                     "order_by_last_page_ms": round(row.deep_page_ms, 3),
                     "creates_per_sec": round(row.creates_per_sec, 0),
                     "store_bytes": row.store_bytes,
+                    "index_bytes_over_item_bytes": round(row.index_ratio, 3),
                     "baseline_creates_per_sec": row.baseline.map(|(rate, _)| round(rate, 0)),
                     "baseline_store_bytes": row.baseline.map(|(_, bytes)| bytes),
                 })

@@ -21,6 +21,10 @@ use std::ops::ControlFlow;
 pub struct IndexCheck {
     /// Entries the index holds.
     pub stored: u64,
+    /// The bytes of those entries (keys; their values are empty).
+    pub stored_bytes: u64,
+    /// The bytes of the items they index (keys and stored records), to compare with.
+    pub item_bytes: u64,
     /// Entries the items call for that the index lacks.
     pub missing: u64,
     /// Entries the index holds that no item calls for.
@@ -41,11 +45,13 @@ impl IndexCheck {
 pub(crate) fn check(reader: &dyn ReadTxn, container: &Container) -> EngineResult<IndexCheck> {
     let number = container.key_number();
     let mut expected = BTreeSet::new();
+    let mut item_bytes = 0u64;
     try_scan(
         reader,
         Table::Items,
         &KeyRange::prefix(&keys::container_items_prefix(number)),
-        &mut |_, value| {
+        &mut |key, value| {
+            item_bytes += (key.len() + value.len()) as u64;
             let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
             let version = VersionRef {
                 record: &record,
@@ -57,6 +63,7 @@ pub(crate) fn check(reader: &dyn ReadTxn, container: &Container) -> EngineResult
     )?;
     let mut report = IndexCheck {
         rebuilding: !index_ready_in(reader, container)?,
+        item_bytes,
         ..IndexCheck::default()
     };
     for kind in [keys::INDEX_KIND_PATH, keys::INDEX_KIND_COMPOSITE] {
@@ -68,6 +75,7 @@ pub(crate) fn check(reader: &dyn ReadTxn, container: &Container) -> EngineResult
             &KeyRange::prefix(&prefix),
             &mut |key, _| {
                 report.stored += 1;
+                report.stored_bytes += key.len() as u64;
                 if !expected.remove(key) {
                     report.stale += 1;
                 }

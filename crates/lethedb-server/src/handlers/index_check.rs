@@ -1,6 +1,6 @@
 //! `GET /_lethedb/index-check/dbs/{db}/colls/{coll}`: a container's stored index entries
 //! against those its items call for (`Engine::check_index`), for crash tests and operators:
-//! `{stored, missing, stale, rebuilding, consistent, progress}`.
+//! `{stored, storedBytes, itemBytes, missing, stale, rebuilding, consistent, progress}`.
 //!
 //! Not a Cosmos resource, but authenticated like the TTL overview beside it: a master-key
 //! signature over `get`, `colls`, `dbs/{db}/colls/{coll}` and the date, checked before the
@@ -66,6 +66,8 @@ pub async fn index_check(
         "database": container.database_id,
         "container": container.id,
         "stored": check.stored,
+        "storedBytes": check.stored_bytes,
+        "itemBytes": check.item_bytes,
         "missing": check.missing,
         "stale": check.stale,
         "rebuilding": check.rebuilding,
