@@ -11,7 +11,8 @@
 //! family); running a query (`context`, `plan`: checks and derived facts, `eval`: one
 //! expression over one row, `exec`: rows, projection, grouping, `subquery`); pages (`prepared`:
 //! `prepare`; `paging`: `PageRun`; `token`: continuation tokens); the SDKs' client pipelines
-//! (`client_rewrite`, `client_plan`); computed properties (`computed`); and the ground they
+//! (`client_rewrite`, `client_plan`); computed properties (`computed`); the filter's conjuncts
+//! an index can serve (`sargable`, over the byte order of `sort_key`); and the ground they
 //! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
 //!
@@ -34,6 +35,7 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod sargable;
 mod sort_key;
 mod subquery;
 mod token;
@@ -54,6 +56,7 @@ pub use parser::{
     parse, EXPRESSION_DEPTH_MAX, JOINS_MAX, PARSER_RECURSION_MAX, QUERY_TEXT_CHARS_MAX,
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
+pub use sargable::{IndexConjunct, IndexProbe};
 pub use sort_key::{
     complement, encode_sort_key, number_bytes, string_prefix_key, type_bounds,
     SORT_KEY_TEXT_BYTES_MAX,

@@ -45,8 +45,12 @@ struct StreamRun {
     at: Option<Vec<u8>>,
     skip: u64,
     produced: u64,
-    /// The last document whose rows were all handled before the page filled.
+    /// The last document with a matching row whose rows were all handled before the page
+    /// filled: where the next page resumes when this one fills.
     consumed: Option<Vec<u8>>,
+    /// The last document whose rows were all handled before the page filled, matching or not:
+    /// where the next page resumes when the engine stops on its own.
+    delivered: Option<Vec<u8>>,
     items: Vec<Value>,
     next: Option<Position>,
     done: bool,
@@ -339,6 +343,7 @@ impl StreamRun {
     fn new(after: Option<Vec<u8>>, at: Option<Vec<u8>>, skip: u64, produced: u64) -> Self {
         StreamRun {
             consumed: after.clone(),
+            delivered: after.clone(),
             after,
             at,
             skip,
@@ -360,6 +365,7 @@ impl StreamRun {
         };
         let plan = &pushed.prepared.plan;
         let end = plan.end();
+        let matched_before = *rows_matched;
         let flow = pushed.rows(|row, scope| {
             if row < skip || !pushed.passes_filter(scope)? {
                 return Ok(ControlFlow::Continue(()));
@@ -389,8 +395,14 @@ impl StreamRun {
             }
             Ok(ControlFlow::Continue(()))
         })?;
+        // Only a document with a matching row moves the resume point: a token then depends
+        // on the matching documents alone, so a plan that never loads the others (an index)
+        // writes the same tokens as a scan.
         if flow.is_continue() && !was_full {
-            self.consumed = Some(pushed.key.to_vec());
+            if *rows_matched > matched_before {
+                self.consumed = Some(pushed.key.to_vec());
+            }
+            self.delivered = Some(pushed.key.to_vec());
         }
         Ok(flow)
     }
@@ -405,7 +417,7 @@ impl StreamRun {
             // The engine stopped on its own before the page filled: resume after the
             // last document it delivered.
             Some(Position::Stream {
-                after: self.consumed,
+                after: self.delivered,
                 at: None,
                 skip: 0,
                 produced: self.produced,
