@@ -31,9 +31,9 @@ use crate::records::{
     read_counters, store_counters, writer_container, Counters, ExpiryEntry, ItemRecord,
 };
 use crate::throughput::request_units;
+use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
-use crate::ttl;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use std::ops::ControlFlow;
 use std::sync::Arc;

@@ -43,11 +43,17 @@ pub(crate) struct ScanScope {
     pub(crate) prefix: Vec<u8>,
     /// A prefix of a hierarchical key, checked on each document.
     pub(crate) partial_key: Option<PartitionKeyValue>,
+    /// The whole key of the one partition `prefix` covers, if it covers one.
+    pub(crate) partition: Option<PartitionKeyValue>,
 }
 
 impl ScanScope {
     /// The keys to scan, after the key a continuation resumes from.
-    fn key_range(&self, number: u64, resume_after: Option<&[u8]>) -> EngineResult<KeyRange> {
+    pub(crate) fn key_range(
+        &self,
+        number: u64,
+        resume_after: Option<&[u8]>,
+    ) -> EngineResult<KeyRange> {
         let mut range = KeyRange::prefix(&self.prefix);
         if let Some(after) = resume_after {
             let start = keys::item_key_from_suffix(number, after);
@@ -96,34 +102,47 @@ impl PageScan<'_> {
     ) -> EngineResult<ScanTally> {
         let started = Stopwatch::start();
         let range = scope.key_range(self.container.key_number(), run.resume_after())?;
-        let mut matcher = RangeMatcher::new(scope.filter.clone(), &self.container.partition_key);
-        let mut tally = ScanTally::default();
+        let mut visit = self.visitor(scope);
         try_scan(reader, Table::Items, &range, &mut |key, value| {
-            // The header decides visibility without copying or parsing the body.
-            let (last_modified_ms, lsn, ttl) =
-                ItemRecord::decode_header(value).ok_or_else(|| corrupted("item"))?;
-            if is_expired(self.container, last_modified_ms, ttl, self.now_ms)
-                || !matcher.admits(key)
-            {
-                return Ok(ControlFlow::Continue(()));
-            }
-            let document = self.document(key, lsn, value)?;
-            if let Some(prefix) = &scope.partial_key {
-                let full = self.container.partition_key.extract(&document);
-                if full.0[..prefix.0.len()] != prefix.0[..] {
-                    return Ok(ControlFlow::Continue(()));
-                }
-            }
-            self.push(
-                run,
-                key,
-                ItemRecord::body_bytes(value),
-                &document,
-                &mut tally,
-            )
+            visit.item(run, key, value)
         })?;
-        tally.scan = started.elapsed();
-        Ok(tally)
+        visit.tally.scan = started.elapsed();
+        Ok(visit.tally)
+    }
+
+    /// Reads the items of `item_keys` (ascending, inside the scope, after where `run`
+    /// resumes: an index plan's candidates) and pushes each visible document, exactly as the
+    /// scan pushes it, until the page is full.
+    pub(crate) fn run_keys(
+        &self,
+        reader: &dyn ReadTxn,
+        scope: &ScanScope,
+        item_keys: &[Vec<u8>],
+        run: &mut PageRun,
+    ) -> EngineResult<ScanTally> {
+        let started = Stopwatch::start();
+        let mut visit = self.visitor(scope);
+        for key in item_keys {
+            // A candidate deleted since its entry was read cannot be: both come from one
+            // snapshot. A missing item is skipped as the scan would never have met it.
+            let Some(value) = reader.get(Table::Items, key)? else {
+                continue;
+            };
+            if visit.item(run, key, &value)?.is_break() {
+                break;
+            }
+        }
+        visit.tally.scan = started.elapsed();
+        Ok(visit.tally)
+    }
+
+    fn visitor<'s>(&'s self, scope: &'s ScanScope) -> ItemVisit<'s> {
+        ItemVisit {
+            scan: self,
+            scope,
+            matcher: RangeMatcher::new(scope.filter.clone(), &self.container.partition_key),
+            tally: ScanTally::default(),
+        }
     }
 
     /// The parsed document of an item record, from the cache when it holds this version.
@@ -163,5 +182,48 @@ impl PageScan<'_> {
         }
         tally.page_full = flow.is_break();
         Ok(flow)
+    }
+}
+
+/// The one visibility check both plans make of an item: expiry and the range from the header,
+/// then the hierarchical prefix from the document, then the push.
+struct ItemVisit<'s> {
+    scan: &'s PageScan<'s>,
+    scope: &'s ScanScope,
+    matcher: RangeMatcher<'s>,
+    tally: ScanTally,
+}
+
+impl ItemVisit<'_> {
+    /// Pushes the item at `key` (its stored record `value`) if it is visible in the scope.
+    fn item(
+        &mut self,
+        run: &mut PageRun,
+        key: &[u8],
+        value: &[u8],
+    ) -> EngineResult<ControlFlow<()>> {
+        let scan = self.scan;
+        // The header decides visibility without copying or parsing the body.
+        let (last_modified_ms, lsn, ttl) =
+            ItemRecord::decode_header(value).ok_or_else(|| corrupted("item"))?;
+        if is_expired(scan.container, last_modified_ms, ttl, scan.now_ms)
+            || !self.matcher.admits(key)
+        {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let document = scan.document(key, lsn, value)?;
+        if let Some(prefix) = &self.scope.partial_key {
+            let full = scan.container.partition_key.extract(&document);
+            if full.0[..prefix.0.len()] != prefix.0[..] {
+                return Ok(ControlFlow::Continue(()));
+            }
+        }
+        scan.push(
+            run,
+            key,
+            ItemRecord::body_bytes(value),
+            &document,
+            &mut self.tally,
+        )
     }
 }
