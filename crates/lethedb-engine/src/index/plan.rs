@@ -8,7 +8,11 @@
 //! resource id and one of its item, about what a scan pays for several items read in order, so
 //! an index read pays only when it names at most an eighth of what the scan would read (a whole
 //! container, or one partition when the request pins one). Counting stops as soon as a conjunct
-//! passes that bound, so an unselective filter costs a short walk of the index and the scan.
+//! passes that bound, so an unselective filter costs a short walk of the index and the scan;
+//! the entries are keys with empty values, much cheaper to walk than items. A partition's items
+//! are counted first (through the index of its key's path when the key is one indexed path),
+//! and conjuncts on the partition key are left out: within the partition they name all of it
+//! or nothing.
 //!
 //! It decides; it loads no document, and what the candidates are checked against (the whole
 //! filter, expiry, the request's scope) is `query/`'s business.
@@ -149,20 +153,25 @@ pub(crate) fn choose(
     container_items: u64,
     scope: &PlanScope<'_>,
 ) -> EngineResult<Option<IndexAccess>> {
-    let usable = accesses(container, conjuncts);
+    let mut usable = accesses(container, conjuncts);
     if usable.is_empty() {
         return Ok(None);
     }
-    let bound = container_items / INDEX_SHARE_DIVISOR;
-    let Some((access, count)) = most_selective(reader, usable, bound)? else {
-        return Ok(None);
+    let scope_items = match scope {
+        PlanScope::Container { items } => *items,
+        PlanScope::Partition(value) => {
+            // A conjunct on the partition key names the whole partition or nothing: never
+            // fewer documents than the partition's own scan reads.
+            let key_paths = &container.partition_key.paths;
+            usable.retain(|access| !access.paths.iter().all(|path| key_paths.contains(path)));
+            if usable.is_empty() {
+                return Ok(None);
+            }
+            partition_items(reader, container, value, container_items)?
+        }
     };
-    let needed = count.saturating_mul(INDEX_SHARE_DIVISOR).max(1);
-    let worth_it = match scope {
-        PlanScope::Container { items } => *items >= needed,
-        PlanScope::Partition(value) => partition_items(reader, container, value, needed)? >= needed,
-    };
-    Ok(worth_it.then_some(access))
+    let bound = scope_items / INDEX_SHARE_DIVISOR;
+    Ok(most_selective(reader, usable, bound)?.map(|(access, _)| access))
 }
 
 /// How many items the logical partition `value` holds, counted no further than `bound`: from

@@ -112,6 +112,15 @@ async fn a_selective_filter_loads_only_its_candidates() {
     let partition = query(&engine, tagged, Some("p3")).await;
     assert_eq!(partition.items.len(), 4);
     assert_eq!((partition.index_lookups, retrieved(&partition)), (0, 20));
+    // The partition key's own conjunct names the whole partition: the other one drives, or
+    // the partition is scanned (the bench's filter within one partition).
+    let pinned = "SELECT * FROM c WHERE c.pk = 'p7' AND c.n = 7";
+    let pinned = query(&engine, pinned, Some("p7")).await;
+    assert_eq!((pinned.index_lookups, retrieved(&pinned)), (1, 1));
+    let half = "SELECT * FROM c WHERE c.pk = 'p7' AND c.half = 1";
+    let half = query(&engine, half, Some("p7")).await;
+    assert_eq!(half.items.len(), 20);
+    assert_eq!((half.index_lookups, retrieved(&half)), (0, 20));
 }
 
 #[tokio::test]
