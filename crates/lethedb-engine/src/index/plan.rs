@@ -110,31 +110,45 @@ pub(crate) fn range_is_empty(range: &KeyRange) -> bool {
     }
 }
 
-/// The access with the fewest entries among those with at most `bound`, with its count. The
-/// bound falls to the best count so far, so each later access is counted only as far as it
-/// could still win.
+/// What an index plan reads: the candidates of its most selective conjunct, narrowed by the
+/// other served conjuncts (every one of them must hold for a document to be selected).
+#[derive(Clone, Debug)]
+pub(crate) struct IndexPlan {
+    pub(crate) drive: IndexAccess,
+    /// Each narrows the candidates to those it names too, when its entries are few enough to
+    /// be worth reading (`query/seek.rs`).
+    pub(crate) narrow: Vec<IndexAccess>,
+}
+
+/// The plan driven by the access with the fewest entries among those with at most `bound`.
+/// The bound falls to the best count so far, so each later access is counted only as far as
+/// it could still win.
 pub(crate) fn most_selective(
     reader: &dyn ReadTxn,
     accesses: Vec<IndexAccess>,
     bound: u64,
-) -> EngineResult<Option<(IndexAccess, u64)>> {
-    let mut best: Option<(IndexAccess, u64)> = None;
+) -> EngineResult<Option<IndexPlan>> {
     // Equalities first: they are the likeliest to be selective, which lowers the bound early.
     let mut ordered = accesses;
     ordered.sort_by_key(|access| std::cmp::Reverse(access.seeks == access.ranges.len() as u64));
-    for access in ordered {
-        let limit = best
-            .as_ref()
-            .map_or(bound, |(_, count)| count.saturating_sub(1));
-        let count = count_entries(reader, &access, limit)?;
+    let mut best: Option<(usize, u64)> = None;
+    for (position, access) in ordered.iter().enumerate() {
+        let limit = best.map_or(bound, |(_, count)| count.saturating_sub(1));
+        let count = count_entries(reader, access, limit)?;
         if count <= limit {
-            best = Some((access, count));
+            best = Some((position, count));
         }
-        if best.as_ref().is_some_and(|(_, count)| *count == 0) {
+        if best.is_some_and(|(_, count)| count == 0) {
             break;
         }
     }
-    Ok(best)
+    Ok(best.map(|(position, _)| {
+        let drive = ordered.remove(position);
+        IndexPlan {
+            drive,
+            narrow: ordered,
+        }
+    }))
 }
 
 /// The items a page's scan would read: the whole container, or one logical partition.
@@ -152,7 +166,7 @@ pub(crate) fn choose(
     conjuncts: &[IndexConjunct],
     container_items: u64,
     scope: &PlanScope<'_>,
-) -> EngineResult<Option<IndexAccess>> {
+) -> EngineResult<Option<IndexPlan>> {
     let mut usable = accesses(container, conjuncts);
     if usable.is_empty() {
         return Ok(None);
@@ -170,8 +184,7 @@ pub(crate) fn choose(
             partition_items(reader, container, value, container_items)?
         }
     };
-    let bound = scope_items / INDEX_SHARE_DIVISOR;
-    Ok(most_selective(reader, usable, bound)?.map(|(access, _)| access))
+    most_selective(reader, usable, scope_items / INDEX_SHARE_DIVISOR)
 }
 
 /// How many items the logical partition `value` holds, counted no further than `bound`: from
@@ -212,13 +225,12 @@ fn partition_items(
     Ok(count)
 }
 
-/// The access an index plan would read whatever the selectivity (the most selective one, every
-/// entry counted), for the verify mode that runs both plans on every page.
+/// The plan an index would run whatever the selectivity (driven by the most selective access,
+/// every entry counted), for the verify mode that runs both plans on every page.
 pub(crate) fn forced(
     reader: &dyn ReadTxn,
     container: &Container,
     conjuncts: &[IndexConjunct],
-) -> EngineResult<Option<IndexAccess>> {
-    let usable = accesses(container, conjuncts);
-    Ok(most_selective(reader, usable, u64::MAX)?.map(|(access, _)| access))
+) -> EngineResult<Option<IndexPlan>> {
+    most_selective(reader, accesses(container, conjuncts), u64::MAX)
 }

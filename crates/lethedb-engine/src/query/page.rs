@@ -12,7 +12,7 @@
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::index::plan::{self, IndexAccess, PlanScope};
+use crate::index::plan::{self, IndexPlan, PlanScope};
 use crate::items::document_cache::DocumentCache;
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
@@ -62,8 +62,8 @@ impl PageInputs<'_> {
         Ok(ran)
     }
 
-    /// The index access to read, or `None` for the scan.
-    fn plan(&self, verify: bool) -> EngineResult<Option<IndexAccess>> {
+    /// The index plan to run, or `None` for the scan.
+    fn plan(&self, verify: bool) -> EngineResult<Option<IndexPlan>> {
         if !self.prepared.scans_documents() {
             return Ok(None);
         }
@@ -83,7 +83,7 @@ impl PageInputs<'_> {
     }
 
     /// Runs the page through `access`, or through the scan.
-    fn run_with(&self, access: Option<&IndexAccess>) -> EngineResult<RanPage> {
+    fn run_with(&self, access: Option<&IndexPlan>) -> EngineResult<RanPage> {
         let mut run = self
             .prepared
             .start_page(self.continuation, self.page_items_max)?;

@@ -10,7 +10,7 @@
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
-use crate::index::plan::IndexAccess;
+use crate::index::plan::{IndexAccess, IndexPlan};
 use crate::keys;
 use crate::query::scan::ScanScope;
 use crate::scan_visit::try_scan;
@@ -32,32 +32,35 @@ pub(crate) struct IndexTally {
 /// The length of the document number that ends every path entry.
 const DOCUMENT_NUMBER_BYTES: usize = 8;
 
-/// The item keys of the documents with an entry in `access`, inside `scope` and after
-/// `resume_after`, ascending, each once.
+/// How many entries a narrowing conjunct may read per candidate: reading a few small keys
+/// is worth a candidate not loaded (a resource-id read, an item read, its evaluation).
+const NARROW_ENTRIES_PER_CANDIDATE: usize = 4;
+
+/// The item keys of the documents `plan` names, inside `scope` and after `resume_after`,
+/// ascending, each once.
 pub(crate) fn candidate_keys(
     reader: &dyn ReadTxn,
     container: &Container,
-    access: &IndexAccess,
+    plan: &IndexPlan,
     scope: &ScanScope,
     resume_after: Option<&[u8]>,
 ) -> EngineResult<(Vec<Vec<u8>>, IndexTally)> {
     let started = Stopwatch::start();
     let number = container.key_number();
     let bounds = scope.key_range(number, resume_after)?;
-    let mut tally = IndexTally {
-        lookups: access.ranges.len() as u64,
-        ..IndexTally::default()
-    };
-    let mut documents = Vec::new();
-    for range in &access.ranges {
-        try_scan(reader, Table::Index, range, &mut |key, _| {
-            tally.entries += 1;
-            documents.push(document_number(key)?);
-            Ok(ControlFlow::Continue(()))
-        })?;
+    let mut tally = IndexTally::default();
+    // Unbounded, the drive always gives its documents.
+    let mut documents =
+        documents_of(reader, &plan.drive, usize::MAX, &mut tally)?.unwrap_or_default();
+    for access in &plan.narrow {
+        if documents.is_empty() {
+            break;
+        }
+        let most = documents.len().saturating_mul(NARROW_ENTRIES_PER_CANDIDATE);
+        if let Some(named) = documents_of(reader, access, most, &mut tally)? {
+            documents.retain(|document| named.binary_search(document).is_ok());
+        }
     }
-    documents.sort_unstable();
-    documents.dedup();
     let mut item_keys = Vec::with_capacity(documents.len());
     for document in documents {
         // Every entry is written with its version, and every version with its resource id, in
@@ -77,6 +80,35 @@ pub(crate) fn candidate_keys(
     item_keys.dedup();
     tally.time = started.elapsed();
     Ok((item_keys, tally))
+}
+
+/// The document numbers `access` names, ascending, each once; `None` (for a narrowing access
+/// not worth reading) when it has more than `most` entries.
+fn documents_of(
+    reader: &dyn ReadTxn,
+    access: &IndexAccess,
+    most: usize,
+    tally: &mut IndexTally,
+) -> EngineResult<Option<Vec<u64>>> {
+    tally.lookups += access.ranges.len() as u64;
+    let mut documents = Vec::new();
+    for range in &access.ranges {
+        try_scan(reader, Table::Index, range, &mut |key, _| {
+            tally.entries += 1;
+            documents.push(document_number(key)?);
+            Ok(if documents.len() > most {
+                ControlFlow::Break(())
+            } else {
+                ControlFlow::Continue(())
+            })
+        })?;
+        if documents.len() > most {
+            return Ok(None);
+        }
+    }
+    documents.sort_unstable();
+    documents.dedup();
+    Ok(Some(documents))
 }
 
 /// The document number that ends a path entry's key.

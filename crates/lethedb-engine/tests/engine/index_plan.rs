@@ -83,6 +83,8 @@ async fn a_selective_filter_loads_only_its_candidates() {
             5,
         ),
         ("SELECT * FROM c WHERE c.color = 'red'", 8, 8),
+        // The red items' candidates, narrowed by the entries of `n < 30` (few enough to read).
+        ("SELECT * FROM c WHERE c.n < 30 AND c.color = 'red'", 1, 1),
         ("SELECT * FROM c WHERE STARTSWITH(c.id, 'i39')", 11, 11),
         ("SELECT * FROM c WHERE c.color = 'red' OR c.n = 1", 9, 9),
         ("SELECT * FROM c WHERE ARRAY_CONTAINS(c.tags, 't3')", 8, 8),
