@@ -1,6 +1,7 @@
 //! The index plan's reads: the candidates of the conjunct the planner chose (`index/plan.rs`),
-//! from its ranges of index entries to document numbers, through the resource-id index to item
-//! keys, kept inside the request's scope and after where the page resumes, sorted by item key.
+//! from its ranges of index entries to document numbers, narrowed by the other served
+//! conjuncts whose entries are few enough to read, through the resource-id index to item keys,
+//! kept inside the request's scope and after where the page resumes, sorted by item key.
 //!
 //! Sorted by item key, the candidates reach the page in the order the scan would push them, and
 //! `PageScan::run_keys` checks each as the scan checks every item (expiry, range, hierarchical
