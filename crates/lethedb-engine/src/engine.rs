@@ -51,6 +51,10 @@ pub struct EngineConfig {
     /// its share, 1/n of every container's throughput, so together they allow what was
     /// provisioned. 1 for a store one process owns.
     pub throughput_instances: u32,
+    /// Runs every query page that an index can serve both through the index and as a scan,
+    /// and fails it (an internal error naming the query) when the two pages differ: the proof,
+    /// in CI, that the index only chooses which documents are loaded (`query/page.rs`).
+    pub query_verify: bool,
 }
 
 impl EngineConfig {
@@ -69,6 +73,7 @@ impl EngineConfig {
             change_log_retention_minutes: crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT,
             script_limits: lethedb_scripts::Limits::default(),
             throughput_instances: 1,
+            query_verify: false,
         }
     }
 }
@@ -182,6 +187,8 @@ pub(crate) struct Inner {
     pub(crate) change_log_retention_ms: i64,
     /// Every container's throughput is divided by this (see [`EngineConfig`]).
     pub(crate) throughput_instances: u32,
+    /// Every query page runs both plans (see [`EngineConfig::query_verify`]).
+    pub(crate) query_verify: bool,
 }
 
 /// The engine. Cloning it is cheap and shares everything.

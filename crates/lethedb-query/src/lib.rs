@@ -12,7 +12,8 @@
 //! expression over one row, `exec`: rows, projection, grouping, `subquery`); pages (`prepared`:
 //! `prepare`; `paging`: `PageRun`; `token`: continuation tokens; `ordering`: what the index
 //! serving an ORDER BY does to its rows); the SDKs' client pipelines
-//! (`client_rewrite`, `client_plan`); computed properties (`computed`); and the ground they
+//! (`client_rewrite`, `client_plan`); computed properties (`computed`); the filter's conjuncts
+//! an index can serve (`sargable`, over the byte order of `sort_key`); and the ground they
 //! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
 //!
@@ -36,6 +37,7 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod sargable;
 mod sort_key;
 mod subquery;
 mod token;
@@ -57,6 +59,7 @@ pub use parser::{
     parse, EXPRESSION_DEPTH_MAX, JOINS_MAX, PARSER_RECURSION_MAX, QUERY_TEXT_CHARS_MAX,
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
+pub use sargable::{IndexConjunct, IndexProbe};
 pub use sort_key::{
     complement, encode_sort_key, number_bytes, sort_key_is_exact, string_prefix_key, type_bounds,
     SORT_KEY_TEXT_BYTES_MAX,

@@ -263,7 +263,7 @@ pub(crate) fn pinned_values(
 }
 
 /// The alias of a root source that binds the whole document (`FROM c`), if that is the source.
-fn root_alias(query: &Query) -> Option<&str> {
+pub(crate) fn root_alias(query: &Query) -> Option<&str> {
     match &query.from.as_ref()?.source {
         Source::Bind {
             collection: Expr::Identifier(container),
@@ -288,7 +288,7 @@ fn collect_document_paths(expr: &Expr, alias: &str, paths: &mut Vec<Vec<String>>
 }
 
 /// `alias.a.b` or `alias["a"]["b"]` as the property names `["a", "b"]`.
-fn document_path(expr: &Expr, alias: &str) -> Option<Vec<String>> {
+pub(crate) fn document_path(expr: &Expr, alias: &str) -> Option<Vec<String>> {
     let mut names = Vec::new();
     let mut current = expr;
     loop {

@@ -92,6 +92,11 @@ pub struct ServeArgs {
     /// Never answer 429: charges are still computed and reported (like the emulator's switch).
     #[arg(long, env = "LETHEDB_NO_RATE_LIMIT")]
     pub no_rate_limit: bool,
+    /// Run every query page an index can serve both through the index and as a scan, and fail
+    /// it with an internal error naming the query when the pages differ (for CI runs of the
+    /// test suites; each such page costs both plans).
+    #[arg(long, env = "LETHEDB_QUERY_VERIFY", hide = true)]
+    pub query_verify: bool,
     /// RU/s for containers with no throughput of their own or shared (default: unlimited).
     #[arg(long, env = "LETHEDB_DEFAULT_THROUGHPUT")]
     pub default_throughput: Option<u32>,

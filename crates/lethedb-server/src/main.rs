@@ -107,6 +107,7 @@ fn engine_config(args: &ServeArgs) -> EngineConfig {
         partition_key_ranges: args.partition_key_ranges.map(usize::from),
         change_log_retention_minutes: args.change_feed_retention_minutes,
         throughput_instances: args.throughput_instances,
+        query_verify: args.query_verify,
         sweeper: lethedb_engine::SweeperConfig {
             unlimited_deletions_per_sec_max: args.sweep_max_per_sec,
             ..lethedb_engine::SweeperConfig::default()

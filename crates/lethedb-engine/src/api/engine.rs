@@ -66,6 +66,7 @@ impl Engine {
                 partition_key_ranges: config.partition_key_ranges,
                 change_log_retention_ms,
                 throughput_instances: config.throughput_instances.max(1),
+                query_verify: config.query_verify,
             }),
         })
     }

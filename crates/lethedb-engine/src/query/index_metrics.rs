@@ -3,30 +3,51 @@
 //! service's shape (`UtilizedSingleIndexes`, `PotentialSingleIndexes`, `UtilizedCompositeIndexes`,
 //! `PotentialCompositeIndexes`).
 //!
-//! Derived from the query's document paths and the container's compiled policy
-//! (`index/policy.rs`); it reads no items and changes no plan.
+//! Derived from the conjuncts an index plan reads (`Prepared::index_conjuncts`: for
+//! `ARRAY_CONTAINS(c.tags, …)` the index of `/tags/[]/?`, not `/tags/?`), the query's other
+//! document paths, and the container's compiled policy (`index/policy.rs`). It describes the
+//! plan the service would run: a page this engine chose to scan because the filter was not
+//! selective enough reports the indexes the service would use all the same, as its charges
+//! would. It reads no items and changes no plan.
 
 use crate::container::Container;
+use crate::index::plan::accesses;
 use crate::index::policy::IndexPolicy;
 use lethedb_query::Prepared;
 use serde_json::{json, Value};
 
 /// The index utilization of a prepared query on `container`, as the service reports it.
 pub(crate) fn report(prepared: &Prepared, container: &Container) -> Value {
+    let served: Vec<Vec<String>> = accesses(container, &prepared.index_conjuncts())
+        .into_iter()
+        .flat_map(|access| access.paths)
+        .collect();
     utilization(
+        &served,
         &prepared.filter_paths(),
         &prepared.order_paths(),
         &container.index_policy,
     )
 }
 
-/// The report for a query reading `filter_paths` and sorting by `order_paths` under `policy`.
+/// The report for a query whose index plan reads the indexes of `served` (indexed paths), whose
+/// filter reads `filter_paths` and which sorts by `order_paths`, under `policy`. A filter path
+/// whose elements (`path/[]`) are served stands for them and is not reported itself.
 pub fn utilization(
+    served: &[Vec<String>],
     filter_paths: &[Vec<String>],
     order_paths: &[Option<(Vec<String>, bool)>],
     policy: &IndexPolicy,
 ) -> Value {
-    let mut singles: Vec<&[String]> = filter_paths.iter().map(Vec::as_slice).collect();
+    let mut singles: Vec<&[String]> = served.iter().map(Vec::as_slice).collect();
+    for path in filter_paths {
+        let elements_served = served
+            .iter()
+            .any(|index| index.len() > path.len() && index.starts_with(path));
+        if !elements_served && !singles.contains(&path.as_slice()) {
+            singles.push(path);
+        }
+    }
     let sorted: Vec<(&[String], bool)> = order_paths
         .iter()
         .flatten()
@@ -102,11 +123,12 @@ mod tests {
             &json!({"includedPaths": [{"path": "/*"}], "excludedPaths": [{"path": "/skip/?"}],
             "compositeIndexes": [[{"path": "/a", "order": "ascending"}, {"path": "/b"}]]}),
         );
-        let report = utilization(&[path("name"), path("skip")], &[], &policy);
+        let report = utilization(&[path("name")], &[path("name"), path("skip")], &[], &policy);
         assert_eq!(report["UtilizedSingleIndexes"][0]["IndexSpec"], "/name/?");
         assert_eq!(report["PotentialSingleIndexes"][0]["IndexSpec"], "/skip/?");
         assert_eq!(report["UtilizedCompositeIndexes"], json!([]));
         let sorted = utilization(
+            &[],
             &[],
             &[Some((path("a"), false)), Some((path("b"), false))],
             &policy,
@@ -117,6 +139,7 @@ mod tests {
         );
         let missing = utilization(
             &[],
+            &[],
             &[Some((path("b"), false)), Some((path("a"), true))],
             &policy,
         );
@@ -124,6 +147,21 @@ mod tests {
         assert_eq!(
             missing["PotentialCompositeIndexes"][0]["IndexSpecs"],
             json!(["/b ASC", "/a DESC"])
+        );
+    }
+
+    #[test]
+    fn served_array_elements_stand_for_their_array() {
+        let policy = IndexPolicy::compile(&json!({"includedPaths": [{"path": "/*"}]}));
+        let report = utilization(&[path("tags/[]")], &[path("tags"), path("n")], &[], &policy);
+        assert_eq!(
+            report["UtilizedSingleIndexes"],
+            json!([
+                {"FilterExpression": "", "IndexSpec": "/tags/[]/?", "FilterPreciseSet": true,
+                 "IndexPreciseSet": true, "IndexImpactScore": "High"},
+                {"FilterExpression": "", "IndexSpec": "/n/?", "FilterPreciseSet": true,
+                 "IndexPreciseSet": true, "IndexImpactScore": "High"},
+            ])
         );
     }
 }

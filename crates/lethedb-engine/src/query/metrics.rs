@@ -3,9 +3,10 @@
 //! service's terms (the server writes them as `x-ms-documentdb-query-metrics`).
 //!
 //! Only a page whose request asks is measured: timing each document costs two clock reads, and
-//! counting the output's bytes serializes the page once more. There is no index lookup phase:
-//! no secondary index exists yet, so every query reads its documents by scanning keys. This
-//! module measures; it decides nothing about the query.
+//! counting the output's bytes serializes the page once more. The index lookup phase is the
+//! planner's bounded counts and, when it chose the index, the reads of the candidates' entries
+//! and resource ids (`query/seek.rs`); the documents those name are loaded as a scan loads them.
+//! This module measures; it decides nothing about the query.
 
 use crate::clock::Stopwatch;
 use serde_json::Value;
@@ -20,6 +21,9 @@ pub struct QueryMetrics {
     pub total: Duration,
     /// Parsing, checking and planning the text (`queryCompileTimeInMs`).
     pub compile: Duration,
+    /// Choosing the access and reading the index: counting entries, reading the candidates'
+    /// entries and resource ids (`indexLookupTimeInMs`).
+    pub index_lookup: Duration,
     /// Reading the documents: the storage scan, the visibility checks, and decoding each record
     /// or taking it from the document cache (`documentLoadTimeInMs`).
     pub document_load: Duration,
@@ -43,8 +47,9 @@ pub struct QueryMetrics {
 
 impl QueryMetrics {
     /// The service's `indexUtilizationRatio`: of the documents loaded, the share that matched the
-    /// filter. With no secondary index every document in scope is loaded, so this is the
-    /// filter's selectivity, what an index on the filter would save; 1 when nothing was loaded.
+    /// filter (the service's definition; results would undercount an aggregate's). A scan loads
+    /// every document in scope, so its ratio is the filter's selectivity; an index plan loads
+    /// only candidates, so its ratio is near 1. 1 when nothing was loaded.
     pub fn index_utilization_ratio(&self) -> f64 {
         if self.documents_retrieved == 0 {
             return 1.0;

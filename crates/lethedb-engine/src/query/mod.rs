@@ -13,7 +13,9 @@ pub(crate) mod index_metrics;
 pub(crate) mod metrics;
 pub(crate) mod order_walk;
 pub(crate) mod ordering;
+pub(crate) mod page;
 pub(crate) mod scan;
+pub(crate) mod seek;
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
@@ -24,11 +26,11 @@ use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::epk::prefix_range;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::query::metrics::{measure_output, QueryMetrics};
-use crate::query::order_walk::order_walk;
-use crate::query::scan::{parts_from_values, PageScan, ScanScope, ScanTally};
+use crate::query::page::{PageInputs, RanPage};
+use crate::query::scan::{parts_from_values, ScanScope};
 use crate::records::read_counters;
-use lethedb_query::{ClientPlan, OrderingRules, Page, PageRun, Prepared};
-use lethedb_storage::ReadTxn;
+use crate::throughput::request_units::{self, QueryWork};
+use lethedb_query::{ClientPlan, Prepared};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -62,7 +64,12 @@ pub struct QueryRequest {
 pub struct QueryPage {
     pub items: Vec<Value>,
     pub continuation: Option<String>,
+    /// Documents loaded and handed to the evaluator.
     pub documents_scanned: u64,
+    /// Ranges of the index the page read (0: it scanned its scope).
+    pub index_lookups: u64,
+    /// What the page costs (`x-ms-request-charge`), from what its plan read and returned.
+    pub request_charge: f64,
     pub lsn: u64,
     /// What the page cost, when the request asked (`populate_query_metrics`).
     pub metrics: Option<QueryMetrics>,
@@ -183,52 +190,28 @@ fn scan_scope(
     }
     let number = container.key_number();
     // A full key reads one contiguous range; a hierarchical prefix filters the container.
-    let (prefix, partial_key) = match scope {
-        Some(value) if value.0.len() == definition.paths.len() => {
-            (keys::partition_prefix(number, &value.encode()), None)
-        }
-        Some(value) => (keys::container_items_prefix(number), Some(value)),
-        None => (keys::container_items_prefix(number), None),
+    let (prefix, partial_key, partition) = match scope {
+        Some(value) if value.0.len() == definition.paths.len() => (
+            keys::partition_prefix(number, &value.encode()),
+            None,
+            Some(value),
+        ),
+        Some(value) => (keys::container_items_prefix(number), Some(value), None),
+        None => (keys::container_items_prefix(number), None, None),
     };
     Ok(ScanScope {
         filter,
         prefix,
         partial_key,
+        partition,
     })
-}
-
-/// Feeds one page: by walking the index in sort order where the page may (`query/order_walk.rs`),
-/// else by the scan.
-fn feed_page(
-    scan: &PageScan<'_>,
-    reader: &dyn ReadTxn,
-    scope: &ScanScope,
-    (prepared, request, rules): (&Prepared, &QueryRequest, OrderingRules),
-    run: &mut PageRun,
-) -> EngineResult<ScanTally> {
-    if let Some(walk) = order_walk(reader, prepared, scan.container)? {
-        if let Some(tally) = scan.walk(reader, scope, &walk, run)? {
-            return Ok(tally);
-        }
-        // The walk loaded more than its share: the scan decides this page.
-        *run =
-            prepared.start_page_with(request.continuation.as_deref(), page_size(request), rules)?;
-    }
-    scan.run(reader, scope, run)
-}
-
-/// What a page's phases took, for its metrics.
-struct PageTimes {
-    total: Stopwatch,
-    compile: Duration,
-    tally: ScanTally,
-    finish: Duration,
 }
 
 impl Engine {
     /// Runs one page of a query over a container's items (synchronously; see `api/mod.rs`): the
     /// text is prepared once, here on the scan thread, and that one preparation decides whether
-    /// the client pipeline must run it, scans, and reports the index utilization.
+    /// the client pipeline must run it, plans and runs the page (`query/page.rs`), and reports
+    /// the index utilization.
     pub(crate) fn query_items_blocking(
         &self,
         container: &Arc<Container>,
@@ -256,40 +239,30 @@ impl Engine {
         // The index is asked once the request is known to reach the partitions, as the
         // service's backend is asked after its gateway's checks.
         let rules = ordering::ordering_rules(&prepared, container)?;
-        let mut run =
-            prepared.start_page_with(request.continuation.as_deref(), page_size(request), rules)?;
-        let scan = PageScan {
+        let inputs = PageInputs {
+            reader: &*reader,
+            rules,
             container,
             cache: &self.inner.documents,
-            now_ms,
+            prepared: &prepared,
+            scope: &scope,
+            text: &request.text,
+            continuation: request.continuation.as_deref(),
+            page_items_max: page_size(request),
             measure: request.populate_query_metrics,
+            now_ms,
         };
-        let tally = feed_page(
-            &scan,
-            &*reader,
-            &scope,
-            (&prepared, request, rules),
-            &mut run,
-        )?;
-        let finishing = Stopwatch::start();
-        let page = run.finish(!tally.page_full)?;
-        let finish = finishing.elapsed();
+        let ran = inputs.run(self.inner.query_verify)?;
         let lsn = read_counters(&*reader, container.key_number())?.lsn;
         let index_utilization = request
             .populate_index_metrics
             .then(|| index_metrics::report(&prepared, container));
-        let times = PageTimes {
-            total,
-            compile,
-            tally,
-            finish,
-        };
         Ok(QueryOutcome::Page(page_of(
-            page,
+            ran,
             lsn,
             index_utilization,
             request,
-            times,
+            (total, compile),
         )))
     }
 
@@ -336,10 +309,13 @@ impl Engine {
             }
         }
         let page = run.finish(!page_full)?;
+        let request_charge = request_units::query(page.documents_scanned, page.items.len() as u64);
         Ok(QueryPage {
             items: page.items,
             continuation: page.continuation,
             documents_scanned: page.documents_scanned,
+            index_lookups: 0,
+            request_charge,
             lsn: 0,
             metrics: None,
             index_utilization: None,
@@ -347,34 +323,46 @@ impl Engine {
     }
 }
 
-/// The engine's page of the query crate's `page`, measured when the request asked.
+/// The engine's page of a page the query crate made (`ran`), charged, and measured when the
+/// request asked; `(total, compile)` time the whole page and its preparation.
 fn page_of(
-    page: Page,
+    ran: RanPage,
     lsn: u64,
     index_utilization: Option<Value>,
     request: &QueryRequest,
-    times: PageTimes,
+    (total, compile): (Stopwatch, Duration),
 ) -> QueryPage {
+    let page = ran.page;
+    let request_charge = request_units::query_page(&QueryWork {
+        index_lookups: ran.index.lookups,
+        index_entries: ran.index.entries,
+        documents_loaded: page.documents_scanned,
+        retrieved_bytes: ran.tally.retrieved_bytes,
+        results: page.items.len() as u64,
+    });
     let metrics = request.populate_query_metrics.then(|| {
         let (output_document_bytes, output_write) = measure_output(&page.items);
         QueryMetrics {
-            compile: times.compile,
-            document_load: times.tally.scan.saturating_sub(times.tally.execution),
-            runtime_execution: times.tally.execution + times.finish,
+            compile,
+            index_lookup: ran.index.time,
+            document_load: ran.tally.scan.saturating_sub(ran.tally.execution),
+            runtime_execution: ran.tally.execution + ran.finish,
             output_write,
             documents_retrieved: page.documents_scanned,
-            retrieved_document_bytes: times.tally.retrieved_bytes,
-            documents_matched: times.tally.documents_matched,
+            retrieved_document_bytes: ran.tally.retrieved_bytes,
+            documents_matched: ran.tally.documents_matched,
             documents_output: page.items.len() as u64,
             output_document_bytes,
             // Read last, so that it covers every phase above.
-            total: times.total.elapsed(),
+            total: total.elapsed(),
         }
     });
     QueryPage {
         items: page.items,
         continuation: page.continuation,
         documents_scanned: page.documents_scanned,
+        index_lookups: ran.index.lookups,
+        request_charge,
         lsn,
         metrics,
         index_utilization,

@@ -13,14 +13,13 @@
 //! holds under the policy, whichever plan runs (`docs/indexing.md`). A walk that loads more
 //! than a share of the container gives up, and the caller scans instead.
 
+use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
 use crate::index::builder::index_ready_in;
 use crate::keys;
-use crate::partitions::ranges::RangeMatcher;
-use crate::query::scan::{PageScan, ScanScope, ScanTally, Stored};
-use crate::records::{read_counters, ItemRecord};
-use crate::ttl::expiry::is_expired;
+use crate::query::scan::{PageScan, ScanScope, ScanTally};
+use crate::records::read_counters;
 use lethedb_query::{complement, encode_sort_key, sort_key_is_exact, PageRun, Prepared};
 use lethedb_storage::{prefix_successor, KeyRange, ReadTxn, Table};
 use std::ops::{Bound, ControlFlow};
@@ -164,17 +163,17 @@ impl PageScan<'_> {
         run: &mut PageRun,
     ) -> EngineResult<Option<ScanTally>> {
         run.feed_in_sort_order()?;
-        let number = self.container.key_number();
-        let loads_max = read_counters(reader, number)?.items / 4 + WALK_LOADS_FLOOR;
+        let started = Stopwatch::start();
+        let loads_max =
+            read_counters(reader, self.container.key_number())?.items / 4 + WALK_LOADS_FLOOR;
         let mut range = walk.range(run.resume_sort_values());
-        let mut matcher = RangeMatcher::new(scope.filter.clone(), &self.container.partition_key);
-        let mut tally = ScanTally::default();
+        let mut visit = self.visitor(scope);
         let mut previous_value: Option<Vec<u8>> = None;
         let mut loads = 0u64;
-        loop {
+        'walk: loop {
             let entries = walk.chunk(reader, &range)?;
             let Some(last) = entries.last() else {
-                return Ok(Some(tally));
+                break;
             };
             if walk.descending {
                 range.end = Bound::Excluded(last.clone());
@@ -187,7 +186,8 @@ impl PageScan<'_> {
                     .ok_or_else(|| corrupted("index entry"))?;
                 let changes = previous_value.as_deref() != Some(value);
                 if run.ordered_full() && (changes || walk.next_tie_sorts_after(value)) {
-                    return Ok(Some(tally));
+                    visit.tally.scan = started.elapsed();
+                    return Ok(Some(visit.tally));
                 }
                 if changes {
                     previous_value = Some(value.to_vec());
@@ -196,58 +196,45 @@ impl PageScan<'_> {
                     return Ok(None);
                 }
                 loads += 1;
-                let flow = self.visit_entry(reader, scope, &mut matcher, entry, run, &mut tally)?;
-                if flow.is_break() {
-                    return Ok(Some(tally));
+                let Some((item_key, item)) = self.entry_item(reader, scope, entry)? else {
+                    continue;
+                };
+                if visit.item(run, &item_key, &item)?.is_break() {
+                    break 'walk;
                 }
             }
         }
+        visit.tally.scan = started.elapsed();
+        Ok(Some(visit.tally))
     }
 
-    /// Loads the item of one index entry and, when visible in the page's scope, pushes it.
-    fn visit_entry(
+    /// The key and stored record of one index entry's item, when it is inside the page's
+    /// partition scope (visibility is the visitor's to check).
+    fn entry_item(
         &self,
         reader: &dyn ReadTxn,
         scope: &ScanScope,
-        matcher: &mut RangeMatcher,
         entry: &[u8],
-        run: &mut PageRun,
-        tally: &mut ScanTally,
-    ) -> EngineResult<ControlFlow<()>> {
+    ) -> EngineResult<Option<(Vec<u8>, Vec<u8>)>> {
         let number = self.container.key_number();
         let document_number = entry
             .get(entry.len().saturating_sub(8)..)
             .and_then(|bytes| bytes.try_into().ok())
             .map(u64::from_be_bytes)
             .ok_or_else(|| corrupted("index entry"))?;
-        let Some(suffix) = reader.get(
-            Table::ResourceIds,
-            &keys::resource_id_key(number, document_number),
-        )?
-        else {
-            return Err(corrupted("index entry without its item"));
-        };
+        let suffix = reader
+            .get(
+                Table::ResourceIds,
+                &keys::resource_id_key(number, document_number),
+            )?
+            .ok_or_else(|| corrupted("index entry without its item"))?;
         let item_key = keys::item_key_from_suffix(number, &suffix);
-        if !item_key.starts_with(&scope.prefix) || !matcher.admits(&item_key) {
-            return Ok(ControlFlow::Continue(()));
+        if !item_key.starts_with(&scope.prefix) {
+            return Ok(None);
         }
-        let Some(value) = reader.get(Table::Items, &item_key)? else {
-            return Err(corrupted("index entry without its item"));
-        };
-        let (last_modified_ms, lsn, ttl) =
-            ItemRecord::decode_header(&value).ok_or_else(|| corrupted("item"))?;
-        if is_expired(self.container, last_modified_ms, ttl, self.now_ms) {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let document = self.document(&item_key, lsn, &value)?;
-        if !scope.admits_partial_key(self.container, &document) {
-            return Ok(ControlFlow::Continue(()));
-        }
-        let stored = Stored {
-            key: &item_key,
-            document_number,
-            bytes: ItemRecord::body_bytes(&value),
-        };
-        self.push(run, &stored, &document, tally)
+        let item = reader
+            .get(Table::Items, &item_key)?
+            .ok_or_else(|| corrupted("index entry without its item"))?;
+        Ok(Some((item_key, item)))
     }
 }

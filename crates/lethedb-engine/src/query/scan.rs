@@ -43,11 +43,17 @@ pub(crate) struct ScanScope {
     pub(crate) prefix: Vec<u8>,
     /// A prefix of a hierarchical key, checked on each document.
     pub(crate) partial_key: Option<PartitionKeyValue>,
+    /// The whole key of the one partition `prefix` covers, if it covers one.
+    pub(crate) partition: Option<PartitionKeyValue>,
 }
 
 impl ScanScope {
     /// The keys to scan, after the key a continuation resumes from.
-    fn key_range(&self, number: u64, resume_after: Option<&[u8]>) -> EngineResult<KeyRange> {
+    pub(crate) fn key_range(
+        &self,
+        number: u64,
+        resume_after: Option<&[u8]>,
+    ) -> EngineResult<KeyRange> {
         let mut range = KeyRange::prefix(&self.prefix);
         if let Some(after) = resume_after {
             let start = keys::item_key_from_suffix(number, after);
@@ -86,10 +92,10 @@ pub(crate) struct ScanTally {
 
 /// What a scan knows of one stored item besides its document: its key, its document number
 /// (the `_rid` order of ties) and the size of its stored body.
-pub(crate) struct Stored<'a> {
-    pub(crate) key: &'a [u8],
-    pub(crate) document_number: u64,
-    pub(crate) bytes: usize,
+struct Stored<'a> {
+    key: &'a [u8],
+    document_number: u64,
+    bytes: usize,
 }
 
 /// The scan of one page: it decides visibility and decodes; `PageRun` evaluates.
@@ -112,36 +118,51 @@ impl PageScan<'_> {
     ) -> EngineResult<ScanTally> {
         let started = Stopwatch::start();
         let range = scope.key_range(self.container.key_number(), run.resume_after())?;
-        let mut matcher = RangeMatcher::new(scope.filter.clone(), &self.container.partition_key);
-        let mut tally = ScanTally::default();
+        let mut visit = self.visitor(scope);
         try_scan(reader, Table::Items, &range, &mut |key, value| {
-            // The header decides visibility without copying or parsing the body.
-            let (last_modified_ms, lsn, ttl) =
-                ItemRecord::decode_header(value).ok_or_else(|| corrupted("item"))?;
-            if is_expired(self.container, last_modified_ms, ttl, self.now_ms)
-                || !matcher.admits(key)
-            {
-                return Ok(ControlFlow::Continue(()));
-            }
-            let document = self.document(key, lsn, value)?;
-            if !scope.admits_partial_key(self.container, &document) {
-                return Ok(ControlFlow::Continue(()));
-            }
-            let document_number =
-                ItemRecord::decode_document_number(value).ok_or_else(|| corrupted("item"))?;
-            let stored = Stored {
-                key,
-                document_number,
-                bytes: ItemRecord::body_bytes(value),
-            };
-            self.push(run, &stored, &document, &mut tally)
+            visit.item(run, key, value)
         })?;
-        tally.scan = started.elapsed();
-        Ok(tally)
+        visit.tally.scan = started.elapsed();
+        Ok(visit.tally)
+    }
+
+    /// Reads the items of `item_keys` (ascending, inside the scope, after where `run`
+    /// resumes: an index plan's candidates) and pushes each visible document, exactly as the
+    /// scan pushes it, until the page is full.
+    pub(crate) fn run_keys(
+        &self,
+        reader: &dyn ReadTxn,
+        scope: &ScanScope,
+        item_keys: &[Vec<u8>],
+        run: &mut PageRun,
+    ) -> EngineResult<ScanTally> {
+        let started = Stopwatch::start();
+        let mut visit = self.visitor(scope);
+        for key in item_keys {
+            // A candidate deleted since its entry was read cannot be: both come from one
+            // snapshot. A missing item is skipped as the scan would never have met it.
+            let Some(value) = reader.get(Table::Items, key)? else {
+                continue;
+            };
+            if visit.item(run, key, &value)?.is_break() {
+                break;
+            }
+        }
+        visit.tally.scan = started.elapsed();
+        Ok(visit.tally)
+    }
+
+    pub(crate) fn visitor<'s>(&'s self, scope: &'s ScanScope) -> ItemVisit<'s> {
+        ItemVisit {
+            scan: self,
+            scope,
+            matcher: RangeMatcher::new(scope.filter.clone(), &self.container.partition_key),
+            tally: ScanTally::default(),
+        }
     }
 
     /// The parsed document of an item record, from the cache when it holds this version.
-    pub(crate) fn document(&self, key: &[u8], lsn: u64, value: &[u8]) -> EngineResult<Arc<Value>> {
+    fn document(&self, key: &[u8], lsn: u64, value: &[u8]) -> EngineResult<Arc<Value>> {
         if let Some(document) = self.cache.get(key, lsn) {
             return Ok(document);
         }
@@ -158,7 +179,7 @@ impl PageScan<'_> {
 
     /// Hands one visible document to the page and counts what it cost. Its document number
     /// orders it among rows with equal ORDER BY values, as the service's `_rid` does.
-    pub(crate) fn push(
+    fn push(
         &self,
         run: &mut PageRun,
         stored: &Stored<'_>,
@@ -181,5 +202,46 @@ impl PageScan<'_> {
         }
         tally.page_full = flow.is_break();
         Ok(flow)
+    }
+}
+
+/// The one visibility check both plans make of an item: expiry and the range from the header,
+/// then the hierarchical prefix from the document, then the push.
+pub(crate) struct ItemVisit<'s> {
+    scan: &'s PageScan<'s>,
+    scope: &'s ScanScope,
+    matcher: RangeMatcher<'s>,
+    pub(crate) tally: ScanTally,
+}
+
+impl ItemVisit<'_> {
+    /// Pushes the item at `key` (its stored record `value`) if it is visible in the scope.
+    pub(crate) fn item(
+        &mut self,
+        run: &mut PageRun,
+        key: &[u8],
+        value: &[u8],
+    ) -> EngineResult<ControlFlow<()>> {
+        let scan = self.scan;
+        // The header decides visibility without copying or parsing the body.
+        let (last_modified_ms, lsn, ttl) =
+            ItemRecord::decode_header(value).ok_or_else(|| corrupted("item"))?;
+        if is_expired(scan.container, last_modified_ms, ttl, scan.now_ms)
+            || !self.matcher.admits(key)
+        {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let document = scan.document(key, lsn, value)?;
+        if !self.scope.admits_partial_key(scan.container, &document) {
+            return Ok(ControlFlow::Continue(()));
+        }
+        let document_number =
+            ItemRecord::decode_document_number(value).ok_or_else(|| corrupted("item"))?;
+        let stored = Stored {
+            key,
+            document_number,
+            bytes: ItemRecord::body_bytes(value),
+        };
+        scan.push(run, &stored, &document, &mut self.tally)
     }
 }

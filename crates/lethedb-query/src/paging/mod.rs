@@ -52,7 +52,8 @@ struct StreamRun {
     at: Option<Vec<u8>>,
     skip: u64,
     produced: u64,
-    /// The last document whose rows were all handled before the page filled.
+    /// The last matching document whose rows were all handled before the page filled (only
+    /// matching documents move a token, so a plan that loads no others writes the same).
     consumed: Option<Vec<u8>>,
     items: Vec<Value>,
     next: Option<Position>,
@@ -229,7 +230,7 @@ impl PageRun {
         let fingerprint = self.prepared.fingerprint;
         let scan_ended = exhausted || self.stopped;
         let (items, next) = match self.state {
-            RunState::Stream(run) => run.finish(scan_ended),
+            RunState::Stream(run) => run.finish(scan_ended, self.last_key),
             RunState::Ordered(run) => run.finish(scan_ended, self.page_items_max)?,
             RunState::Materialized(run) => {
                 run.finish(&self.prepared, scan_ended, self.page_items_max)?
@@ -315,7 +316,7 @@ impl StreamRun {
     /// Emits one document's rows in scan order; on the first result past a full page, notes
     /// where the next page starts and stops.
     fn push(&mut self, pushed: &Pushed<'_>, page_items_max: u64, rows_matched: &mut u64) -> Flow {
-        let was_full = self.items.len() as u64 >= page_items_max;
+        let (was_full, matched_before) = (self.items.len() as u64 >= page_items_max, *rows_matched);
         let skip = if self.at.as_deref() == Some(pushed.key) {
             self.skip
         } else {
@@ -352,14 +353,14 @@ impl StreamRun {
             }
             Ok(ControlFlow::Continue(()))
         })?;
-        if flow.is_continue() && !was_full {
+        if flow.is_continue() && !was_full && *rows_matched > matched_before {
             self.consumed = Some(pushed.key.to_vec());
         }
         Ok(flow)
     }
 
     /// The page's items and where the next page starts.
-    fn finish(self, scan_ended: bool) -> (Vec<Value>, Option<Position>) {
+    fn finish(self, scan_ended: bool, last_key: Option<Vec<u8>>) -> (Vec<Value>, Option<Position>) {
         let next = if self.next.is_some() {
             self.next
         } else if self.done || scan_ended {
@@ -368,7 +369,7 @@ impl StreamRun {
             // The engine stopped on its own before the page filled: resume after the
             // last document it delivered.
             Some(Position::Stream {
-                after: self.consumed,
+                after: last_key,
                 at: None,
                 skip: 0,
                 produced: self.produced,

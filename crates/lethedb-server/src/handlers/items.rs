@@ -250,7 +250,7 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
         QueryOutcome::Page(page) => page,
         QueryOutcome::NeedsClientPipeline(pipeline) => return Err(pipeline_refusal(&pipeline)),
     };
-    let charge = request_units::query(page.documents_scanned, page.items.len() as u64);
+    let charge = page.request_charge;
     let mut reply = Reply::value_feed(
         container.rid(),
         "Documents",
@@ -277,15 +277,15 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
 /// The service's `x-ms-documentdb-query-metrics`: `name=value` pairs joined by `;`, times in
 /// milliseconds with two decimals, as the SDKs parse them. The plan-building and optimization
 /// times are part of the compile time here (one step prepares the query), and the function
-/// times part of the runtime execution; index lookup takes no time because no secondary index
-/// exists yet (see `lethedb_engine::QueryMetrics`).
+/// times part of the runtime execution (see `lethedb_engine::QueryMetrics`).
 fn query_metrics(metrics: &QueryMetrics) -> String {
     let ms = |time: Duration| time.as_secs_f64() * 1000.0;
     format!(
-        "totalExecutionTimeInMs={:.2};queryCompileTimeInMs={:.2};queryLogicalPlanBuildTimeInMs=0.00;queryPhysicalPlanBuildTimeInMs=0.00;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs={:.2};indexLookupTimeInMs=0.00;documentLoadTimeInMs={:.2};systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount={};retrievedDocumentSize={};outputDocumentCount={};outputDocumentSize={};writeOutputTimeInMs={:.2};indexUtilizationRatio={:.2}",
+        "totalExecutionTimeInMs={:.2};queryCompileTimeInMs={:.2};queryLogicalPlanBuildTimeInMs=0.00;queryPhysicalPlanBuildTimeInMs=0.00;queryOptimizationTimeInMs=0.00;VMExecutionTimeInMs={:.2};indexLookupTimeInMs={:.2};documentLoadTimeInMs={:.2};systemFunctionExecuteTimeInMs=0.00;userFunctionExecuteTimeInMs=0.00;retrievedDocumentCount={};retrievedDocumentSize={};outputDocumentCount={};outputDocumentSize={};writeOutputTimeInMs={:.2};indexUtilizationRatio={:.2}",
         ms(metrics.total),
         ms(metrics.compile),
         ms(metrics.runtime_execution),
+        ms(metrics.index_lookup),
         ms(metrics.document_load),
         metrics.documents_retrieved,
         metrics.retrieved_document_bytes,

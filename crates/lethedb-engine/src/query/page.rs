@@ -1,0 +1,204 @@
+//! One page of a query over a container's items, run with the access the planner chose: the
+//! candidates an index names for a selective filter (`index/plan.rs`, `query/seek.rs`), pushed
+//! in item-key order; an ORDER BY page's walk of the index in sort order
+//! (`query/order_walk.rs`); or the scan of the request's scope. All push documents through the
+//! same visibility check into the same `PageRun`, so all give the same page. No access reads the
+//! index while a policy change's rebuild runs (`index::builder::index_ready_in`).
+//!
+//! The verify mode (`EngineConfig::query_verify`, `LETHEDB_QUERY_VERIFY=1` on the server) takes
+//! the proof further on every page: whenever an index can serve the query, the page runs
+//! through the index, whatever the selectivity, and again as a scan, and any difference in
+//! items, continuation or failure is an internal error naming the query. What a query means
+//! is the query crate's business; which keys the scope covers, `query/mod.rs`'s.
+
+use crate::clock::Stopwatch;
+use crate::container::Container;
+use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::index::builder::index_ready_in;
+use crate::index::plan::{self, IndexPlan, PlanScope};
+use crate::items::document_cache::DocumentCache;
+use crate::query::order_walk::{order_walk, OrderWalk};
+use crate::query::scan::{PageScan, ScanScope, ScanTally};
+use crate::query::seek::{candidate_keys, IndexTally};
+use crate::records::read_counters;
+use lethedb_query::{OrderingRules, Page, PageRun, Prepared};
+use lethedb_storage::ReadTxn;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a page reads its documents.
+enum Access {
+    Scan,
+    Index(IndexPlan),
+    Walk(OrderWalk),
+}
+
+/// What one page needs to run, whichever plan runs it.
+pub(crate) struct PageInputs<'a> {
+    pub(crate) reader: &'a dyn ReadTxn,
+    /// What the index serving its ORDER BY does to its rows (`query/ordering.rs`).
+    pub(crate) rules: OrderingRules,
+    pub(crate) container: &'a Arc<Container>,
+    pub(crate) cache: &'a DocumentCache,
+    pub(crate) prepared: &'a Prepared,
+    pub(crate) scope: &'a ScanScope,
+    /// The query's text, to name it when verification fails.
+    pub(crate) text: &'a str,
+    pub(crate) continuation: Option<&'a str>,
+    pub(crate) page_items_max: usize,
+    /// Whether to time each document's evaluation (the request asked for metrics).
+    pub(crate) measure: bool,
+    pub(crate) now_ms: i64,
+}
+
+/// A page and what producing it took.
+pub(crate) struct RanPage {
+    pub(crate) page: Page,
+    pub(crate) tally: ScanTally,
+    pub(crate) index: IndexTally,
+    /// Ending the page (`PageRun::finish`): sorting, aggregates, the token.
+    pub(crate) finish: Duration,
+}
+
+impl PageInputs<'_> {
+    /// Plans the page and runs it; with `verify`, runs it both ways and compares.
+    pub(crate) fn run(&self, verify: bool) -> EngineResult<RanPage> {
+        let planning = Stopwatch::start();
+        let access = self.plan(verify)?;
+        let planned = planning.elapsed();
+        let outcome = self.run_with(&access);
+        if verify && !matches!(access, Access::Scan) {
+            check_same(&outcome, &self.run_with(&Access::Scan), self.text)?;
+        }
+        let mut ran = outcome?;
+        ran.index.time += planned;
+        Ok(ran)
+    }
+
+    /// The access to run: an index plan for a selective filter, else an ORDER BY walk, else
+    /// the scan.
+    fn plan(&self, verify: bool) -> EngineResult<Access> {
+        if !self.prepared.scans_documents() || !index_ready_in(self.reader, self.container)? {
+            return Ok(Access::Scan);
+        }
+        if let Some(index) = self.index_plan(verify)? {
+            return Ok(Access::Index(index));
+        }
+        Ok(
+            match order_walk(self.reader, self.prepared, self.container)? {
+                Some(walk) => Access::Walk(walk),
+                None => Access::Scan,
+            },
+        )
+    }
+
+    /// The index plan of the page's filter, if one is selective enough (any, with `verify`).
+    fn index_plan(&self, verify: bool) -> EngineResult<Option<IndexPlan>> {
+        let conjuncts = self.prepared.index_conjuncts();
+        if conjuncts.is_empty() {
+            return Ok(None);
+        }
+        if verify {
+            return plan::forced(self.reader, self.container, &conjuncts);
+        }
+        let items = read_counters(self.reader, self.container.key_number())?.items;
+        let scope = match &self.scope.partition {
+            Some(value) => PlanScope::Partition(value),
+            None => PlanScope::Container { items },
+        };
+        plan::choose(self.reader, self.container, &conjuncts, items, &scope)
+    }
+
+    /// Runs the page through `access`.
+    fn run_with(&self, access: &Access) -> EngineResult<RanPage> {
+        let mut run = self.start()?;
+        let scan = PageScan {
+            container: self.container,
+            cache: self.cache,
+            now_ms: self.now_ms,
+            measure: self.measure,
+        };
+        let (tally, index) = match access {
+            Access::Scan => (
+                scan.run(self.reader, self.scope, &mut run)?,
+                IndexTally::default(),
+            ),
+            Access::Walk(walk) => {
+                let tally =
+                    if let Some(tally) = scan.walk(self.reader, self.scope, walk, &mut run)? {
+                        tally
+                    } else {
+                        // The walk loaded more than its share: the scan decides this page.
+                        run = self.start()?;
+                        scan.run(self.reader, self.scope, &mut run)?
+                    };
+                (tally, IndexTally::default())
+            }
+            Access::Index(access) => {
+                let (item_keys, index) = candidate_keys(
+                    self.reader,
+                    self.container,
+                    access,
+                    self.scope,
+                    run.resume_after(),
+                )?;
+                let tally = scan.run_keys(self.reader, self.scope, &item_keys, &mut run)?;
+                (tally, index)
+            }
+        };
+        let finishing = Stopwatch::start();
+        let page = run.finish(!tally.page_full)?;
+        Ok(RanPage {
+            page,
+            tally,
+            index,
+            finish: finishing.elapsed(),
+        })
+    }
+}
+
+impl PageInputs<'_> {
+    /// A fresh run of this page.
+    fn start(&self) -> EngineResult<PageRun> {
+        Ok(self
+            .prepared
+            .start_page_with(self.continuation, self.page_items_max, self.rules)?)
+    }
+}
+
+/// Fails when the index plan's page (`index`) and the scan's (`scan`) differ: in items, in
+/// continuation, or in whether they failed.
+fn check_same(
+    index: &EngineResult<RanPage>,
+    scan: &EngineResult<RanPage>,
+    text: &str,
+) -> EngineResult<()> {
+    let difference = match (index, scan) {
+        (Ok(index), Ok(scan)) if index.page.items != scan.page.items => Some(format!(
+            "items {} from the index, {} from the scan",
+            serde_json::Value::from(index.page.items.clone()),
+            serde_json::Value::from(scan.page.items.clone()),
+        )),
+        (Ok(index), Ok(scan)) if index.page.continuation != scan.page.continuation => {
+            Some(format!(
+                "continuation {:?} from the index, {:?} from the scan",
+                index.page.continuation, scan.page.continuation
+            ))
+        }
+        (Ok(_), Ok(_)) | (Err(_), Err(_)) => None,
+        (Ok(_), Err(error)) => Some(format!("the scan failed alone: {}", error.message())),
+        (Err(error), Ok(_)) => Some(format!("the index failed alone: {}", error.message())),
+    };
+    match difference {
+        None => Ok(()),
+        Some(difference) => {
+            tracing::error!(query = %text, %difference, "query verification failed");
+            Err(EngineError::with_message(
+                ErrorCode::Internal,
+                format!(
+                    "Query verification (LETHEDB_QUERY_VERIFY) failed: the index plan and the scan differ on a page of the query {text:?}: {difference}"
+                ),
+            ))
+        }
+    }
+}
