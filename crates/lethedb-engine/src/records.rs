@@ -18,7 +18,7 @@ use crate::ttl::{ItemTtl, TtlState};
 use crate::writer::WriteContext;
 use lethedb_storage::{ReadTxn, Table};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::sync::Arc;
 
 // The system properties live with the limits, where the unique key policy reads them too.
@@ -265,7 +265,15 @@ pub(crate) struct ContainerRecord {
     /// were tracked, which had never changed one in a way its index followed).
     #[serde(default)]
     pub(crate) index_generation: u64,
+    /// 0 for a container stored before items kept index entries: its items have none, so it
+    /// loads as if its policy had just replaced one that indexes nothing, and the builder
+    /// writes its entries in the background (`index/builder.rs`); `INDEX_FORMAT` once it has.
+    #[serde(default)]
+    pub(crate) index_format: u32,
 }
+
+/// The `index_format` of a container whose items all keep their index entries.
+const INDEX_FORMAT: u32 = 1;
 
 impl ContainerRecord {
     /// The container this record describes, under its database's shared throughput.
@@ -287,7 +295,13 @@ impl ContainerRecord {
             resource: self.resource,
             throughput: self.throughput,
             database_throughput,
-            earlier_index_policies: self.earlier_index_policies,
+            earlier_index_policies: if self.index_format < INDEX_FORMAT
+                && self.earlier_index_policies.is_empty()
+            {
+                vec![json!({"indexingMode": "none"})]
+            } else {
+                self.earlier_index_policies
+            },
             index_generation: self.index_generation,
         }))
     }
@@ -385,6 +399,7 @@ pub(crate) fn store_container(
         ranges: Some(container.ranges.clone()),
         earlier_index_policies: container.earlier_index_policies.sources.clone(),
         index_generation: container.index_generation,
+        index_format: INDEX_FORMAT,
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
     context.put(

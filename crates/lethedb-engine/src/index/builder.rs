@@ -128,9 +128,18 @@ pub(crate) fn build_batch(
         });
     }
     let number = container.key_number();
-    let mut state = read_index_build(context.reader(), number)?
-        .filter(|state| state.generation == container.index_generation)
-        .ok_or_else(|| corrupted("index build state"))?;
+    let mut state = match read_index_build(context.reader(), number)? {
+        Some(state) if state.generation == container.index_generation => state,
+        // A container stored before items kept index entries has no build state: its first
+        // build starts here (`records::ContainerRecord::index_format`).
+        None if container.index_generation == 0 => IndexBuild {
+            generation: 0,
+            cursor: None,
+            built: 0,
+            total: read_counters(context.reader(), number)?.items,
+        },
+        _ => return Err(corrupted("index build state")),
+    };
     let versions = versions_after(context, number, state.cursor.as_deref(), items_max)?;
     let mut step = BuildStep::default();
     for (key, record) in &versions {

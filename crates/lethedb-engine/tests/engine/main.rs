@@ -15,6 +15,7 @@ mod golden_verify;
 mod index_build;
 mod index_plan;
 mod index_policy;
+mod index_upgrade;
 mod item_rules;
 mod model;
 mod order_walk;
