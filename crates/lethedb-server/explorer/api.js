@@ -165,6 +165,8 @@ export class Api {
       'x-ms-documentdb-isquery': 'True',
       'x-ms-documentdb-query-enablecrosspartition': 'True',
       'x-ms-max-item-count': String(pageItems),
+      'x-ms-documentdb-populatequerymetrics': 'True',
+      'x-ms-cosmos-populateindexmetrics': 'True',
     };
     if (rangeId !== undefined) headers['x-ms-documentdb-partitionkeyrangeid'] = rangeId;
     if (continuation) headers['x-ms-continuation'] = continuation;
@@ -248,6 +250,33 @@ export class QueryCursor {
       this.rangeIndex += 1;
       this.done = this.rangeIndex >= this.ranges.length;
     }
-    return { items: answer.body?.Documents ?? [], charge: answer.charge, ms: answer.ms, done: this.done };
+    return {
+      items: answer.body?.Documents ?? [],
+      charge: answer.charge,
+      ms: answer.ms,
+      done: this.done,
+      metrics: queryMetrics(answer.headers.get('x-ms-documentdb-query-metrics')),
+      indexes: indexUtilization(answer.headers.get('x-ms-cosmos-index-utilization')),
+    };
+  }
+}
+
+/** The `name=value;` pairs of `x-ms-documentdb-query-metrics`, as numbers. */
+export function queryMetrics(header) {
+  const metrics = {};
+  for (const pair of (header ?? '').split(';')) {
+    const [name, value] = pair.split('=');
+    if (name && value !== undefined) metrics[name.trim()] = Number(value);
+  }
+  return metrics;
+}
+
+/** The service's index utilization report (base64 JSON in `x-ms-cosmos-index-utilization`). */
+export function indexUtilization(header) {
+  if (!header) return null;
+  try {
+    return JSON.parse(atob(header));
+  } catch {
+    return null;
   }
 }

@@ -80,10 +80,12 @@ export class QueryView {
         let page;
         let charge = 0;
         let ms = 0;
+        const plan = { loaded: 0, indexMs: 0, used: new Set(), missing: new Set() };
         do {
           page = await cursor.next();
           charge += page.charge;
           ms += page.ms;
+          notePlan(plan, page);
         } while (page.items.length === 0 && !cursor.done);
         if (cursor !== this.cursor) return;
         this.page += 1;
@@ -92,6 +94,7 @@ export class QueryView {
         const stats = byId('query-stats');
         stats.textContent = `Page ${this.page} · ${charge.toFixed(2)} RU · ${page.items.length} items · ${Math.round(ms)} ms${cursor.done ? ' · last page' : ''}`;
         Object.assign(stats.dataset, { charge: String(charge), count: String(page.items.length), ms: String(Math.round(ms)), page: String(this.page) });
+        showPlan(plan, page.items.length);
       } catch (failure) {
         if (cursor !== this.cursor) return;
         this.cursor = null;
@@ -99,8 +102,32 @@ export class QueryView {
         error.hidden = false;
         byId('query-results').textContent = '';
         byId('query-stats').textContent = '';
+        byId('query-plan').textContent = '';
       }
     });
     byId('next-page').disabled = !this.cursor || this.cursor.done;
   }
+}
+
+/** Adds one page's query metrics and index report to the totals of what the user sees. */
+function notePlan(plan, page) {
+  plan.loaded += page.metrics.retrievedDocumentCount ?? 0;
+  plan.indexMs += page.metrics.indexLookupTimeInMs ?? 0;
+  const report = page.indexes ?? {};
+  for (const entry of report.UtilizedSingleIndexes ?? []) plan.used.add(entry.IndexSpec);
+  for (const entry of report.UtilizedCompositeIndexes ?? []) plan.used.add((entry.IndexSpecs ?? []).join(', '));
+  for (const entry of report.PotentialSingleIndexes ?? []) plan.missing.add(entry.IndexSpec);
+  for (const entry of report.PotentialCompositeIndexes ?? []) plan.missing.add((entry.IndexSpecs ?? []).join(', '));
+}
+
+/** One line under the stats: the indexes used, what was loaded against what was returned, and
+ * the indexes the policy lacks for this query. */
+function showPlan(plan, returned) {
+  const line = byId('query-plan');
+  const used = plan.used.size ? `Index ${[...plan.used].join(' · ')}` : 'No index used';
+  const parts = [used, `${plan.loaded} documents loaded for ${returned} returned`];
+  if (plan.used.size) parts.push(`index lookup ${plan.indexMs.toFixed(2)} ms`);
+  if (plan.missing.size) parts.push(`not indexed: ${[...plan.missing].join(' · ')}`);
+  line.textContent = parts.join(' · ');
+  Object.assign(line.dataset, { loaded: String(plan.loaded), indexes: [...plan.used].join('|') });
 }

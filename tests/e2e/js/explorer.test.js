@@ -196,8 +196,16 @@ test("a query runs, pages, reports its charge, and shows the server's error mess
     await screenshot(page, "06-query");
     const firstStats = await byTestId(page, "query-stats").innerText();
     assert.match(firstStats, /\d/);
+
     await byTestId(page, "next-page").click();
     await assertEventually(async () => (await byTestId(page, "query-stats").innerText()) !== firstStats);
+    // A selective filter: the plan line names the index that served it and what it loaded.
+    await byTestId(page, "query-editor").fill("SELECT c.id FROM c WHERE c.n = 7");
+    await byTestId(page, "run-query").click();
+    const plan = byTestId(page, "query-plan");
+    await assertEventually(async () => (await plan.getAttribute("data-loaded")) === "1");
+    assert.match(await plan.innerText(), /Index \/n\/\? · 1 documents loaded for 1 returned/);
+    assert.equal(await plan.getAttribute("data-indexes"), "/n/?");
     await byTestId(page, "query-editor").fill("SELECT c.id FROM c WHERE");
     await byTestId(page, "run-query").click();
     await byTestId(page, "query-error").waitFor();
