@@ -62,6 +62,8 @@ pub struct Reply {
     pub request_charge: f64,
     /// `x-ms-retry-after-ms`, the wait a 429 asks for.
     pub retry_after_ms: Option<u64>,
+    /// `x-ms-documentdb-collection-index-transformation-progress` (container reads).
+    pub progress: Option<u64>,
 }
 
 impl Reply {
@@ -212,6 +214,10 @@ impl Client {
                 .get("x-ms-retry-after-ms")
                 .and_then(|v| v.to_str().ok())
                 .and_then(|v| v.parse().ok());
+            let progress = headers
+                .get("x-ms-documentdb-collection-index-transformation-progress")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse().ok());
             let body = response.into_body().collect().await?.to_bytes();
             if !close {
                 self.sender = Some(sender);
@@ -222,6 +228,7 @@ impl Client {
                 continuation,
                 request_charge,
                 retry_after_ms,
+                progress,
             });
         }
     }
