@@ -369,20 +369,26 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
+/// LetheDB alone, over HTTP with the emulator's key, its data under a scratch folder named
+/// `{name}-{pid}` in the temporary directory; `lethedb`: the binary (default: next to this one).
+fn local_launch(lethedb: Option<PathBuf>, name: &str) -> anyhow::Result<servers::Launch> {
     let exe = std::env::current_exe().context("cannot find this binary")?;
     let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-    let scratch_dir = std::env::temp_dir().join(format!("lethedb-soak-{}", std::process::id()));
-    let launch = servers::Launch {
-        lethedb_binary: args.lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
+    Ok(servers::Launch {
+        lethedb_binary: lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
         bench_binary: exe.clone(),
         peer_dir: bench_dir().join("peer"),
         peer_cli: false,
         tls: false,
         key: lethedb_auth::EMULATOR_KEY.to_string(),
-        scratch_dir: scratch_dir.clone(),
+        scratch_dir: std::env::temp_dir().join(format!("{name}-{}", std::process::id())),
         postgres: None,
-    };
+    })
+}
+
+async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
+    let launch = local_launch(args.lethedb, "lethedb-soak")?;
+    let scratch_dir = launch.scratch_dir.clone();
     let config = soak::SoakConfig {
         duration: Duration::from_secs_f64(args.seconds),
         window: Duration::from_secs_f64(args.window),
@@ -404,19 +410,8 @@ async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
 }
 
 async fn index_curve_command(args: IndexCurveArgs) -> anyhow::Result<()> {
-    let exe = std::env::current_exe().context("cannot find this binary")?;
-    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-    let scratch_dir = std::env::temp_dir().join(format!("lethedb-index-{}", std::process::id()));
-    let launch = servers::Launch {
-        lethedb_binary: args.lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
-        bench_binary: exe.clone(),
-        peer_dir: bench_dir().join("peer"),
-        peer_cli: false,
-        tls: false,
-        key: lethedb_auth::EMULATOR_KEY.to_string(),
-        scratch_dir: scratch_dir.clone(),
-        postgres: None,
-    };
+    let launch = local_launch(args.lethedb, "lethedb-index")?;
+    let scratch_dir = launch.scratch_dir.clone();
     let config = index_curve::IndexCurveConfig {
         sizes: args.sizes,
         samples: args.samples,
