@@ -7,6 +7,7 @@
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::error::ErrorCode;
+use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::throughput::Budgets;
 use crate::ttl::sweep_stats::{SweepRegistry, SweeperConfig};
@@ -189,6 +190,8 @@ pub(crate) struct Inner {
     pub(crate) throughput_instances: u32,
     /// Every query page runs both plans (see [`EngineConfig::query_verify`]).
     pub(crate) query_verify: bool,
+    /// The queries whose filter the planner recently found unselective.
+    pub(crate) plans: PlanMemory,
 }
 
 /// The engine. Cloning it is cheap and shares everything.

@@ -158,6 +158,12 @@ impl Prepared {
         &self.inner.query
     }
 
+    /// A hash of the query's text and bound parameter values (what continuation tokens are
+    /// checked against): equal for two preparations of the same query.
+    pub fn fingerprint(&self) -> u64 {
+        self.inner.fingerprint
+    }
+
     /// True when a page only sorts rows (ORDER BY without GROUP BY, DISTINCT or aggregates):
     /// such a page may be fed in sort order and decided early (`PageRun::ordered_full`).
     pub fn sorts_rows(&self) -> bool {

@@ -8,6 +8,7 @@ use crate::clock::Clock;
 use crate::container::Container;
 use crate::engine::{ContainerCache, Engine, EngineConfig, Inner};
 use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::DocumentCache;
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
@@ -67,6 +68,7 @@ impl Engine {
                 change_log_retention_ms,
                 throughput_instances: config.throughput_instances.max(1),
                 query_verify: config.query_verify,
+                plans: PlanMemory::default(),
             }),
         })
     }

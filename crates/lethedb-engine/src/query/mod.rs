@@ -242,6 +242,7 @@ impl Engine {
         let inputs = PageInputs {
             reader: &*reader,
             rules,
+            plans: &self.inner.plans,
             container,
             cache: &self.inner.documents,
             prepared: &prepared,

@@ -16,12 +16,13 @@ use crate::container::Container;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::builder::index_ready_in;
 use crate::index::plan::{self, IndexPlan, PlanScope};
+use crate::index::plan_memory::{PlanKey, PlanMemory};
 use crate::items::document_cache::DocumentCache;
 use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
 use crate::records::read_counters;
-use lethedb_query::{OrderingRules, Page, PageRun, Prepared};
+use lethedb_query::{IndexConjunct, OrderingRules, Page, PageRun, Prepared};
 use lethedb_storage::ReadTxn;
 use std::sync::Arc;
 use std::time::Duration;
@@ -38,6 +39,8 @@ pub(crate) struct PageInputs<'a> {
     pub(crate) reader: &'a dyn ReadTxn,
     /// What the index serving its ORDER BY does to its rows (`query/ordering.rs`).
     pub(crate) rules: OrderingRules,
+    /// The queries recently found unselective (`index/plan_memory.rs`).
+    pub(crate) plans: &'a PlanMemory,
     pub(crate) container: &'a Arc<Container>,
     pub(crate) cache: &'a DocumentCache,
     pub(crate) prepared: &'a Prepared,
@@ -102,11 +105,35 @@ impl PageInputs<'_> {
             return plan::forced(self.reader, self.container, &conjuncts);
         }
         let items = read_counters(self.reader, self.container.key_number())?.items;
-        let scope = match &self.scope.partition {
-            Some(value) => PlanScope::Partition(value),
-            None => PlanScope::Container { items },
+        let Some(value) = &self.scope.partition else {
+            return self.container_plan(&conjuncts, items);
         };
+        let scope = PlanScope::Partition(value);
         plan::choose(self.reader, self.container, &conjuncts, items, &scope)
+    }
+
+    /// The index plan over the whole container (or a range of it), skipping the count for a
+    /// query whose filter was recently found unselective on it (`index/plan_memory.rs`).
+    fn container_plan(
+        &self,
+        conjuncts: &[IndexConjunct],
+        items: u64,
+    ) -> EngineResult<Option<IndexPlan>> {
+        let key = PlanKey {
+            container: self.container.key_number(),
+            index_generation: self.container.index_generation,
+            query: self.prepared.fingerprint(),
+        };
+        if self.plans.scans(&key, items) {
+            return Ok(None);
+        }
+        let scope = PlanScope::Container { items };
+        let chosen = plan::choose(self.reader, self.container, conjuncts, items, &scope)?;
+        match &chosen {
+            None => self.plans.remember_scan(key, items),
+            Some(_) => self.plans.forget(&key),
+        }
+        Ok(chosen)
     }
 
     /// Runs the page through `access`.
