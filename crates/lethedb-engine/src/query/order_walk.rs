@@ -99,7 +99,11 @@ fn walk_for(prepared: &Prepared, container: &Container) -> Option<OrderWalk> {
 impl OrderWalk {
     /// The entries a page reads: all of the path's, or from the resumed sort value on (in the
     /// walk's direction), that value's own entries included.
-    fn range(&self, resume: Option<&[Option<serde_json::Value>]>) -> KeyRange {
+    /// With the document number the token breaks its tie by (`tie`), one path's walk starts at
+    /// that very entry: the entries of one exact value come in `_rid` order, so those before it
+    /// were all on earlier pages, and a deep page in a long run of equal values costs what the
+    /// first does.
+    fn range(&self, resume: Option<&[Option<serde_json::Value>]>, tie: Option<&[u8]>) -> KeyRange {
         let end_of_path = prefix_successor(&self.prefix).map_or(Bound::Unbounded, Bound::Excluded);
         let Some(first) = resume.and_then(|values| values.first()) else {
             return KeyRange {
@@ -111,6 +115,11 @@ impl OrderWalk {
         encode_sort_key(first.as_ref(), &mut at);
         if self.first_complemented {
             complement(&mut at[self.prefix.len()..]);
+        }
+        if let Some(tie) = tie.filter(|tie| tie.len() == 8) {
+            if self.next_tie_sorts_after(&at[self.prefix.len()..]) {
+                at.extend_from_slice(tie);
+            }
         }
         if self.descending {
             KeyRange {
@@ -166,7 +175,7 @@ impl PageScan<'_> {
         let started = Stopwatch::start();
         let loads_max =
             read_counters(reader, self.container.key_number())?.items / 4 + WALK_LOADS_FLOOR;
-        let mut range = walk.range(run.resume_sort_values());
+        let mut range = walk.range(run.resume_sort_values(), run.resume_tie());
         let mut visit = self.visitor(scope);
         let mut previous_value: Option<Vec<u8>> = None;
         let mut loads = 0u64;

@@ -126,6 +126,11 @@ impl OrderedRun {
         self.heap.len() as u64 >= self.needed
     }
 
+    /// The tie-breaker of the last row emitted before this page, when resumed.
+    pub(super) fn last_tie(&self) -> Option<&[u8]> {
+        self.last.as_ref().map(|last| last.tie.as_slice())
+    }
+
     /// The sort values of the last row emitted before this page, when resumed.
     pub(super) fn last_sort_values(&self) -> Option<&[Option<Value>]> {
         self.last.as_ref().map(|last| last.sort.as_slice())

@@ -39,4 +39,14 @@ impl PageRun {
             _ => None,
         }
     }
+
+    /// For an ORDER BY page resumed from a token: what the last row emitted broke its tie by
+    /// (the document number it was pushed with, eight bytes big-endian, for documents pushed
+    /// with `push_numbered`), so an index walk can start at that very entry.
+    pub fn resume_tie(&self) -> Option<&[u8]> {
+        match &self.state {
+            RunState::Ordered(run) => run.last_tie(),
+            _ => None,
+        }
+    }
 }
