@@ -11,7 +11,7 @@
 use crate::cosmos::{Client, ContainerPaths, Request};
 use crate::data::{DataSet, Rng, VALUE_RANGE};
 use crate::load::load_items;
-use crate::resources::{create_container, ensure_database};
+use crate::resources::{create_container, ensure_database, replace_container};
 use crate::servers::{dir_bytes, Kind, Launch};
 use crate::stats::{percentile_f64, round};
 use anyhow::bail;
@@ -187,19 +187,7 @@ async fn rebuild_rate(
     let body = json!({"id": paths.container_id, "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2},
         "indexingPolicy": {"compositeIndexes": [[{"path": "/pk"}, {"path": "/value", "order": "descending"}]]}});
     let started = Instant::now();
-    let reply = client
-        .send(&Request {
-            method: Method::PUT,
-            path: &path,
-            resource_type: "colls",
-            resource_link: &paths.link,
-            headers: &[("content-type", "application/json")],
-            body: Bytes::from(body.to_string()),
-        })
-        .await?;
-    if reply.status != 200 {
-        bail!("replacing the policy: {} {}", reply.status, reply.detail());
-    }
+    replace_container(client, paths, Bytes::from(body.to_string()), "the policy").await?;
     loop {
         tokio::time::sleep(std::time::Duration::from_millis(300)).await;
         let read = client

@@ -400,10 +400,17 @@ async fn soak_command(args: SoakArgs) -> anyhow::Result<()> {
     };
     let outcome = soak::run(&launch, &config).await;
     let _ = std::fs::remove_dir_all(&scratch_dir);
-    let (table, figures) = outcome?;
+    print_report(outcome?, args.output)
+}
+
+/// Prints a run's table and figures, and writes both to `output` when given.
+fn print_report(
+    (table, figures): (String, serde_json::Value),
+    output: Option<PathBuf>,
+) -> anyhow::Result<()> {
     println!("{table}");
     println!("{}", serde_json::to_string_pretty(&figures)?);
-    if let Some(path) = args.output {
+    if let Some(path) = output {
         std::fs::write(&path, format!("{table}\n```json\n{figures:#}\n```\n"))?;
     }
     Ok(())
@@ -423,13 +430,7 @@ async fn index_curve_command(args: IndexCurveArgs) -> anyhow::Result<()> {
     };
     let outcome = index_curve::run(&launch, &config).await;
     let _ = std::fs::remove_dir_all(&scratch_dir);
-    let (table, figures) = outcome?;
-    println!("{table}");
-    println!("{}", serde_json::to_string_pretty(&figures)?);
-    if let Some(path) = args.output {
-        std::fs::write(&path, format!("{table}\n```json\n{figures:#}\n```\n"))?;
-    }
-    Ok(())
+    print_report(outcome?, args.output)
 }
 
 async fn scripts_command(args: ScriptsArgs) -> anyhow::Result<()> {

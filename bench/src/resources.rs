@@ -87,6 +87,17 @@ pub async fn replace_default_ttl(
     paths: &ContainerPaths,
     default_ttl_secs: i64,
 ) -> anyhow::Result<()> {
+    let body = container_body(&paths.container_id, Some(default_ttl_secs));
+    replace_container(client, paths, body, "defaultTtl").await
+}
+
+/// Replaces a container's definition with `body` (a 200 or an error naming `what` changed).
+pub async fn replace_container(
+    client: &mut Client,
+    paths: &ContainerPaths,
+    body: Bytes,
+    what: &str,
+) -> anyhow::Result<()> {
     let path = format!("/{}", paths.link);
     let reply = client
         .send(&Request {
@@ -95,15 +106,11 @@ pub async fn replace_default_ttl(
             resource_type: "colls",
             resource_link: &paths.link,
             headers: &[("content-type", "application/json")],
-            body: container_body(&paths.container_id, Some(default_ttl_secs)),
+            body,
         })
         .await?;
     if reply.status != 200 {
-        bail!(
-            "replacing defaultTtl: {} {}",
-            reply.status,
-            detail(&reply.body)
-        );
+        bail!("replacing {what}: {} {}", reply.status, detail(&reply.body));
     }
     Ok(())
 }

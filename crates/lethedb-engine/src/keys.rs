@@ -234,6 +234,13 @@ pub fn index_composite_prefix(container_number: u64, composite: u16) -> Vec<u8> 
     key
 }
 
+/// The document number that ends a path or composite entry's key (as stored: a composite whose
+/// first component is descending stores it complemented).
+pub fn index_entry_document(entry_key: &[u8]) -> Option<u64> {
+    let start = entry_key.len().checked_sub(8)?;
+    Some(u64::from_be_bytes(entry_key[start..].try_into().ok()?))
+}
+
 /// The kind byte of unique key claims in the index table, right after the container number.
 const UNIQUE_CLAIM_KIND: u8 = b'U';
 

@@ -16,9 +16,9 @@
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
-use crate::index::builder::index_ready_in;
 use crate::keys;
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
+use crate::query::seek::item_key_of;
 use crate::records::read_counters;
 use lethedb_query::{complement, encode_sort_key, sort_key_is_exact, PageRun, Prepared};
 use lethedb_storage::{prefix_successor, KeyRange, ReadTxn, Table};
@@ -47,20 +47,11 @@ pub(crate) struct OrderWalk {
 
 /// The walk a page of `prepared` may take on `container`, if any: the ORDER BY path's entries
 /// for one key, the composite index that serves the keys (read backwards when it serves them
-/// inverted) for several.
-pub(crate) fn order_walk(
-    reader: &dyn ReadTxn,
-    prepared: &Prepared,
-    container: &Container,
-) -> EngineResult<Option<OrderWalk>> {
-    if !prepared.sorts_rows() || !index_ready_in(reader, container)? {
-        return Ok(None);
+/// inverted) for several. The caller has made sure the index is ready (`query/page.rs`).
+pub(crate) fn order_walk(prepared: &Prepared, container: &Container) -> Option<OrderWalk> {
+    if !prepared.sorts_rows() {
+        return None;
     }
-    Ok(walk_for(prepared, container))
-}
-
-/// The walk for the page's ORDER BY keys, if an index serves them.
-fn walk_for(prepared: &Prepared, container: &Container) -> Option<OrderWalk> {
     let keys: Option<Vec<(Vec<String>, bool)>> = prepared.order_paths().into_iter().collect();
     let number = container.key_number();
     match keys?.as_slice() {
@@ -225,19 +216,8 @@ impl PageScan<'_> {
         scope: &ScanScope,
         entry: &[u8],
     ) -> EngineResult<Option<(Vec<u8>, Vec<u8>)>> {
-        let number = self.container.key_number();
-        let document_number = entry
-            .get(entry.len().saturating_sub(8)..)
-            .and_then(|bytes| bytes.try_into().ok())
-            .map(u64::from_be_bytes)
-            .ok_or_else(|| corrupted("index entry"))?;
-        let suffix = reader
-            .get(
-                Table::ResourceIds,
-                &keys::resource_id_key(number, document_number),
-            )?
-            .ok_or_else(|| corrupted("index entry without its item"))?;
-        let item_key = keys::item_key_from_suffix(number, &suffix);
+        let document = keys::index_entry_document(entry).ok_or_else(|| corrupted("index entry"))?;
+        let item_key = item_key_of(reader, self.container.key_number(), document)?;
         if !item_key.starts_with(&scope.prefix) {
             return Ok(None);
         }

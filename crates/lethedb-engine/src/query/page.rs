@@ -87,12 +87,10 @@ impl PageInputs<'_> {
         if let Some(index) = self.index_plan(verify)? {
             return Ok(Access::Index(index));
         }
-        Ok(
-            match order_walk(self.reader, self.prepared, self.container)? {
-                Some(walk) => Access::Walk(walk),
-                None => Access::Scan,
-            },
-        )
+        Ok(match order_walk(self.prepared, self.container) {
+            Some(walk) => Access::Walk(walk),
+            None => Access::Scan,
+        })
     }
 
     /// The index plan of the page's filter, if one is selective enough (any, with `verify`).

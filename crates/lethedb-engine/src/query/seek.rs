@@ -30,9 +30,6 @@ pub(crate) struct IndexTally {
     pub(crate) time: Duration,
 }
 
-/// The length of the document number that ends every path entry.
-const DOCUMENT_NUMBER_BYTES: usize = 8;
-
 /// How many entries a narrowing conjunct may read per candidate: reading a few small keys
 /// is worth a candidate not loaded (a resource-id read, an item read, its evaluation).
 const NARROW_ENTRIES_PER_CANDIDATE: usize = 4;
@@ -64,12 +61,7 @@ pub(crate) fn candidate_keys(
     }
     let mut item_keys = Vec::with_capacity(documents.len());
     for document in documents {
-        // Every entry is written with its version, and every version with its resource id, in
-        // one transaction: an entry without one is damage, not a race.
-        let suffix = reader
-            .get(Table::ResourceIds, &keys::resource_id_key(number, document))?
-            .ok_or_else(|| corrupted("index entry"))?;
-        let key = keys::item_key_from_suffix(number, &suffix);
+        let key = item_key_of(reader, number, document)?;
         if RangeBounds::<[u8]>::contains(
             &(as_slice(&bounds.start), as_slice(&bounds.end)),
             key.as_slice(),
@@ -114,14 +106,24 @@ fn documents_of(
 
 /// The document number that ends a path entry's key.
 fn document_number(key: &[u8]) -> EngineResult<u64> {
-    let start = key
-        .len()
-        .checked_sub(DOCUMENT_NUMBER_BYTES)
-        .ok_or_else(|| corrupted("index entry"))?;
-    let bytes: [u8; DOCUMENT_NUMBER_BYTES] = key[start..]
-        .try_into()
-        .map_err(|_| corrupted("index entry"))?;
-    Ok(u64::from_be_bytes(bytes))
+    keys::index_entry_document(key).ok_or_else(|| corrupted("index entry"))
+}
+
+/// The key of the item with document number `document` (through the resource-id index).
+/// Every entry is written with its version, and every version with its resource id, in one
+/// transaction: an entry without one is damage, not a race.
+pub(crate) fn item_key_of(
+    reader: &dyn ReadTxn,
+    container_number: u64,
+    document: u64,
+) -> EngineResult<Vec<u8>> {
+    let suffix = reader
+        .get(
+            Table::ResourceIds,
+            &keys::resource_id_key(container_number, document),
+        )?
+        .ok_or_else(|| corrupted("index entry without its item"))?;
+    Ok(keys::item_key_from_suffix(container_number, &suffix))
 }
 
 /// A bound over a key as a bound over its bytes.
