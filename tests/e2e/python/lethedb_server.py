@@ -100,6 +100,9 @@ class Server:
                 "--data-dir", str(self.data_dir), "--key", self.key]
         if self.tls:
             args.append("--tls")
+        # Every query page that the index serves is run again as a scan and compared (issue 26's
+        # shadow mode): a difference fails the request, and so the test that sent it.
+        args.append("--query-verify")
         # "{port}" in an extra argument stands for the port picked for this attempt.
         args += [arg.replace("{port}", str(self.port)) for arg in self.extra_args]
         self._log_file = open(self.log_path, "ab")

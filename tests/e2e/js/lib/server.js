@@ -112,6 +112,9 @@ export class Server {
   #spawn() {
     const args = ["serve", "--bind", `127.0.0.1:${this.port}`, "--data-dir", this.dataDir, "--key", this.key];
     if (this.tls) args.push("--tls");
+    // Every query page the index serves runs again as a scan and is compared (the shadow mode):
+    // a difference fails the request, and so the test that sent it.
+    args.push("--query-verify");
     args.push(...this.extraArgs.map((arg) => arg.replaceAll("{port}", String(this.port))));
     // The child sees no LETHEDB_* variables, so only the flags above count.
     const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("LETHEDB_")));

@@ -61,6 +61,9 @@ impl Server {
             ])
             .arg(data_dir.path().join("data"))
             .args(["--key", EMULATOR_KEY])
+            // Every query page the index serves runs again as a scan and is compared (the shadow
+            // mode): a difference fails the request, and so the test that sent it.
+            .arg("--query-verify")
             .args(extra_args)
             .env_remove("LETHEDB_BIN")
             .stdin(Stdio::null())
