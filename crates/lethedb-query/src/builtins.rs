@@ -152,6 +152,9 @@ builtins! {
     Average = "AVG", (1, 1), Kind::Aggregate;
     Min = "MIN", (1, 1), Kind::Aggregate;
     Max = "MAX", (1, 1), Kind::Aggregate;
+    CountIf = "COUNTIF", (1, 1), Kind::Aggregate;
+    MakeList = "MAKELIST", (1, 1), Kind::Aggregate;
+    MakeSet = "MAKESET", (1, 1), Kind::Aggregate;
     Random = "RAND", (0, usize::MAX), Kind::Refused;
     DocumentId = "DOCUMENTID", (0, usize::MAX), Kind::Refused;
     StDistance = "ST_DISTANCE", (0, usize::MAX), Kind::Refused;

@@ -86,7 +86,7 @@ pub struct ClientPlan {
 }
 
 /// The features of `x-ms-cosmos-supported-query-features`, in the order the service lists them.
-const FEATURES: [&str; 10] = [
+const FEATURES: [&str; 12] = [
     "Aggregate",
     "CompositeAggregate",
     "Distinct",
@@ -97,6 +97,8 @@ const FEATURES: [&str; 10] = [
     "OrderBy",
     "Top",
     "NonValueAggregate",
+    "CountIf",
+    "ListAndSetAggregate",
 ];
 
 impl ClientPlan {
@@ -124,6 +126,14 @@ impl ClientPlan {
         !self.aggregates.is_empty() || self.alias_aggregates.iter().any(|(_, kind)| kind.is_some())
     }
 
+    /// Every aggregate the plan's ranges return partials of, with VALUE or under an alias.
+    fn aggregate_kinds(&self) -> impl Iterator<Item = AggregateKind> + Clone + '_ {
+        self.aggregates
+            .iter()
+            .copied()
+            .chain(self.alias_aggregates.iter().filter_map(|(_, kind)| *kind))
+    }
+
     /// The features this plan needs that `supported` (a comma list) lacks, in the service's order.
     pub fn missing_features(&self, supported: &str) -> Vec<&'static str> {
         let declared: Vec<&str> = supported.split(',').map(str::trim).collect();
@@ -144,6 +154,16 @@ impl ClientPlan {
                 needed.push("NonValueAggregate");
                 needed.push("MultipleAggregates");
             }
+        }
+        let kinds = self.aggregate_kinds();
+        if kinds.clone().any(|kind| kind == AggregateKind::CountIf) {
+            needed.push("CountIf");
+        }
+        if kinds
+            .clone()
+            .any(|kind| matches!(kind, AggregateKind::MakeList | AggregateKind::MakeSet))
+        {
+            needed.push("ListAndSetAggregate");
         }
         if self.distinct != DistinctType::None {
             needed.push("Distinct");

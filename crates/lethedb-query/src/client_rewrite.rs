@@ -4,7 +4,8 @@
 //! The shapes are the service's, which the SDKs' pipelines parse:
 //! - ORDER BY: `SELECT c._rid, [{"item": k1}, ...] AS orderByItems, <projection> AS payload`
 //!   with the filter placeholder the SDK fills in (`true` unless resuming);
-//! - an aggregate's partial per range: `{"item": COUNT(x)}`, `{"item": SUM(x)}`,
+//! - an aggregate's partial per range: `{"item": COUNT(x)}`, `{"item": SUM(x)}` (COUNTIF,
+//!   MAKELIST and MAKESET alike),
 //!   `{"item": {"sum": SUM(x), "count": COUNT(x)}}` for AVG, and for MIN and MAX
 //!   `{"item": MIN(x), "item2": {"min": MIN(x), "count": COUNT(x)}}`;
 //! - GROUP BY: `SELECT [{"item": g1}, ...] AS groupByItems, <payload> AS payload`;
@@ -33,6 +34,9 @@ pub enum AggregateKind {
     Average,
     Min,
     Max,
+    CountIf,
+    MakeList,
+    MakeSet,
 }
 
 impl AggregateKind {
@@ -43,6 +47,9 @@ impl AggregateKind {
             AggregateKind::Average => "Average",
             AggregateKind::Min => "Min",
             AggregateKind::Max => "Max",
+            AggregateKind::CountIf => "CountIf",
+            AggregateKind::MakeList => "MakeList",
+            AggregateKind::MakeSet => "MakeSet",
         }
     }
 
@@ -57,6 +64,9 @@ impl AggregateKind {
                 Builtin::Average => Some(AggregateKind::Average),
                 Builtin::Min => Some(AggregateKind::Min),
                 Builtin::Max => Some(AggregateKind::Max),
+                Builtin::CountIf => Some(AggregateKind::CountIf),
+                Builtin::MakeList => Some(AggregateKind::MakeList),
+                Builtin::MakeSet => Some(AggregateKind::MakeSet),
                 _ => None,
             },
             _ => None,
@@ -87,7 +97,12 @@ fn partial(call: &Expr, kind: AggregateKind) -> String {
         _ => String::new(),
     };
     match kind {
-        AggregateKind::Count | AggregateKind::Sum => format!("{{\"item\": {call}}}"),
+        // The SDKs add counts, sum sums, and concatenate lists (a set's union deduplicated).
+        AggregateKind::Count
+        | AggregateKind::Sum
+        | AggregateKind::CountIf
+        | AggregateKind::MakeList
+        | AggregateKind::MakeSet => format!("{{\"item\": {call}}}"),
         AggregateKind::Average => {
             format!("{{\"item\": {{\"sum\": SUM({argument}), \"count\": COUNT({argument})}}}}")
         }

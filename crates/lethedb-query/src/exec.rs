@@ -12,14 +12,14 @@ use std::ops::ControlFlow;
 
 use serde_json::{Map, Value};
 
+use crate::aggregates::AggregateState;
 use crate::ast::{Expr, From, Projection, Query, Source};
-use crate::builtins::Builtin;
 use crate::context::{Context, Scope};
 use crate::error::QueryError;
 use crate::eval::{is_true, Evaluator};
 use crate::ordering::{compare_ties, OrderingRules};
 use crate::plan::{path_root, source_alias, QueryPlan};
-use crate::value::{canonical_key, number_value, total_order};
+use crate::value::{canonical_key, total_order};
 
 /// The most rows, groups or distinct values one query (or subquery) may hold in memory.
 pub const ACCUMULATED_ROWS_MAX: usize = 100_000;
@@ -199,125 +199,6 @@ pub fn compare_sort_values(
     Ordering::Equal
 }
 
-/// The running state of one aggregate over one group. Undefined arguments are skipped by
-/// every aggregate; COUNT counts the defined ones.
-#[derive(Debug, Clone)]
-enum AggregateState {
-    Count(u64),
-    /// SUM and AVG become undefined once a defined non-number is seen.
-    Sum {
-        total: f64,
-        valid: bool,
-    },
-    Average {
-        total: f64,
-        count: u64,
-        valid: bool,
-    },
-    /// MIN and MAX order null < booleans < numbers < strings; an array or object makes the
-    /// result undefined.
-    Extreme {
-        best: Option<Value>,
-        valid: bool,
-        maximum: bool,
-    },
-}
-
-impl AggregateState {
-    fn new(aggregate: &Expr) -> Self {
-        let builtin = match aggregate {
-            Expr::Call { builtin, .. } => *builtin,
-            _ => None,
-        };
-        match builtin {
-            Some(Builtin::Sum) => AggregateState::Sum {
-                total: 0.0,
-                valid: true,
-            },
-            Some(Builtin::Average) => AggregateState::Average {
-                total: 0.0,
-                count: 0,
-                valid: true,
-            },
-            Some(Builtin::Min) => AggregateState::Extreme {
-                best: None,
-                valid: true,
-                maximum: false,
-            },
-            Some(Builtin::Max) => AggregateState::Extreme {
-                best: None,
-                valid: true,
-                maximum: true,
-            },
-            _ => AggregateState::Count(0),
-        }
-    }
-
-    fn add(&mut self, value: Option<Value>) {
-        let Some(value) = value else {
-            return;
-        };
-        match self {
-            AggregateState::Count(count) => *count += 1,
-            AggregateState::Sum { total, valid } => match value.as_f64() {
-                Some(number) => *total += number,
-                None => *valid = false,
-            },
-            AggregateState::Average {
-                total,
-                count,
-                valid,
-            } => match value.as_f64() {
-                Some(number) => {
-                    *total += number;
-                    *count += 1;
-                }
-                None => *valid = false,
-            },
-            AggregateState::Extreme {
-                best,
-                valid,
-                maximum,
-            } => {
-                if matches!(value, Value::Array(_) | Value::Object(_)) {
-                    *valid = false;
-                    return;
-                }
-                let replace = match best {
-                    None => true,
-                    Some(current) => {
-                        let ordering = total_order(Some(&value), Some(current));
-                        if *maximum {
-                            ordering == Ordering::Greater
-                        } else {
-                            ordering == Ordering::Less
-                        }
-                    }
-                };
-                if replace {
-                    *best = Some(value);
-                }
-            }
-        }
-    }
-
-    fn result(&self) -> Option<Value> {
-        match self {
-            AggregateState::Count(count) => Some(Value::from(*count)),
-            AggregateState::Sum { total, valid: true } => number_value(*total),
-            AggregateState::Average {
-                total,
-                count,
-                valid: true,
-            } if *count > 0 => number_value(*total / *count as f64),
-            AggregateState::Extreme {
-                best, valid: true, ..
-            } => best.clone(),
-            _ => None,
-        }
-    }
-}
-
 struct Group {
     keys: Vec<Option<Value>>,
     states: Vec<AggregateState>,
@@ -421,6 +302,9 @@ impl Accumulator {
             if let Some(group) = self.groups.get_mut(index) {
                 if let Some(state) = group.states.get_mut(state_index) {
                     state.add(argument);
+                    if state.held() > ACCUMULATED_ROWS_MAX {
+                        return Err(limit_error());
+                    }
                 }
             }
         }

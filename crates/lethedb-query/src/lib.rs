@@ -19,6 +19,7 @@
 //!
 //! This file is only the front door: module declarations and re-exports.
 
+mod aggregates;
 mod ast;
 mod builtins;
 mod client_plan;

@@ -130,6 +130,67 @@ fn value_aggregates_are_rewritten_to_partials() -> Result<(), QueryError> {
 }
 
 #[test]
+fn list_set_and_conditional_counts_are_rewritten_to_partials() -> Result<(), QueryError> {
+    let cases = [
+        (
+            "SELECT VALUE MAKELIST(c.id) FROM c",
+            "MAKELIST(c.id)",
+            "MakeList",
+            Some("ListAndSetAggregate"),
+        ),
+        (
+            "SELECT VALUE MakeSet(c.id) FROM c",
+            "MakeSet(c.id)",
+            "MakeSet",
+            Some("ListAndSetAggregate"),
+        ),
+        (
+            "SELECT VALUE COUNTIF(c.valid) FROM c",
+            "COUNTIF(c.valid)",
+            "CountIf",
+            None,
+        ),
+    ];
+    for (text, call, kind, python_lacks) in cases {
+        let plan = plan(text)?;
+        assert_eq!(
+            rewritten(&plan),
+            format!("SELECT VALUE [{{\"item\": {call}}}] FROM c"),
+            "{text}"
+        );
+        assert_eq!(plan.to_json()["queryInfo"]["aggregates"], json!([kind]));
+        assert_eq!(
+            plan.missing_features(PYTHON_FEATURES),
+            Vec::from_iter(python_lacks)
+        );
+        assert!(plan.missing_features(JS_FEATURES).is_empty(), "{text}");
+        assert_eq!(
+            plan.missing_features("Aggregate"),
+            [kind_feature(kind)],
+            "{text}: a client that declares only Aggregate lacks the aggregate's own feature"
+        );
+    }
+    let grouped = plan("SELECT c.zip, COUNTIF(c.valid) AS valid_count FROM c GROUP BY c.zip")?;
+    assert_eq!(
+        rewritten(&grouped),
+        "SELECT [{\"item\": c.zip}] AS groupByItems, {\"zip\": c.zip, \"valid_count\": {\"item\": COUNTIF(c.valid)}} AS payload FROM c GROUP BY c.zip"
+    );
+    assert_eq!(
+        grouped.to_json()["queryInfo"]["groupByAliasToAggregateType"],
+        json!({"zip": null, "valid_count": "CountIf"})
+    );
+    Ok(())
+}
+
+fn kind_feature(kind: &str) -> &'static str {
+    if kind == "CountIf" {
+        "CountIf"
+    } else {
+        "ListAndSetAggregate"
+    }
+}
+
+#[test]
 fn an_aggregate_with_order_by_keeps_the_order_by_and_drops_top() -> Result<(), QueryError> {
     let plan = plan("SELECT TOP 5 VALUE AVG(c.age + 1) FROM Root r JOIN c IN r.children WHERE c.age > 1 ORDER BY c.name")?;
     assert_eq!(

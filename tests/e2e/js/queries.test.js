@@ -46,6 +46,29 @@ test("SELECT VALUE COUNT(1)", async () => {
   assert.deepEqual((await container.items.query("SELECT VALUE COUNT(1) FROM c WHERE c.n >= 25").fetchAll()).resources, [5]);
 });
 
+test("MakeList, MakeSet and CountIf across three ranges, merged by the SDK's pipeline", async () => {
+  const { database } = await container.database.client.databases.createIfNotExists({ id: uniqueId("db") });
+  // 30,000 RU/s lays the container out over three ranges, so each range answers a partial.
+  const spread = await createContainer(database, "spread", { throughput: 30000 });
+  const { resources: ranges } = await spread.readPartitionKeyRanges().fetchAll();
+  assert.equal(ranges.length, 3);
+  for (let n = 0; n < 30; n += 1) {
+    await spread.items.create({ id: `i${n}`, pk: `p${n}`, n, colour: GROUPS[n % 3], even: n % 2 === 0 });
+  }
+  const values = async (query) => (await spread.items.query(query).fetchAll()).resources;
+  const [list] = await values("SELECT VALUE MakeList(c.n) FROM c");
+  assert.deepEqual(sorted(list), range(0, 30));
+  const [set] = await values("SELECT VALUE MAKESET(c.colour) FROM c");
+  assert.deepEqual([...set].sort(), [...GROUPS].sort());
+  assert.deepEqual(await values("SELECT VALUE COUNTIF(c.even AND c.n < 10) FROM c"), [5]);
+  const groups = await values("SELECT c.colour, COUNTIF(c.even) AS evens, MAKESET(c.even) AS kinds FROM c GROUP BY c.colour");
+  assert.equal(groups.length, 3);
+  for (const group of groups) {
+    assert.equal(group.evens, 5, group.colour);
+    assert.deepEqual([...group.kinds].sort(), [false, true], group.colour);
+  }
+});
+
 test("ORDER BY ascending, descending and in one partition", async () => {
   const { resources: ascending } = await container.items.query("SELECT c.n FROM c WHERE c.n < 12 ORDER BY c.n").fetchAll();
   assert.deepEqual(ascending.map((row) => row.n), range(0, 12));
