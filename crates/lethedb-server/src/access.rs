@@ -253,7 +253,7 @@ async fn load_grant(engine: &Engine, token: &ResourceToken) -> ApiResult<Option<
         return Ok(None);
     }
     let mode = match permission.get("permissionMode").and_then(Value::as_str) {
-        Some("All") => Mode::All,
+        Some(mode) if mode.eq_ignore_ascii_case("all") => Mode::All,
         _ => Mode::Read,
     };
     let link = permission

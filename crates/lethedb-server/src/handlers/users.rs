@@ -85,11 +85,10 @@ fn bad_permission(message: &str) -> ApiError {
 }
 
 /// Checks a permission body: its mode (any case, as the JS SDK sends `read` and `all`; kept
-/// as `Read` or `All`), its resource link and its partition key.
+/// as sent, as the service echoes it), its resource link and its partition key.
 fn check_permission(body: &mut Value) -> ApiResult<String> {
-    let mode = match body.get("permissionMode").and_then(Value::as_str) {
-        Some(mode) if mode.eq_ignore_ascii_case("all") => "All",
-        Some(mode) if mode.eq_ignore_ascii_case("read") => "Read",
+    match body.get("permissionMode").and_then(Value::as_str) {
+        Some(mode) if mode.eq_ignore_ascii_case("all") || mode.eq_ignore_ascii_case("read") => {}
         Some(_) => {
             return Err(bad_permission(
                 "The permissionMode of a permission must be 'All' or 'Read'.",
@@ -100,8 +99,7 @@ fn check_permission(body: &mut Value) -> ApiResult<String> {
                 "The input content is invalid because the required property, 'permissionMode', is missing.",
             ))
         }
-    };
-    body["permissionMode"] = Value::String(mode.to_string());
+    }
     let resource = match body.get("resource") {
         Some(Value::String(link)) if !link.trim_matches('/').is_empty() => link,
         Some(_) => {

@@ -563,3 +563,32 @@ async fn entra_id_tokens_work_over_https_only_and_can_be_turned_off() {
         StatusCode::UNAUTHORIZED
     );
 }
+
+#[tokio::test]
+async fn a_mode_sent_in_lower_case_is_echoed_as_sent_and_still_grants_its_rights() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let token = server
+        .permission("p", json!({"permissionMode": "all", "resource": "dbs/db/colls/c"}), &[])
+        .await;
+    let read = server
+        .send(
+            "GET",
+            "/dbs/db/users/u/permissions/p",
+            ("permissions", "dbs/db/users/u/permissions/p"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(read.body["permissionMode"], "all", "{}", read.body);
+    let created = server
+        .send_as(
+            &token,
+            "POST",
+            "/dbs/db/colls/c/docs",
+            Some(json!({"id": "1", "pk": "a"})),
+            &[("x-ms-documentdb-partitionkey", PK_A)],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+}
