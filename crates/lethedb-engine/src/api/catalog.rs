@@ -6,6 +6,7 @@
 use crate::catalog::indexing_policy::{add_container_system_properties, container_resource};
 use crate::catalog::kinds::ParentLevel;
 use crate::catalog::resource::delete_children;
+use crate::catalog::search_policy::check_replace_keeps_vectors;
 use crate::catalog::shared::{body_id, body_object, id_with_rid};
 use crate::catalog::unique_key_policy::check_unchanged;
 use crate::container::{Container, ContainerParts, Usage};
@@ -244,6 +245,7 @@ impl Engine {
                 let (mut resource, default_ttl) =
                     container_resource(&body, &container_id, &existing.partition_key)?;
                 check_unchanged(&existing.unique_keys, &resource)?;
+                check_replace_keeps_vectors(&existing.resource, &resource)?;
                 let database_rid = rids::database_rid(existing.database_number);
                 add_container_system_properties(
                     &mut resource,

@@ -6,6 +6,7 @@
 //! behaviour beyond parsing `defaultTtl`.
 
 use crate::catalog::index_paths::{check_path, PathList};
+use crate::catalog::search_policy::check_search_policies;
 use crate::catalog::unique_key_policy::normalize_unique_key_policy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::partitions::partition_key::PartitionKeyDefinition;
@@ -201,6 +202,7 @@ pub(crate) fn container_resource(
 ) -> EngineResult<(Value, Option<i64>)> {
     let default_ttl = ttl::parse_default_ttl(body.get("defaultTtl"))?;
     let indexing_policy = normalize_indexing_policy(body.get("indexingPolicy"))?;
+    check_search_policies(body, &indexing_policy)?;
     if default_ttl.is_some() && indexing_mode_is_none(&indexing_policy) {
         return Err(EngineError::with_message(
             ErrorCode::InvalidTtl,

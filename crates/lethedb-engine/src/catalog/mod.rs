@@ -13,6 +13,7 @@ pub(crate) mod kinds;
 pub(crate) mod resource;
 pub(crate) mod script_body;
 pub(crate) mod scripts;
+pub(crate) mod search_policy;
 pub(crate) mod shared;
 pub(crate) mod unique_key_policy;
 pub(crate) mod usage;

@@ -569,7 +569,11 @@ async fn a_mode_sent_in_lower_case_is_echoed_as_sent_and_still_grants_its_rights
     let server = Server::new();
     server.setup(partitioned()).await;
     let token = server
-        .permission("p", json!({"permissionMode": "all", "resource": "dbs/db/colls/c"}), &[])
+        .permission(
+            "p",
+            json!({"permissionMode": "all", "resource": "dbs/db/colls/c"}),
+            &[],
+        )
         .await;
     let read = server
         .send(
