@@ -15,6 +15,8 @@ pub enum Family {
     Math,
     Arrays,
     Dates,
+    /// VectorDistance.
+    Vectors,
 }
 
 /// What a built-in is.
@@ -167,7 +169,7 @@ builtins! {
     FullTextContainsAll = "FULLTEXTCONTAINSALL", (0, usize::MAX), Kind::Refused;
     FullTextContainsAny = "FULLTEXTCONTAINSANY", (0, usize::MAX), Kind::Refused;
     FullTextScore = "FULLTEXTSCORE", (0, usize::MAX), Kind::Refused;
-    VectorDistance = "VECTORDISTANCE", (0, usize::MAX), Kind::Refused;
+    VectorDistance = "VECTORDISTANCE", (2, 4), Kind::Scalar(Family::Vectors);
     ReciprocalRankFusion = "RRF", (0, usize::MAX), Kind::Refused;
     DateTimeFormat = "DATETIMEFORMAT", (0, usize::MAX), Kind::Refused;
     ArrayMedian = "ARRAY_MEDIAN", (0, usize::MAX), Kind::Refused;

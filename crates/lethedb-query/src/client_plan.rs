@@ -14,6 +14,7 @@ use crate::client_rewrite::{self, AggregateKind};
 use crate::error::QueryError;
 use crate::plan::{self, QueryPlan};
 use crate::prepared::{pinned_values, Prepared};
+use crate::vectors;
 
 /// How the client deduplicates: not at all, consecutive equal results (ORDER BY), or by hash.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,11 +83,14 @@ pub struct ClientPlan {
     /// What each range runs; empty means the query as sent.
     pub rewritten_query: String,
     pub has_select_value: bool,
+    /// Whether an ORDER BY key is a vector search score, which the SDKs merge by collecting
+    /// every range's rows before answering (and refuse without TOP or LIMIT).
+    pub has_non_streaming_order_by: bool,
     pub query_ranges: Vec<QueryRange>,
 }
 
 /// The features of `x-ms-cosmos-supported-query-features`, in the order the service lists them.
-const FEATURES: [&str; 12] = [
+const FEATURES: [&str; 13] = [
     "Aggregate",
     "CompositeAggregate",
     "Distinct",
@@ -99,6 +103,7 @@ const FEATURES: [&str; 12] = [
     "NonValueAggregate",
     "CountIf",
     "ListAndSetAggregate",
+    "NonStreamingOrderBy",
 ];
 
 impl ClientPlan {
@@ -182,6 +187,9 @@ impl ClientPlan {
         if self.top.is_some() {
             needed.push("Top");
         }
+        if self.has_non_streaming_order_by {
+            needed.push("NonStreamingOrderBy");
+        }
         FEATURES
             .into_iter()
             .filter(|feature| needed.contains(feature) && !declared.contains(feature))
@@ -235,7 +243,7 @@ impl ClientPlan {
                 "rewrittenQuery": self.rewritten_query,
                 "hasSelectValue": self.has_select_value,
                 "dCountInfo": null,
-                "hasNonStreamingOrderBy": false,
+                "hasNonStreamingOrderBy": self.has_non_streaming_order_by,
             },
             "queryRanges": self.query_ranges.iter().map(QueryRange::to_json).collect::<Vec<_>>(),
         })
@@ -331,6 +339,10 @@ impl ClientPlan {
             alias_aggregates: Vec::new(),
             rewritten_query: String::new(),
             has_select_value: matches!(query.select.projection, Projection::Value(_)),
+            has_non_streaming_order_by: query
+                .order_by
+                .iter()
+                .any(|key| vectors::is_vector_distance(&key.expr)),
             query_ranges,
         }
     }

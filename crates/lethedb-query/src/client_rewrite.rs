@@ -19,6 +19,7 @@ use crate::ast::{Expr, Projection, Query, SortKey};
 use crate::builtins::Builtin;
 use crate::error::QueryError;
 use crate::plan::{is_aggregate_call, source_alias, QueryPlan};
+use crate::vectors;
 
 /// What the SDKs put in place of this text before sending an ORDER BY query to a range.
 pub const ORDER_BY_FILTER_PLACEHOLDER: &str = "{documentdb-formattableorderbyquery-filter}";
@@ -160,7 +161,9 @@ impl Clauses<'_> {
 fn order_by_list(keys: &[SortKey]) -> String {
     keys.iter()
         .map(|key| {
-            if key.descending {
+            // A vector score's direction follows from its distance function; the service
+            // writes none and refuses one written.
+            if key.descending && !vectors::is_vector_distance(&key.expr) {
                 format!("{} DESC", key.expr)
             } else {
                 key.expr.to_string()

@@ -16,6 +16,8 @@ use crate::context::UdfHost;
 use crate::error::QueryError;
 use crate::parser;
 use crate::prepared::{prepare_parsed, Prepared, PreparedInner};
+use crate::rewrite::{rewrite_expr, rewrite_query};
+use crate::vectors::{self, VectorPolicy};
 
 /// The most computed properties one container may define (the service's limit).
 pub const COMPUTED_PROPERTIES_MAX: usize = 20;
@@ -146,21 +148,30 @@ impl ComputedProperties {
     }
 }
 
-/// [`crate::prepare`] for a container with computed properties (and, when the caller has
-/// them, user-defined functions).
+/// [`crate::prepare`] for a container with computed properties and a vector embedding policy
+/// (and, when the caller has them, user-defined functions). The plan the SDKs are given
+/// describes the text as written; the container's rules apply to what runs.
 pub fn prepare_with_computed(
     text: &str,
     parameters: &[(String, Value)],
     now_ms: i64,
     computed: &ComputedProperties,
+    vectors: &VectorPolicy,
     udfs: Option<Arc<dyn UdfHost>>,
 ) -> Result<Prepared, QueryError> {
-    let written = parser::parse(text)?;
-    if computed.is_empty() {
+    let mut written = parser::parse(text)?;
+    if computed.is_empty() && vectors.is_empty() {
         return prepare_parsed(written, text, parameters, now_ms, udfs).map(Prepared::new);
     }
     let mut query = written.clone();
     computed.apply(&mut query);
+    vectors.apply(&mut query);
+    vectors::orient(&mut query);
+    // The text as written sorts a vector score in the direction of the function the policy
+    // gave it, as the service's plan says.
+    for (written_key, key) in written.order_by.iter_mut().zip(&query.order_by) {
+        written_key.descending = key.descending;
+    }
     let written = (query != written).then_some(written);
     let inner = prepare_parsed(query, text, parameters, now_ms, udfs)?;
     Ok(Prepared::new(PreparedInner { written, ..inner }))
@@ -301,105 +312,6 @@ fn rename_alias(expr: &mut Expr, from: &str, to: &str) {
     });
 }
 
-/// Applies `replace` to every expression of a query, subqueries included; a replaced node is
-/// not descended into.
-fn rewrite_query(query: &mut Query, replace: &mut dyn FnMut(&Expr) -> Option<Expr>) {
-    if let Some(top) = &mut query.select.top {
-        rewrite_expr(top, replace);
-    }
-    match &mut query.select.projection {
-        Projection::Star => {}
-        Projection::Value(expr) => rewrite_expr(expr, replace),
-        Projection::Items(items) => {
-            for item in items {
-                rewrite_expr(&mut item.expr, replace);
-            }
-        }
-    }
-    if let Some(from) = &mut query.from {
-        for source in std::iter::once(&mut from.source).chain(from.joins.iter_mut()) {
-            match source {
-                Source::Iterate { collection, .. } => rewrite_expr(collection, replace),
-                // The root collection itself (`FROM c`) is the item, not a reference.
-                Source::Bind { collection, .. } if !matches!(collection, Expr::Identifier(_)) => {
-                    rewrite_expr(collection, replace);
-                }
-                Source::Bind { .. } => {}
-            }
-        }
-    }
-    if let Some(filter) = &mut query.filter {
-        rewrite_expr(filter, replace);
-    }
-    for expr in &mut query.group_by {
-        rewrite_expr(expr, replace);
-    }
-    for key in &mut query.order_by {
-        rewrite_expr(&mut key.expr, replace);
-    }
-    if let Some(offset_limit) = &mut query.offset_limit {
-        rewrite_expr(&mut offset_limit.offset, replace);
-        rewrite_expr(&mut offset_limit.limit, replace);
-    }
-}
-
-fn rewrite_expr(expr: &mut Expr, replace: &mut dyn FnMut(&Expr) -> Option<Expr>) {
-    if let Some(replacement) = replace(expr) {
-        *expr = replacement;
-        return;
-    }
-    match expr {
-        Expr::Undefined | Expr::Literal(_) | Expr::Parameter(_) | Expr::Identifier(_) => {}
-        Expr::Property(base, _) | Expr::Unary(_, base) => rewrite_expr(base, replace),
-        Expr::Index(base, index) | Expr::Binary(_, base, index) => {
-            rewrite_expr(base, replace);
-            rewrite_expr(index, replace);
-        }
-        Expr::Array(items) | Expr::Call { args: items, .. } | Expr::UdfCall { args: items, .. } => {
-            for item in items {
-                rewrite_expr(item, replace);
-            }
-        }
-        Expr::Object(fields) => {
-            for (_, value) in fields {
-                rewrite_expr(value, replace);
-            }
-        }
-        Expr::Conditional(a, b, c)
-        | Expr::Between {
-            expr: a,
-            low: b,
-            high: c,
-            ..
-        } => {
-            rewrite_expr(a, replace);
-            rewrite_expr(b, replace);
-            rewrite_expr(c, replace);
-        }
-        Expr::In { expr, list, .. } => {
-            rewrite_expr(expr, replace);
-            for item in list {
-                rewrite_expr(item, replace);
-            }
-        }
-        Expr::Like {
-            expr,
-            pattern,
-            escape,
-            ..
-        } => {
-            rewrite_expr(expr, replace);
-            rewrite_expr(pattern, replace);
-            if let Some(escape) = escape {
-                rewrite_expr(escape, replace);
-            }
-        }
-        Expr::Exists(query) | Expr::ArrayQuery(query) | Expr::Subquery(query) => {
-            rewrite_query(query, replace);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -414,7 +326,9 @@ mod tests {
     }
 
     fn run(text: &str, documents: &[Value]) -> Vec<Value> {
-        let prepared = prepare_with_computed(text, &[], 0, &computed(), None).expect("prepare");
+        let prepared =
+            prepare_with_computed(text, &[], 0, &computed(), &VectorPolicy::default(), None)
+                .expect("prepare");
         let mut run = prepared.start_page(None, 100).expect("page");
         for (n, document) in documents.iter().enumerate() {
             let key = (n as u64).to_be_bytes();

@@ -38,11 +38,13 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod rewrite;
 mod sargable;
 mod sort_key;
 mod subquery;
 mod token;
 mod value;
+mod vectors;
 
 pub use ast::{
     BinaryOp, Expr, From, OffsetLimit, Projection, Query, Select, SelectItem, SortKey, Source,
@@ -67,3 +69,4 @@ pub use sort_key::{
 };
 pub use token::CONTINUATION_CHARS_MAX;
 pub use value::{canonical_key, total_order, type_rank};
+pub use vectors::{Distance, VectorPolicy};

@@ -55,6 +55,7 @@ use crate::builtins::Builtin;
 use crate::error::QueryError;
 use crate::lexer::{tokenize, Keyword, Spanned, Symbol, Token};
 use crate::value::number_value;
+use crate::vectors::{self, VECTOR_ORDER_REFUSAL};
 
 /// The longest query text accepted, in characters. The service's own limit is in this range;
 /// anything longer is almost certainly not a hand-written query.
@@ -329,12 +330,11 @@ impl Parser {
             self.expect_keyword(Keyword::By)?;
             loop {
                 let expr = self.expr()?;
-                let descending = if self.eat_keyword(Keyword::Desc) {
-                    true
-                } else {
-                    self.eat_keyword(Keyword::Asc);
-                    false
-                };
+                let descending = self.eat_keyword(Keyword::Desc);
+                let ascending = !descending && self.eat_keyword(Keyword::Asc);
+                if (descending || ascending) && vectors::is_vector_distance(&expr) {
+                    return Err(QueryError::semantic(VECTOR_ORDER_REFUSAL));
+                }
                 order_by.push(SortKey { expr, descending });
                 if !self.eat_symbol(Symbol::Comma) {
                     break;

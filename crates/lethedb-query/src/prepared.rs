@@ -21,6 +21,7 @@ use crate::plan::{self, QueryPlan};
 use crate::subquery::Subqueries;
 use crate::token;
 use crate::value;
+use crate::vectors;
 
 /// The most parameters one query may bind.
 pub const PARAMETERS_MAX: usize = 1_000;
@@ -85,7 +86,7 @@ pub fn prepare_with_udfs(
 
 /// Prepares a query already parsed from `text` (and possibly rewritten, see `computed.rs`).
 pub(crate) fn prepare_parsed(
-    query: Query,
+    mut query: Query,
     text: &str,
     parameters: &[(String, Value)],
     now_ms: i64,
@@ -105,6 +106,7 @@ pub(crate) fn prepare_parsed(
             )));
         }
     }
+    vectors::orient(&mut query);
     plan::validate(&query, &bound, udfs.as_deref(), &[], true)?;
     let plan = plan::analyze(&query, &bound)?;
     let subqueries = Subqueries::prepare(&query, &bound);

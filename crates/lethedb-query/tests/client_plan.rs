@@ -382,7 +382,14 @@ fn computed_properties_leave_the_plan_of_the_written_text() -> Result<(), QueryE
     ] {
         // The query runs with the computed values substituted, but its plan (the rewritten
         // text each range runs, the pinned partition key) is that of the text as written.
-        let substituted = prepare_with_computed(text, &[], 0, &computed, None)?;
+        let substituted = prepare_with_computed(
+            text,
+            &[],
+            0,
+            &computed,
+            &lethedb_query::VectorPolicy::default(),
+            None,
+        )?;
         let written = prepare(text, &[], 0)?;
         assert_eq!(
             substituted.client_plan(&paths, &point)?,
@@ -390,5 +397,55 @@ fn computed_properties_leave_the_plan_of_the_written_text() -> Result<(), QueryE
             "{text}"
         );
     }
+    Ok(())
+}
+
+#[test]
+fn a_vector_order_by_is_non_streaming_and_sorts_by_its_distance_function() -> Result<(), QueryError>
+{
+    let text = "SELECT TOP 10 c._ts FROM c ORDER BY VectorDistance([0.5, 0.1], c.vector1, true, {dataType:'Float32', distanceFunction:'Euclidean'})";
+    let euclidean = plan(text)?;
+    let info = &euclidean.to_json()["queryInfo"];
+    assert_eq!(info["hasNonStreamingOrderBy"], json!(true));
+    assert_eq!(info["orderBy"], json!(["Ascending"]));
+    assert_eq!(info["top"], json!(10));
+    assert_eq!(
+        rewritten(&euclidean),
+        "SELECT TOP 10 c._rid, [{\"item\": VectorDistance([0.5, 0.1], c.vector1, true, {\"dataType\": \"Float32\", \"distanceFunction\": \"Euclidean\"})}] AS orderByItems, {\"_ts\": c._ts} AS payload FROM c WHERE ({documentdb-formattableorderbyquery-filter}) ORDER BY VectorDistance([0.5, 0.1], c.vector1, true, {\"dataType\": \"Float32\", \"distanceFunction\": \"Euclidean\"})"
+    );
+    assert!(euclidean.missing_features(PYTHON_FEATURES).is_empty());
+    assert_eq!(
+        euclidean.missing_features("OrderBy,Top"),
+        vec!["NonStreamingOrderBy"]
+    );
+    for function in ["Cosine", "DotProduct"] {
+        let text = format!("SELECT TOP 3 * FROM c ORDER BY VectorDistance(c.v, [1, 2], false, {{distanceFunction: '{function}'}})");
+        assert_eq!(
+            plan(&text)?.to_json()["queryInfo"]["orderBy"],
+            json!(["Descending"]),
+            "{function}"
+        );
+    }
+    // Without a distance function the container's policy decides (cosine without one).
+    let unnamed = "SELECT TOP 3 * FROM c ORDER BY VectorDistance(c.v, [1, 2])";
+    assert_eq!(
+        plan(unnamed)?.to_json()["queryInfo"]["orderBy"],
+        json!(["Descending"])
+    );
+    let policy = lethedb_query::VectorPolicy::from_container(
+        &json!({"vectorEmbeddingPolicy": {"vectorEmbeddings": [
+        {"path": "/v", "dataType": "float32", "dimensions": 2, "distanceFunction": "euclidean"}]}}),
+    );
+    let prepared = prepare_with_computed(unnamed, &[], 0, &Default::default(), &policy, None)?;
+    let by_policy = prepared.client_plan(&[vec!["pk".to_string()]], &point)?;
+    assert_eq!(
+        by_policy.to_json()["queryInfo"]["orderBy"],
+        json!(["Ascending"])
+    );
+    let text = rewritten(&by_policy);
+    assert!(
+        text.ends_with("ORDER BY VectorDistance(c.v, [1, 2])"),
+        "{text}"
+    );
     Ok(())
 }

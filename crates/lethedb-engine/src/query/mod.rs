@@ -30,7 +30,7 @@ use crate::query::page::{PageInputs, RanPage};
 use crate::query::scan::{parts_from_values, ScanScope};
 use crate::records::read_counters;
 use crate::throughput::request_units::{self, QueryWork};
-use lethedb_query::{ClientPlan, Prepared};
+use lethedb_query::{ClientPlan, Prepared, VectorPolicy};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -229,6 +229,7 @@ impl Engine {
             &request.parameters,
             now_ms,
             &container.computed,
+            &VectorPolicy::from_container(&container.resource),
             udfs,
         )?;
         let compile = compiling.elapsed();
@@ -275,10 +276,12 @@ impl Engine {
         request: &QueryRequest,
     ) -> EngineResult<ClientPlan> {
         let udfs = self.query_udfs(container, &request.text)?;
-        let prepared = lethedb_query::prepare_with_udfs(
+        let prepared = lethedb_query::prepare_with_computed(
             &request.text,
             &request.parameters,
             self.now_ms(),
+            &container.computed,
+            &VectorPolicy::from_container(&container.resource),
             udfs,
         )?;
         client_plan(&prepared, container)

@@ -1,5 +1,6 @@
 //! The built-in scalar functions of the language, dispatched on `Builtin` to one module per
-//! family: `types`, `strings`, `math`, `arrays`, `dates` (argument readers in `args`).
+//! family: `types`, `strings`, `math`, `arrays`, `dates`, `vectors` (argument readers in
+//! `args`).
 //!
 //! As in the service, a function given arguments of the wrong type returns `undefined`
 //! instead of failing; an unknown name or a wrong argument count is caught before execution
@@ -12,6 +13,7 @@ mod dates;
 mod math;
 mod strings;
 mod types;
+mod vectors;
 
 use std::collections::HashMap;
 
@@ -34,6 +36,7 @@ pub fn call(
         Kind::Scalar(Family::Math) => math::call(builtin, args),
         Kind::Scalar(Family::Arrays) => arrays::call(builtin, args),
         Kind::Scalar(Family::Dates) => dates::call(builtin, args, context),
+        Kind::Scalar(Family::Vectors) => Ok(vectors::vector_distance(args)),
         Kind::Aggregate => Err(QueryError::semantic(format!(
             "Aggregate function '{}' is not allowed in this context.",
             builtin.name()
