@@ -17,6 +17,8 @@ pub enum Family {
     Dates,
     /// VectorDistance.
     Vectors,
+    /// The ST_ functions over GeoJSON.
+    Spatial,
 }
 
 /// What a built-in is.
@@ -159,12 +161,12 @@ builtins! {
     MakeSet = "MAKESET", (1, 1), Kind::Aggregate;
     Random = "RAND", (0, usize::MAX), Kind::Refused;
     DocumentId = "DOCUMENTID", (0, usize::MAX), Kind::Refused;
-    StDistance = "ST_DISTANCE", (0, usize::MAX), Kind::Refused;
-    StWithin = "ST_WITHIN", (0, usize::MAX), Kind::Refused;
-    StIntersects = "ST_INTERSECTS", (0, usize::MAX), Kind::Refused;
-    StIsValid = "ST_ISVALID", (0, usize::MAX), Kind::Refused;
-    StIsValidDetailed = "ST_ISVALIDDETAILED", (0, usize::MAX), Kind::Refused;
-    StArea = "ST_AREA", (0, usize::MAX), Kind::Refused;
+    StDistance = "ST_DISTANCE", (2, 2), Kind::Scalar(Family::Spatial);
+    StWithin = "ST_WITHIN", (2, 2), Kind::Scalar(Family::Spatial);
+    StIntersects = "ST_INTERSECTS", (2, 2), Kind::Scalar(Family::Spatial);
+    StIsValid = "ST_ISVALID", (1, 1), Kind::Scalar(Family::Spatial);
+    StIsValidDetailed = "ST_ISVALIDDETAILED", (1, 1), Kind::Scalar(Family::Spatial);
+    StArea = "ST_AREA", (1, 1), Kind::Scalar(Family::Spatial);
     FullTextContains = "FULLTEXTCONTAINS", (0, usize::MAX), Kind::Refused;
     FullTextContainsAll = "FULLTEXTCONTAINSALL", (0, usize::MAX), Kind::Refused;
     FullTextContainsAny = "FULLTEXTCONTAINSANY", (0, usize::MAX), Kind::Refused;
@@ -277,8 +279,9 @@ mod tests {
     #[test]
     fn calls_are_checked_against_the_table() {
         assert_eq!(check_call("startswith", 2), Ok(Builtin::StartsWith));
+        assert_eq!(check_call("st_distance", 2), Ok(Builtin::StDistance));
         assert!(matches!(
-            check_call("st_distance", 2),
+            check_call("fulltextscore", 2),
             Err(QueryError::Unsupported(_))
         ));
         assert!(matches!(
