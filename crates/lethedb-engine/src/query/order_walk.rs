@@ -208,8 +208,8 @@ impl PageScan<'_> {
         Ok(Some(visit.tally))
     }
 
-    /// The key and stored record of one index entry's item, when it is inside the page's
-    /// partition scope (visibility is the visitor's to check).
+    /// The key and stored record of one index entry's item, when it lies in the keys the page
+    /// reads (its range or partition; visibility is the visitor's to check).
     fn entry_item(
         &self,
         reader: &dyn ReadTxn,
@@ -218,7 +218,7 @@ impl PageScan<'_> {
     ) -> EngineResult<Option<(Vec<u8>, Vec<u8>)>> {
         let document = keys::index_entry_document(entry).ok_or_else(|| corrupted("index entry"))?;
         let item_key = item_key_of(reader, self.container.key_number(), document)?;
-        if !item_key.starts_with(&scope.prefix) {
+        if !scope.spans(&item_key) {
             return Ok(None);
         }
         let item = reader
