@@ -21,6 +21,7 @@ mod model;
 mod order_walk;
 mod query_differential;
 mod query_metrics;
+mod range_local;
 mod ranges;
 mod resolved_container;
 mod resources;
