@@ -384,7 +384,7 @@ mod tests {
         assert_eq!(epk_point("0G"), None);
         let mut epks: Vec<String> = ["", "0", "00", "05", "05C1", "1F", "3FFFFFFFFFFFFFFF", "FF"]
             .iter()
-            .map(|epk| epk.to_string())
+            .map(ToString::to_string)
             .collect();
         let definition = PartitionKeyDefinition::from_container_body(Some(
             &serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 2}),

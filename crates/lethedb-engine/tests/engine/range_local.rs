@@ -108,15 +108,23 @@ fn forget_the_layout(store: &CountingStore) {
         .inner
         .read()
         .expect("read")
-        .scan(Table::Catalog, &KeyRange::prefix(b"c"), &mut |key, value| {
-            containers.push((key.to_vec(), value.to_vec()));
-            ControlFlow::Continue(())
-        })
+        .scan(
+            Table::Catalog,
+            &KeyRange::prefix(b"c"),
+            &mut |key, value| {
+                containers.push((key.to_vec(), value.to_vec()));
+                ControlFlow::Continue(())
+            },
+        )
         .expect("scan");
     let mut write = store.inner.write().expect("write");
     for (key, value) in containers {
         let mut record: Value = serde_json::from_slice(&value).expect("record");
-        assert_eq!(record["item_layout"], json!(1), "a new container is EPK-ordered");
+        assert_eq!(
+            record["item_layout"],
+            json!(1),
+            "a new container is EPK-ordered"
+        );
         record
             .as_object_mut()
             .expect("object")
@@ -156,7 +164,13 @@ async fn filled(old: bool) -> (Engine, Arc<CountingStore>) {
         let partition = format!("p{}", n % PARTITIONS);
         let document = json!({"id": format!("i{n}"), "pk": partition, "n": n});
         engine
-            .write_item(&container, WriteMode::Create, pk(&partition), document, None)
+            .write_item(
+                &container,
+                WriteMode::Create,
+                pk(&partition),
+                document,
+                None,
+            )
             .await
             .expect("create");
     }
@@ -202,7 +216,12 @@ async fn query_range(
                 .await
                 .expect("query"),
         );
-        ids.extend(result.items.iter().map(|id| id.as_str().expect("id").to_string()));
+        ids.extend(
+            result
+                .items
+                .iter()
+                .map(|id| id.as_str().expect("id").to_string()),
+        );
         continuation = result.continuation;
         if continuation.is_none() {
             break;
@@ -222,11 +241,22 @@ async fn feed_range(
     let mut continuation: Option<String> = None;
     loop {
         let feed = engine
-            .read_feed(&container, None, filter.clone(), 64, continuation.as_deref())
+            .read_feed(
+                &container,
+                None,
+                filter.clone(),
+                64,
+                continuation.as_deref(),
+            )
             .await
             .expect("feed");
         for item in &feed.items {
-            ids.push(item.to_value().expect("item")["id"].as_str().expect("id").into());
+            ids.push(
+                item.to_value().expect("item")["id"]
+                    .as_str()
+                    .expect("id")
+                    .into(),
+            );
         }
         continuation = feed.continuation;
         if continuation.is_none() {
@@ -284,26 +314,59 @@ async fn a_read_of_one_range_reads_only_its_share_and_returns_what_the_walk_did(
         let text = "SELECT VALUE c.id FROM c";
         let (ids, reads) = query_range(&engine, &store, text, range.id).await;
         assert_eq!(&sorted(&ids), own, "query of range {}", range.id);
-        assert!(reads <= RANGE_READS_MAX, "query of range {}: {reads} reads", range.id);
+        assert!(
+            reads <= RANGE_READS_MAX,
+            "query of range {}: {reads} reads",
+            range.id
+        );
         // Its own items, and one past each full page to know there is more.
         let own_reads_max = (own.len() + own.len().div_ceil(64)) as u64;
-        assert!(reads <= own_reads_max, "query of range {}: {reads} reads", range.id);
+        assert!(
+            reads <= own_reads_max,
+            "query of range {}: {reads} reads",
+            range.id
+        );
         let (old_ids, old_reads) = query_range(&old_engine, &old_store, text, range.id).await;
-        assert_eq!(sorted(&old_ids), sorted(&ids), "old layout, range {}", range.id);
-        assert!(old_reads >= ITEMS as u64, "the old layout walks the whole container");
+        assert_eq!(
+            sorted(&old_ids),
+            sorted(&ids),
+            "old layout, range {}",
+            range.id
+        );
+        assert!(
+            old_reads >= ITEMS as u64,
+            "the old layout walks the whole container"
+        );
         let ordered = "SELECT VALUE c.id FROM c ORDER BY c.n";
         let (ordered_ids, reads) = query_range(&engine, &store, ordered, range.id).await;
         let (old_ordered, _) = query_range(&old_engine, &old_store, ordered, range.id).await;
         assert_eq!(ordered_ids, old_ordered, "ORDER BY on range {}", range.id);
-        assert!(reads <= RANGE_READS_MAX, "ORDER BY on range {}: {reads}", range.id);
+        assert!(
+            reads <= RANGE_READS_MAX,
+            "ORDER BY on range {}: {reads}",
+            range.id
+        );
         let (ids, reads) = feed_range(&engine, &store, &filter).await;
         assert_eq!(&sorted(&ids), own, "read feed of range {}", range.id);
-        assert!(reads <= RANGE_READS_MAX, "feed of range {}: {reads} reads", range.id);
+        assert!(
+            reads <= RANGE_READS_MAX,
+            "feed of range {}: {reads} reads",
+            range.id
+        );
         let (old_ids, _) = feed_range(&old_engine, &old_store, &filter).await;
-        assert_eq!(sorted(&old_ids), sorted(&ids), "old feed, range {}", range.id);
+        assert_eq!(
+            sorted(&old_ids),
+            sorted(&ids),
+            "old feed, range {}",
+            range.id
+        );
         let (ids, reads) = changes_of_range(&engine, &store, &filter).await;
         assert_eq!(&sorted(&ids), own, "change feed of range {}", range.id);
-        assert!(reads <= RANGE_READS_MAX, "change feed of {}: {reads}", range.id);
+        assert!(
+            reads <= RANGE_READS_MAX,
+            "change feed of {}: {reads}",
+            range.id
+        );
         assert!(seen.is_disjoint(own), "range {} shares an item", range.id);
         seen.extend(own.iter().cloned());
     }
@@ -342,7 +405,12 @@ async fn an_epk_interval_inside_a_range_reads_its_span_and_filters_exactly() {
         page_items_max: Some(1_000),
         ..QueryRequest::default()
     };
-    let result = page(engine.query_items(&container, &request).await.expect("query"));
+    let result = page(
+        engine
+            .query_items(&container, &request)
+            .await
+            .expect("query"),
+    );
     let ids: Vec<String> = result
         .items
         .iter()
@@ -387,7 +455,12 @@ async fn a_hierarchical_prefix_reads_only_its_partitions() {
         page_items_max: Some(1_000),
         ..QueryRequest::default()
     };
-    let result = page(engine.query_items(&container, &request).await.expect("query"));
+    let result = page(
+        engine
+            .query_items(&container, &request)
+            .await
+            .expect("query"),
+    );
     let ids: Vec<String> = result
         .items
         .iter()
