@@ -474,3 +474,144 @@ async fn a_hierarchical_prefix_reads_only_its_partitions() {
     // The prefix's EPKs share their first 16 hex digits: one span, its own items only.
     assert_eq!(store.taken(), expected.len() as u64);
 }
+
+/// The byte after the container number of every item key in `store`: the layout marker.
+fn layout_bytes(store: &CountingStore) -> BTreeSet<u8> {
+    let mut markers = BTreeSet::new();
+    store
+        .inner
+        .read()
+        .expect("read")
+        .scan(Table::Items, &KeyRange::prefix(&[]), &mut |key, _| {
+            markers.insert(key[8]);
+            ControlFlow::Continue(())
+        })
+        .expect("scan");
+    markers
+}
+
+#[tokio::test]
+async fn a_container_stored_before_keeps_its_layout_for_life() {
+    let (engine, store) = filled(false).await;
+    assert_eq!(layout_bytes(&store), BTreeSet::from([b'E']));
+    drop(engine);
+    let (engine, store) = filled(true).await;
+    // An old key opens with its partition key's length, whose high byte is zero.
+    assert_eq!(layout_bytes(&store), BTreeSet::from([0]));
+    let definition = json!({"paths": ["/pk"], "kind": "Hash", "version": 2});
+    let body = json!({"id": "c", "partitionKey": definition, "defaultTtl": -1});
+    engine
+        .replace_container("db", "c", body, None)
+        .await
+        .expect("replace");
+    assert!(engine.close(), "sole handle");
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let engine = Engine::open(store.clone(), clock, ten_ranges()).expect("engine");
+    let container = resolved(&engine, "c");
+    let item = engine
+        .read_item(&container, pk("p7"), "i7")
+        .expect("an old item reads by its key");
+    assert_eq!(item.to_value().expect("item")["n"], json!(7));
+    engine
+        .delete_item(&container, pk("p7"), "i7", None)
+        .await
+        .expect("delete");
+    let document = json!({"id": "new", "pk": "p7"});
+    engine
+        .write_item(&container, WriteMode::Create, pk("p7"), document, None)
+        .await
+        .expect("create");
+    assert_eq!(
+        layout_bytes(&store),
+        BTreeSet::from([0]),
+        "still the old layout"
+    );
+    let removed = engine
+        .delete_partition(&container, pk("p7").expect("pk"))
+        .await
+        .expect("delete partition");
+    assert_eq!(removed, ITEMS_PER_PARTITION as u64, "i1507 and new");
+}
+
+#[tokio::test]
+async fn a_token_of_a_split_range_resumes_in_each_of_its_halves() {
+    let store = Arc::new(CountingStore {
+        inner: MemoryStore::new(),
+        items_read: AtomicU64::new(0),
+    });
+    let clock = Arc::new(ManualClock::new(1_800_000_000_000));
+    let engine = Engine::open(store, clock, config()).expect("engine");
+    engine
+        .create_database(json!({"id": "db"}), None)
+        .await
+        .expect("db");
+    let definition = json!({"paths": ["/pk"], "kind": "Hash", "version": 2});
+    engine
+        .create_container(
+            "db",
+            json!({"id": "c", "partitionKey": definition}),
+            Some(lethedb_engine::Throughput::Manual(10_000)),
+        )
+        .await
+        .expect("container");
+    let container = resolved(&engine, "c");
+    for n in 0..200 {
+        let document = json!({"id": format!("i{n}"), "pk": format!("p{n}")});
+        engine
+            .write_item(
+                &container,
+                WriteMode::Create,
+                pk(&format!("p{n}")),
+                document,
+                None,
+            )
+            .await
+            .expect("create");
+    }
+    let query = |range_id: u32, continuation: Option<String>| QueryRequest {
+        text: "SELECT VALUE c.id FROM c".into(),
+        range_id: Some(range_id.to_string()),
+        page_items_max: Some(30),
+        continuation,
+        ..QueryRequest::default()
+    };
+    let first = page(
+        engine
+            .query_items(&container, &query(0, None))
+            .await
+            .expect("page"),
+    );
+    let mut seen: Vec<Value> = first.items.clone();
+    let offers = engine.list_offers().await.expect("offers");
+    let mut offer = offers[0].clone();
+    let offer_id = offer["id"].as_str().expect("id").to_string();
+    offer["content"]["offerThroughput"] = json!(20_000);
+    engine.replace_offer(&offer_id, offer).await.expect("split");
+    let container = resolved(&engine, "c");
+    let halves: Vec<u32> = container
+        .ranges
+        .ranges
+        .iter()
+        .map(|range| range.id)
+        .collect();
+    assert_eq!(halves, [1, 2]);
+    // As the SDKs do after a split: the parent's token goes to each half.
+    for half in halves {
+        let mut continuation = first.continuation.clone();
+        while let Some(token) = continuation.take() {
+            let next = page(
+                engine
+                    .query_items(&container, &query(half, Some(token)))
+                    .await
+                    .expect("page"),
+            );
+            seen.extend(next.items);
+            continuation = next.continuation;
+        }
+    }
+    let ids: Vec<String> = seen
+        .iter()
+        .map(|id| id.as_str().expect("id").to_string())
+        .collect();
+    assert_eq!(sorted(&ids).len(), 200, "every item once");
+}
