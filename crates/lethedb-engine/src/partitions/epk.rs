@@ -386,15 +386,30 @@ mod tests {
             .iter()
             .map(ToString::to_string)
             .collect();
-        let definition = PartitionKeyDefinition::from_container_body(Some(
-            &serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 2}),
-        ))
-        .expect("definition");
-        for n in 0..200 {
-            let value = PartitionKeyValue(vec![PartitionKeyPart::String(format!("k{n}"))]);
-            let epk = value.effective(&definition);
-            epks.push(epk[..n % 33].to_string());
-            epks.push(epk);
+        let bodies = [
+            serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 2}),
+            serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 1}),
+            serde_json::json!({"paths": ["/a", "/b"], "kind": "MultiHash", "version": 2}),
+        ];
+        for body in &bodies {
+            let definition =
+                PartitionKeyDefinition::from_container_body(Some(body)).expect("definition");
+            let scheme = HashScheme::of(&definition);
+            for n in 0..200 {
+                let parts = vec![PartitionKeyPart::String(format!("k{n}")); definition.paths.len()];
+                let epk = PartitionKeyValue(parts).effective(&definition);
+                epks.push(epk[..(n % 33).min(epk.len())].to_string());
+                epks.push(epk);
+            }
+            // Ten ranges are ten distinct spans of points, so each reads about a tenth.
+            let bounds: Vec<Option<u64>> = even_boundaries(scheme, 10)
+                .iter()
+                .map(|b| epk_point(b))
+                .collect();
+            assert!(
+                bounds.windows(2).all(|pair| pair[0] < pair[1]),
+                "{scheme:?}"
+            );
         }
         epks.sort();
         for pair in epks.windows(2) {
