@@ -5,17 +5,15 @@
 //! range's own, every item once over all ranges.
 
 use crate::common::{config, page, pk, resolved};
+use crate::counting_store::CountingStore;
 use lethedb_engine::{
     ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Container, Engine, EngineConfig,
     ManualClock, PartitionKeyValue, QueryRequest, RangeFilter, WriteMode,
 };
-use lethedb_storage::{
-    KeyRange, MemoryStore, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn,
-};
+use lethedb_storage::{KeyRange, Storage, Table};
 use serde_json::{json, Value};
 use std::collections::{BTreeMap, BTreeSet};
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const RANGES: usize = 10;
@@ -24,74 +22,6 @@ const ITEMS_PER_PARTITION: usize = 2;
 const ITEMS: usize = PARTITIONS * ITEMS_PER_PARTITION;
 /// The most items one range's read may read: 1.2 × its tenth (the target).
 const RANGE_READS_MAX: u64 = (ITEMS as u64 * 12) / (RANGES as u64 * 10);
-
-/// A memory store that counts the items-table rows its snapshots read (scanned or got).
-struct CountingStore {
-    inner: MemoryStore,
-    items_read: AtomicU64,
-}
-
-impl CountingStore {
-    fn taken(&self) -> u64 {
-        self.items_read.swap(0, Ordering::SeqCst)
-    }
-}
-
-struct CountingRead<'a> {
-    inner: Box<dyn ReadTxn + 'a>,
-    items_read: &'a AtomicU64,
-}
-
-impl CountingRead<'_> {
-    fn count(&self, table: Table) {
-        if table == Table::Items {
-            self.items_read.fetch_add(1, Ordering::SeqCst);
-        }
-    }
-}
-
-impl ReadTxn for CountingRead<'_> {
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        self.count(table);
-        self.inner.get(table, key)
-    }
-
-    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
-        self.inner.scan(table, range, &mut |key, value| {
-            self.count(table);
-            visit(key, value)
-        })
-    }
-
-    fn scan_rev(
-        &self,
-        table: Table,
-        range: &KeyRange,
-        visit: Visit<'_>,
-    ) -> Result<(), StorageError> {
-        self.inner.scan_rev(table, range, &mut |key, value| {
-            self.count(table);
-            visit(key, value)
-        })
-    }
-}
-
-impl Storage for CountingStore {
-    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
-        Ok(Box::new(CountingRead {
-            inner: self.inner.read()?,
-            items_read: &self.items_read,
-        }))
-    }
-
-    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
-        self.inner.write()
-    }
-
-    fn kind(&self) -> &'static str {
-        self.inner.kind()
-    }
-}
 
 fn ten_ranges() -> EngineConfig {
     EngineConfig {
@@ -105,7 +35,7 @@ fn ten_ranges() -> EngineConfig {
 fn forget_the_layout(store: &CountingStore) {
     let mut containers = Vec::new();
     store
-        .inner
+        .inner()
         .read()
         .expect("read")
         .scan(
@@ -117,7 +47,7 @@ fn forget_the_layout(store: &CountingStore) {
             },
         )
         .expect("scan");
-    let mut write = store.inner.write().expect("write");
+    let mut write = store.inner().write().expect("write");
     for (key, value) in containers {
         let mut record: Value = serde_json::from_slice(&value).expect("record");
         assert_eq!(
@@ -139,10 +69,7 @@ fn forget_the_layout(store: &CountingStore) {
 /// An engine on a counting store with container `c` (ten ranges, hash v2 on `/pk`) holding
 /// `ITEMS` items over `PARTITIONS` partition keys; `old` stores them in the old layout.
 async fn filled(old: bool) -> (Engine, Arc<CountingStore>) {
-    let store = Arc::new(CountingStore {
-        inner: MemoryStore::new(),
-        items_read: AtomicU64::new(0),
-    });
+    let store = Arc::new(CountingStore::new());
     let clock = Arc::new(ManualClock::new(1_800_000_000_000));
     let mut engine = Engine::open(store.clone(), clock.clone(), ten_ranges()).expect("engine");
     engine
@@ -422,10 +349,7 @@ async fn an_epk_interval_inside_a_range_reads_its_span_and_filters_exactly() {
 
 #[tokio::test]
 async fn a_hierarchical_prefix_reads_only_its_partitions() {
-    let store = Arc::new(CountingStore {
-        inner: MemoryStore::new(),
-        items_read: AtomicU64::new(0),
-    });
+    let store = Arc::new(CountingStore::new());
     let clock = Arc::new(ManualClock::new(1_800_000_000_000));
     let engine = Engine::open(store.clone(), clock, ten_ranges()).expect("engine");
     engine
@@ -479,7 +403,7 @@ async fn a_hierarchical_prefix_reads_only_its_partitions() {
 fn layout_bytes(store: &CountingStore) -> BTreeSet<u8> {
     let mut markers = BTreeSet::new();
     store
-        .inner
+        .inner()
         .read()
         .expect("read")
         .scan(Table::Items, &KeyRange::prefix(&[]), &mut |key, _| {
@@ -535,10 +459,7 @@ async fn a_container_stored_before_keeps_its_layout_for_life() {
 
 #[tokio::test]
 async fn a_token_of_a_split_range_resumes_in_each_of_its_halves() {
-    let store = Arc::new(CountingStore {
-        inner: MemoryStore::new(),
-        items_read: AtomicU64::new(0),
-    });
+    let store = Arc::new(CountingStore::new());
     let clock = Arc::new(ManualClock::new(1_800_000_000_000));
     let engine = Engine::open(store, clock, config()).expect("engine");
     engine
