@@ -9,13 +9,15 @@
 use crate::catalog::unique_key_policy::UniqueKeyPolicy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::policy::{EarlierPolicies, IndexPolicy};
-use crate::partitions::epk::HashScheme;
-use crate::partitions::partition_key::PartitionKeyDefinition;
+use crate::keys::{self, ItemLayout, PartitionPlace};
+use crate::partitions::epk::{epk_point, HashScheme, EPK_MAX};
+use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
 use crate::rids;
 use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::TtlState;
 use lethedb_query::ComputedProperties;
+use lethedb_storage::KeyRange;
 use serde_json::Value;
 use std::sync::Arc;
 
@@ -31,6 +33,8 @@ pub struct Container {
     pub hash_scheme: HashScheme,
     /// Its physical partitions (partition key ranges).
     pub ranges: RangeLayout,
+    /// How its item keys are laid out (fixed for its life; see `keys.rs`).
+    pub(crate) item_layout: ItemLayout,
     pub ttl: TtlState,
     /// The container as clients see it, system properties included.
     pub resource: Value,
@@ -69,6 +73,7 @@ pub(crate) struct ContainerParts {
     pub(crate) number: u32,
     pub(crate) partition_key: PartitionKeyDefinition,
     pub(crate) ranges: RangeLayout,
+    pub(crate) item_layout: ItemLayout,
     pub(crate) ttl: TtlState,
     pub(crate) resource: Value,
     pub(crate) throughput: Option<Throughput>,
@@ -88,6 +93,7 @@ impl Container {
             number,
             partition_key,
             ranges,
+            item_layout,
             ttl,
             resource,
             throughput,
@@ -131,6 +137,7 @@ impl Container {
             partition_key,
             hash_scheme,
             ranges,
+            item_layout,
             ttl,
             resource,
             throughput,
@@ -182,6 +189,56 @@ impl Container {
             .get("_rid")
             .and_then(Value::as_str)
             .unwrap_or_default()
+    }
+
+    /// Where the items of the logical partition `value` lie in this container's keys: the one
+    /// place every item key is built from (`keys.rs` lays the bytes out).
+    pub(crate) fn partition_place(&self, value: &PartitionKeyValue) -> PartitionPlace {
+        let epk_point = match self.item_layout {
+            ItemLayout::PartitionOrdered => None,
+            // An EPK the engine computes is upper-case hex, so it always has a point.
+            ItemLayout::EpkOrdered => {
+                Some(epk_point(&value.effective(&self.partition_key)).unwrap_or_default())
+            }
+        };
+        PartitionPlace::new(epk_point, value.encode())
+    }
+
+    /// The storage key of the item `id` in the logical partition `value`.
+    pub(crate) fn item_key(&self, value: &PartitionKeyValue, id: &str) -> Vec<u8> {
+        keys::item_key(self.key_number(), &self.partition_place(value), id)
+    }
+
+    /// The prefix of every item key of the logical partition `value`.
+    pub(crate) fn partition_prefix(&self, value: &PartitionKeyValue) -> Vec<u8> {
+        keys::partition_prefix(self.key_number(), &self.partition_place(value))
+    }
+
+    /// The keys that can hold the items whose EPKs `filter` admits: the filter's span of an
+    /// EPK-ordered container, else (or for bounds that are not EPKs) every item of the
+    /// container. The span may hold a few items outside the filter (those whose EPKs share a
+    /// point with a bound), never miss one inside: readers still filter item by item.
+    pub(crate) fn items_span(&self, filter: &RangeFilter) -> KeyRange {
+        let number = self.key_number();
+        let whole = KeyRange::prefix(&keys::container_items_prefix(number));
+        if self.item_layout != ItemLayout::EpkOrdered || filter.is_everything() {
+            return whole;
+        }
+        let Some(low) = epk_point(&filter.start) else {
+            return whole;
+        };
+        // Items below `end` may share its point: the span ends past it. "FF" is the top.
+        let high = match filter.end.as_str() {
+            EPK_MAX => None,
+            end => match epk_point(end) {
+                Some(point) => point.checked_add(1),
+                None => return whole,
+            },
+        };
+        KeyRange::between(
+            keys::epk_point_bound(number, Some(low)),
+            keys::epk_point_bound(number, high),
+        )
     }
 
     /// The EPKs a request reads: the partition key range it names

@@ -2,12 +2,24 @@
 //!
 //! Catalog keys: `d` + database id, `c` + length-prefixed database id + container id, `g` for the
 //! global sequence numbers, `r` + a kind marker + the length-prefixed ids of the parents + the id
-//! for child resources (users, permissions, stored procedures...). Item keys: container number (8 bytes, big-endian) + length-prefixed
-//! partition key bytes + item id, so one partition is one contiguous key range and a container is
-//! another. Expiry keys: container number + index class + 8-byte time + the item key's suffix.
-//! Counter keys: container number. Index keys: container number + a kind byte + the kind's own
-//! layout; unique key claims (kind `U`) are described at [`unique_claim_key`]. Length prefixes
-//! keep every prefix scan exact (an id can hold any character a client sends).
+//! for child resources (users, permissions, stored procedures...). Expiry keys: container number +
+//! index class + 8-byte time + the item key's suffix. Counter keys: container number. Index keys:
+//! container number + a kind byte + the kind's own layout; unique key claims (kind `U`) are
+//! described at [`unique_claim_key`]. Length prefixes keep every prefix scan exact (an id can hold
+//! any character a client sends).
+//!
+//! Item keys come in two layouts ([`ItemLayout`]), recorded per container. A container made
+//! since range-local storage keeps its items in effective partition key (EPK) order: container
+//! number (8 bytes, big-endian) + the marker `E` + the partition's EPK point (8 bytes,
+//! big-endian; `partitions/epk.rs` `epk_point`, a map that never decreases as the EPK grows) +
+//! length-prefixed partition key bytes + item id. So a physical partition range, an EPK interval,
+//! is one contiguous span of keys (a little wider where two EPKs share a point; readers still
+//! filter exactly), one logical partition is still one contiguous key range, and so is a
+//! hierarchical key's prefix. A container stored before keeps the old layout, container number +
+//! length-prefixed partition key bytes + item id, and its range reads walk the whole container.
+//! The layouts tell themselves apart: the old one's length prefix starts with a zero byte (keys
+//! are far below 16 MiB), so any key parses without knowing its container's layout; only
+//! building a key needs it (`Container::partition_place`).
 //!
 //! This module only encodes and decodes bytes; it decides nothing about visibility. It is the only
 //! module that knows where one part of a key ends and the next begins.
@@ -75,6 +87,54 @@ pub fn container_items_prefix(container_number: u64) -> Vec<u8> {
     container_number.to_be_bytes().to_vec()
 }
 
+/// How a container lays out the keys of its items (see the module's documentation).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ItemLayout {
+    /// Partition key bytes, then the id: a store made before range-local storage.
+    #[default]
+    PartitionOrdered,
+    /// The EPK point, then the partition key bytes and the id: a range is a span of keys.
+    EpkOrdered,
+}
+
+/// The byte that opens an EPK-ordered item key's suffix. An old suffix opens with the high
+/// byte of its partition key's length, always zero.
+const EPK_ORDERED_MARKER: u8 = b'E';
+
+/// Where one logical partition's items lie below their container number: the part of each of
+/// their keys between the container number and the id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PartitionPlace {
+    /// The partition's EPK point, in an EPK-ordered container.
+    epk_point: Option<u64>,
+    /// The partition key value's bytes.
+    partition_key: Vec<u8>,
+}
+
+impl PartitionPlace {
+    /// The place of the partition whose key value encodes to `partition_key`, with its EPK
+    /// point in an EPK-ordered container (`None` in a partition-ordered one).
+    pub fn new(epk_point: Option<u64>, partition_key: Vec<u8>) -> PartitionPlace {
+        PartitionPlace {
+            epk_point,
+            partition_key,
+        }
+    }
+
+    /// The partition key value's bytes.
+    pub fn partition_key(&self) -> &[u8] {
+        &self.partition_key
+    }
+
+    fn push_to(&self, key: &mut Vec<u8>) {
+        if let Some(point) = self.epk_point {
+            key.push(EPK_ORDERED_MARKER);
+            key.extend_from_slice(&point.to_be_bytes());
+        }
+        push_length_prefixed(key, &self.partition_key);
+    }
+}
+
 /// An item key without its container prefix: what feeds, continuations, the expiry index and the
 /// resource-id index remember of an item.
 pub fn item_key_suffix(item_key: &[u8]) -> &[u8] {
@@ -88,41 +148,64 @@ pub fn item_key_from_suffix(container_number: u64, suffix: &[u8]) -> Vec<u8> {
     key
 }
 
-/// The suffix of an item key below its container: partition key bytes and id.
-pub fn item_suffix(partition_key: &[u8], id: &str) -> Vec<u8> {
-    let mut suffix = Vec::with_capacity(4 + partition_key.len() + id.len());
-    push_length_prefixed(&mut suffix, partition_key);
-    suffix.extend_from_slice(id.as_bytes());
-    suffix
-}
-
 /// The prefix of every item of one logical partition.
-pub fn partition_prefix(container_number: u64, partition_key: &[u8]) -> Vec<u8> {
+pub fn partition_prefix(container_number: u64, place: &PartitionPlace) -> Vec<u8> {
     let mut key = container_items_prefix(container_number);
-    push_length_prefixed(&mut key, partition_key);
+    place.push_to(&mut key);
     key
-}
-
-/// The partition key bytes of an item key (what `partition_prefix` wrapped), if well formed.
-pub fn partition_bytes(item_key: &[u8]) -> Option<&[u8]> {
-    let rest = item_key.get(CONTAINER_PREFIX_BYTES..)?;
-    let length = u32::from_be_bytes(rest.get(..4)?.try_into().ok()?) as usize;
-    rest.get(4..4 + length)
 }
 
 /// The storage key of one item.
-pub fn item_key(container_number: u64, partition_key: &[u8], id: &str) -> Vec<u8> {
+pub fn item_key(container_number: u64, place: &PartitionPlace, id: &str) -> Vec<u8> {
     let mut key = container_items_prefix(container_number);
-    key.extend_from_slice(&item_suffix(partition_key, id));
+    place.push_to(&mut key);
+    key.extend_from_slice(id.as_bytes());
     key
 }
 
-/// Splits an item key (after its 8-byte container prefix) into partition key bytes and id.
+/// The EPK point of an item key's suffix, if it is EPK-ordered, and what follows the point.
+fn split_epk_point(suffix: &[u8]) -> (Option<u64>, &[u8]) {
+    match suffix.split_first() {
+        Some((&EPK_ORDERED_MARKER, rest)) => match rest.split_at_checked(8) {
+            Some((point, rest)) => (point.try_into().ok().map(u64::from_be_bytes), rest),
+            None => (None, &[]),
+        },
+        _ => (None, suffix),
+    }
+}
+
+/// The partition key bytes of an item key (what [`PartitionPlace`] wrapped), if well formed.
+pub fn partition_bytes(item_key: &[u8]) -> Option<&[u8]> {
+    split_item_suffix(item_key.get(CONTAINER_PREFIX_BYTES..)?).map(|(partition, _)| partition)
+}
+
+/// The EPK point of an item key, in an EPK-ordered container.
+pub fn item_epk_point(item_key: &[u8]) -> Option<u64> {
+    split_epk_point(item_key.get(CONTAINER_PREFIX_BYTES..)?).0
+}
+
+/// Splits an item key's suffix (after its 8-byte container prefix) into partition key bytes
+/// and id, in either layout.
 pub fn split_item_suffix(suffix: &[u8]) -> Option<(&[u8], &str)> {
+    let (_, suffix) = split_epk_point(suffix);
     let length = u32::from_be_bytes(suffix.get(..4)?.try_into().ok()?) as usize;
     let partition_key = suffix.get(4..4 + length)?;
     let id = std::str::from_utf8(suffix.get(4 + length..)?).ok()?;
     Some((partition_key, id))
+}
+
+/// The first key, among an EPK-ordered container's items, whose EPK point is `point` or more;
+/// `None` stands past every point (the end of the container's items).
+pub fn epk_point_bound(container_number: u64, point: Option<u64>) -> Vec<u8> {
+    let mut key = container_items_prefix(container_number);
+    match point {
+        Some(point) => {
+            key.push(EPK_ORDERED_MARKER);
+            key.extend_from_slice(&point.to_be_bytes());
+        }
+        None => key.push(EPK_ORDERED_MARKER + 1),
+    }
+    key
 }
 
 /// The two orders of the expiry index.
@@ -330,14 +413,40 @@ mod tests {
 
     #[test]
     fn item_keys_round_trip_and_partitions_are_prefixes() {
-        let key = item_key(7, b"[\"a\"]", "id/with?odd#chars");
-        let (pk, id) = split_item_suffix(item_key_suffix(&key)).expect("split");
-        assert_eq!(pk, b"[\"a\"]");
-        assert_eq!(id, "id/with?odd#chars");
-        assert!(key.starts_with(&partition_prefix(7, b"[\"a\"]")));
-        // A partition key that is a prefix of another does not share its key range.
-        assert!(!item_key(7, b"[\"ab\"]", "x").starts_with(&partition_prefix(7, b"[\"a")));
-        assert_eq!(item_key_from_suffix(7, item_key_suffix(&key)), key);
+        for point in [
+            None,
+            Some(0),
+            Some(0x45_00_00_00_00_00_00_00),
+            Some(u64::MAX),
+        ] {
+            let place = |bytes: &[u8]| PartitionPlace::new(point, bytes.to_vec());
+            let key = item_key(7, &place(b"[\"a\"]"), "id/with?odd#chars");
+            let (pk, id) = split_item_suffix(item_key_suffix(&key)).expect("split");
+            assert_eq!(pk, b"[\"a\"]");
+            assert_eq!(id, "id/with?odd#chars");
+            assert_eq!(partition_bytes(&key), Some(&b"[\"a\"]"[..]));
+            assert_eq!(item_epk_point(&key), point);
+            assert!(key.starts_with(&partition_prefix(7, &place(b"[\"a\"]"))));
+            // A partition key that is a prefix of another does not share its key range.
+            let longer = item_key(7, &place(b"[\"ab\"]"), "x");
+            assert!(!longer.starts_with(&partition_prefix(7, &place(b"[\"a"))));
+            assert_eq!(item_key_from_suffix(7, item_key_suffix(&key)), key);
+            assert!(key.starts_with(&container_items_prefix(7)));
+        }
+    }
+
+    #[test]
+    fn epk_ordered_keys_sort_by_point_inside_their_container() {
+        let key = |point: u64, partition: &[u8], id: &str| {
+            item_key(3, &PartitionPlace::new(Some(point), partition.to_vec()), id)
+        };
+        // The point decides before the partition key bytes do.
+        assert!(key(1, b"zzz", "z") < key(2, b"a", "a"));
+        assert!(epk_point_bound(3, Some(2)) <= key(2, b"a", "a"));
+        assert!(key(1, b"zzz", "z") < epk_point_bound(3, Some(2)));
+        assert!(key(u64::MAX, b"zzz", "z") < epk_point_bound(3, None));
+        assert!(epk_point_bound(3, None) < container_items_prefix(4));
+        assert!(container_items_prefix(3) < epk_point_bound(3, Some(0)));
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use crate::container::{Container, ContainerParts};
 use crate::error::{container_not_found, corrupted, EngineResult};
-use crate::keys;
+use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::RangeLayout;
@@ -270,6 +270,22 @@ pub(crate) struct ContainerRecord {
     /// writes its entries in the background (`index/builder.rs`); `INDEX_FORMAT` once it has.
     #[serde(default)]
     pub(crate) index_format: u32,
+    /// How its item keys are laid out: 0 (absent) for a container stored before range-local
+    /// storage, whose keys are partition-ordered for its whole life; `ITEM_LAYOUT_EPK_ORDERED`
+    /// for one made since (`keys::ItemLayout`).
+    #[serde(default)]
+    pub(crate) item_layout: u32,
+}
+
+/// The `item_layout` of a container whose item keys are EPK-ordered.
+const ITEM_LAYOUT_EPK_ORDERED: u32 = 1;
+
+/// A container's item layout as its record stores it.
+fn item_layout_number(layout: ItemLayout) -> u32 {
+    match layout {
+        ItemLayout::PartitionOrdered => 0,
+        ItemLayout::EpkOrdered => ITEM_LAYOUT_EPK_ORDERED,
+    }
 }
 
 /// The `index_format` of a container whose items all keep their index entries.
@@ -291,6 +307,11 @@ impl ContainerRecord {
                 .ranges
                 .unwrap_or_else(|| RangeLayout::even(HashScheme::of(&partition_key), 1)),
             partition_key,
+            item_layout: if self.item_layout == ITEM_LAYOUT_EPK_ORDERED {
+                ItemLayout::EpkOrdered
+            } else {
+                ItemLayout::PartitionOrdered
+            },
             ttl: self.ttl,
             resource: self.resource,
             throughput: self.throughput,
@@ -400,6 +421,7 @@ pub(crate) fn store_container(
         earlier_index_policies: container.earlier_index_policies.sources.clone(),
         index_generation: container.index_generation,
         index_format: INDEX_FORMAT,
+        item_layout: item_layout_number(container.item_layout),
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
     context.put(

@@ -17,6 +17,7 @@ use crate::error::{
 };
 use crate::index::builder::start_transformation;
 use crate::items::delete_container_items;
+use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::{ranges_for_throughput, RangeLayout};
@@ -24,10 +25,10 @@ use crate::records::{
     load_container, load_database, next_sequences, store_container, store_database,
     store_sequences, ContainerRecord, DatabaseRecord,
 };
+use crate::rids;
 use crate::rids::catalog_etag;
 use crate::throughput::Throughput;
 use crate::ttl::TtlState;
-use crate::{keys, rids};
 use lethedb_storage::{KeyRange, Table};
 use serde_json::{json, Value};
 use std::ops::ControlFlow;
@@ -156,6 +157,8 @@ impl Engine {
                     database_number: database.number,
                     number,
                     ranges: RangeLayout::even(HashScheme::of(&partition_key), range_count),
+                    // A new container's items are EPK-ordered, so a range reads only its share.
+                    item_layout: ItemLayout::EpkOrdered,
                     partition_key,
                     ttl: TtlState::new(default_ttl),
                     resource,

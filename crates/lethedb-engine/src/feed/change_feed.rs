@@ -223,9 +223,18 @@ impl PageRead<'_> {
                 self.now_ms,
                 self.since_ms,
             ),
-            ChangeFeedMode::AllVersionsAndDeletes => LogEntry::decode(value)
-                .ok_or_else(|| corrupted("change log"))
-                .map(|entry| all_versions(self.container, scope, lsn, &entry)),
+            ChangeFeedMode::AllVersionsAndDeletes => {
+                // The log is keyed by LSN alone: an entry of another range is skipped on its
+                // item key, before its version is decoded.
+                let suffix =
+                    LogEntry::item_suffix_of(value).ok_or_else(|| corrupted("change log"))?;
+                if !scope.admits(suffix) {
+                    return Ok(None);
+                }
+                LogEntry::decode(value)
+                    .ok_or_else(|| corrupted("change log"))
+                    .map(|entry| all_versions(self.container, lsn, &entry))
+            }
         }
     }
 }
@@ -297,15 +306,8 @@ fn latest_version(
     Ok(Some(with_lsn(item.to_json_bytes(), lsn)))
 }
 
-fn all_versions(
-    container: &Arc<Container>,
-    scope: &mut Scope<'_>,
-    lsn: u64,
-    entry: &LogEntry,
-) -> Option<Vec<u8>> {
-    if !scope.admits(&entry.item_suffix) {
-        return None;
-    }
+/// The all-versions entry of one change in scope.
+fn all_versions(container: &Arc<Container>, lsn: u64, entry: &LogEntry) -> Option<Vec<u8>> {
     let crts = entry.at_ms.div_euclid(1000);
     let mut metadata = Map::new();
     let operation = match entry.operation {

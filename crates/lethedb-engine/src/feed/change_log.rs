@@ -50,7 +50,7 @@ pub(crate) struct LogEntry {
     pub(crate) previous_lsn: u64,
     /// When it happened (for a TTL delete, the expiry instant), in milliseconds.
     pub(crate) at_ms: i64,
-    /// The item key's suffix: partition key bytes and id.
+    /// The item key's suffix: the partition's place and the id (`keys.rs`).
     pub(crate) item_suffix: Vec<u8>,
     /// The version written, for creates and replaces.
     pub(crate) record: Option<ItemRecord>,
@@ -73,6 +73,13 @@ impl LogEntry {
         out
     }
 
+    /// The item key suffix of an encoded entry, read without decoding the version it holds
+    /// (so a feed of one range decodes only its own entries).
+    pub(crate) fn item_suffix_of(bytes: &[u8]) -> Option<&[u8]> {
+        let length = u32::from_be_bytes(bytes.get(18..22)?.try_into().ok()?) as usize;
+        bytes.get(22..22 + length)
+    }
+
     pub(crate) fn decode(bytes: &[u8]) -> Option<LogEntry> {
         let operation = match bytes.first()? {
             0 => Operation::Create,
@@ -83,9 +90,8 @@ impl LogEntry {
         let ttl_expired = *bytes.get(1)? == 1;
         let previous_lsn = u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?);
         let at_ms = i64::from_be_bytes(bytes.get(10..18)?.try_into().ok()?);
-        let length = u32::from_be_bytes(bytes.get(18..22)?.try_into().ok()?) as usize;
-        let item_suffix = bytes.get(22..22 + length)?.to_vec();
-        let rest = bytes.get(22 + length..)?;
+        let item_suffix = LogEntry::item_suffix_of(bytes)?.to_vec();
+        let rest = bytes.get(22 + item_suffix.len()..)?;
         let record = if operation == Operation::Delete {
             None
         } else {

@@ -210,7 +210,7 @@ fn partition_items(
         }
         _ => (
             Table::Items,
-            KeyRange::prefix(&keys::partition_prefix(number, &value.encode())),
+            KeyRange::prefix(&container.partition_prefix(value)),
         ),
     };
     let mut count = 0u64;

@@ -29,7 +29,7 @@ use crate::container::Container;
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::change_log;
 use crate::index::maintain::{replace_entries, EntryChanges, VersionRef};
-use crate::keys;
+use crate::keys::{self, PartitionPlace};
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{read_counters, store_counters, Counters, ExpiryEntry, ItemRecord};
 use crate::throughput::request_units;
@@ -234,7 +234,7 @@ pub(crate) fn current_version(
     partition_key: &PartitionKeyValue,
     id: &str,
 ) -> EngineResult<ItemRecord> {
-    let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
+    let key = container.item_key(partition_key, id);
     visible_record(context, container, &key)?.ok_or_else(item_not_found)
 }
 
@@ -332,9 +332,9 @@ pub(crate) fn apply_write(
     } = request;
     let document_key = rules::document_partition_key(&container, &body.document)?;
     rules::check_sent_partition_key(&container, partition_key, &document_key)?;
-    let partition_bytes = document_key.encode();
-    rules::check_partition_key_size(&partition_bytes)?;
-    let found = find_versions(context, &container, &mode, &partition_bytes, &body.id)?;
+    let place = container.partition_place(&document_key);
+    rules::check_partition_key_size(place.partition_key())?;
+    let found = find_versions(context, &container, &mode, &place, &body.id)?;
     let number = container.key_number();
     let taken = found.renamed_from.is_some() && found.visible;
     let current = found
@@ -345,7 +345,7 @@ pub(crate) fn apply_write(
     let claims = check_write(
         context,
         &container,
-        &partition_bytes,
+        place.partition_key(),
         &body.document,
         &found.key,
         renamed,
@@ -378,11 +378,11 @@ fn find_versions(
     context: &WriteContext<'_>,
     container: &Container,
     mode: &WriteMode,
-    partition_bytes: &[u8],
+    place: &PartitionPlace,
     id: &str,
 ) -> EngineResult<Found> {
     let number = container.key_number();
-    let key = keys::item_key(number, partition_bytes, id);
+    let key = keys::item_key(number, place, id);
     let existing = read_record(context.reader(), &key)?;
     let visible = existing
         .as_ref()
@@ -391,7 +391,7 @@ fn find_versions(
     // partition key is fixed): the URL's id is the item replaced, the body's id its new name.
     let renamed_from = match mode {
         WriteMode::Replace(url_id) if url_id != id => {
-            let old_key = keys::item_key(number, partition_bytes, url_id);
+            let old_key = keys::item_key(number, place, url_id);
             let source = visible_record(context, container, &old_key)?;
             Some((old_key, source))
         }
@@ -506,7 +506,7 @@ pub(crate) fn apply_delete(
 ) -> EngineResult<ItemDeleted> {
     let partition_key = container.partition_key.point_key(partition_key)?;
     let number = container.key_number();
-    let key = keys::item_key(number, &partition_key.encode(), id);
+    let key = container.item_key(&partition_key, id);
     let current = visible_record(context, container, &key)?
         .map(|record| (stored_version(number, &record), record));
     let existing = rules::decide_existing(if_match.as_deref(), current)?;

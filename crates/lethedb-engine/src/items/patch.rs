@@ -9,7 +9,6 @@ use crate::container::Container;
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::items::rules::{self, prepare_body, WriteMode};
 use crate::items::{apply_write, stored_version, visible_record, ItemOutcome, WriteRequest};
-use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::SYSTEM_PROPERTIES;
 use crate::throughput::request_units;
@@ -318,7 +317,7 @@ pub(crate) fn apply_patch_item(
     if_match: Option<String>,
 ) -> EngineResult<ItemOutcome> {
     let partition_key = container.partition_key.point_key(partition_key)?;
-    let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
+    let key = container.item_key(&partition_key, id);
     let current = visible_record(context, &container, &key)?
         .map(|record| (stored_version(container.key_number(), &record), record));
     let current = rules::decide_existing(if_match.as_deref(), current)?;

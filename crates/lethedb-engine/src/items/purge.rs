@@ -28,7 +28,7 @@ pub(crate) fn apply_delete_partition(
     let mut doomed = Vec::new();
     context.try_scan(
         Table::Items,
-        &KeyRange::prefix(&keys::partition_prefix(number, &partition_key.encode())),
+        &KeyRange::prefix(&container.partition_prefix(&partition_key)),
         &mut |key, value| {
             let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
             doomed.push((key.to_vec(), record));

@@ -14,11 +14,11 @@ use crate::limits::PAGE_ITEMS_MAX;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
 use crate::records::{read_counters, ItemRecord};
-use crate::scan_visit::try_scan;
+use crate::scan_visit::{resumed_after, try_scan};
 use crate::ttl::expiry::record_is_expired;
 use base64::Engine as _;
 use lethedb_storage::{KeyRange, Table};
-use std::ops::{Bound, ControlFlow};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 
 pub(crate) fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
@@ -40,7 +40,7 @@ impl Engine {
         with_lsn: bool,
     ) -> EngineResult<(StoredItem, u64)> {
         let partition_key = container.partition_key.point_key(partition_key)?;
-        let key = keys::item_key(container.key_number(), &partition_key.encode(), id);
+        let key = container.item_key(&partition_key, id);
         let reader = self.inner.store.read()?;
         let record = read_record(&*reader, &key)?.ok_or_else(item_not_found)?;
         if record_is_expired(container, &record, self.now_in(&*reader)) {
@@ -71,18 +71,27 @@ impl Engine {
         continuation: Option<&str>,
     ) -> EngineResult<Feed> {
         let number = container.key_number();
-        let mut matcher = RangeMatcher::new(filter, &container.partition_key);
-        let scope = match &partition_key {
-            Some(value) => keys::partition_prefix(number, &value.encode()),
-            None => keys::container_items_prefix(number),
+        // A partition's keys, else the range's span; a token must resume inside the partition
+        // or the container (a parent range's token stays good in its children).
+        let (scope, span) = match &partition_key {
+            Some(value) => {
+                let prefix = container.partition_prefix(value);
+                let span = KeyRange::prefix(&prefix);
+                (prefix, span)
+            }
+            None => (
+                keys::container_items_prefix(number),
+                container.items_span(&filter),
+            ),
         };
-        let mut range = KeyRange::prefix(&scope);
+        let mut matcher = RangeMatcher::new(filter, &container.partition_key);
+        let mut range = span.clone();
         if let Some(token) = continuation {
             let after = keys::item_key_from_suffix(number, &decode_continuation(token)?);
             if !after.starts_with(&scope) {
                 return Err(invalid_continuation());
             }
-            range.start = Bound::Excluded(after);
+            range = resumed_after(&span, after);
         }
         let page_items_max = page_items_max.clamp(1, PAGE_ITEMS_MAX);
         let reader = self.inner.store.read()?;
@@ -91,8 +100,12 @@ impl Engine {
         let mut last_key = Vec::new();
         let mut more = false;
         try_scan(&*reader, Table::Items, &range, &mut |key, value| {
+            // The range decides from the key alone, before the record is decoded.
+            if !matcher.admits(key) {
+                return Ok(ControlFlow::Continue(()));
+            }
             let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
-            if record_is_expired(container, &record, now_ms) || !matcher.admits(key) {
+            if record_is_expired(container, &record, now_ms) {
                 return Ok(ControlFlow::Continue(()));
             }
             if items.len() == page_items_max {

@@ -117,6 +117,34 @@ impl PartitionKeyValue {
     }
 }
 
+/// How many leading hex digits of an EPK its point keeps (8 bytes).
+const POINT_DIGITS: usize = 16;
+
+/// The EPK point of an EPK or range boundary: its first 16 hex digits, right-padded with `0`,
+/// as a number; `None` for a string with anything but upper-case hex digits. The map never
+/// decreases as the string grows: among upper-case hex strings, string order is digit order,
+/// and a string padded with the smallest digit stays at or below every string it prefixes. So
+/// every EPK in `[low, high)` has a point in `[epk_point(low), epk_point(high)]`, which is
+/// what lets an EPK-ordered container read a range as one span of keys (`keys.rs`).
+pub fn epk_point(epk: &str) -> Option<u64> {
+    let mut point = 0u64;
+    for byte in epk.bytes() {
+        if !matches!(byte, b'0'..=b'9' | b'A'..=b'F') {
+            return None;
+        }
+    }
+    for byte in epk.bytes().take(POINT_DIGITS) {
+        let digit = if byte.is_ascii_digit() {
+            byte - b'0'
+        } else {
+            byte - b'A' + 10
+        };
+        point = point << 4 | u64::from(digit);
+    }
+    let padding = POINT_DIGITS.saturating_sub(epk.len()) as u32;
+    Some(point.checked_shl(4 * padding).unwrap_or(0))
+}
+
 /// The EPK range a value covers, as the SDKs compute it. A hierarchical prefix (fewer parts than
 /// paths) covers `[epk, epk + "FF")`; no parts cover everything, `["", "FF")` (as the JS SDK; the
 /// Python SDK answers `("", "")`); a full key gives the SDKs' point range `[epk, epk]`, both ends
@@ -346,6 +374,48 @@ fn from_hex(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn epk_points_never_decrease_as_epks_grow() {
+        assert_eq!(epk_point(""), Some(0));
+        assert_eq!(epk_point("FF"), Some(0xFF00_0000_0000_0000));
+        assert_eq!(epk_point("0123456789ABCDEF77"), Some(0x0123_4567_89AB_CDEF));
+        assert_eq!(epk_point("0a"), None);
+        assert_eq!(epk_point("0G"), None);
+        let mut epks: Vec<String> = ["", "0", "00", "05", "05C1", "1F", "3FFFFFFFFFFFFFFF", "FF"]
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let bodies = [
+            serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 2}),
+            serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 1}),
+            serde_json::json!({"paths": ["/a", "/b"], "kind": "MultiHash", "version": 2}),
+        ];
+        for body in &bodies {
+            let definition =
+                PartitionKeyDefinition::from_container_body(Some(body)).expect("definition");
+            let scheme = HashScheme::of(&definition);
+            for n in 0..200 {
+                let parts = vec![PartitionKeyPart::String(format!("k{n}")); definition.paths.len()];
+                let epk = PartitionKeyValue(parts).effective(&definition);
+                epks.push(epk[..(n % 33).min(epk.len())].to_string());
+                epks.push(epk);
+            }
+            // Ten ranges are ten distinct spans of points, so each reads about a tenth.
+            let bounds: Vec<Option<u64>> = even_boundaries(scheme, 10)
+                .iter()
+                .map(|b| epk_point(b))
+                .collect();
+            assert!(
+                bounds.windows(2).all(|pair| pair[0] < pair[1]),
+                "{scheme:?}"
+            );
+        }
+        epks.sort();
+        for pair in epks.windows(2) {
+            assert!(epk_point(&pair[0]) <= epk_point(&pair[1]), "{pair:?}");
+        }
+    }
 
     const SCHEMES: [HashScheme; 3] = [HashScheme::V1, HashScheme::V2, HashScheme::MultiHash];
 

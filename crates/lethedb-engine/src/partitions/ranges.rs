@@ -9,11 +9,14 @@
 //! and name their ancestors in `parents`, and the old ids are gone for good, so a client that
 //! names one learns to refresh its routing map. Ranges never merge, as on the service.
 //!
-//! Items are not moved by a split: storage is keyed by partition key value, and a range is a
-//! filter on EPKs over it (see `RangeFilter`). This module decides only the layout.
+//! Items are not moved by a split: a range is an interval of EPKs, and a container made since
+//! range-local storage keys its items by EPK point (`keys.rs`), so any interval is a span of keys
+//! that `Container::items_span` finds; the `RangeMatcher` then filters that span exactly (an
+//! older container's span is the whole container). This module decides only the layout and the
+//! filter.
 
 use crate::keys;
-use crate::partitions::epk::{even_boundaries, split_point, HashScheme};
+use crate::partitions::epk::{epk_point, even_boundaries, split_point, HashScheme, EPK_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::throughput::Throughput;
 use serde::{Deserialize, Serialize};
@@ -220,9 +223,13 @@ impl RangeFilter {
 }
 
 /// Decides, item key by item key, whether an item belongs to a [`RangeFilter`]. Items of one
-/// logical partition are adjacent in key order, so it hashes each partition key once.
+/// logical partition are adjacent in key order, so it hashes each partition key once; an
+/// EPK-ordered key whose point lies strictly inside or outside the filter's points is decided
+/// without hashing (`epk_point` never decreases as EPKs grow).
 pub(crate) struct RangeMatcher<'a> {
     filter: RangeFilter,
+    /// The points of the filter's start and end (`None`: the open top), when both are EPKs.
+    points: Option<(u64, Option<u64>)>,
     definition: &'a PartitionKeyDefinition,
     last_partition: Vec<u8>,
     last_admitted: bool,
@@ -230,7 +237,12 @@ pub(crate) struct RangeMatcher<'a> {
 
 impl<'a> RangeMatcher<'a> {
     pub(crate) fn new(filter: RangeFilter, definition: &'a PartitionKeyDefinition) -> Self {
+        let end = match filter.end.as_str() {
+            EPK_MAX => Some(None),
+            end => epk_point(end).map(Some),
+        };
         RangeMatcher {
+            points: epk_point(&filter.start).zip(end),
             filter,
             definition,
             last_partition: Vec::new(),
@@ -249,6 +261,9 @@ impl<'a> RangeMatcher<'a> {
         if self.admits_everything() {
             return true;
         }
+        if let Some(admitted) = self.admits_by_point(item_key) {
+            return admitted;
+        }
         let Some(partition) = keys::partition_bytes(item_key) else {
             return true;
         };
@@ -261,6 +276,18 @@ impl<'a> RangeMatcher<'a> {
             self.last_partition.extend_from_slice(partition);
         }
         self.last_admitted
+    }
+
+    /// The decision an EPK-ordered key's point makes alone: an EPK whose point is below the
+    /// start's is below the start, one whose point is above the end's is past the end, and
+    /// one strictly between is inside; `None` on a bound's own point, where only the EPK tells.
+    fn admits_by_point(&self, item_key: &[u8]) -> Option<bool> {
+        let (start, end) = self.points?;
+        let point = keys::item_epk_point(item_key)?;
+        if point < start || end.is_some_and(|end| point > end) {
+            return Some(false);
+        }
+        (point > start && end.is_none_or(|end| point < end)).then_some(true)
     }
 }
 

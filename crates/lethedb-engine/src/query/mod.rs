@@ -25,12 +25,14 @@ use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::epk::prefix_range;
 use crate::partitions::partition_key::PartitionKeyValue;
+use crate::partitions::ranges::RangeFilter;
 use crate::query::metrics::{measure_output, QueryMetrics};
 use crate::query::page::{PageInputs, RanPage};
 use crate::query::scan::{parts_from_values, ScanScope};
 use crate::records::read_counters;
 use crate::throughput::request_units::{self, QueryWork};
 use lethedb_query::{ClientPlan, Prepared, VectorPolicy};
+use lethedb_storage::KeyRange;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
@@ -188,23 +190,45 @@ fn scan_scope(
     {
         return Err(EngineError::new(ErrorCode::CrossPartitionQueryDisabled));
     }
-    let number = container.key_number();
-    // A full key reads one contiguous range; a hierarchical prefix filters the container.
-    let (prefix, partial_key, partition) = match scope {
-        Some(value) if value.0.len() == definition.paths.len() => (
-            keys::partition_prefix(number, &value.encode()),
-            None,
-            Some(value),
-        ),
-        Some(value) => (keys::container_items_prefix(number), Some(value), None),
-        None => (keys::container_items_prefix(number), None, None),
-    };
-    Ok(ScanScope {
-        filter,
-        prefix,
-        partial_key,
-        partition,
-    })
+    Ok(scope_of(container, scope, filter))
+}
+
+/// The keys a page reads once its partition key (`scope`) and EPK `filter` are known: a full
+/// key's partition; else the span of the filter, narrowed to a hierarchical prefix's EPKs.
+fn scope_of(
+    container: &Container,
+    scope: Option<PartitionKeyValue>,
+    filter: RangeFilter,
+) -> ScanScope {
+    let whole = keys::container_items_prefix(container.key_number());
+    match scope {
+        Some(value) if value.0.len() == container.partition_key.paths.len() => {
+            let prefix = container.partition_prefix(&value);
+            ScanScope {
+                filter,
+                span: KeyRange::prefix(&prefix),
+                outer: prefix,
+                partial_key: None,
+                partition: Some(value),
+            }
+        }
+        partial_key => {
+            let narrowed = match &partial_key {
+                Some(prefix) => {
+                    let (start, end) = prefix_range(&container.partition_key, prefix);
+                    filter.intersect(&RangeFilter { start, end })
+                }
+                None => filter.clone(),
+            };
+            ScanScope {
+                filter,
+                span: container.items_span(&narrowed),
+                outer: whole,
+                partial_key,
+                partition: None,
+            }
+        }
+    }
 }
 
 impl Engine {

@@ -192,13 +192,17 @@ impl PageScan<'_> {
                 if changes {
                     previous_value = Some(value.to_vec());
                 }
+                // An item outside the page's keys (another range) is skipped unloaded.
+                let Some(item_key) = self.entry_item_key(reader, scope, entry)? else {
+                    continue;
+                };
                 if loads >= loads_max {
                     return Ok(None);
                 }
                 loads += 1;
-                let Some((item_key, item)) = self.entry_item(reader, scope, entry)? else {
-                    continue;
-                };
+                let item = reader
+                    .get(Table::Items, &item_key)?
+                    .ok_or_else(|| corrupted("index entry without its item"))?;
                 if visit.item(run, &item_key, &item)?.is_break() {
                     break 'walk;
                 }
@@ -208,22 +212,16 @@ impl PageScan<'_> {
         Ok(Some(visit.tally))
     }
 
-    /// The key and stored record of one index entry's item, when it is inside the page's
-    /// partition scope (visibility is the visitor's to check).
-    fn entry_item(
+    /// The key of one index entry's item, when it lies in the keys the page reads (its range
+    /// or partition; visibility is the visitor's to check).
+    fn entry_item_key(
         &self,
         reader: &dyn ReadTxn,
         scope: &ScanScope,
         entry: &[u8],
-    ) -> EngineResult<Option<(Vec<u8>, Vec<u8>)>> {
+    ) -> EngineResult<Option<Vec<u8>>> {
         let document = keys::index_entry_document(entry).ok_or_else(|| corrupted("index entry"))?;
         let item_key = item_key_of(reader, self.container.key_number(), document)?;
-        if !item_key.starts_with(&scope.prefix) {
-            return Ok(None);
-        }
-        let item = reader
-            .get(Table::Items, &item_key)?
-            .ok_or_else(|| corrupted("index entry without its item"))?;
-        Ok(Some((item_key, item)))
+        Ok(scope.spans(&item_key).then_some(item_key))
     }
 }

@@ -16,12 +16,12 @@ use crate::keys;
 use crate::partitions::partition_key::{PartitionKeyPart, PartitionKeyValue};
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
 use crate::records::ItemRecord;
-use crate::scan_visit::try_scan;
+use crate::scan_visit::{range_contains, resumed_after, try_scan};
 use crate::ttl::expiry::is_expired;
 use lethedb_query::PageRun;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
-use std::ops::{Bound, ControlFlow};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -39,11 +39,15 @@ pub(crate) fn parts_from_values(values: Vec<Value>) -> PartitionKeyValue {
 pub(crate) struct ScanScope {
     /// The ranges (and EPK bounds) the request names.
     pub(crate) filter: RangeFilter,
-    /// The key prefix scanned: one partition for a whole key, else the container.
-    pub(crate) prefix: Vec<u8>,
+    /// The prefix a continuation must resume inside: one partition for a whole key, else the
+    /// container (a token from a parent range stays good in its children).
+    pub(crate) outer: Vec<u8>,
+    /// The keys read: one partition, or the span of the range or hierarchical prefix (the
+    /// whole container for one stored before range-local storage).
+    pub(crate) span: KeyRange,
     /// A prefix of a hierarchical key, checked on each document.
     pub(crate) partial_key: Option<PartitionKeyValue>,
-    /// The whole key of the one partition `prefix` covers, if it covers one.
+    /// The whole key of the one partition `span` covers, if it covers one.
     pub(crate) partition: Option<PartitionKeyValue>,
 }
 
@@ -54,16 +58,20 @@ impl ScanScope {
         number: u64,
         resume_after: Option<&[u8]>,
     ) -> EngineResult<KeyRange> {
-        let mut range = KeyRange::prefix(&self.prefix);
-        if let Some(after) = resume_after {
-            let start = keys::item_key_from_suffix(number, after);
-            if start < self.prefix {
-                // A token from another scope cannot move the scan outside this one.
-                return Err(invalid_continuation());
-            }
-            range.start = Bound::Excluded(start);
+        let Some(after) = resume_after else {
+            return Ok(self.span.clone());
+        };
+        let start = keys::item_key_from_suffix(number, after);
+        if start < self.outer {
+            // A token from another scope cannot move the scan outside this one.
+            return Err(invalid_continuation());
         }
-        Ok(range)
+        Ok(resumed_after(&self.span, start))
+    }
+
+    /// Whether the item key `key` lies in the keys the scope reads.
+    pub(crate) fn spans(&self, key: &[u8]) -> bool {
+        range_contains(&self.span, key)
     }
 
     /// Whether a document is inside the scope's prefix of a hierarchical key, if it has one.

@@ -14,9 +14,9 @@ use crate::error::{corrupted, EngineResult};
 use crate::index::plan::{IndexAccess, IndexPlan};
 use crate::keys;
 use crate::query::scan::ScanScope;
-use crate::scan_visit::try_scan;
+use crate::scan_visit::{range_contains, try_scan};
 use lethedb_storage::{ReadTxn, Table};
-use std::ops::{Bound, ControlFlow, RangeBounds};
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 /// What a page's index reads came to, for its charge and metrics.
@@ -62,10 +62,7 @@ pub(crate) fn candidate_keys(
     let mut item_keys = Vec::with_capacity(documents.len());
     for document in documents {
         let key = item_key_of(reader, number, document)?;
-        if RangeBounds::<[u8]>::contains(
-            &(as_slice(&bounds.start), as_slice(&bounds.end)),
-            key.as_slice(),
-        ) {
+        if range_contains(&bounds, &key) {
             item_keys.push(key);
         }
     }
@@ -124,13 +121,4 @@ pub(crate) fn item_key_of(
         )?
         .ok_or_else(|| corrupted("index entry without its item"))?;
     Ok(keys::item_key_from_suffix(container_number, &suffix))
-}
-
-/// A bound over a key as a bound over its bytes.
-fn as_slice(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
-    match bound {
-        Bound::Included(key) => Bound::Included(key.as_slice()),
-        Bound::Excluded(key) => Bound::Excluded(key.as_slice()),
-        Bound::Unbounded => Bound::Unbounded,
-    }
 }

@@ -19,7 +19,7 @@ use crate::items::requests::{decode_continuation, encode_continuation};
 use crate::items::rules::{self, Body, ClaimHolder, Effect, Version, WriteMode};
 use crate::items::unique_keys::{claims_of, holder_of};
 use crate::items::{read_record, StoredItem};
-use crate::keys;
+use crate::keys::{self, PartitionPlace};
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::query::ordering::ordering_rules;
@@ -52,7 +52,8 @@ pub(crate) struct ScriptView<'r> {
     reader: &'r dyn ReadTxn,
     now_ms: i64,
     pub(crate) partition: PartitionKeyValue,
-    partition_bytes: Vec<u8>,
+    /// Where the partition's items lie in the container's keys.
+    place: PartitionPlace,
     /// What the script wrote, by item key: the version it sees now (`None`: deleted).
     local: BTreeMap<Vec<u8>, Option<Arc<Value>>>,
     /// Provisional `_rid`s of items the script created, to their keys.
@@ -83,13 +84,13 @@ impl<'r> ScriptView<'r> {
         partition: PartitionKeyValue,
         wire_status: WireStatus,
     ) -> ScriptView<'r> {
-        let partition_bytes = partition.encode();
+        let place = container.partition_place(&partition);
         ScriptView {
             container,
             reader,
             now_ms,
             partition,
-            partition_bytes,
+            place,
             local: BTreeMap::new(),
             provisional_rids: HashMap::new(),
             provisional_etags: HashMap::new(),
@@ -119,7 +120,7 @@ impl<'r> ScriptView<'r> {
     }
 
     pub(crate) fn key_of(&self, id: &str) -> Vec<u8> {
-        keys::item_key(self.container.key_number(), &self.partition_bytes, id)
+        keys::item_key(self.container.key_number(), &self.place, id)
     }
 
     /// The visible version of an item in the view, recording a snapshot read.
@@ -180,9 +181,7 @@ impl<'r> ScriptView<'r> {
             return Err(item_not_found());
         };
         match keys::split_item_suffix(&suffix) {
-            Some((partition, id)) if partition == self.partition_bytes.as_slice() => {
-                Ok(self.key_of(id))
-            }
+            Some((partition, id)) if partition == self.place.partition_key() => Ok(self.key_of(id)),
             _ => Err(item_not_found()),
         }
     }
@@ -199,10 +198,10 @@ impl<'r> ScriptView<'r> {
         }
         let body = rules::prepare_body(Value::Object(body))?;
         let key = rules::document_partition_key(&self.container, &body.document)?;
-        if key.encode() != self.partition_bytes {
+        if key.encode() != self.place.partition_key() {
             return Err(ScriptWriteError::OutsidePartition);
         }
-        rules::check_partition_key_size(&self.partition_bytes)?;
+        rules::check_partition_key_size(self.place.partition_key())?;
         Ok(body)
     }
 
@@ -250,7 +249,7 @@ impl<'r> ScriptView<'r> {
         let taken = target != key && self.current(&key)?.is_some();
         let current = existing.as_deref().map(Version::shown);
         let effect = rules::decide_write(&mode, if_match, current, taken)?;
-        let claims = claims_of(&self.container, &self.partition_bytes, &body.document);
+        let claims = claims_of(&self.container, self.place.partition_key(), &body.document);
         self.check_claims(&claims, &key, &target)?;
         let mode = match mode {
             WriteMode::Replace(_) => {
@@ -304,7 +303,7 @@ impl<'r> ScriptView<'r> {
     /// visible version's claims all name it).
     fn release_claims(&mut self, document: Option<&Value>) {
         if let Some(document) = document {
-            for claim in claims_of(&self.container, &self.partition_bytes, document) {
+            for claim in claims_of(&self.container, self.place.partition_key(), document) {
                 self.claims.insert(claim, None);
             }
         }
@@ -358,7 +357,7 @@ impl<'r> ScriptView<'r> {
     /// The keys of the partition after `after` (a key suffix, which must be in the partition).
     fn scan_range(&self, after: Option<&[u8]>) -> EngineResult<KeyRange> {
         let number = self.container.key_number();
-        let prefix = keys::partition_prefix(number, &self.partition_bytes);
+        let prefix = keys::partition_prefix(number, &self.place);
         let mut range = KeyRange::prefix(&prefix);
         if let Some(after) = after {
             let start = keys::item_key_from_suffix(number, after);

@@ -180,7 +180,7 @@ async fn permissions_check_their_body_and_carry_a_fresh_token() {
     // The resource need not exist, and may be a rid link.
     let rid_link = create_permission(&server, "ada", json!({"id": "r", "permissionMode": "All", "resource": "dbs/AQAAAA==/colls/AQAAAJ0fgTc=", "resourcePartitionKey": [1]})).await;
     assert_eq!(rid_link.status, StatusCode::CREATED, "{}", rid_link.body);
-    // The JS SDK sends the mode in lower case; it is kept as the service names it.
+    // The JS SDK sends the mode in lower case; the service echoes it as sent.
     let lower = create_permission(
         &server,
         "ada",
@@ -189,7 +189,7 @@ async fn permissions_check_their_body_and_carry_a_fresh_token() {
     .await;
     assert_eq!(
         lower.body["permissionMode"],
-        json!("Read"),
+        json!("read"),
         "{}",
         lower.body
     );
