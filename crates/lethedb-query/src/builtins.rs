@@ -19,6 +19,8 @@ pub enum Family {
     Vectors,
     /// The ST_ functions over GeoJSON.
     Spatial,
+    /// The full-text predicates.
+    Text,
 }
 
 /// What a built-in is.
@@ -167,9 +169,9 @@ builtins! {
     StIsValid = "ST_ISVALID", (1, 1), Kind::Scalar(Family::Spatial);
     StIsValidDetailed = "ST_ISVALIDDETAILED", (1, 1), Kind::Scalar(Family::Spatial);
     StArea = "ST_AREA", (1, 1), Kind::Scalar(Family::Spatial);
-    FullTextContains = "FULLTEXTCONTAINS", (0, usize::MAX), Kind::Refused;
-    FullTextContainsAll = "FULLTEXTCONTAINSALL", (0, usize::MAX), Kind::Refused;
-    FullTextContainsAny = "FULLTEXTCONTAINSANY", (0, usize::MAX), Kind::Refused;
+    FullTextContains = "FULLTEXTCONTAINS", (2, 2), Kind::Scalar(Family::Text);
+    FullTextContainsAll = "FULLTEXTCONTAINSALL", (2, usize::MAX), Kind::Scalar(Family::Text);
+    FullTextContainsAny = "FULLTEXTCONTAINSANY", (2, usize::MAX), Kind::Scalar(Family::Text);
     FullTextScore = "FULLTEXTSCORE", (0, usize::MAX), Kind::Refused;
     VectorDistance = "VECTORDISTANCE", (2, 4), Kind::Scalar(Family::Vectors);
     ReciprocalRankFusion = "RRF", (0, usize::MAX), Kind::Refused;

@@ -1,6 +1,6 @@
 //! The built-in scalar functions of the language, dispatched on `Builtin` to one module per
-//! family: `types`, `strings`, `math`, `arrays`, `dates`, `vectors`, `spatial` (argument
-//! readers in `args`).
+//! family: `types`, `strings`, `math`, `arrays`, `dates`, `vectors`, `spatial`, `text`
+//! (argument readers in `args`).
 //!
 //! As in the service, a function given arguments of the wrong type returns `undefined`
 //! instead of failing; an unknown name or a wrong argument count is caught before execution
@@ -13,6 +13,7 @@ mod dates;
 mod math;
 mod spatial;
 mod strings;
+mod text;
 mod types;
 mod vectors;
 
@@ -39,6 +40,7 @@ pub fn call(
         Kind::Scalar(Family::Dates) => dates::call(builtin, args, context),
         Kind::Scalar(Family::Vectors) => Ok(vectors::vector_distance(args)),
         Kind::Scalar(Family::Spatial) => Ok(spatial::call(builtin, args)),
+        Kind::Scalar(Family::Text) => Ok(text::call(builtin, args)),
         Kind::Aggregate => Err(QueryError::semantic(format!(
             "Aggregate function '{}' is not allowed in this context.",
             builtin.name()
