@@ -12,12 +12,13 @@ use crate::explorer;
 use crate::handlers::{self, INDEX_CHECK_PREFIX, TTL_OVERVIEW_PREFIX};
 use crate::respond::add_common_headers;
 use crate::state::{AppState, MetricsRoute};
+use axum::body::Bytes;
 use axum::extract::{Path, Request, State};
 use axum::handler::Handler;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{on, MethodFilter, MethodRouter};
+use axum::routing::{any, on, MethodFilter, MethodRouter};
 use axum::Router;
 
 /// Where the explorer's endpoints are nested.
@@ -37,6 +38,11 @@ pub fn app(state: AppState) -> Router {
         .route(
             &format!("{INDEX_CHECK_PREFIX}/{{*container}}"),
             get_only(index_check, dispatch),
+        )
+        .route(handlers::FAULTS_PATH, any(fault_rules))
+        .route(
+            &format!("{}/{{id}}", handlers::FAULTS_PATH),
+            any(fault_rule),
         )
         .route(
             &format!("{EXPLORER_PREFIX}/"),
@@ -159,6 +165,32 @@ async fn index_check(State(state): State<AppState>, request: Request) -> Respons
         .strip_prefix(INDEX_CHECK_PREFIX)
         .unwrap_or_default();
     answer(handlers::index_check(&state, request.method(), request.headers(), path).await)
+}
+
+/// The fault rules; they authenticate like a Cosmos request (`handlers::faults`).
+async fn fault_rules(
+    State(state): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(handlers::faults(&state, (&method, &headers), None, &body))
+}
+
+/// One fault rule, by id.
+async fn fault_rule(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    method: Method,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    answer(handlers::faults(
+        &state,
+        (&method, &headers),
+        Some(&id),
+        &body,
+    ))
 }
 
 async fn stats(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {

@@ -127,6 +127,10 @@ pub struct ServeArgs {
     /// uses 8080). They are on the main port too.
     #[arg(long, env = "LETHEDB_PROBE_BIND")]
     pub probe_bind: Option<SocketAddr>,
+    /// Fault rules in force from the start: a JSON array of the rules `/_lethedb/faults`
+    /// accepts (see `docs/faults.md`).
+    #[arg(long, env = "LETHEDB_FAULTS")]
+    pub faults: Option<std::path::PathBuf>,
     /// Serve `GET /metrics` (unauthenticated) on the main port even when it listens on a
     /// non-loopback address (otherwise only on loopback).
     #[arg(long, env = "LETHEDB_METRICS_PUBLIC")]

@@ -6,6 +6,7 @@
 
 use crate::access::{authenticate, authorize};
 use crate::error::{ApiError, ApiResult, Code};
+use crate::faults;
 use crate::handlers::{self, Context};
 use crate::head::RequestHead;
 use crate::metrics::Observed;
@@ -20,7 +21,7 @@ use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
 use lethedb_engine::Container;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// Parse the path and the request head → classify → authenticate → resolve `_rid`s →
 /// authorize → admit (item operations only) → handler → common headers → metrics.
@@ -56,6 +57,9 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
             &body,
         )
         .await?;
+        if let Some(fault) = inject_fault(&state, operation, &path, &parts.headers).await {
+            return Ok(fault);
+        }
         let admitted = admit(&state, operation, &path, checked)?;
         let context = Context {
             state: &state,
@@ -195,4 +199,27 @@ fn request_charge(response: &Response) -> f64 {
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse().ok())
         .unwrap_or(0.0)
+}
+
+/// What a fault rule makes of this request (`faults.rs`): its latency, then its reset or its
+/// answer; `None` when no rule hits it, or one adds only latency.
+async fn inject_fault(
+    state: &AppState,
+    operation: Operation,
+    path: &ResourcePath,
+    headers: &HeaderMap,
+) -> Option<Response> {
+    let partition_key = headers
+        .get("x-ms-documentdb-partitionkey")
+        .and_then(|value| value.to_str().ok());
+    let rule = state
+        .faults
+        .hit(operation.name(), &path.link, partition_key)?;
+    if let Some(delay_ms) = rule.delay_ms {
+        tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+    }
+    if rule.reset_connection {
+        return Some(faults::reset());
+    }
+    rule.status.map(|status| faults::answer(&rule, status))
 }

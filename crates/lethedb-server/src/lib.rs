@@ -16,6 +16,7 @@ pub mod cli;
 mod cosmos;
 mod error;
 mod explorer;
+pub mod faults;
 mod grants;
 mod handlers;
 mod head;

@@ -8,6 +8,7 @@ use lethedb_auth::MasterKey;
 use lethedb_engine::SweeperHandle;
 use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
 use lethedb_server::cli::{Cli, Command, ServeArgs};
+use lethedb_server::faults::Faults;
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
 use lethedb_server::tls::{self, TlsMaterial};
@@ -170,7 +171,26 @@ fn build_state(
         metrics,
         metrics_route,
         entra_id: !args.no_entra_id,
+        faults: Arc::default(),
     }
+}
+
+/// The fault rules of `--faults FILE` (a JSON array of rules), each checked as the API checks
+/// it; none without the flag.
+fn load_faults(file: Option<&std::path::Path>) -> anyhow::Result<Arc<Faults>> {
+    let faults = Arc::new(Faults::default());
+    let Some(file) = file else {
+        return Ok(faults);
+    };
+    let text = std::fs::read(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let rules: Vec<serde_json::Value> = serde_json::from_slice(&text)
+        .with_context(|| format!("{} is not a JSON array of fault rules", file.display()))?;
+    for rule in rules {
+        let rule = lethedb_server::faults::parse_rule(rule.to_string().as_bytes())
+            .map_err(|error| anyhow::anyhow!("{}: {}", file.display(), error.message))?;
+        faults.add(rule);
+    }
+    Ok(faults)
 }
 
 /// Metrics on a port of their own (`--metrics-bind`): the same endpoint, nothing else routed
@@ -252,6 +272,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         .map_err(anyhow::Error::msg)?;
     secrets::check_exposure(args.bind, &key, args.allow_emulator_key_on_network)
         .map_err(anyhow::Error::msg)?;
+    let faults = load_faults(args.faults.as_deref())?;
     let (engine, sweeper, store_name) = start_engine(&args)?;
     let material = tls_material(&args)?;
     // Bound before the state is built: the advertised endpoint defaults to the bound address
@@ -267,7 +288,8 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // other only by its fingerprint.
     let key_label = secrets::key_label(&key);
     let ready_line = secrets::ready_line(&advertised, engine.store_kind(), &key);
-    let state = build_state(&args, engine, key, material.as_ref(), (address, endpoint));
+    let mut state = build_state(&args, engine, key, material.as_ref(), (address, endpoint));
+    state.faults = faults;
     let side_tasks = [
         spawn_metrics_listener(&args, &state, header_timeout)?,
         spawn_probe_listener(&args, &state, header_timeout)?,

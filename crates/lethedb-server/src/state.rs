@@ -4,6 +4,7 @@
 //! Built once by `main` (or a test) and cloned into each request; it holds handles, not data.
 
 use crate::cli::{advertised_endpoint, is_plain_authority};
+use crate::faults::Faults;
 use crate::metrics::Metrics;
 use axum::http::{header, HeaderMap};
 use lethedb_auth::MasterKey;
@@ -28,6 +29,8 @@ pub struct AppState {
     /// Whether Entra ID tokens in the emulator's format are accepted (only ever over HTTPS,
     /// that is when `certificate_pem` is set; `--no-entra-id` turns them off).
     pub entra_id: bool,
+    /// The fault rules in force (`faults.rs`).
+    pub faults: Arc<Faults>,
 }
 
 /// What the main port does with `GET /metrics`.

@@ -79,6 +79,7 @@ async fn a_full_writer_queue_answers_429_with_a_retry_delay() {
     let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
     let router = app(AppState {
         entra_id: true,
+        faults: Default::default(),
         engine: engine.clone(),
         key: key.clone(),
         certificate_pem: None,

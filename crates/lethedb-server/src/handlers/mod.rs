@@ -14,6 +14,7 @@ mod children;
 mod containers;
 mod context;
 mod databases;
+mod faults;
 mod health;
 mod index_check;
 mod internal;
@@ -24,6 +25,7 @@ mod ttl;
 mod users;
 
 pub use context::Context;
+pub use faults::{faults, FAULTS_PATH};
 pub use health::{alive, ready, status, ALIVE_PATH, READY_PATH, STATUS_PATH};
 pub use index_check::{index_check, INDEX_CHECK_PREFIX};
 pub use internal::{certificate, metrics, metrics_not_public, stats, STATS_PATH};

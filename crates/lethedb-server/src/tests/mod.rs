@@ -14,6 +14,7 @@ mod containers;
 mod errors;
 mod explorer;
 mod failing_storage;
+mod faults;
 mod grant_table;
 mod head;
 mod headers;
@@ -94,6 +95,7 @@ impl Server {
         let metrics = Some(Arc::new(crate::metrics::Metrics::new(engine.clone())));
         let mut state = AppState {
             entra_id: true,
+            faults: Default::default(),
             metrics,
             metrics_route: crate::MetricsRoute::Served,
             engine,

@@ -295,6 +295,7 @@ async fn the_metrics_port_serves_only_metrics() {
     .expect("engine");
     let state = AppState {
         entra_id: true,
+        faults: Default::default(),
         metrics: Some(Arc::new(crate::metrics::Metrics::new(engine.clone()))),
         metrics_route: crate::MetricsRoute::OwnPort,
         engine,
