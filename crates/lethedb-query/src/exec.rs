@@ -221,6 +221,8 @@ enum AggregateState {
         valid: bool,
         maximum: bool,
     },
+    /// A value the engine computed from an index instead of rows (`covered.rs`).
+    Known(Option<Value>),
 }
 
 impl AggregateState {
@@ -258,6 +260,7 @@ impl AggregateState {
             return;
         };
         match self {
+            AggregateState::Known(_) => {}
             AggregateState::Count(count) => *count += 1,
             AggregateState::Sum { total, valid } => match value.as_f64() {
                 Some(number) => *total += number,
@@ -313,6 +316,7 @@ impl AggregateState {
             AggregateState::Extreme {
                 best, valid: true, ..
             } => best.clone(),
+            AggregateState::Known(value) => value.clone(),
             _ => None,
         }
     }
@@ -341,6 +345,16 @@ impl Accumulator {
             rules,
             ..Accumulator::default()
         }
+    }
+
+    /// Holds the one group of an aggregate query without GROUP BY, with the values the engine
+    /// computed for its aggregates (in the plan's order) instead of rows.
+    pub fn set_covered(&mut self, values: Vec<Option<Value>>) {
+        self.group_index.clear();
+        self.groups = vec![Group {
+            keys: Vec::new(),
+            states: values.into_iter().map(AggregateState::Known).collect(),
+        }];
     }
 
     /// Adds a row that already passed WHERE; `tie` orders it among rows with equal sort values

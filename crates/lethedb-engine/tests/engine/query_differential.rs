@@ -78,7 +78,14 @@ fn random_document(rng: &mut Rng, n: u64) -> Value {
 /// One of the policies the planner must handle, by number.
 fn policy(choice: u64, rng: &mut Rng) -> Value {
     match choice {
-        0 => json!({"compositeIndexes": [[{"path": "/a"}, {"path": "/b", "order": "descending"}]]}),
+        // Composites that serve ORDER BY keys whole, and after an equality prefix (`/pk`,
+        // `/a`), one with a descending first component.
+        0 => json!({"compositeIndexes": [
+            [{"path": "/a"}, {"path": "/b", "order": "descending"}],
+            [{"path": "/pk"}, {"path": "/b"}],
+            [{"path": "/b", "order": "descending"}, {"path": "/a"}],
+            [{"path": "/a", "order": "descending"}, {"path": "/pk"}, {"path": "/_ts"}],
+        ]}),
         1 => {
             let candidates = ["/a/?", "/b/*", "/o/*", "/arr/[]/?", "/arr/?", "/id/?"];
             let excluded: Vec<Value> = candidates
@@ -216,7 +223,15 @@ fn random_filter(rng: &mut Rng, depth: u32) -> String {
 /// A random query, and whether it needs a scope (one partition or range) to run without the
 /// SDK's client pipeline (ORDER BY, aggregates, DISTINCT, TOP, OFFSET).
 fn random_query(rng: &mut Rng) -> (String, bool) {
-    let filter = random_filter(rng, 2);
+    let mut filter = random_filter(rng, 2);
+    if rng.below(3) == 0 {
+        // An equality prefix a composite can serve an ORDER BY after.
+        let equality = pick(
+            rng,
+            &["c.pk = 'p1'", "c.a = 1", "c.a = @p", "c.a = 'a'", "c.a IN (2)", "c.a = @long"],
+        );
+        filter = format!("{equality} AND ({filter})");
+    }
     let (select, pipeline) = match rng.below(9) {
         0 | 1 => ("SELECT * FROM c", false),
         2 => ("SELECT VALUE c.id FROM c", false),
@@ -230,7 +245,7 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
     let mut text = format!("{select} WHERE {filter}");
     if select.ends_with("AS n FROM c") {
         text.push_str(" GROUP BY c.a");
-    } else if !select.contains("COUNT") && !select.contains("MAX") && rng.below(3) == 0 {
+    } else if !select.contains("COUNT") && !select.contains("MAX") && rng.below(2) == 0 {
         let key = pick(
             rng,
             &[
@@ -241,6 +256,14 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
                 "c.o.a DESC",
                 "c.a, c.b DESC",
                 "c.a DESC, c.b",
+                "c.b",
+                "c.b DESC",
+                "c.pk, c.b",
+                "c.pk DESC, c.b DESC",
+                "c.b DESC, c.a",
+                "c.a DESC, c.pk, c._ts",
+                "c.pk, c._ts",
+                "c._ts DESC",
             ],
         );
         text.push_str(&format!(" ORDER BY {key}"));
