@@ -54,7 +54,10 @@ impl Prepared {
             && plan.top.is_none()
             && plan.limit.is_none()
             && plan.offset == 0
-            && query.from.as_ref().is_some_and(|from| from.joins.is_empty());
+            && query
+                .from
+                .as_ref()
+                .is_some_and(|from| from.joins.is_empty());
         if !plain || plan.aggregates.is_empty() {
             return None;
         }
@@ -89,7 +92,10 @@ fn covered_call(call: &Expr, alias: &str) -> Option<CoveredAggregate> {
     };
     let path = || {
         document_path(argument, alias).filter(|path| {
-            !path.is_empty() && !path.iter().any(|name| name.starts_with('_') && name != "_ts")
+            !path.is_empty()
+                && !path
+                    .iter()
+                    .any(|name| name.starts_with('_') && name != "_ts")
         })
     };
     match builtin {

@@ -63,8 +63,8 @@ pub use parser::{
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
 pub use sargable::{IndexConjunct, IndexProbe};
 pub use sort_key::{
-    complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent, sort_key_is_exact, string_prefix_key, type_bounds,
-    SORT_KEY_TEXT_BYTES_MAX,
+    complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent,
+    sort_key_is_exact, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX,
 };
 pub use token::CONTINUATION_CHARS_MAX;
 pub use value::{canonical_key, total_order, type_rank};

@@ -94,7 +94,12 @@ pub(crate) fn exact_conjuncts(
 ) -> Option<Vec<IndexConjunct>> {
     let alias = root_alias(query)?;
     let filter = query.filter.as_ref()?;
-    if query.from.as_ref().is_some_and(|from| !from.joins.is_empty()) || calls_udf(filter) {
+    if query
+        .from
+        .as_ref()
+        .is_some_and(|from| !from.joins.is_empty())
+        || calls_udf(filter)
+    {
         return None;
     }
     let reader = Reader { alias, parameters };

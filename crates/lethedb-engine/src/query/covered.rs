@@ -102,6 +102,16 @@ fn partition_conjunct(container: &Container, scope: &ScanScope) -> Option<IndexC
     })
 }
 
+/// What a read for the first selected entry of a range found.
+enum Found {
+    /// The sort-value bytes of the first selected entry.
+    Entry(Vec<u8>),
+    /// No entry of the range is selected.
+    Nothing,
+    /// The read ran out of its allowance first.
+    OutOfAllowance,
+}
+
 /// A covered page's values, one per aggregate, and what computing them read.
 pub(crate) struct CoveredAnswer {
     pub(crate) values: Vec<Option<Value>>,
@@ -313,18 +323,16 @@ impl Selection<'_> {
     /// scalar, in the language's order, which is the entries' order.
     fn extreme(&mut self, path: &[String], maximum: bool) -> EngineResult<Option<Option<Value>>> {
         let containers = self.path_range(path, RANK_ARRAY, RANK_ARRAY + 2);
-        let Some(found) = self.first_selected(containers, false)? else {
-            return Ok(None);
-        };
-        if found.is_some() {
-            return Ok(Some(None));
+        match self.first_selected(containers, false)? {
+            Found::OutOfAllowance => return Ok(None),
+            Found::Entry(_) => return Ok(Some(None)),
+            Found::Nothing => {}
         }
         let scalars = self.path_range(path, 1, RANK_ARRAY);
-        let Some(found) = self.first_selected(scalars.clone(), maximum)? else {
-            return Ok(None);
-        };
-        let Some((_, key)) = found else {
-            return Ok(Some(None));
+        let key = match self.first_selected(scalars.clone(), maximum)? {
+            Found::OutOfAllowance => return Ok(None),
+            Found::Nothing => return Ok(Some(None)),
+            Found::Entry(key) => key,
         };
         if let Some(value) = decode_scalar_key(&key) {
             return Ok(Some(Some(value)));
@@ -332,36 +340,40 @@ impl Selection<'_> {
         if !lethedb_query::sort_key_is_exact(&key) {
             return Ok(None);
         }
-        self.number_of(path, scalars.1, &key).map(|value| value.map(Some))
+        self.number_of(path, scalars.1, &key)
+            .map(|value| value.map(Some))
     }
 
-    /// The first selected entry of a range in its order (from the last when `backwards`):
-    /// `Some(None)` when there is none, `None` when the read ran out of its allowance.
+    /// The first selected entry of a range in its order (from the last when `backwards`).
     fn first_selected(
         &mut self,
         (range, prefix_bytes): (KeyRange, usize),
         backwards: bool,
-    ) -> EngineResult<Option<Option<(u64, Vec<u8>)>>> {
+    ) -> EngineResult<Found> {
         let mut position = range.clone();
         loop {
             let mut chunk = Vec::new();
-            let complete = self.read((&position, prefix_bytes), backwards, &mut |document, value| {
-                chunk.push((document, value.to_vec()));
-                if chunk.len() >= 64 {
-                    ControlFlow::Break(())
-                } else {
-                    ControlFlow::Continue(())
-                }
-            })?;
+            let complete = self.read(
+                (&position, prefix_bytes),
+                backwards,
+                &mut |document, value| {
+                    chunk.push((document, value.to_vec()));
+                    if chunk.len() >= 64 {
+                        ControlFlow::Break(())
+                    } else {
+                        ControlFlow::Continue(())
+                    }
+                },
+            )?;
             if !complete {
-                return Ok(None);
+                return Ok(Found::OutOfAllowance);
             }
             let Some((last_document, last_value)) = chunk.last().cloned() else {
-                return Ok(Some(None));
+                return Ok(Found::Nothing);
             };
             for (document, value) in chunk {
                 if self.selected(document)? {
-                    return Ok(Some(Some((document, value))));
+                    return Ok(Found::Entry(value));
                 }
             }
             let mut last = position_key(&range, prefix_bytes, &last_value, last_document);

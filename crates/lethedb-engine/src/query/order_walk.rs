@@ -88,7 +88,8 @@ pub(crate) fn order_walk(prepared: &Prepared, container: &Container) -> Option<O
     if !prepared.sorts_rows() {
         return None;
     }
-    let keys: Vec<(Vec<String>, bool)> = prepared.order_paths().into_iter().collect::<Option<_>>()?;
+    let keys: Vec<(Vec<String>, bool)> =
+        prepared.order_paths().into_iter().collect::<Option<_>>()?;
     let fixed = fixed_values(prepared);
     if let Some(walk) = span_walk(container, &keys, &fixed) {
         return Some(walk);
@@ -113,14 +114,10 @@ fn whole_walk(container: &Container, keys: &[(Vec<String>, bool)]) -> Option<Ord
         }
     };
     match keys {
-        [(path, descending)] => container
-            .index_policy
-            .coverage(path)
-            .is_indexed()
-            .then(|| {
-                let prefix = keys::index_path_prefix(number, path);
-                walk(prefix, *descending, true, false, vec![false])
-            }),
+        [(path, descending)] => container.index_policy.coverage(path).is_indexed().then(|| {
+            let prefix = keys::index_path_prefix(number, path);
+            walk(prefix, *descending, true, false, vec![false])
+        }),
         several => {
             let (position, inverted) = container.index_policy.composite_for(several)?;
             let composite = container.index_policy.composites().get(position)?;
@@ -133,7 +130,11 @@ fn whole_walk(container: &Container, keys: &[(Vec<String>, bool)]) -> Option<Ord
                 inverted,
                 false,
                 first_descending,
-                composite.paths.iter().map(|(_, descending)| *descending).collect(),
+                composite
+                    .paths
+                    .iter()
+                    .map(|(_, descending)| *descending)
+                    .collect(),
             ))
         }
     }
@@ -223,7 +224,11 @@ fn serves_rest(
     if wanted.is_empty() || wanted.len() != rest.len() {
         return None;
     }
-    if !rest.iter().zip(&wanted).all(|((path, _), (key, _))| path == key) {
+    if !rest
+        .iter()
+        .zip(&wanted)
+        .all(|((path, _), (key, _))| path == key)
+    {
         return None;
     }
     let same = rest

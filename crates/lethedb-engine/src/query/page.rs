@@ -195,7 +195,8 @@ impl PageInputs<'_> {
     /// without them when they cannot be given exactly (`query/covered.rs`).
     fn run_covered(&self, plan: &CoveredPlan) -> EngineResult<RanPage> {
         let started = Stopwatch::start();
-        let Some(answer) = answer(self.reader, self.container, self.scope, plan, self.now_ms)? else {
+        let Some(answer) = answer(self.reader, self.container, self.scope, plan, self.now_ms)?
+        else {
             return self.run_with(&self.plan(false)?);
         };
         let mut index = answer.index;

@@ -37,7 +37,13 @@ async fn loaded(container: Value) -> (Engine, Arc<ManualClock>) {
             body["p"] = json!(-7);
         }
         engine
-            .write_item(&resolved(&engine, "c"), WriteMode::Create, pk(&partition), body, None)
+            .write_item(
+                &resolved(&engine, "c"),
+                WriteMode::Create,
+                pk(&partition),
+                body,
+                None,
+            )
             .await
             .expect("create");
     }
@@ -50,7 +56,12 @@ fn container() -> Value {
             "excludedPaths": [{"path": "/hidden/?"}]}})
 }
 
-async fn query(engine: &Engine, text: &str, partition: Option<&str>, range: Option<&str>) -> QueryPage {
+async fn query(
+    engine: &Engine,
+    text: &str,
+    partition: Option<&str>,
+    range: Option<&str>,
+) -> QueryPage {
     let request = QueryRequest {
         text: text.into(),
         partition_key: partition.and_then(pk),
@@ -59,11 +70,18 @@ async fn query(engine: &Engine, text: &str, partition: Option<&str>, range: Opti
         populate_query_metrics: true,
         ..QueryRequest::default()
     };
-    page(engine.query_items(&resolved(engine, "c"), &request).await.expect(text))
+    page(
+        engine
+            .query_items(&resolved(engine, "c"), &request)
+            .await
+            .expect(text),
+    )
 }
 
 fn loaded_documents(page: &QueryPage) -> u64 {
-    page.metrics.as_ref().map_or(u64::MAX, |metrics| metrics.documents_retrieved)
+    page.metrics
+        .as_ref()
+        .map_or(u64::MAX, |metrics| metrics.documents_retrieved)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -71,13 +89,31 @@ async fn a_count_of_served_conjuncts_loads_no_document() {
     let (engine, _) = loaded(container()).await;
     let k1 = |n: &i64| n % 4 == 1;
     for (text, partition, range, expected) in [
-        ("SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'k1'", None, Some("0"), None),
-        ("SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'k1'", Some("p2"), None,
-            Some((0..ITEMS).filter(|n| k1(n) && n % 3 == 2).count())),
-        ("SELECT VALUE [{\"item\": COUNT(1)}] FROM c WHERE c.cat = 'k1' AND c.p > 0", None, Some("1"), None),
+        (
+            "SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'k1'",
+            None,
+            Some("0"),
+            None,
+        ),
+        (
+            "SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'k1'",
+            Some("p2"),
+            None,
+            Some((0..ITEMS).filter(|n| k1(n) && n % 3 == 2).count()),
+        ),
+        (
+            "SELECT VALUE [{\"item\": COUNT(1)}] FROM c WHERE c.cat = 'k1' AND c.p > 0",
+            None,
+            Some("1"),
+            None,
+        ),
         ("SELECT VALUE COUNT(1) FROM c", None, Some("0"), None),
-        ("SELECT COUNT(1) AS n FROM c WHERE c.cat IN ('k1', 'k2') AND STARTSWITH(c.name, 'n1')",
-            Some("p0"), None, None),
+        (
+            "SELECT COUNT(1) AS n FROM c WHERE c.cat IN ('k1', 'k2') AND STARTSWITH(c.name, 'n1')",
+            Some("p0"),
+            None,
+            None,
+        ),
     ] {
         let result = query(&engine, text, partition, range).await;
         assert_eq!(loaded_documents(&result), 0, "{text}: {result:?}");
@@ -90,7 +126,9 @@ async fn a_count_of_served_conjuncts_loads_no_document() {
     let mut total = 0;
     for range in ["0", "1"] {
         let text = "SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'k1'";
-        total += query(&engine, text, None, Some(range)).await.items[0].as_i64().unwrap_or(-1);
+        total += query(&engine, text, None, Some(range)).await.items[0]
+            .as_i64()
+            .unwrap_or(-1);
     }
     assert_eq!(total, ITEMS / 4);
 }
@@ -145,7 +183,13 @@ async fn the_index_does_not_answer_what_it_cannot_answer_exactly() {
     // An item that expired and waits for the sweeper: the index still holds its entries.
     let item = json!({"id": "brief", "pk": "p0", "cat": "k1", "p": 1000, "ttl": 1});
     engine
-        .write_item(&resolved(&engine, "c"), WriteMode::Create, pk("p0"), item, None)
+        .write_item(
+            &resolved(&engine, "c"),
+            WriteMode::Create,
+            pk("p0"),
+            item,
+            None,
+        )
         .await
         .expect("create");
     let k1 = (0..ITEMS).filter(|n| n % 4 == 1 && n % 3 == 0).count();

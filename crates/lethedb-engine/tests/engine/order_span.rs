@@ -38,7 +38,13 @@ async fn loaded(composites: Value, verify: bool) -> Engine {
             _ => body["v"] = json!((n * 37) % 101),
         }
         engine
-            .write_item(&resolved(&engine, "c"), WriteMode::Create, pk(&partition), body, None)
+            .write_item(
+                &resolved(&engine, "c"),
+                WriteMode::Create,
+                pk(&partition),
+                body,
+                None,
+            )
             .await
             .expect("create");
     }
@@ -70,7 +76,10 @@ async fn all_pages(engine: &Engine, text: &str, page_items: usize) -> (Vec<Value
 }
 
 fn ns(items: &[Value]) -> Vec<i64> {
-    items.iter().map(|item| item["n"].as_i64().unwrap_or(-1)).collect()
+    items
+        .iter()
+        .map(|item| item["n"].as_i64().unwrap_or(-1))
+        .collect()
 }
 
 /// The items of partition `p1` with category `k0`, sorted by `v` as a one-key ORDER BY on a
@@ -139,7 +148,10 @@ async fn an_order_by_on_the_fixed_path_and_the_next_walks_the_span() {
     rows.sort_by_key(|n| (rank(*n), *n));
     assert_eq!(ns(&items), rows, "{text}");
     // Each page re-reads the sort value it resumes at, never the rest of the category.
-    assert!(loads.iter().all(|loads| *loads <= 7), "{text}: loaded {loads:?}");
+    assert!(
+        loads.iter().all(|loads| *loads <= 7),
+        "{text}: loaded {loads:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,7 +163,12 @@ async fn a_selective_filter_on_another_path_loads_its_candidates() {
         partition_key: pk("p1"),
         ..QueryRequest::default()
     };
-    let result = page(engine.query_items(&container, &request).await.expect("query"));
+    let result = page(
+        engine
+            .query_items(&container, &request)
+            .await
+            .expect("query"),
+    );
     assert_eq!(ns(&result.items), vec![31]);
     assert!(result.index_lookups > 0, "{result:?}");
     assert_eq!(result.documents_scanned, 1, "{result:?}");

@@ -229,7 +229,14 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
         // An equality prefix a composite can serve an ORDER BY after.
         let equality = pick(
             rng,
-            &["c.pk = 'p1'", "c.a = 1", "c.a = @p", "c.a = 'a'", "c.a IN (2)", "c.a = @long"],
+            &[
+                "c.pk = 'p1'",
+                "c.a = 1",
+                "c.a = @p",
+                "c.a = 'a'",
+                "c.a IN (2)",
+                "c.a = @long",
+            ],
         );
         filter = format!("{equality} AND ({filter})");
     }
@@ -262,9 +269,16 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
         filter = pick(
             rng,
             &[
-                "", "c.a = 1", "c.b > 'a'", "c.a = @p", "IS_STRING(c.b)",
-                "c.pk = 'p2' AND c.a <= 2", "ARRAY_CONTAINS(c.arr, 'a')", "c.a IN (1, 'ab')",
-                "STARTSWITH(c.b, 'a')", "c.a = @long",
+                "",
+                "c.a = 1",
+                "c.b > 'a'",
+                "c.a = @p",
+                "IS_STRING(c.b)",
+                "c.pk = 'p2' AND c.a <= 2",
+                "ARRAY_CONTAINS(c.arr, 'a')",
+                "c.a IN (1, 'ab')",
+                "STARTSWITH(c.b, 'a')",
+                "c.a = @long",
             ],
         )
         .to_string();
@@ -276,7 +290,9 @@ fn random_query(rng: &mut Rng) -> (String, bool) {
     };
     if select.ends_with("AS n FROM c") {
         text.push_str(" GROUP BY c.a");
-    } else if !select.contains("COUNT") && !select.contains("MAX") && !select.contains("MIN")
+    } else if !select.contains("COUNT")
+        && !select.contains("MAX")
+        && !select.contains("MIN")
         && rng.below(2) == 0
     {
         let key = pick(

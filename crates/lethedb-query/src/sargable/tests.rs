@@ -326,7 +326,10 @@ fn exact(filter: &str) -> Option<usize> {
 fn a_filter_is_served_exactly_only_when_every_conjunct_is() {
     assert_eq!(exact("c.a = 1 AND c.b > 'x' AND IS_STRING(c.c)"), Some(3));
     assert_eq!(exact("c.a IN (1, 2) AND (c.b = 1 OR c.c = 2)"), Some(2));
-    assert_eq!(exact("STARTSWITH(c.a, 'ab') AND ARRAY_CONTAINS(c.t, 3) AND c.flag"), Some(3));
+    assert_eq!(
+        exact("STARTSWITH(c.a, 'ab') AND ARRAY_CONTAINS(c.t, 3) AND c.flag"),
+        Some(3)
+    );
     // A conjunct that is not served, a cut text, an AND under an OR, a long prefix.
     assert_eq!(exact("c.a = 1 AND LOWER(c.b) = 'x'"), None);
     assert_eq!(exact("c.a = @long"), None);

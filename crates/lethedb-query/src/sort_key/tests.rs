@@ -218,14 +218,22 @@ fn a_key_says_where_it_ends_and_scalars_decode_back() {
         let length = key.len();
         // A key is followed by others in a composite: its extent must not run into them.
         key.extend_from_slice(&[TAG_STRING, 0x00, 0x01]);
-        assert_eq!(sort_key_extent(&key, false), Some((length, exact)), "{value:?}");
+        assert_eq!(
+            sort_key_extent(&key, false),
+            Some((length, exact)),
+            "{value:?}"
+        );
         complement(&mut key);
-        assert_eq!(sort_key_extent(&key, true), Some((length, exact)), "{value:?}");
+        assert_eq!(
+            sort_key_extent(&key, true),
+            Some((length, exact)),
+            "{value:?}"
+        );
         complement(&mut key);
         let decoded = decode_scalar_key(&key[..length]);
         match &value {
             Some(Value::Null | Value::Bool(_) | Value::String(_)) if exact => {
-                assert_eq!(decoded.as_ref(), value.as_ref())
+                assert_eq!(decoded.as_ref(), value.as_ref());
             }
             _ => assert_eq!(decoded, None, "{value:?}"),
         }
