@@ -20,6 +20,7 @@ use crate::index::entries::lookup;
 use crate::index::plan::{accesses, range_is_empty, IndexAccess};
 use crate::items::StoredItem;
 use crate::keys;
+use crate::partitions::partition_key::PartitionKeyPart;
 use crate::partitions::ranges::RangeMatcher;
 use crate::query::scan::ScanScope;
 use crate::query::seek::{item_key_of, IndexTally};
@@ -71,16 +72,20 @@ pub(crate) fn covered_plan(
     if !paths_indexed {
         return None;
     }
-    if let Some(conjunct) = partition_conjunct(container, scope) {
+    match partition_conjunct(container, scope) {
         // The partition's own entries narrow the selection first.
-        query.conjuncts.insert(0, conjunct);
+        Some(conjunct) => query.conjuncts.insert(0, conjunct),
+        // Without them, every item of the container would be looked up: its scan is cheaper.
+        None if scope.partition.is_some() && query.conjuncts.is_empty() => return None,
+        None => {}
     }
     let accesses = accesses(container, &query.conjuncts);
     (accesses.len() == query.conjuncts.len()).then_some(CoveredPlan { query, accesses })
 }
 
 /// For a page scoped to one logical partition whose key is one indexed path: the equality of
-/// that path to the partition's value, which every item of the partition passes.
+/// that path to the partition's value, which every item of the partition passes (and perhaps
+/// others sharing a cut key, which the scope check leaves out).
 fn partition_conjunct(container: &Container, scope: &ScanScope) -> Option<IndexConjunct> {
     let value = scope.partition.as_ref()?;
     let [path] = container.partition_key.paths.as_slice() else {
@@ -89,6 +94,10 @@ fn partition_conjunct(container: &Container, scope: &ScanScope) -> Option<IndexC
     let [part] = value.0.as_slice() else {
         return None;
     };
+    // Items without the key (or with an array or object there) have no entry of its value.
+    if *part == PartitionKeyPart::Undefined || !container.index_policy.coverage(path).is_indexed() {
+        return None;
+    }
     let mut start = Vec::new();
     lethedb_query::encode_sort_key(Some(&part.to_json()), &mut start);
     let end = lethedb_storage::prefix_successor(&start)?;
