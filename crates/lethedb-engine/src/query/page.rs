@@ -209,6 +209,8 @@ impl PageInputs<'_> {
             page,
             tally: ScanTally {
                 retrieved_bytes: answer.retrieved_bytes,
+                // The one document a numeric extreme loads is selected by the filter.
+                documents_matched: answer.documents_loaded,
                 ..ScanTally::default()
             },
             index,

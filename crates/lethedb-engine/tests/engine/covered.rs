@@ -198,6 +198,9 @@ async fn the_index_does_not_answer_what_it_cannot_answer_exactly() {
     let long = query(&engine, "SELECT VALUE MAX(c.long) FROM c", Some("p0"), None).await;
     assert_eq!(long.items, vec![json!(format!("{}4", "x".repeat(130)))]);
     assert_eq!(loaded_documents(&long), (ITEMS / 3) as u64);
+    let long = query(&engine, "SELECT VALUE MIN(c.long) FROM c", Some("p0"), None).await;
+    assert_eq!(long.items, vec![json!(format!("{}0", "x".repeat(130)))]);
+    assert_eq!(loaded_documents(&long), (ITEMS / 3) as u64);
     // A conjunct on an excluded path.
     let text = "SELECT VALUE COUNT(1) FROM c WHERE c.hidden = 1";
     let hidden = query(&engine, text, Some("p0"), None).await;
