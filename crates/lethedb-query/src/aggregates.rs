@@ -44,6 +44,8 @@ pub(crate) enum AggregateState {
         values: Vec<Value>,
         seen: Option<HashSet<String>>,
     },
+    /// A value the engine computed from an index instead of rows (`covered.rs`).
+    Known(Option<Value>),
 }
 
 impl AggregateState {
@@ -81,6 +83,7 @@ impl AggregateState {
             return;
         };
         match self {
+            AggregateState::Known(_) => {}
             AggregateState::Count(count) => *count += 1,
             AggregateState::CountIf(count) => {
                 if value == Value::Bool(true) {
@@ -143,6 +146,7 @@ impl AggregateState {
                 best, valid: true, ..
             } => best.clone(),
             AggregateState::List { values, .. } => Some(Value::Array(values.clone())),
+            AggregateState::Known(value) => value.clone(),
             _ => None,
         }
     }

@@ -224,6 +224,16 @@ impl Accumulator {
         }
     }
 
+    /// Holds the one group of an aggregate query without GROUP BY, with the values the engine
+    /// computed for its aggregates (in the plan's order) instead of rows.
+    pub fn set_covered(&mut self, values: Vec<Option<Value>>) {
+        self.group_index.clear();
+        self.groups = vec![Group {
+            keys: Vec::new(),
+            states: values.into_iter().map(AggregateState::Known).collect(),
+        }];
+    }
+
     /// Adds a row that already passed WHERE; `tie` orders it among rows with equal sort values
     /// (its document's tie-breaker, see `ordering::compare_ties`).
     pub fn push(

@@ -26,6 +26,7 @@ mod client_plan;
 mod client_rewrite;
 mod computed;
 mod context;
+mod covered;
 mod datetime;
 mod error;
 mod eval;
@@ -54,6 +55,7 @@ pub use client_plan::{ClientPlan, DistinctType, QueryRange};
 pub use client_rewrite::{AggregateKind, ORDER_BY_FILTER_PLACEHOLDER};
 pub use computed::{prepare_with_computed, ComputedProperties, COMPUTED_PROPERTIES_MAX};
 pub use context::UdfHost;
+pub use covered::{CoveredAggregate, CoveredQuery};
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
 pub use ordering::OrderingRules;
@@ -64,8 +66,8 @@ pub use parser::{
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
 pub use sargable::{IndexConjunct, IndexProbe};
 pub use sort_key::{
-    complement, encode_sort_key, number_bytes, sort_key_is_exact, string_prefix_key, type_bounds,
-    SORT_KEY_TEXT_BYTES_MAX,
+    complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent,
+    sort_key_is_exact, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX,
 };
 pub use token::CONTINUATION_CHARS_MAX;
 pub use value::{canonical_key, total_order, type_rank};

@@ -22,7 +22,7 @@ use serde_json::Value;
 use crate::ast::{for_each_child, BinaryOp, Expr, Query, Source};
 use crate::builtins::Builtin;
 use crate::prepared::{document_path, root_alias, Prepared};
-use crate::sort_key::{encode_sort_key, string_prefix_key, type_bounds};
+use crate::sort_key::{encode_sort_key, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX};
 use crate::value::type_rank;
 
 /// The type rank after the last (see `type_bounds`): its start is above every sort key.
@@ -80,6 +80,45 @@ pub(crate) fn conjuncts(query: &Query, parameters: &HashMap<String, Value>) -> V
         }
     }
     out
+}
+
+/// The conjuncts of `query`'s filter with `parameters` bound when an index serves each one
+/// exactly: every top-level conjunct has probes, and a document has an entry in one of a
+/// conjunct's probes exactly when the conjunct is true for it. Not when a constant's key is
+/// inexact (a text cut at `SORT_KEY_TEXT_BYTES_MAX` bytes stands for every text sharing it),
+/// a STARTSWITH prefix is that long, or an AND sits under an OR (one side's probes stand for
+/// both); `None` then, and for a filter that calls a user-defined function or a JOIN.
+pub(crate) fn exact_conjuncts(
+    query: &Query,
+    parameters: &HashMap<String, Value>,
+) -> Option<Vec<IndexConjunct>> {
+    let alias = root_alias(query)?;
+    let filter = query.filter.as_ref()?;
+    if query
+        .from
+        .as_ref()
+        .is_some_and(|from| !from.joins.is_empty())
+        || calls_udf(filter)
+    {
+        return None;
+    }
+    let reader = Reader { alias, parameters };
+    let mut out = Vec::new();
+    let mut pending = vec![filter];
+    while let Some(expr) = pending.pop() {
+        if let Expr::Binary(BinaryOp::And, left, right) = expr {
+            pending.push(right);
+            pending.push(left);
+            continue;
+        }
+        if !reader.is_exact(expr) {
+            return None;
+        }
+        out.push(IndexConjunct {
+            probes: reader.probes(expr)?,
+        });
+    }
+    Some(out)
 }
 
 /// Whether a JOIN binds the root alias again, so that the filter's `alias.path` may name
@@ -156,6 +195,39 @@ impl Reader<'_> {
             // A bare path passes the filter only when it is `true`.
             other => Some(vec![equality(self.path(other)?, &Value::Bool(true))]),
         }
+    }
+
+    /// Whether the probes of `expr` (when it has some) hold exactly the documents it is true
+    /// for (see `exact_conjuncts`).
+    fn is_exact(&self, expr: &Expr) -> bool {
+        match expr {
+            Expr::Binary(BinaryOp::Or, left, right) => self.is_exact(left) && self.is_exact(right),
+            Expr::Binary(BinaryOp::And, ..) => false,
+            Expr::Call {
+                args,
+                builtin: Some(Builtin::StartsWith),
+                ..
+            } => match args.get(1).and_then(|prefix| self.constant(prefix)) {
+                Some(Value::String(prefix)) => prefix.len() < SORT_KEY_TEXT_BYTES_MAX,
+                _ => false,
+            },
+            _ => {
+                let mut exact = true;
+                self.constants_exact(expr, &mut exact);
+                exact
+            }
+        }
+    }
+
+    /// Clears `exact` when a constant under `expr` has an inexact sort key.
+    fn constants_exact(&self, expr: &Expr, exact: &mut bool) {
+        if matches!(expr, Expr::Literal(_) | Expr::Parameter(_)) {
+            if let Some(value) = self.constant(expr) {
+                *exact &= sort_key(&value).1;
+            }
+            return;
+        }
+        for_each_child(expr, &mut |child| self.constants_exact(child, exact));
     }
 
     /// `path op constant` or `constant op path`.

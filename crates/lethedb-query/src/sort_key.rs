@@ -70,6 +70,65 @@ pub fn sort_key_is_exact(key: &[u8]) -> bool {
     !(key.first().is_some_and(|tag| texts.contains(tag)) && key.ends_with(&TEXT_CUT))
 }
 
+/// The length of the sort key that starts `bytes` (stored complemented when `complemented`, as
+/// a descending composite component is) and whether it is exact; `None` when malformed. What
+/// lets a reader of a composite entry find where each component's key ends.
+pub fn sort_key_extent(bytes: &[u8], complemented: bool) -> Option<(usize, bool)> {
+    let at = |index: usize| {
+        bytes
+            .get(index)
+            .map(|byte| if complemented { !byte } else { *byte })
+    };
+    match at(0)? {
+        TAG_UNDEFINED..=TAG_TRUE => Some((1, true)),
+        TAG_NUMBER => (bytes.len() >= 9).then_some((9, true)),
+        TAG_STRING | TAG_ARRAY | TAG_OBJECT => {
+            let mut index = 1;
+            loop {
+                if at(index)? != 0x00 {
+                    index += 1;
+                    continue;
+                }
+                match at(index + 1)? {
+                    0xFF => index += 2,
+                    0x01 => return Some((index + 2, true)),
+                    0x02 => return Some((index + 2, false)),
+                    _ => return None,
+                }
+            }
+        }
+        _ => None,
+    }
+}
+
+/// The value a sort key stands for, when the key alone says it exactly: null, a boolean, or a
+/// text that was not cut. `None` for undefined, numbers (a key keeps a number's value, not its
+/// spelling: `1` and `1.0` share it), arrays, objects, cut texts and anything malformed.
+pub fn decode_scalar_key(key: &[u8]) -> Option<Value> {
+    let (tag, rest) = key.split_first()?;
+    match *tag {
+        TAG_NULL if rest.is_empty() => Some(Value::Null),
+        TAG_FALSE if rest.is_empty() => Some(Value::Bool(false)),
+        TAG_TRUE if rest.is_empty() => Some(Value::Bool(true)),
+        TAG_STRING => {
+            let text = rest.strip_suffix(&TEXT_COMPLETE)?;
+            let mut bytes = Vec::with_capacity(text.len());
+            let mut at = 0;
+            while let Some(&byte) = text.get(at) {
+                bytes.push(byte);
+                // An escaped zero is followed by 0xFF; a lone zero would have ended the text.
+                at += if byte == 0x00 {
+                    (text.get(at + 1) == Some(&0xFF)).then_some(2)?
+                } else {
+                    1
+                };
+            }
+            String::from_utf8(bytes).ok().map(Value::String)
+        }
+        _ => None,
+    }
+}
+
 /// The eight bytes of a number's sort key (its tag aside). `-0.0` sorts as `0.0`, as the
 /// language compares them equal.
 pub fn number_bytes(number: Option<f64>) -> [u8; 8] {

@@ -3,7 +3,9 @@
 excluded path, are the service's 400 (substatus 0) whether the SDK runs its cross-partition
 pipeline or one partition; a composite serves its directions and their inverse; items where the
 sort value is undefined are left out under the default policy and kept under an explicit path;
-an aggregate over an ORDER BY counts what the ORDER BY returns; ties come back in `_rid` order."""
+an aggregate over an ORDER BY counts what the ORDER BY returns; ties come back in `_rid` order;
+a filtered ORDER BY is served by a composite after its equality prefix, and a COUNT of an
+indexed filter loads no document."""
 
 from __future__ import annotations
 
@@ -120,3 +122,56 @@ def test_a_policy_is_checked_when_a_container_is_created(database):
     legacy = make(database, {"includedPaths": [{"path": "/", "indexes": [{"kind": "Range", "dataType": "Number"}]}]},
                   throughput=400)
     assert list(legacy.query_items("SELECT VALUE c.b FROM c ORDER BY c.b", partition_key="p0")) == [0, 3, 6]
+
+
+FILTERED = [{"id": f"f{n}", "pk": f"p{n % 2}", "cat": f"k{n % 3}", "v": (n * 7) % 11} for n in range(24)]
+FILTERED += [{"id": "nov", "pk": "p0", "cat": "k0"}]
+METRICS = "x-ms-documentdb-query-metrics"
+
+
+def test_a_filtered_order_by_is_served_by_a_composite_after_its_equality_prefix(database):
+    policy = {"compositeIndexes": [[{"path": "/cat"}, {"path": "/v", "order": "descending"}]]}
+    container = make(database, policy, items=FILTERED)
+    chosen = [item for item in FILTERED if item["cat"] == "k0" and "v" in item]
+
+    def expected(items, descending):
+        # Ties come back in _rid (creation) order in the first key's direction.
+        ranked = sorted(enumerate(items), key=lambda pair: (pair[1]["v"], pair[0]), reverse=descending)
+        return [item["id"] for _, item in ranked]
+
+    parameters = [{"name": "@cat", "value": "k0"}]
+    # One key after the equality: the item without `v` is left out under the default policy.
+    for text, descending in (("SELECT VALUE c.id FROM c WHERE c.cat = @cat ORDER BY c.v", False),
+                             ("SELECT VALUE c.id FROM c WHERE c.cat = @cat ORDER BY c.v DESC", True)):
+        in_p0 = container.query_items(text, parameters=parameters, partition_key="p0", max_item_count=2)
+        assert list(in_p0) == expected([item for item in chosen if item["pk"] == "p0"], descending)
+        across = container.query_items(text, parameters=parameters, enable_cross_partition_query=True,
+                                       max_item_count=3)
+        assert list(across) == expected(chosen, descending)
+    # The equality path and the next, as the service documents a composite serving a filter.
+    both = container.query_items("SELECT VALUE c.id FROM c WHERE c.cat = @cat ORDER BY c.cat, c.v DESC",
+                                 parameters=parameters, enable_cross_partition_query=True, max_item_count=2)
+    # A composite ORDER BY keeps the item without `v` (undefined, last in descending order); ties
+    # would follow `cat`, ascending.
+    ranked = sorted(enumerate(chosen), key=lambda pair: (-pair[1]["v"], pair[0]))
+    assert list(both) == [item["id"] for _, item in ranked] + ["nov"]
+
+
+def test_a_count_of_an_indexed_filter_is_answered_from_the_index(database):
+    container = make(database, items=FILTERED)
+    text = "SELECT VALUE COUNT(1) FROM c WHERE c.cat = 'k1'"
+    in_p1 = list(container.query_items(text, partition_key="p1", populate_query_metrics=True))
+    assert in_p1 == [sum(1 for item in FILTERED if item["cat"] == "k1" and item["pk"] == "p1")]
+    metrics = container.client_connection.last_response_headers[METRICS]
+    assert "retrievedDocumentCount=0;" in metrics
+    across = list(container.query_items(text, enable_cross_partition_query=True))
+    assert across == [sum(1 for item in FILTERED if item["cat"] == "k1")]
+    highest = list(container.query_items("SELECT VALUE MAX(c.v) FROM c WHERE c.cat = 'k2'",
+                                         enable_cross_partition_query=True))
+    assert highest == [max(item["v"] for item in FILTERED if item["cat"] == "k2")]
+    # A filter the index cannot serve exactly loads the documents.
+    scanned = list(container.query_items("SELECT VALUE COUNT(1) FROM c WHERE LOWER(c.cat) = 'k1'",
+                                         partition_key="p1", populate_query_metrics=True))
+    assert scanned == in_p1
+    metrics = container.client_connection.last_response_headers[METRICS]
+    assert "retrievedDocumentCount=0;" not in metrics

@@ -118,6 +118,8 @@ pub(crate) struct IndexPlan {
     /// Each narrows the candidates to those it names too, when its entries are few enough to
     /// be worth reading (`query/seek.rs`).
     pub(crate) narrow: Vec<IndexAccess>,
+    /// How many entries the drive has (counted exactly: it won under the bound).
+    pub(crate) drive_entries: u64,
 }
 
 /// The plan driven by the access with the fewest entries among those with at most `bound`.
@@ -142,11 +144,12 @@ pub(crate) fn most_selective(
             break;
         }
     }
-    Ok(best.map(|(position, _)| {
+    Ok(best.map(|(position, drive_entries)| {
         let drive = ordered.remove(position);
         IndexPlan {
             drive,
             narrow: ordered,
+            drive_entries,
         }
     }))
 }

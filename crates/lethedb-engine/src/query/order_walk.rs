@@ -16,11 +16,14 @@
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
+use crate::index::policy::{CompositeIndex, Coverage};
 use crate::keys;
-use crate::query::scan::{PageScan, ScanScope, ScanTally};
+use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
 use crate::query::seek::item_key_of;
 use crate::records::read_counters;
-use lethedb_query::{complement, encode_sort_key, sort_key_is_exact, PageRun, Prepared};
+use lethedb_query::{
+    complement, encode_sort_key, sort_key_extent, sort_key_is_exact, PageRun, Prepared,
+};
 use lethedb_storage::{prefix_successor, KeyRange, ReadTxn, Table};
 use std::ops::{Bound, ControlFlow};
 
@@ -31,72 +34,302 @@ const WALK_CHUNK_ENTRIES: usize = 64;
 /// The documents a walk may load, beyond a share of the container, before it gives up.
 const WALK_LOADS_FLOOR: u64 = 256;
 
-/// A walk over one path's index entries, or one composite index's.
+/// A walk over one path's index entries, or one composite index's (all of it, or the span of
+/// its entries whose leading components equal the filter's equalities).
 pub(crate) struct OrderWalk {
     /// The prefix of the entries walked (`keys::index_path_prefix` or
-    /// `keys::index_composite_prefix`).
+    /// `keys::index_composite_prefix`, then the sort keys an equality prefix fixes).
     prefix: Vec<u8>,
     /// Whether the walk reads the entries from the last to the first.
     descending: bool,
-    /// Whether the first sort value is stored complemented (a descending composite component).
+    /// Whether the first sort value walked is stored complemented (a descending composite
+    /// component).
     first_complemented: bool,
     /// Whether entries of one sort value come in the order the page breaks ties in (`_rid`, in
     /// the walk's direction): true for one path's entries, which end with the document number.
     ties_in_order: bool,
+    /// Which ORDER BY key the first sort value walked is (the keys an equality prefix fixes
+    /// come before it in the token's resume values, not in the walk).
+    resume_key: usize,
+    /// Whether entries end with the document number complemented (a composite whose first
+    /// component is descending).
+    document_complemented: bool,
+    /// For a one-key ORDER BY walked through a composite: the first byte of the walked
+    /// component's undefined sort key, whose span holds items without the value and items
+    /// whose value is an array or object (both undefined in a composite), read apart from the
+    /// rest (see `PageScan::undefined_span`).
+    undefined_span: Option<UndefinedSpan>,
+    /// The paths the walk's equality prefix fixes (none for a whole index).
+    pub(crate) fixed_paths: Vec<Vec<String>>,
+    /// Whether each walked component is stored complemented, in order (one, uncomplemented,
+    /// for a path's entries): where a component's key ends (`OrderWalk::group`).
+    components: Vec<bool>,
 }
 
-/// The walk a page of `prepared` may take on `container`, if any: the ORDER BY path's entries
-/// for one key, the composite index that serves the keys (read backwards when it serves them
-/// inverted) for several. The caller has made sure the index is ready (`query/page.rs`).
+/// Where a one-key ORDER BY walked through a composite puts the entries of its undefined span.
+#[derive(Clone, Copy)]
+struct UndefinedSpan {
+    /// The first byte of the walked component's undefined sort key as stored.
+    tag: u8,
+    /// Pushed before the rest (a descending ORDER BY, where arrays and objects sort first and
+    /// the items without the value, which the page leaves out, last), else after it.
+    first: bool,
+}
+
+/// The sort-key tag of undefined (`lethedb_query::encode_sort_key(None, ..)`'s one byte).
+const UNDEFINED_TAG: u8 = 0x01;
+
+/// The walk a page of `prepared` may take on `container`, if any: the span of a composite
+/// index whose leading components the filter's equalities fix and whose other components serve
+/// the ORDER BY keys left (`span_walk`); else the ORDER BY path's entries for one key, the
+/// composite index that serves the keys (read backwards when it serves them inverted) for
+/// several. The caller has made sure the index is ready (`query/page.rs`).
 pub(crate) fn order_walk(prepared: &Prepared, container: &Container) -> Option<OrderWalk> {
     if !prepared.sorts_rows() {
         return None;
     }
-    let keys: Option<Vec<(Vec<String>, bool)>> = prepared.order_paths().into_iter().collect();
+    let keys: Vec<(Vec<String>, bool)> =
+        prepared.order_paths().into_iter().collect::<Option<_>>()?;
+    let fixed = fixed_values(prepared);
+    if let Some(walk) = span_walk(container, &keys, &fixed) {
+        return Some(walk);
+    }
+    whole_walk(container, &keys)
+}
+
+/// The walk of one path's entries, or of the whole composite index that serves the keys.
+fn whole_walk(container: &Container, keys: &[(Vec<String>, bool)]) -> Option<OrderWalk> {
     let number = container.key_number();
-    match keys?.as_slice() {
-        [(path, descending)] => {
-            container
-                .index_policy
-                .coverage(path)
-                .is_indexed()
-                .then(|| OrderWalk {
-                    prefix: keys::index_path_prefix(number, path),
-                    descending: *descending,
-                    first_complemented: false,
-                    ties_in_order: true,
-                })
+    let walk = |prefix, descending, ties_in_order, document_complemented, components: Vec<bool>| {
+        OrderWalk {
+            prefix,
+            descending,
+            first_complemented: components.first().copied().unwrap_or(false),
+            ties_in_order,
+            resume_key: 0,
+            document_complemented,
+            undefined_span: None,
+            fixed_paths: Vec::new(),
+            components,
         }
+    };
+    match keys {
+        [(path, descending)] => container.index_policy.coverage(path).is_indexed().then(|| {
+            let prefix = keys::index_path_prefix(number, path);
+            walk(prefix, *descending, true, false, vec![false])
+        }),
         several => {
             let (position, inverted) = container.index_policy.composite_for(several)?;
             let composite = container.index_policy.composites().get(position)?;
-            if composite
-                .paths
-                .iter()
-                .any(|(path, _)| path.iter().any(|name| name == "[]"))
-            {
+            if names_elements(composite) {
                 return None;
             }
-            Some(OrderWalk {
-                prefix: keys::index_composite_prefix(number, u16::try_from(position).ok()?),
-                descending: inverted,
-                first_complemented: composite.paths.first().is_some_and(|(_, desc)| *desc),
-                ties_in_order: false,
-            })
+            let first_descending = composite.paths.first().is_some_and(|(_, desc)| *desc);
+            Some(walk(
+                keys::index_composite_prefix(number, u16::try_from(position).ok()?),
+                inverted,
+                false,
+                first_descending,
+                composite
+                    .paths
+                    .iter()
+                    .map(|(_, descending)| *descending)
+                    .collect(),
+            ))
         }
     }
 }
 
+/// Whether a composite index names array elements (such an index has no entries).
+fn names_elements(composite: &CompositeIndex) -> bool {
+    composite
+        .paths
+        .iter()
+        .any(|(path, _)| path.iter().any(|name| name == "[]"))
+}
+
+/// The paths the filter fixes with a top-level equality to a scalar (`c.a = @x`, a one-value
+/// `IN`, a bare path), each with the sort key of its value: the one probe of a seek.
+fn fixed_values(prepared: &Prepared) -> Vec<(Vec<String>, Vec<u8>)> {
+    let mut fixed: Vec<(Vec<String>, Vec<u8>)> = Vec::new();
+    for conjunct in prepared.index_conjuncts() {
+        let [probe] = conjunct.probes.as_slice() else {
+            continue;
+        };
+        let names_element = probe.path.iter().any(|name| name == "[]");
+        if probe.seek && !names_element && !fixed.iter().any(|(path, _)| *path == probe.path) {
+            fixed.push((probe.path.clone(), probe.start.clone()));
+        }
+    }
+    fixed
+}
+
+/// The walk of the span of a composite index whose first components the filter fixes
+/// (`fixed`) and whose remaining components are the ORDER BY keys that the fixed paths leave,
+/// in order, with the same directions or the inverse of every one: only the entries that can
+/// pass the equalities are read, in sort order. The widest fixed prefix wins. A one-key
+/// ORDER BY follows the range index's rules (`query/ordering.rs`), which a composite does not
+/// hold for arrays and objects: it is walked so only when the page leaves out undefined values
+/// (its path is not explicitly included), see `UndefinedSpan`.
+fn span_walk(
+    container: &Container,
+    keys: &[(Vec<String>, bool)],
+    fixed: &[(Vec<String>, Vec<u8>)],
+) -> Option<OrderWalk> {
+    if fixed.is_empty() || keys.is_empty() {
+        return None;
+    }
+    if let [(path, _)] = keys {
+        if container.index_policy.coverage(path) != Coverage::Wildcard {
+            return None;
+        }
+    }
+    let mut best: Option<(usize, usize, bool)> = None;
+    for (position, composite) in container.index_policy.composites().iter().enumerate() {
+        if names_elements(composite) {
+            continue;
+        }
+        let leading = composite
+            .paths
+            .iter()
+            .take_while(|(path, _)| fixed.iter().any(|(fixed, _)| fixed == path))
+            .count();
+        for width in (1..=leading).rev() {
+            if best.is_some_and(|(_, widest, _)| widest >= width) {
+                break;
+            }
+            if let Some(inverted) = serves_rest(&composite.paths, width, keys) {
+                best = Some((position, width, inverted));
+                break;
+            }
+        }
+    }
+    let (position, width, inverted) = best?;
+    span_of(container, keys, fixed, position, width, inverted)
+}
+
+/// Whether the components of `paths` after the first `width` are the ORDER BY keys whose
+/// paths are not among those `width`, in order; `Some(inverted)` when they are, with the same
+/// directions (`false`) or the inverse of every one (`true`).
+fn serves_rest(
+    paths: &[(Vec<String>, bool)],
+    width: usize,
+    keys: &[(Vec<String>, bool)],
+) -> Option<bool> {
+    let (prefix, rest) = paths.split_at(width);
+    let wanted: Vec<&(Vec<String>, bool)> = keys
+        .iter()
+        .filter(|(path, _)| !prefix.iter().any(|(fixed, _)| fixed == path))
+        .collect();
+    if wanted.is_empty() || wanted.len() != rest.len() {
+        return None;
+    }
+    if !rest
+        .iter()
+        .zip(&wanted)
+        .all(|((path, _), (key, _))| path == key)
+    {
+        return None;
+    }
+    let same = rest
+        .iter()
+        .zip(&wanted)
+        .map(|((_, indexed), (_, asked))| indexed == asked);
+    if same.clone().all(|same| same) {
+        Some(false)
+    } else if same.clone().all(|same| !same) {
+        Some(true)
+    } else {
+        None
+    }
+}
+
+/// The walk of composite `position`'s span where its first `width` components equal the
+/// filter's values.
+fn span_of(
+    container: &Container,
+    keys: &[(Vec<String>, bool)],
+    fixed: &[(Vec<String>, Vec<u8>)],
+    position: usize,
+    width: usize,
+    inverted: bool,
+) -> Option<OrderWalk> {
+    let composite = container.index_policy.composites().get(position)?;
+    let (prefix_paths, rest) = composite.paths.split_at(width);
+    let mut prefix =
+        keys::index_composite_prefix(container.key_number(), u16::try_from(position).ok()?);
+    for (path, descending) in prefix_paths {
+        let (_, value) = fixed.iter().find(|(fixed, _)| fixed == path)?;
+        let start = prefix.len();
+        prefix.extend_from_slice(value);
+        if *descending {
+            complement(&mut prefix[start..]);
+        }
+    }
+    let (first_path, first_descending) = rest.first()?;
+    let resume_key = keys.iter().position(|(path, _)| path == first_path)?;
+    let undefined_span = matches!(keys, [_]).then(|| UndefinedSpan {
+        tag: if *first_descending {
+            !UNDEFINED_TAG
+        } else {
+            UNDEFINED_TAG
+        },
+        first: keys.first().is_some_and(|(_, descending)| *descending),
+    });
+    Some(OrderWalk {
+        prefix,
+        descending: inverted,
+        first_complemented: *first_descending,
+        ties_in_order: false,
+        resume_key,
+        document_complemented: composite.paths.first().is_some_and(|(_, desc)| *desc),
+        undefined_span,
+        fixed_paths: prefix_paths.iter().map(|(path, _)| path.clone()).collect(),
+        components: rest.iter().map(|(_, descending)| *descending).collect(),
+    })
+}
+
 impl OrderWalk {
-    /// The entries a page reads: all of the path's, or from the resumed sort value on (in the
-    /// walk's direction), that value's own entries included.
+    /// The entries a page reads: all of the walked prefix's, or from the resumed sort value on
+    /// (in the walk's direction), that value's own entries included; never the undefined span
+    /// a one-key walk through a composite reads apart (`UndefinedSpan`).
     /// With the document number the token breaks its tie by (`tie`), one path's walk starts at
     /// that very entry: the entries of one exact value come in `_rid` order, so those before it
     /// were all on earlier pages, and a deep page in a long run of equal values costs what the
     /// first does.
     fn range(&self, resume: Option<&[Option<serde_json::Value>]>, tie: Option<&[u8]>) -> KeyRange {
+        let mut range = self.resumed_range(resume, tie);
+        if let Some(span) = self.undefined_span {
+            let mut bound = self.prefix.clone();
+            if span.tag == UNDEFINED_TAG {
+                // Stored ascending, undefined comes first: start after it.
+                bound.push(UNDEFINED_TAG + 1);
+                if matches!(&range.start, Bound::Included(start) if *start < bound) {
+                    range.start = Bound::Included(bound);
+                }
+            } else {
+                // Stored complemented, undefined comes last: end before it.
+                bound.push(span.tag);
+                let before = match &range.end {
+                    Bound::Excluded(end) => *end > bound,
+                    _ => true,
+                };
+                if before {
+                    range.end = Bound::Excluded(bound);
+                }
+            }
+        }
+        range
+    }
+
+    /// [`OrderWalk::range`] before the undefined span is taken out.
+    fn resumed_range(
+        &self,
+        resume: Option<&[Option<serde_json::Value>]>,
+        tie: Option<&[u8]>,
+    ) -> KeyRange {
         let end_of_path = prefix_successor(&self.prefix).map_or(Bound::Unbounded, Bound::Excluded);
-        let Some(first) = resume.and_then(|values| values.first()) else {
+        let Some(first) = resume.and_then(|values| values.get(self.resume_key)) else {
             return KeyRange {
                 start: Bound::Included(self.prefix.clone()),
                 end: end_of_path,
@@ -125,6 +358,31 @@ impl OrderWalk {
         }
     }
 
+    /// The part of an entry's sort values (`value`) that the page's order cannot reorder
+    /// entries within: all of it when every component's key is exact, else up to and including
+    /// the first cut one. Entries sharing a cut key stand for several values, and the entries
+    /// after it in one such group are sorted by the next components rather than by the values
+    /// themselves: the walk may stop only where this part changes, so the page sees the whole
+    /// group and sorts it.
+    fn group<'v>(&self, value: &'v [u8]) -> &'v [u8] {
+        let mut end = 0;
+        for complemented in &self.components {
+            match value
+                .get(end..)
+                .and_then(|rest| sort_key_extent(rest, *complemented))
+            {
+                Some((length, exact)) => {
+                    end += length;
+                    if !exact {
+                        return &value[..end];
+                    }
+                }
+                None => return value,
+            }
+        }
+        value
+    }
+
     /// Whether an entry with these sort-value bytes sorts after every row pushed before it that
     /// has the same bytes: its ties come in `_rid` order, and its value was encoded exactly (a
     /// cut text may stand for several values, which the page sorts itself).
@@ -134,27 +392,55 @@ impl OrderWalk {
 
     /// The next chunk of entries after (in the walk's direction) the last one read.
     fn chunk(&self, reader: &dyn ReadTxn, range: &KeyRange) -> EngineResult<Vec<Vec<u8>>> {
-        let mut entries = Vec::with_capacity(WALK_CHUNK_ENTRIES);
-        let mut visit = |key: &[u8], _: &[u8]| {
-            entries.push(key.to_vec());
-            if entries.len() >= WALK_CHUNK_ENTRIES {
-                ControlFlow::Break(())
-            } else {
-                ControlFlow::Continue(())
-            }
-        };
-        if self.descending {
-            reader.scan_rev(Table::Index, range, &mut visit)?;
-        } else {
-            reader.scan(Table::Index, range, &mut visit)?;
-        }
-        Ok(entries)
+        chunk_of(reader, range, self.descending)
     }
+}
+
+/// The first entries of `range` (the last ones when `backwards`), at most a chunk.
+fn chunk_of(reader: &dyn ReadTxn, range: &KeyRange, backwards: bool) -> EngineResult<Vec<Vec<u8>>> {
+    let mut entries = Vec::with_capacity(WALK_CHUNK_ENTRIES);
+    let mut visit = |key: &[u8], _: &[u8]| {
+        entries.push(key.to_vec());
+        if entries.len() >= WALK_CHUNK_ENTRIES {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    };
+    if backwards {
+        reader.scan_rev(Table::Index, range, &mut visit)?;
+    } else {
+        reader.scan(Table::Index, range, &mut visit)?;
+    }
+    Ok(entries)
+}
+
+/// How one part of a walk ended.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Walked {
+    /// Every entry was read.
+    Ended,
+    /// The page was decided (it could no longer change, or the query crate stopped it).
+    Stopped,
+    /// The walk loaded more than its share: the scan must decide the page.
+    GaveUp,
+}
+
+/// A walk in progress: the page's visibility check and what it has loaded.
+struct Walker<'a> {
+    scan: &'a PageScan<'a>,
+    reader: &'a dyn ReadTxn,
+    scope: &'a ScanScope,
+    walk: &'a OrderWalk,
+    visit: ItemVisit<'a>,
+    loads: u64,
+    loads_max: u64,
 }
 
 impl PageScan<'_> {
     /// Feeds `run` in sort order from the index; `None` when the walk gave up (it loaded more
-    /// than its share), and the caller must scan with a fresh page.
+    /// than its share), and the caller must scan with a fresh page. A one-key walk through a
+    /// composite pushes its undefined span first or last (`UndefinedSpan`).
     pub(crate) fn walk(
         &self,
         reader: &dyn ReadTxn,
@@ -166,14 +452,64 @@ impl PageScan<'_> {
         let started = Stopwatch::start();
         let loads_max =
             read_counters(reader, self.container.key_number())?.items / 4 + WALK_LOADS_FLOOR;
+        let mut walker = Walker {
+            scan: self,
+            reader,
+            scope,
+            walk,
+            visit: self.visitor(scope),
+            loads: 0,
+            loads_max,
+        };
+        let span = walk.undefined_span;
+        let mut walked = Walked::Ended;
+        if let Some(span) = span.filter(|span| span.first) {
+            walked = walker.undefined_span(run, span)?;
+        }
+        if walked == Walked::Ended {
+            walked = walker.sorted(run)?;
+        }
+        if let Some(span) = span.filter(|span| !span.first && walked == Walked::Ended) {
+            walked = walker.undefined_span(run, span)?;
+        }
+        if walked == Walked::GaveUp {
+            return Ok(None);
+        }
+        walker.visit.tally.scan = started.elapsed();
+        Ok(Some(walker.visit.tally))
+    }
+
+    /// The key of one index entry's item, when it lies in the keys the page reads (its range
+    /// or partition; visibility is the visitor's to check).
+    fn entry_item_key(
+        &self,
+        reader: &dyn ReadTxn,
+        scope: &ScanScope,
+        walk: &OrderWalk,
+        entry: &[u8],
+    ) -> EngineResult<Option<Vec<u8>>> {
+        let stored = keys::index_entry_document(entry).ok_or_else(|| corrupted("index entry"))?;
+        let document = if walk.document_complemented {
+            !stored
+        } else {
+            stored
+        };
+        let item_key = item_key_of(reader, self.container.key_number(), document)?;
+        Ok(scope.spans(&item_key).then_some(item_key))
+    }
+}
+
+impl Walker<'_> {
+    /// Walks the entries in sort order from where the page resumes, stopping at the first
+    /// change of sort value once the page can no longer change.
+    fn sorted(&mut self, run: &mut PageRun) -> EngineResult<Walked> {
+        let walk = self.walk;
         let mut range = walk.range(run.resume_sort_values(), run.resume_tie());
-        let mut visit = self.visitor(scope);
         let mut previous_value: Option<Vec<u8>> = None;
-        let mut loads = 0u64;
-        'walk: loop {
-            let entries = walk.chunk(reader, &range)?;
+        loop {
+            let entries = walk.chunk(self.reader, &range)?;
             let Some(last) = entries.last() else {
-                break;
+                return Ok(Walked::Ended);
             };
             if walk.descending {
                 range.end = Bound::Excluded(last.clone());
@@ -184,44 +520,63 @@ impl PageScan<'_> {
                 let value = entry
                     .get(walk.prefix.len()..entry.len().saturating_sub(8))
                     .ok_or_else(|| corrupted("index entry"))?;
-                let changes = previous_value.as_deref() != Some(value);
+                let changes = previous_value.as_deref() != Some(walk.group(value));
                 if run.ordered_full() && (changes || walk.next_tie_sorts_after(value)) {
-                    visit.tally.scan = started.elapsed();
-                    return Ok(Some(visit.tally));
+                    return Ok(Walked::Stopped);
                 }
                 if changes {
-                    previous_value = Some(value.to_vec());
+                    previous_value = Some(walk.group(value).to_vec());
                 }
-                // An item outside the page's keys (another range) is skipped unloaded.
-                let Some(item_key) = self.entry_item_key(reader, scope, entry)? else {
-                    continue;
-                };
-                if loads >= loads_max {
-                    return Ok(None);
-                }
-                loads += 1;
-                let item = reader
-                    .get(Table::Items, &item_key)?
-                    .ok_or_else(|| corrupted("index entry without its item"))?;
-                if visit.item(run, &item_key, &item)?.is_break() {
-                    break 'walk;
+                let walked = self.load(run, entry)?;
+                if walked != Walked::Ended {
+                    return Ok(walked);
                 }
             }
         }
-        visit.tally.scan = started.elapsed();
-        Ok(Some(visit.tally))
     }
 
-    /// The key of one index entry's item, when it lies in the keys the page reads (its range
-    /// or partition; visibility is the visitor's to check).
-    fn entry_item_key(
-        &self,
-        reader: &dyn ReadTxn,
-        scope: &ScanScope,
-        entry: &[u8],
-    ) -> EngineResult<Option<Vec<u8>>> {
-        let document = keys::index_entry_document(entry).ok_or_else(|| corrupted("index entry"))?;
-        let item_key = item_key_of(reader, self.container.key_number(), document)?;
-        Ok(scope.spans(&item_key).then_some(item_key))
+    /// Pushes every item of the undefined span, in no particular order: no stop is decided
+    /// while it is read, and every row it holds sorts before (or after) every other row.
+    fn undefined_span(&mut self, run: &mut PageRun, span: UndefinedSpan) -> EngineResult<Walked> {
+        let mut start = self.walk.prefix.clone();
+        start.push(span.tag);
+        let mut range = KeyRange::prefix(&start);
+        loop {
+            let entries = chunk_of(self.reader, &range, false)?;
+            let Some(last) = entries.last() else {
+                return Ok(Walked::Ended);
+            };
+            range.start = Bound::Excluded(last.clone());
+            for entry in &entries {
+                let walked = self.load(run, entry)?;
+                if walked != Walked::Ended {
+                    return Ok(walked);
+                }
+            }
+        }
+    }
+
+    /// Loads one entry's item and pushes it if visible: `Ended` to go on. An item outside the
+    /// page's keys (another range) is skipped unloaded, and does not count against the budget.
+    fn load(&mut self, run: &mut PageRun, entry: &[u8]) -> EngineResult<Walked> {
+        let Some(item_key) = self
+            .scan
+            .entry_item_key(self.reader, self.scope, self.walk, entry)?
+        else {
+            return Ok(Walked::Ended);
+        };
+        if self.loads >= self.loads_max {
+            return Ok(Walked::GaveUp);
+        }
+        self.loads += 1;
+        let item = self
+            .reader
+            .get(Table::Items, &item_key)?
+            .ok_or_else(|| corrupted("index entry without its item"))?;
+        Ok(if self.visit.item(run, &item_key, &item)?.is_break() {
+            Walked::Stopped
+        } else {
+            Walked::Ended
+        })
     }
 }

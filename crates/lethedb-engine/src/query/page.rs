@@ -7,8 +7,9 @@
 //!
 //! The verify mode (`EngineConfig::query_verify`, `LETHEDB_QUERY_VERIFY=1` on the server) takes
 //! the proof further on every page: whenever an index can serve the query, the page runs
-//! through the index, whatever the selectivity, and again as a scan, and any difference in
-//! items, continuation or failure is an internal error naming the query. What a query means
+//! through every access an index could give it (the filter's candidates whatever their count,
+//! the ORDER BY walk), and again as a scan, and any difference in items, continuation or
+//! failure is an internal error naming the query. What a query means
 //! is the query crate's business; which keys the scope covers, `query/mod.rs`'s.
 
 use crate::clock::Stopwatch;
@@ -18,6 +19,7 @@ use crate::index::builder::index_ready_in;
 use crate::index::plan::{self, IndexPlan, PlanScope};
 use crate::index::plan_memory::{PlanKey, PlanMemory};
 use crate::items::document_cache::DocumentCache;
+use crate::query::covered::{answer, covered_plan, CoveredPlan};
 use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
@@ -32,6 +34,8 @@ enum Access {
     Scan,
     Index(IndexPlan),
     Walk(OrderWalk),
+    /// Aggregates answered from index entries (`query/covered.rs`).
+    Covered(CoveredPlan),
 }
 
 /// What one page needs to run, whichever plan runs it.
@@ -64,50 +68,93 @@ pub(crate) struct RanPage {
 }
 
 impl PageInputs<'_> {
-    /// Plans the page and runs it; with `verify`, runs it both ways and compares.
+    /// Plans the page and runs it; with `verify`, runs it through every access an index could
+    /// give it and as a scan, compares, and answers the first index access's page.
     pub(crate) fn run(&self, verify: bool) -> EngineResult<RanPage> {
         let planning = Stopwatch::start();
-        let access = self.plan(verify)?;
+        let mut accesses = if verify {
+            self.accesses()?
+        } else {
+            vec![self.plan(true)?]
+        };
+        if accesses.is_empty() {
+            accesses.push(Access::Scan);
+        }
         let planned = planning.elapsed();
-        let outcome = self.run_with(&access);
-        if verify && !matches!(access, Access::Scan) {
-            check_same(&outcome, &self.run_with(&Access::Scan), self.text)?;
+        let outcome = self.run_with(&accesses[0]);
+        if verify && !matches!(accesses[0], Access::Scan) {
+            let scan = self.run_with(&Access::Scan);
+            check_same(&outcome, &scan, self.text)?;
+            for access in &accesses[1..] {
+                check_same(&self.run_with(access), &scan, self.text)?;
+            }
         }
         let mut ran = outcome?;
         ran.index.time += planned;
         Ok(ran)
     }
 
-    /// The access to run: an index plan for a selective filter, else an ORDER BY walk, else
-    /// the scan.
-    fn plan(&self, verify: bool) -> EngineResult<Access> {
+    /// Every index access this page could take whatever the counts, for the verify mode: the
+    /// covered answer, the filter's candidates, the ORDER BY walk.
+    fn accesses(&self) -> EngineResult<Vec<Access>> {
+        let mut accesses = Vec::new();
+        if !self.prepared.scans_documents() || !index_ready_in(self.reader, self.container)? {
+            return Ok(accesses);
+        }
+        if let Some(covered) = self.covered_plan() {
+            accesses.push(Access::Covered(covered));
+        }
+        let conjuncts = self.prepared.index_conjuncts();
+        if !conjuncts.is_empty() {
+            if let Some(plan) = plan::forced(self.reader, self.container, &conjuncts)? {
+                accesses.push(Access::Index(plan));
+            }
+        }
+        if let Some(walk) = order_walk(self.prepared, self.container) {
+            accesses.push(Access::Walk(walk));
+        }
+        Ok(accesses)
+    }
+
+    /// The access to run: aggregates the index answers (when `cover`), else the filter's
+    /// candidates when they are few (`index_plan`), else an ORDER BY walk, else the scan.
+    fn plan(&self, cover: bool) -> EngineResult<Access> {
         if !self.prepared.scans_documents() || !index_ready_in(self.reader, self.container)? {
             return Ok(Access::Scan);
         }
-        if let Some(index) = self.index_plan(verify)? {
+        if let Some(covered) = self.covered_plan().filter(|_| cover) {
+            return Ok(Access::Covered(covered));
+        }
+        let walk = order_walk(self.prepared, self.container);
+        if let Some(index) = self.index_plan(walk.as_ref())? {
             return Ok(Access::Index(index));
         }
-        Ok(match order_walk(self.prepared, self.container) {
+        Ok(match walk {
             Some(walk) => Access::Walk(walk),
             None => Access::Scan,
         })
     }
 
-    /// The index plan of the page's filter, if one is selective enough (any, with `verify`).
-    fn index_plan(&self, verify: bool) -> EngineResult<Option<IndexPlan>> {
+    /// The index plan of the page's filter, if its candidates are few enough: at most an
+    /// eighth of what the scan reads (`index/plan.rs`), and, when an ORDER BY walk could serve
+    /// the page instead, fewer than the walk is expected to load (`prefers_candidates`).
+    fn index_plan(&self, walk: Option<&OrderWalk>) -> EngineResult<Option<IndexPlan>> {
         let conjuncts = self.prepared.index_conjuncts();
         if conjuncts.is_empty() {
             return Ok(None);
         }
-        if verify {
-            return plan::forced(self.reader, self.container, &conjuncts);
-        }
         let items = read_counters(self.reader, self.container.key_number())?.items;
-        let Some(value) = &self.scope.partition else {
-            return self.container_plan(&conjuncts, items);
+        let chosen = match &self.scope.partition {
+            None => self.container_plan(&conjuncts, items)?,
+            Some(value) => {
+                let scope = PlanScope::Partition(value);
+                plan::choose(self.reader, self.container, &conjuncts, items, &scope)?
+            }
         };
-        let scope = PlanScope::Partition(value);
-        plan::choose(self.reader, self.container, &conjuncts, items, &scope)
+        Ok(chosen.filter(|chosen| match walk {
+            None => true,
+            Some(walk) => prefers_candidates(chosen, walk, self.page_items_max, items),
+        }))
     }
 
     /// The index plan over the whole container (or a range of it), skipping the count for a
@@ -134,8 +181,48 @@ impl PageInputs<'_> {
         Ok(chosen)
     }
 
+    /// The covered plan of this page, if its aggregates may be answered from the index.
+    fn covered_plan(&self) -> Option<CoveredPlan> {
+        covered_plan(
+            self.prepared,
+            self.container,
+            self.scope,
+            self.continuation.is_some(),
+        )
+    }
+
+    /// Runs a covered page: its aggregates from the index, or the plan it would have had
+    /// without them when they cannot be given exactly (`query/covered.rs`).
+    fn run_covered(&self, plan: &CoveredPlan) -> EngineResult<RanPage> {
+        let started = Stopwatch::start();
+        let Some(answer) = answer(self.reader, self.container, self.scope, plan, self.now_ms)?
+        else {
+            return self.run_with(&self.plan(false)?);
+        };
+        let mut index = answer.index;
+        index.time = started.elapsed();
+        let finishing = Stopwatch::start();
+        let page = self
+            .start()?
+            .finish_covered(answer.values, answer.documents_loaded)?;
+        Ok(RanPage {
+            page,
+            tally: ScanTally {
+                retrieved_bytes: answer.retrieved_bytes,
+                // The one document a numeric extreme loads is selected by the filter.
+                documents_matched: answer.documents_loaded,
+                ..ScanTally::default()
+            },
+            index,
+            finish: finishing.elapsed(),
+        })
+    }
+
     /// Runs the page through `access`.
     fn run_with(&self, access: &Access) -> EngineResult<RanPage> {
+        if let Access::Covered(plan) = access {
+            return self.run_covered(plan);
+        }
         let mut run = self.start()?;
         let scan = PageScan {
             container: self.container,
@@ -159,6 +246,7 @@ impl PageInputs<'_> {
                     };
                 (tally, IndexTally::default())
             }
+            Access::Covered(_) => (ScanTally::default(), IndexTally::default()),
             Access::Index(access) => {
                 let (item_keys, index) = candidate_keys(
                     self.reader,
@@ -189,6 +277,29 @@ impl PageInputs<'_> {
             .prepared
             .start_page_with(self.continuation, self.page_items_max, self.rules)?)
     }
+}
+
+/// Whether a page that an ORDER BY walk could serve should rather load the filter's candidates
+/// (`plan`, driven by `plan.drive_entries` entries) and sort them. A walk through the span of
+/// an equality prefix reads only entries that pass those equalities, so it wins whenever its
+/// equalities drive the plan. Otherwise, with `k` rows a page needs among `n` items of which
+/// `c` are candidates spread evenly along the sort order, the walk loads about `k·n/c`
+/// documents and the candidates `c`: the candidates are loaded when `c² ≤ k·n`. The bound is
+/// the walk's expected cost, which a filter correlated with the sort order can exceed; the
+/// walk then gives up after a quarter of the container and the page scans.
+fn prefers_candidates(plan: &IndexPlan, walk: &OrderWalk, page_items: usize, items: u64) -> bool {
+    let drive_fixed = plan.drive.ranges.len() == 1
+        && plan.drive.seeks == 1
+        && plan
+            .drive
+            .paths
+            .iter()
+            .all(|path| walk.fixed_paths.contains(path));
+    if drive_fixed {
+        return false;
+    }
+    let candidates = u128::from(plan.drive_entries);
+    candidates * candidates <= (page_items as u128).saturating_mul(u128::from(items))
 }
 
 /// Fails when the index plan's page (`index`) and the scan's (`scan`) differ: in items, in

@@ -225,6 +225,20 @@ impl PageRun {
         Ok(())
     }
 
+    /// For a covered aggregate page (`covered.rs`): its one group's aggregate values.
+    pub(crate) fn set_covered(&mut self, values: Vec<Option<Value>>) -> Result<(), QueryError> {
+        let RunState::Materialized(run) = &mut self.state else {
+            return Err(QueryError::Usage(
+                "only an aggregate page can be answered from an index".into(),
+            ));
+        };
+        if values.len() != self.prepared.plan.aggregates.len() {
+            return Err(QueryError::Usage("one value per aggregate call".into()));
+        }
+        run.accumulator.set_covered(values);
+        Ok(())
+    }
+
     /// Ends the page, after the engine got `Break` or ran out of documents (`exhausted`).
     pub fn finish(self, exhausted: bool) -> Result<Page, QueryError> {
         let fingerprint = self.prepared.fingerprint;

@@ -312,3 +312,29 @@ fn every_selected_document_is_in_every_served_conjunct() {
     // The property would hold vacuously if nothing were selected or served.
     assert!(selected > 10_000 && served > 1_000, "{selected} {served}");
 }
+
+/// [`exact_conjuncts`] of `SELECT * FROM c WHERE {filter}`, as a count of conjuncts.
+fn exact(filter: &str) -> Option<usize> {
+    let text = format!("SELECT * FROM c WHERE {filter}");
+    let long = Value::String("l".repeat(SORT_KEY_TEXT_BYTES_MAX + 1));
+    let prepared = prepare(&text, &[("@long".to_string(), long)], 0).expect("prepare");
+    let inner = &prepared.inner;
+    exact_conjuncts(&inner.query, &inner.context.parameters).map(|conjuncts| conjuncts.len())
+}
+
+#[test]
+fn a_filter_is_served_exactly_only_when_every_conjunct_is() {
+    assert_eq!(exact("c.a = 1 AND c.b > 'x' AND IS_STRING(c.c)"), Some(3));
+    assert_eq!(exact("c.a IN (1, 2) AND (c.b = 1 OR c.c = 2)"), Some(2));
+    assert_eq!(
+        exact("STARTSWITH(c.a, 'ab') AND ARRAY_CONTAINS(c.t, 3) AND c.flag"),
+        Some(3)
+    );
+    // A conjunct that is not served, a cut text, an AND under an OR, a long prefix.
+    assert_eq!(exact("c.a = 1 AND LOWER(c.b) = 'x'"), None);
+    assert_eq!(exact("c.a = @long"), None);
+    assert_eq!(exact("c.a < @long"), None);
+    assert_eq!(exact("(c.a = 1 AND c.b = 2) OR c.c = 3"), None);
+    assert_eq!(exact("STARTSWITH(c.a, @long)"), None);
+    assert_eq!(exact("NOT (c.a = 1)"), None);
+}

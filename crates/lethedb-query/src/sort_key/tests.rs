@@ -198,3 +198,44 @@ fn zero_has_one_key() {
     assert_eq!(encoded(Some(&json!(0.0))), encoded(Some(&json!(-0.0))));
     assert_eq!(encoded(Some(&json!(1))), encoded(Some(&json!(1.0))));
 }
+
+#[test]
+fn a_key_says_where_it_ends_and_scalars_decode_back() {
+    let long = json!("q".repeat(SORT_KEY_TEXT_BYTES_MAX + 3));
+    for value in [
+        None,
+        Some(json!(null)),
+        Some(json!(false)),
+        Some(json!(true)),
+        Some(json!(-2.5)),
+        Some(json!("a\u{0}b")),
+        Some(json!("")),
+        Some(json!([1, "a"])),
+        Some(json!({"a": null})),
+        Some(long.clone()),
+    ] {
+        let (mut key, exact) = encoded(value.as_ref());
+        let length = key.len();
+        // A key is followed by others in a composite: its extent must not run into them.
+        key.extend_from_slice(&[TAG_STRING, 0x00, 0x01]);
+        assert_eq!(
+            sort_key_extent(&key, false),
+            Some((length, exact)),
+            "{value:?}"
+        );
+        complement(&mut key);
+        assert_eq!(
+            sort_key_extent(&key, true),
+            Some((length, exact)),
+            "{value:?}"
+        );
+        complement(&mut key);
+        let decoded = decode_scalar_key(&key[..length]);
+        match &value {
+            Some(Value::Null | Value::Bool(_) | Value::String(_)) if exact => {
+                assert_eq!(decoded.as_ref(), value.as_ref());
+            }
+            _ => assert_eq!(decoded, None, "{value:?}"),
+        }
+    }
+}
