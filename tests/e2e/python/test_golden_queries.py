@@ -72,6 +72,16 @@ def pipeline_gives(case, layout, rows, expected):
     return False
 
 
+def outside_parentheses(text):
+    """The query without what its parentheses hold (subqueries, calls), so that an ORDER BY in
+    a subquery does not make the whole query's rows ordered."""
+    while True:
+        inner = re.sub(r"\([^()]*\)", "", text)
+        if inner == text:
+            return text
+        text = inner
+
+
 def parse_cases():
     cases = []
     for path in sorted(GOLDEN.glob("*.cases")):
@@ -156,7 +166,7 @@ def run(container, case, page_size):
 @pytest.mark.parametrize("case", CASES, ids=[case["location"] for case in CASES])
 def test_golden_case_through_the_sdk(containers, case, layout):
     container = containers[(case["dataset"], layout)]
-    ordered = re.search(r"\bORDER\s+BY\b", case["query"], re.IGNORECASE) is not None
+    ordered = re.search(r"\bORDER\s+BY\b", outside_parentheses(case["query"]), re.IGNORECASE) is not None
     for page_size in PAGE_SIZES:
         try:
             rows = run(container, case, page_size)
