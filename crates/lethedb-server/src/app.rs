@@ -40,6 +40,7 @@ pub fn app(state: AppState) -> Router {
             get_only(index_check, dispatch),
         )
         .route(handlers::FAULTS_PATH, any(fault_rules))
+        .route(handlers::RESET_PATH, any(reset))
         .route(
             &format!("{}/{{id}}", handlers::FAULTS_PATH),
             any(fault_rule),
@@ -191,6 +192,11 @@ async fn fault_rule(
         Some(&id),
         &body,
     ))
+}
+
+/// The reset; it authenticates like a Cosmos request (`handlers::reset`).
+async fn reset(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {
+    answer(handlers::reset(&state, &method, &headers).await)
 }
 
 async fn stats(State(state): State<AppState>, method: Method, headers: HeaderMap) -> Response {

@@ -131,6 +131,10 @@ pub struct ServeArgs {
     /// accepts (see `docs/faults.md`).
     #[arg(long, env = "LETHEDB_FAULTS")]
     pub faults: Option<std::path::PathBuf>,
+    /// Test data applied at start and again by `POST /_lethedb/reset`: a JSON file of
+    /// databases, containers and items, or a folder of them (see `docs/test-data.md`).
+    #[arg(long, env = "LETHEDB_SEED")]
+    pub seed: Option<std::path::PathBuf>,
     /// Serve `GET /metrics` (unauthenticated) on the main port even when it listens on a
     /// non-loopback address (otherwise only on loopback).
     #[arg(long, env = "LETHEDB_METRICS_PUBLIC")]

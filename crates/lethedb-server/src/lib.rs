@@ -29,6 +29,7 @@ mod resolve;
 mod respond;
 pub mod routes;
 pub mod secrets;
+pub mod seed;
 mod state;
 pub mod tls;
 

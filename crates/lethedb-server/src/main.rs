@@ -11,6 +11,7 @@ use lethedb_server::cli::{Cli, Command, ServeArgs};
 use lethedb_server::faults::Faults;
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
+use lethedb_server::seed::Seed;
 use lethedb_server::tls::{self, TlsMaterial};
 use lethedb_server::{
     app, metrics_router, probe_router, secrets, wire_status, AppState, Endpoint, MetricsRoute,
@@ -172,6 +173,7 @@ fn build_state(
         metrics_route,
         entra_id: !args.no_entra_id,
         faults: Arc::default(),
+        seed: None,
     }
 }
 
@@ -273,6 +275,10 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     secrets::check_exposure(args.bind, &key, args.allow_emulator_key_on_network)
         .map_err(anyhow::Error::msg)?;
     let faults = load_faults(args.faults.as_deref())?;
+    let seed = match &args.seed {
+        Some(path) => Some(Arc::new(Seed::load(path)?)),
+        None => None,
+    };
     let (engine, sweeper, store_name) = start_engine(&args)?;
     let material = tls_material(&args)?;
     // Bound before the state is built: the advertised endpoint defaults to the bound address
@@ -290,6 +296,16 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let ready_line = secrets::ready_line(&advertised, engine.store_kind(), &key);
     let mut state = build_state(&args, engine, key, material.as_ref(), (address, endpoint));
     state.faults = faults;
+    if let Some(seed) = &seed {
+        let seeded = seed.apply(&state.engine).await.context("applying --seed")?;
+        tracing::info!(
+            databases = seeded.databases,
+            containers = seeded.containers,
+            items = seeded.items,
+            "seed applied"
+        );
+    }
+    state.seed = seed;
     let side_tasks = [
         spawn_metrics_listener(&args, &state, header_timeout)?,
         spawn_probe_listener(&args, &state, header_timeout)?,

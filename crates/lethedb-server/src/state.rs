@@ -6,6 +6,7 @@
 use crate::cli::{advertised_endpoint, is_plain_authority};
 use crate::faults::Faults;
 use crate::metrics::Metrics;
+use crate::seed::Seed;
 use axum::http::{header, HeaderMap};
 use lethedb_auth::MasterKey;
 use lethedb_engine::Engine;
@@ -31,6 +32,8 @@ pub struct AppState {
     pub entra_id: bool,
     /// The fault rules in force (`faults.rs`).
     pub faults: Arc<Faults>,
+    /// The `--seed` data, applied again by a reset (`seed.rs`).
+    pub seed: Option<Arc<Seed>>,
 }
 
 /// What the main port does with `GET /metrics`.

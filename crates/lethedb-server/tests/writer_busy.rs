@@ -80,6 +80,7 @@ async fn a_full_writer_queue_answers_429_with_a_retry_delay() {
     let router = app(AppState {
         entra_id: true,
         faults: Default::default(),
+        seed: None,
         engine: engine.clone(),
         key: key.clone(),
         certificate_pem: None,

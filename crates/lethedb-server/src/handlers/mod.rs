@@ -20,6 +20,7 @@ mod index_check;
 mod internal;
 mod items;
 mod offers;
+mod reset;
 mod scripts;
 mod ttl;
 mod users;
@@ -29,6 +30,7 @@ pub use faults::{faults, FAULTS_PATH};
 pub use health::{alive, ready, status, ALIVE_PATH, READY_PATH, STATUS_PATH};
 pub use index_check::{index_check, INDEX_CHECK_PREFIX};
 pub use internal::{certificate, metrics, metrics_not_public, stats, STATS_PATH};
+pub use reset::{reset, RESET_PATH};
 pub use ttl::{ttl_overview, TTL_OVERVIEW_PREFIX};
 
 use context::Listing;

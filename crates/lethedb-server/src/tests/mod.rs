@@ -96,6 +96,7 @@ impl Server {
         let mut state = AppState {
             entra_id: true,
             faults: Default::default(),
+            seed: None,
             metrics,
             metrics_route: crate::MetricsRoute::Served,
             engine,

@@ -296,6 +296,7 @@ async fn the_metrics_port_serves_only_metrics() {
     let state = AppState {
         entra_id: true,
         faults: Default::default(),
+        seed: None,
         metrics: Some(Arc::new(crate::metrics::Metrics::new(engine.clone()))),
         metrics_route: crate::MetricsRoute::OwnPort,
         engine,
