@@ -9,6 +9,7 @@
 //! projections, ordering, aggregates, paging state) is the query crate's business; this module
 //! does the I/O it must not, and measures the page when asked (`query/metrics.rs`).
 
+pub(crate) mod entry_order;
 pub(crate) mod index_metrics;
 pub(crate) mod metrics;
 pub(crate) mod order_walk;

@@ -210,7 +210,7 @@ impl PageScan<'_> {
 
     /// The key and stored record of one index entry's item, when it is inside the page's
     /// partition scope (visibility is the visitor's to check).
-    fn entry_item(
+    pub(crate) fn entry_item(
         &self,
         reader: &dyn ReadTxn,
         scope: &ScanScope,

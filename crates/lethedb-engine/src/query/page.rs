@@ -1,14 +1,18 @@
-//! One page of a query over a container's items, run with the access the planner chose: the
-//! candidates an index names for a selective filter (`index/plan.rs`, `query/seek.rs`), pushed
-//! in item-key order; an ORDER BY page's walk of the index in sort order
-//! (`query/order_walk.rs`); or the scan of the request's scope. All push documents through the
-//! same visibility check into the same `PageRun`, so all give the same page. No access reads the
-//! index while a policy change's rebuild runs (`index::builder::index_ready_in`).
+//! One page of a query over a container's items, run with the access the planner chose: for a
+//! selective filter, the entries of its one served conjunct in index order when the page
+//! streams its rows (`query/entry_order.rs`), else the candidates an index names pushed in
+//! item-key order (`index/plan.rs`, `query/seek.rs`); an ORDER BY page's walk of the index in
+//! sort order (`query/order_walk.rs`); or the scan of the request's scope. All push documents
+//! through the same visibility check into the same `PageRun`. The item-key orders give the
+//! scan's page; the entry order gives the page of a scan in entry order, and a page resumed
+//! from its token keeps that order, with the index or without. No access reads the index while
+//! a policy change's rebuild runs (`index::builder::index_ready_in`).
 //!
 //! The verify mode (`EngineConfig::query_verify`, `LETHEDB_QUERY_VERIFY=1` on the server) takes
 //! the proof further on every page: whenever an index can serve the query, the page runs
-//! through the index, whatever the selectivity, and again as a scan, and any difference in
-//! items, continuation or failure is an internal error naming the query. What a query means
+//! through the index, whatever the selectivity, and again as a scan in the same order (the
+//! scope's scan, or its scan in entry order), and any difference in items, continuation or
+//! failure is an internal error naming the query. What a query means
 //! is the query crate's business; which keys the scope covers, `query/mod.rs`'s.
 
 use crate::clock::Stopwatch;
@@ -18,6 +22,7 @@ use crate::index::builder::index_ready_in;
 use crate::index::plan::{self, IndexPlan, PlanScope};
 use crate::index::plan_memory::{PlanKey, PlanMemory};
 use crate::items::document_cache::DocumentCache;
+use crate::query::entry_order::{entry_walk, resumed_walk, EntryWalk};
 use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
@@ -32,6 +37,22 @@ enum Access {
     Scan,
     Index(IndexPlan),
     Walk(OrderWalk),
+    /// A streamed page in the order of one conjunct's index entries, read from the index.
+    Entries(EntryWalk),
+    /// The same order from a scan of the scope, when the index cannot serve it.
+    EntryScan(EntryWalk),
+}
+
+impl Access {
+    /// What the verify mode runs to check this access: a scan in the same order, if this
+    /// access reads the index.
+    fn baseline(self) -> Option<Access> {
+        match self {
+            Access::Scan | Access::EntryScan(_) => None,
+            Access::Index(_) | Access::Walk(_) => Some(Access::Scan),
+            Access::Entries(walk) => Some(Access::EntryScan(walk)),
+        }
+    }
 }
 
 /// What one page needs to run, whichever plan runs it.
@@ -70,27 +91,60 @@ impl PageInputs<'_> {
         let access = self.plan(verify)?;
         let planned = planning.elapsed();
         let outcome = self.run_with(&access);
-        if verify && !matches!(access, Access::Scan) {
-            check_same(&outcome, &self.run_with(&Access::Scan), self.text)?;
+        if let Some(baseline) = access.baseline().filter(|_| verify) {
+            check_same(&outcome, &self.run_with(&baseline), self.text)?;
         }
         let mut ran = outcome?;
         ran.index.time += planned;
         Ok(ran)
     }
 
-    /// The access to run: an index plan for a selective filter, else an ORDER BY walk, else
-    /// the scan.
+    /// The access to run: the entry order a token pins, else an index plan for a selective
+    /// filter, else an ORDER BY walk, else the scan.
     fn plan(&self, verify: bool) -> EngineResult<Access> {
-        if !self.prepared.scans_documents() || !index_ready_in(self.reader, self.container)? {
+        if !self.prepared.scans_documents() {
+            return Ok(Access::Scan);
+        }
+        let space = self.start()?.key_space();
+        if space != 0 {
+            return self.resumed_entries(space);
+        }
+        if !index_ready_in(self.reader, self.container)? {
             return Ok(Access::Scan);
         }
         if let Some(index) = self.index_plan(verify)? {
-            return Ok(Access::Index(index));
+            return Ok(self.entry_order(index));
         }
         Ok(match order_walk(self.prepared, self.container) {
             Some(walk) => Access::Walk(walk),
             None => Access::Scan,
         })
+    }
+
+    /// The access of a page resumed in the entry order of key space `space`: the index's
+    /// entries while it holds them, else the scan in that order.
+    fn resumed_entries(&self, space: u64) -> EngineResult<Access> {
+        let walk = resumed_walk(self.container, &self.prepared.index_conjuncts(), space)?;
+        let served =
+            index_ready_in(self.reader, self.container)? && walk.indexed_in(self.container);
+        Ok(if served {
+            Access::Entries(walk)
+        } else {
+            Access::EntryScan(walk)
+        })
+    }
+
+    /// The access of a fresh page that `index` serves: the entry order of its one conjunct
+    /// when the page streams its rows and nothing narrows the candidates (an intersection of
+    /// several conjuncts is cheaper read whole), else the candidates in item-key order.
+    fn entry_order(&self, index: IndexPlan) -> Access {
+        if self.continuation.is_none() && index.narrow.is_empty() && self.prepared.streams_rows() {
+            let conjuncts = self.prepared.index_conjuncts();
+            if let Some(walk) = entry_walk(self.container, &conjuncts, index.drive.conjunct) {
+                return Access::Entries(walk);
+            }
+        }
+        Access::Index(index)
     }
 
     /// The index plan of the page's filter, if one is selective enough (any, with `verify`).
@@ -137,26 +191,38 @@ impl PageInputs<'_> {
     /// Runs the page through `access`.
     fn run_with(&self, access: &Access) -> EngineResult<RanPage> {
         let mut run = self.start()?;
+        let (tally, index) = self.read(access, &mut run)?;
+        let finishing = Stopwatch::start();
+        let page = run.finish(!tally.page_full)?;
+        Ok(RanPage {
+            page,
+            tally,
+            index,
+            finish: finishing.elapsed(),
+        })
+    }
+
+    /// Pushes the page's documents into `run` through `access`.
+    fn read(&self, access: &Access, run: &mut PageRun) -> EngineResult<(ScanTally, IndexTally)> {
         let scan = PageScan {
             container: self.container,
             cache: self.cache,
             now_ms: self.now_ms,
             measure: self.measure,
         };
-        let (tally, index) = match access {
+        Ok(match access {
             Access::Scan => (
-                scan.run(self.reader, self.scope, &mut run)?,
+                scan.run(self.reader, self.scope, run)?,
                 IndexTally::default(),
             ),
             Access::Walk(walk) => {
-                let tally =
-                    if let Some(tally) = scan.walk(self.reader, self.scope, walk, &mut run)? {
-                        tally
-                    } else {
-                        // The walk loaded more than its share: the scan decides this page.
-                        run = self.start()?;
-                        scan.run(self.reader, self.scope, &mut run)?
-                    };
+                let tally = if let Some(tally) = scan.walk(self.reader, self.scope, walk, run)? {
+                    tally
+                } else {
+                    // The walk loaded more than its share: the scan decides this page.
+                    *run = self.start()?;
+                    scan.run(self.reader, self.scope, run)?
+                };
                 (tally, IndexTally::default())
             }
             Access::Index(access) => {
@@ -167,17 +233,16 @@ impl PageInputs<'_> {
                     self.scope,
                     run.resume_after(),
                 )?;
-                let tally = scan.run_keys(self.reader, self.scope, &item_keys, &mut run)?;
+                let tally = scan.run_keys(self.reader, self.scope, &item_keys, run)?;
                 (tally, index)
             }
-        };
-        let finishing = Stopwatch::start();
-        let page = run.finish(!tally.page_full)?;
-        Ok(RanPage {
-            page,
-            tally,
-            index,
-            finish: finishing.elapsed(),
+            Access::Entries(walk) => {
+                scan.walk_entries(self.reader, self.scope, walk, run, self.page_items_max)?
+            }
+            Access::EntryScan(walk) => (
+                scan.scan_in_entry_order(self.reader, self.scope, walk, run)?,
+                IndexTally::default(),
+            ),
         })
     }
 }

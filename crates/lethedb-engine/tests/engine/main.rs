@@ -9,6 +9,7 @@ mod batch;
 mod change_feed;
 mod common;
 mod corrupted_records;
+mod entry_order;
 mod epk;
 mod faults;
 mod golden_verify;
