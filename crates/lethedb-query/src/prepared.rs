@@ -172,6 +172,13 @@ impl Prepared {
         self.inner.mode == Mode::Ordered
     }
 
+    /// True when a page streams its rows in the order documents are pushed (no ORDER BY,
+    /// GROUP BY, DISTINCT or aggregate): such a page may be pushed in another key space
+    /// (`PageRun::use_key_space`).
+    pub fn streams_rows(&self) -> bool {
+        self.inner.mode == Mode::Stream
+    }
+
     /// False for a query without FROM, which reads no documents (the engine may skip the scan
     /// and call `finish(true)` right away).
     pub fn scans_documents(&self) -> bool {

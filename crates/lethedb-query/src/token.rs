@@ -29,11 +29,13 @@ pub struct OrderedPosition {
 pub enum Position {
     /// Resume the scan after `after`; in the document whose key is `at`, skip rows with a
     /// fan-out index below `skip`. `produced` results came before (for OFFSET/LIMIT/TOP).
+    /// `space` names which of the engine's orders the keys are in (0: its default).
     Stream {
         after: Option<Vec<u8>>,
         at: Option<Vec<u8>>,
         skip: u64,
         produced: u64,
+        space: u64,
     },
     /// Re-scan everything, keeping only rows ordered after `last`.
     Ordered {
@@ -125,13 +127,21 @@ pub fn encode(query_fingerprint: u64, position: &Position) -> String {
             at,
             skip,
             produced,
-        } => json!({
-            "m": "s",
-            "a": after.as_deref().map(hex),
-            "t": at.as_deref().map(hex),
-            "k": skip,
-            "p": produced,
-        }),
+            space,
+        } => {
+            let mut fields = json!({
+                "m": "s",
+                "a": after.as_deref().map(hex),
+                "t": at.as_deref().map(hex),
+                "k": skip,
+                "p": produced,
+            });
+            // The default space is left out, so its tokens read as they always did.
+            if *space != 0 {
+                fields["x"] = json!(space);
+            }
+            fields
+        }
         Position::Ordered { last, produced } => json!({
             "m": "o",
             "l": last.as_ref().map(|last| json!({"s": sort_to_json(&last.sort), "k": hex(&last.tie), "r": last.row})),
@@ -186,6 +196,10 @@ pub fn decode(text: &str, query_fingerprint: u64) -> Result<Position, QueryError
             at: optional_key(field("t"))?,
             skip: count(field("k"))?,
             produced: count(field("p"))?,
+            space: match field("x") {
+                Value::Null => 0,
+                space => count(space)?,
+            },
         }),
         Some("o") => {
             let last = match field("l") {
@@ -242,6 +256,14 @@ mod tests {
                 at: None,
                 skip: 3,
                 produced: 9,
+                space: 0,
+            },
+            Position::Stream {
+                after: Some(vec![1]),
+                at: Some(vec![2]),
+                skip: 0,
+                produced: 1,
+                space: 1,
             },
             Position::Ordered {
                 last: Some(OrderedPosition {

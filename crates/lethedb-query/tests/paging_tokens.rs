@@ -87,3 +87,48 @@ fn tokens_depend_only_on_the_matching_documents() {
         }
     }
 }
+
+/// The key space a page is pushed in travels with its token: the next page resumes in it, and
+/// refuses to be pushed in another; a page of another strategy refuses any other space.
+#[test]
+fn a_token_remembers_the_key_space_its_page_was_pushed_in() {
+    let store = store();
+    let prepared = prepare("SELECT VALUE c.n FROM c", &[], 0).expect("prepare");
+    let mut run = prepared.start_page(None, 3).expect("start");
+    assert_eq!(run.key_space(), 0);
+    run.use_key_space(2).expect("a fresh page picks its space");
+    for (key, document) in &store {
+        if run.push(key, document).expect("push").is_break() {
+            break;
+        }
+    }
+    let token = run
+        .finish(false)
+        .expect("finish")
+        .continuation
+        .expect("a next page");
+    let mut resumed = prepared.start_page(Some(&token), 3).expect("resume");
+    assert_eq!(resumed.key_space(), 2);
+    assert_eq!(resumed.resume_after(), Some(&2u64.to_be_bytes()[..]));
+    assert!(
+        resumed.use_key_space(0).is_err(),
+        "another space is refused"
+    );
+    resumed.use_key_space(2).expect("the same space is kept");
+    // Pages pushed in the default space write the tokens they always wrote.
+    assert!(tokens("SELECT VALUE c.n FROM c", &store, 3)
+        .iter()
+        .flatten()
+        .all(|token| prepare("SELECT VALUE c.n FROM c", &[], 0)
+            .expect("prepare")
+            .start_page(Some(token), 3)
+            .expect("resume")
+            .key_space()
+            == 0));
+    let ordered = prepare("SELECT * FROM c ORDER BY c.n", &[], 0).expect("prepare");
+    let mut run = ordered.start_page(None, 3).expect("start");
+    assert!(
+        run.use_key_space(1).is_err(),
+        "only a streamed page has key spaces"
+    );
+}

@@ -33,6 +33,9 @@ pub(crate) const INDEX_SHARE_DIVISOR: u64 = 8;
 /// is true are among those with an entry in one of the ranges.
 #[derive(Clone, Debug)]
 pub(crate) struct IndexAccess {
+    /// The conjunct's position among the query's served conjuncts
+    /// (`Prepared::index_conjuncts`).
+    pub(crate) conjunct: usize,
     pub(crate) ranges: Vec<KeyRange>,
     /// The probes that are equalities (index seeks); the others are range scans.
     pub(crate) seeks: u64,
@@ -47,14 +50,16 @@ pub(crate) fn accesses(container: &Container, conjuncts: &[IndexConjunct]) -> Ve
     let number = container.key_number();
     conjuncts
         .iter()
-        .filter(|conjunct| {
+        .enumerate()
+        .filter(|(_, conjunct)| {
             conjunct
                 .probes
                 .iter()
                 .all(|probe| policy.coverage(&probe.path).is_indexed())
         })
-        .map(|conjunct| {
+        .map(|(position, conjunct)| {
             let mut access = IndexAccess {
+                conjunct: position,
                 ranges: Vec::new(),
                 seeks: 0,
                 paths: Vec::new(),

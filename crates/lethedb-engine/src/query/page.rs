@@ -1,15 +1,20 @@
-//! One page of a query over a container's items, run with the access the planner chose: the
-//! candidates an index names for a selective filter (`index/plan.rs`, `query/seek.rs`), pushed
-//! in item-key order; an ORDER BY page's walk of the index in sort order
+//! One page of a query over a container's items, run with the access the planner chose:
+//! aggregates answered from index entries (`query/covered.rs`); for a selective filter, the
+//! entries of its one served conjunct in index order when the page streams its rows
+//! (`query/entry_order.rs`), else the candidates an index names pushed in item-key order
+//! (`index/plan.rs`, `query/seek.rs`); an ORDER BY page's walk of the index in sort order
 //! (`query/order_walk.rs`); or the scan of the request's scope. All push documents through the
-//! same visibility check into the same `PageRun`, so all give the same page. No access reads the
-//! index while a policy change's rebuild runs (`index::builder::index_ready_in`).
+//! same visibility check into the same `PageRun`. The item-key orders give the scan's page; the
+//! entry order gives the page of a scan in entry order, and a page resumed from its token keeps
+//! that order, with the index or without. No access reads the index while a policy change's
+//! rebuild runs (`index::builder::index_ready_in`).
 //!
 //! The verify mode (`EngineConfig::query_verify`, `LETHEDB_QUERY_VERIFY=1` on the server) takes
 //! the proof further on every page: whenever an index can serve the query, the page runs
-//! through every access an index could give it (the filter's candidates whatever their count,
-//! the ORDER BY walk), and again as a scan, and any difference in items, continuation or
-//! failure is an internal error naming the query. What a query means
+//! through every access an index could give it (a covered answer, the filter's entries in index
+//! order and its candidates whatever their count, the ORDER BY walk), and again as a scan in the
+//! same order (the scope's scan, or its scan in entry order), and any difference in items,
+//! continuation or failure is an internal error naming the query. What a query means
 //! is the query crate's business; which keys the scope covers, `query/mod.rs`'s.
 
 use crate::clock::Stopwatch;
@@ -20,6 +25,7 @@ use crate::index::plan::{self, IndexPlan, PlanScope};
 use crate::index::plan_memory::{PlanKey, PlanMemory};
 use crate::items::document_cache::DocumentCache;
 use crate::query::covered::{answer, covered_plan, CoveredPlan};
+use crate::query::entry_order::{entry_walk, resumed_walk, EntryWalk};
 use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
@@ -36,6 +42,22 @@ enum Access {
     Walk(OrderWalk),
     /// Aggregates answered from index entries (`query/covered.rs`).
     Covered(CoveredPlan),
+    /// A streamed page in the order of one conjunct's index entries, read from the index.
+    Entries(EntryWalk),
+    /// The same order from a scan of the scope, when the index cannot serve it.
+    EntryScan(EntryWalk),
+}
+
+impl Access {
+    /// What the verify mode checks this access against: a scan in the same order, if this
+    /// access reads the index.
+    fn baseline(&self) -> Option<Access> {
+        match self {
+            Access::Scan | Access::EntryScan(_) => None,
+            Access::Index(_) | Access::Walk(_) | Access::Covered(_) => Some(Access::Scan),
+            Access::Entries(walk) => Some(Access::EntryScan(walk.clone())),
+        }
+    }
 }
 
 /// What one page needs to run, whichever plan runs it.
@@ -69,7 +91,7 @@ pub(crate) struct RanPage {
 
 impl PageInputs<'_> {
     /// Plans the page and runs it; with `verify`, runs it through every access an index could
-    /// give it and as a scan, compares, and answers the first index access's page.
+    /// give it and as a scan in the same order, compares, and answers the first access's page.
     pub(crate) fn run(&self, verify: bool) -> EngineResult<RanPage> {
         let planning = Stopwatch::start();
         let mut accesses = if verify {
@@ -82,23 +104,47 @@ impl PageInputs<'_> {
         }
         let planned = planning.elapsed();
         let outcome = self.run_with(&accesses[0]);
-        if verify && !matches!(accesses[0], Access::Scan) {
-            let scan = self.run_with(&Access::Scan);
-            check_same(&outcome, &scan, self.text)?;
-            for access in &accesses[1..] {
-                check_same(&self.run_with(access), &scan, self.text)?;
-            }
+        if verify {
+            self.verify(&accesses, &outcome)?;
         }
         let mut ran = outcome?;
         ran.index.time += planned;
         Ok(ran)
     }
 
+    /// Checks each access against its baseline (`first` is the first access's page).
+    fn verify(&self, accesses: &[Access], first: &EngineResult<RanPage>) -> EngineResult<()> {
+        let mut scan = None;
+        for (position, access) in accesses.iter().enumerate() {
+            let Some(baseline) = access.baseline() else {
+                continue;
+            };
+            let expected = match baseline {
+                Access::Scan => scan.get_or_insert_with(|| self.run_with(&Access::Scan)),
+                other => &self.run_with(&other),
+            };
+            if position == 0 {
+                check_same(first, expected, self.text)?;
+            } else {
+                check_same(&self.run_with(access), expected, self.text)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Every index access this page could take whatever the counts, for the verify mode: the
-    /// covered answer, the filter's candidates, the ORDER BY walk.
+    /// entry order a token pins; else the covered answer, the filter's entries in index order
+    /// and its candidates, the ORDER BY walk.
     fn accesses(&self) -> EngineResult<Vec<Access>> {
         let mut accesses = Vec::new();
-        if !self.prepared.scans_documents() || !index_ready_in(self.reader, self.container)? {
+        if !self.prepared.scans_documents() {
+            return Ok(accesses);
+        }
+        let space = self.start()?.key_space();
+        if space != 0 {
+            return Ok(vec![self.resumed_entries(space)?]);
+        }
+        if !index_ready_in(self.reader, self.container)? {
             return Ok(accesses);
         }
         if let Some(covered) = self.covered_plan() {
@@ -107,6 +153,9 @@ impl PageInputs<'_> {
         let conjuncts = self.prepared.index_conjuncts();
         if !conjuncts.is_empty() {
             if let Some(plan) = plan::forced(self.reader, self.container, &conjuncts)? {
+                if let entries @ Access::Entries(_) = self.entry_order(plan.clone()) {
+                    accesses.push(entries);
+                }
                 accesses.push(Access::Index(plan));
             }
         }
@@ -116,10 +165,18 @@ impl PageInputs<'_> {
         Ok(accesses)
     }
 
-    /// The access to run: aggregates the index answers (when `cover`), else the filter's
-    /// candidates when they are few (`index_plan`), else an ORDER BY walk, else the scan.
+    /// The access to run: the entry order a token pins, else aggregates the index answers
+    /// (when `cover`), else the filter's entries or candidates when they are few
+    /// (`index_plan`, `entry_order`), else an ORDER BY walk, else the scan.
     fn plan(&self, cover: bool) -> EngineResult<Access> {
-        if !self.prepared.scans_documents() || !index_ready_in(self.reader, self.container)? {
+        if !self.prepared.scans_documents() {
+            return Ok(Access::Scan);
+        }
+        let space = self.start()?.key_space();
+        if space != 0 {
+            return self.resumed_entries(space);
+        }
+        if !index_ready_in(self.reader, self.container)? {
             return Ok(Access::Scan);
         }
         if let Some(covered) = self.covered_plan().filter(|_| cover) {
@@ -127,12 +184,38 @@ impl PageInputs<'_> {
         }
         let walk = order_walk(self.prepared, self.container);
         if let Some(index) = self.index_plan(walk.as_ref())? {
-            return Ok(Access::Index(index));
+            return Ok(self.entry_order(index));
         }
         Ok(match walk {
             Some(walk) => Access::Walk(walk),
             None => Access::Scan,
         })
+    }
+
+    /// The access of a page resumed in the entry order of key space `space`: the index's
+    /// entries while it holds them, else the scan in that order.
+    fn resumed_entries(&self, space: u64) -> EngineResult<Access> {
+        let walk = resumed_walk(self.container, &self.prepared.index_conjuncts(), space)?;
+        let served =
+            index_ready_in(self.reader, self.container)? && walk.indexed_in(self.container);
+        Ok(if served {
+            Access::Entries(walk)
+        } else {
+            Access::EntryScan(walk)
+        })
+    }
+
+    /// The access of a fresh page that `index` serves: the entry order of its one conjunct
+    /// when the page streams its rows and nothing narrows the candidates (an intersection of
+    /// several conjuncts is cheaper read whole), else the candidates in item-key order.
+    fn entry_order(&self, index: IndexPlan) -> Access {
+        if self.continuation.is_none() && index.narrow.is_empty() && self.prepared.streams_rows() {
+            let conjuncts = self.prepared.index_conjuncts();
+            if let Some(walk) = entry_walk(self.container, &conjuncts, index.drive.conjunct) {
+                return Access::Entries(walk);
+            }
+        }
+        Access::Index(index)
     }
 
     /// The index plan of the page's filter, if its candidates are few enough: at most an
@@ -224,29 +307,40 @@ impl PageInputs<'_> {
             return self.run_covered(plan);
         }
         let mut run = self.start()?;
+        let (tally, index) = self.read(access, &mut run)?;
+        let finishing = Stopwatch::start();
+        let page = run.finish(!tally.page_full)?;
+        Ok(RanPage {
+            page,
+            tally,
+            index,
+            finish: finishing.elapsed(),
+        })
+    }
+
+    /// Pushes the page's documents into `run` through `access`.
+    fn read(&self, access: &Access, run: &mut PageRun) -> EngineResult<(ScanTally, IndexTally)> {
         let scan = PageScan {
             container: self.container,
             cache: self.cache,
             now_ms: self.now_ms,
             measure: self.measure,
         };
-        let (tally, index) = match access {
+        Ok(match access {
             Access::Scan => (
-                scan.run(self.reader, self.scope, &mut run)?,
+                scan.run(self.reader, self.scope, run)?,
                 IndexTally::default(),
             ),
             Access::Walk(walk) => {
-                let tally =
-                    if let Some(tally) = scan.walk(self.reader, self.scope, walk, &mut run)? {
-                        tally
-                    } else {
-                        // The walk loaded more than its share: the scan decides this page.
-                        run = self.start()?;
-                        scan.run(self.reader, self.scope, &mut run)?
-                    };
+                let tally = if let Some(tally) = scan.walk(self.reader, self.scope, walk, run)? {
+                    tally
+                } else {
+                    // The walk loaded more than its share: the scan decides this page.
+                    *run = self.start()?;
+                    scan.run(self.reader, self.scope, run)?
+                };
                 (tally, IndexTally::default())
             }
-            Access::Covered(_) => (ScanTally::default(), IndexTally::default()),
             Access::Index(access) => {
                 let (item_keys, index) = candidate_keys(
                     self.reader,
@@ -255,17 +349,18 @@ impl PageInputs<'_> {
                     self.scope,
                     run.resume_after(),
                 )?;
-                let tally = scan.run_keys(self.reader, self.scope, &item_keys, &mut run)?;
+                let tally = scan.run_keys(self.reader, self.scope, &item_keys, run)?;
                 (tally, index)
             }
-        };
-        let finishing = Stopwatch::start();
-        let page = run.finish(!tally.page_full)?;
-        Ok(RanPage {
-            page,
-            tally,
-            index,
-            finish: finishing.elapsed(),
+            Access::Entries(walk) => {
+                scan.walk_entries(self.reader, self.scope, walk, run, self.page_items_max)?
+            }
+            Access::EntryScan(walk) => (
+                scan.scan_in_entry_order(self.reader, self.scope, walk, run)?,
+                IndexTally::default(),
+            ),
+            // Answered by `run_covered`, which reads no documents.
+            Access::Covered(_) => (ScanTally::default(), IndexTally::default()),
         })
     }
 }

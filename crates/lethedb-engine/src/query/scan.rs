@@ -98,10 +98,11 @@ pub(crate) struct ScanTally {
     pub(crate) documents_matched: u64,
 }
 
-/// What a scan knows of one stored item besides its document: its key, its document number
-/// (the `_rid` order of ties) and the size of its stored body.
+/// What a scan knows of one stored item besides its document: the key it is pushed at (its
+/// item key's suffix, or its position in another key space), its document number (the `_rid`
+/// order of ties) and the size of its stored body.
 struct Stored<'a> {
-    key: &'a [u8],
+    position: &'a [u8],
     document_number: u64,
     bytes: usize,
 }
@@ -170,7 +171,7 @@ impl PageScan<'_> {
     }
 
     /// The parsed document of an item record, from the cache when it holds this version.
-    fn document(&self, key: &[u8], lsn: u64, value: &[u8]) -> EngineResult<Arc<Value>> {
+    pub(crate) fn document(&self, key: &[u8], lsn: u64, value: &[u8]) -> EngineResult<Arc<Value>> {
         if let Some(document) = self.cache.get(key, lsn) {
             return Ok(document);
         }
@@ -196,11 +197,7 @@ impl PageScan<'_> {
     ) -> EngineResult<ControlFlow<()>> {
         let matched_before = run.rows_matched();
         let timer = self.measure.then(Stopwatch::start);
-        let flow = run.push_numbered(
-            keys::item_key_suffix(stored.key),
-            stored.document_number,
-            document,
-        )?;
+        let flow = run.push_numbered(stored.position, stored.document_number, document)?;
         if let Some(timer) = timer {
             tally.execution += timer.elapsed();
         }
@@ -230,6 +227,18 @@ impl ItemVisit<'_> {
         key: &[u8],
         value: &[u8],
     ) -> EngineResult<ControlFlow<()>> {
+        self.item_at(run, key, value, keys::item_key_suffix(key))
+    }
+
+    /// [`ItemVisit::item`] for a page pushed in another key space: the item is pushed at
+    /// `position` (`PageRun::use_key_space`).
+    pub(crate) fn item_at(
+        &mut self,
+        run: &mut PageRun,
+        key: &[u8],
+        value: &[u8],
+        position: &[u8],
+    ) -> EngineResult<ControlFlow<()>> {
         let scan = self.scan;
         // The header decides visibility without copying or parsing the body.
         let (last_modified_ms, lsn, ttl) =
@@ -246,7 +255,7 @@ impl ItemVisit<'_> {
         let document_number =
             ItemRecord::decode_document_number(value).ok_or_else(|| corrupted("item"))?;
         let stored = Stored {
-            key,
+            position,
             document_number,
             bytes: ItemRecord::body_bytes(value),
         };

@@ -11,6 +11,7 @@ mod common;
 mod corrupted_records;
 mod counting_store;
 mod covered;
+mod entry_order;
 mod epk;
 mod faults;
 mod golden_verify;

@@ -5,8 +5,10 @@
 //! AND/OR/NOT, parameters, ORDER BY (with equality prefixes a composite serves), TOP,
 //! OFFSET/LIMIT, DISTINCT, GROUP BY, aggregates (those an index answers among them), JOIN) ×
 //! page sizes, each followed through every continuation, on an engine in verify mode: every
-//! page an index can serve runs through the index and as a scan, and any difference fails it.
-//! Queries go to the whole container (two ranges), one partition, or one range.
+//! page an index can serve runs through the index and as a scan in the same order, and any
+//! difference fails it. Followed through its continuations, a query returns the same rows in
+//! the same order at every page size: no page skips or repeats a row. Queries go to the whole
+//! container (two ranges), one partition, or one range.
 
 use crate::common::{engine_on_store, pk, resolved, Rng};
 use lethedb_engine::{
@@ -336,22 +338,24 @@ struct Tally {
     covered_pages: u64,
 }
 
-/// Runs `text` through every page at `page_size`; an internal error (a difference the verify
-/// mode found) fails the test, any other failure ends the case as both plans agreed on it.
-async fn run_case(engine: &Engine, request: QueryRequest, tally: &mut Tally) {
+/// Runs `text` through every page at `page_size` and returns the rows of all its pages; an
+/// internal error (a difference the verify mode found) fails the test, any other failure ends
+/// the case (`None`) as both plans agreed on it.
+async fn run_case(engine: &Engine, request: QueryRequest, tally: &mut Tally) -> Option<Vec<Value>> {
     let container = resolved(engine, "c");
     let mut request = request;
+    let mut rows = Vec::new();
     tally.cases += 1;
     for _ in 0..200 {
         let page = match engine.query_items(&container, &request).await {
             Ok(QueryOutcome::Page(page)) => page,
-            Ok(QueryOutcome::NeedsClientPipeline(_)) => return,
+            Ok(QueryOutcome::NeedsClientPipeline(_)) => return None,
             Err(error) if error.code == ErrorCode::Internal => {
                 panic!("{}: {}", request.text, error.message())
             }
             Err(_) => {
                 tally.refused += 1;
-                return;
+                return None;
             }
         };
         tally.pages += 1;
@@ -360,9 +364,10 @@ async fn run_case(engine: &Engine, request: QueryRequest, tally: &mut Tally) {
         tally.covered_pages += u64::from(
             request.text.contains("COUNT") && page.index_lookups > 0 && page.documents_scanned == 0,
         );
+        rows.extend(page.items);
         match page.continuation {
             Some(token) => request.continuation = Some(token),
-            None => return,
+            None => return Some(rows),
         }
     }
     panic!("{}: too many pages", request.text);
@@ -392,6 +397,7 @@ async fn the_index_plan_and_the_scan_return_the_same_pages() {
                 0 | 1 => Scope::Partition(partition),
                 _ => Scope::Range(rng.below(2).to_string()),
             };
+            let mut answers = Vec::new();
             for page_size in PAGE_SIZES {
                 let request = QueryRequest {
                     text: text.clone(),
@@ -411,7 +417,15 @@ async fn the_index_plan_and_the_scan_return_the_same_pages() {
                     page_items_max: Some(page_size),
                     ..QueryRequest::default()
                 };
-                run_case(&engine, request, &mut tally).await;
+                answers.push(run_case(&engine, request, &mut tally).await);
+            }
+            // Every page size follows the same order through its continuations.
+            if let Some(Some(whole)) = answers.last() {
+                for (rows, page_size) in answers.iter().zip(PAGE_SIZES) {
+                    if let Some(rows) = rows {
+                        assert_eq!(rows, whole, "{text} by {page_size}");
+                    }
+                }
             }
         }
     }

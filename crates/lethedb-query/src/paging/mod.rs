@@ -4,7 +4,8 @@
 //! - **Stream** (no ORDER BY, GROUP BY, DISTINCT or aggregate): results come out in scan order;
 //!   the token holds the last fully consumed key plus how many fan-out rows of the next
 //!   document were already handled. It looks one result ahead, so a continuation is returned
-//!   only when another result exists. No state beyond the page.
+//!   only when another result exists. No state beyond the page. The engine may push in an
+//!   order of its own (`key_space.rs`), which the token remembers.
 //! - **Ordered** (ORDER BY only, `ordered.rs`): every page re-scans from the start and keeps a
 //!   bounded heap of the smallest rows after the last emitted position (sort values, the
 //!   document's tie-breaker, fan-out index), `page_items_max + 1` of them (plus what OFFSET
@@ -17,6 +18,7 @@
 //!
 //! It does no I/O and never sees storage: keys are opaque bytes compared bytewise.
 
+mod key_space;
 mod ordered;
 mod pushed;
 mod sort_feed;
@@ -58,6 +60,8 @@ struct StreamRun {
     items: Vec<Value>,
     next: Option<Position>,
     done: bool,
+    /// Which of the engine's orders the keys are in (`key_space.rs`).
+    space: u64,
 }
 
 struct MaterializedRun {
@@ -268,7 +272,7 @@ impl RunState {
         rules: OrderingRules,
     ) -> Result<Self, QueryError> {
         Ok(match (prepared.mode, position) {
-            (Mode::Stream, None) => RunState::Stream(StreamRun::new(None, None, 0, 0)),
+            (Mode::Stream, None) => RunState::Stream(StreamRun::new(None, None, 0, 0, 0)),
             (
                 Mode::Stream,
                 Some(Position::Stream {
@@ -276,8 +280,9 @@ impl RunState {
                     at,
                     skip,
                     produced,
+                    space,
                 }),
-            ) => RunState::Stream(StreamRun::new(after, at, skip, produced)),
+            ) => RunState::Stream(StreamRun::new(after, at, skip, produced, space)),
             (Mode::Ordered, None) => RunState::Ordered(OrderedRun::resume(
                 prepared,
                 None,
@@ -314,8 +319,15 @@ impl RunState {
 }
 
 impl StreamRun {
-    fn new(after: Option<Vec<u8>>, at: Option<Vec<u8>>, skip: u64, produced: u64) -> Self {
+    fn new(
+        after: Option<Vec<u8>>,
+        at: Option<Vec<u8>>,
+        skip: u64,
+        produced: u64,
+        space: u64,
+    ) -> Self {
         StreamRun {
+            space,
             consumed: after.clone(),
             after,
             at,
@@ -353,6 +365,7 @@ impl StreamRun {
                     at: Some(pushed.key.to_vec()),
                     skip: row,
                     produced: self.produced,
+                    space: self.space,
                 });
                 return Ok(ControlFlow::Break(()));
             }
@@ -387,6 +400,7 @@ impl StreamRun {
                 at: None,
                 skip: 0,
                 produced: self.produced,
+                space: self.space,
             })
         };
         (self.items, next)
