@@ -1,15 +1,31 @@
 """Fault rules (/_lethedb/faults) driving the Python SDK's own retry policies: throttling with a
 retry delay, a split's 410/1002, a retry-with 449, a dropped connection, added latency, and a
-failure that outlasts the retries."""
+failure that outlasts the retries.
+
+Rules live in the memory of the process that took them, so these tests use one process of their
+own (the session's shared server may be two instances behind a proxy)."""
 
 import time
 
 import pytest
+from azure.cosmos import PartitionKey
 from azure.cosmos.exceptions import CosmosHttpResponseError
 
+from conftest import make_client, unique_id
 from signed_http import RawClient
 
 FAULTS = "/_lethedb/faults"
+
+
+@pytest.fixture(scope="module")
+def server(start_server):
+    return start_server()
+
+
+@pytest.fixture
+def container(server):
+    database = make_client(server).create_database_if_not_exists("faults")
+    return database.create_container(unique_id("coll"), partition_key=PartitionKey(path="/pk"))
 
 
 @pytest.fixture
