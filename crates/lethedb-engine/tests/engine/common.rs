@@ -102,3 +102,24 @@ pub async fn create_items(engine: &lethedb_engine::Engine, count: usize) {
             .expect("create");
     }
 }
+
+/// Creates each document in container `c` of database `db`, in the partition its `pk` names.
+pub async fn create_documents(
+    engine: &lethedb_engine::Engine,
+    documents: impl IntoIterator<Item = serde_json::Value>,
+) {
+    let container = resolved(engine, "c");
+    for document in documents {
+        let partition = document["pk"].as_str().expect("a string pk").to_string();
+        engine
+            .write_item(
+                &container,
+                lethedb_engine::WriteMode::Create,
+                pk(&partition),
+                document,
+                None,
+            )
+            .await
+            .expect("create");
+    }
+}

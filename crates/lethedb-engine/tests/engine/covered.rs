@@ -6,7 +6,7 @@
 //! answer: an expired item not yet purged, an extreme that is a cut text, a filter on a path
 //! the policy excludes.
 
-use crate::common::{engine_on_store, page, pk, resolved};
+use crate::common::{create_documents, engine_on_store, page, pk, resolved};
 use lethedb_engine::{Engine, EngineConfig, ManualClock, QueryPage, QueryRequest, WriteMode};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -25,6 +25,7 @@ async fn loaded(container: Value) -> (Engine, Arc<ManualClock>) {
         ..crate::common::config()
     };
     let engine = engine_on_store(store, clock.clone(), container, config).await;
+    let mut documents = Vec::new();
     for n in 0..ITEMS {
         let partition = format!("p{}", n % 3);
         let mut body = json!({"id": format!("i{n}"), "pk": partition, "cat": format!("k{}", n % 4),
@@ -36,17 +37,9 @@ async fn loaded(container: Value) -> (Engine, Arc<ManualClock>) {
         if n == 40 {
             body["p"] = json!(-7);
         }
-        engine
-            .write_item(
-                &resolved(&engine, "c"),
-                WriteMode::Create,
-                pk(&partition),
-                body,
-                None,
-            )
-            .await
-            .expect("create");
+        documents.push(body);
     }
+    create_documents(&engine, documents).await;
     (engine, clock)
 }
 

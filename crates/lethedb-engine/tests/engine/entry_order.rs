@@ -4,9 +4,9 @@
 //! candidate; and a policy change between two pages (the index not ready, or no longer
 //! holding the path) neither skips nor repeats a row.
 
-use crate::common::{engine_with_container, page, pk, resolved};
+use crate::common::{create_documents, engine_with_container, page, resolved};
 use crate::index_build::{build_to_the_end, replace_policy};
-use lethedb_engine::{Engine, ManualClock, QueryRequest, WriteMode};
+use lethedb_engine::{Engine, ManualClock, QueryRequest};
 use serde_json::json;
 use std::sync::Arc;
 
@@ -24,20 +24,13 @@ async fn loaded() -> Engine {
         json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
     )
     .await;
+    let mut documents = Vec::new();
     for n in 0..ITEMS {
         let partition = format!("p{}", n % 3);
         let body = json!({"id": format!("i{n}"), "pk": partition, "v": value_of(n)});
-        engine
-            .write_item(
-                &resolved(&engine, "c"),
-                WriteMode::Create,
-                pk(&partition),
-                body,
-                None,
-            )
-            .await
-            .expect("create");
+        documents.push(body);
     }
+    create_documents(&engine, documents).await;
     engine
 }
 

@@ -3,7 +3,7 @@
 //! key included), the same filter on an excluded path or an unselective one scans, each costs
 //! accordingly, and an expired item is never returned or counted through the index.
 
-use crate::common::{config, engine_on_store, page, pk, resolved};
+use crate::common::{config, create_documents, engine_on_store, page, pk, resolved};
 use lethedb_engine::{Engine, ManualClock, QueryPage, QueryRequest, WriteMode};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -22,22 +22,15 @@ async fn filled(policy: Value, clock: Arc<ManualClock>, partitions: u64) -> Engi
     }
     container["indexingPolicy"] = policy;
     let engine = engine_on_store(store, clock, container, config()).await;
+    let mut documents = Vec::new();
     for n in 0..ITEMS {
         let partition = format!("p{}", n % partitions);
         let color = if n % 50 == 0 { "red" } else { "blue" };
         let body = json!({"id": format!("i{n}"), "pk": partition, "n": n, "half": n % 2,
             "color": color, "tags": [format!("t{}", n % 50)], "padding": "x".repeat(900)});
-        engine
-            .write_item(
-                &resolved(&engine, "c"),
-                WriteMode::Create,
-                pk(&partition),
-                body,
-                None,
-            )
-            .await
-            .expect("create");
+        documents.push(body);
     }
+    create_documents(&engine, documents).await;
     engine
 }
 

@@ -7,8 +7,8 @@
 //! in verify mode, which compares every access with the scan, and on one without, whose loads
 //! show the access the planner chose.
 
-use crate::common::{engine_on_store, page, pk, resolved};
-use lethedb_engine::{Engine, EngineConfig, ManualClock, QueryRequest, WriteMode};
+use crate::common::{create_documents, engine_on_store, page, pk, resolved};
+use lethedb_engine::{Engine, EngineConfig, ManualClock, QueryRequest};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -26,6 +26,7 @@ async fn loaded(composites: Value, verify: bool) -> Engine {
         ..crate::common::config()
     };
     let engine = engine_on_store(store, clock, container, config).await;
+    let mut documents = Vec::new();
     for n in 0..ITEMS {
         let partition = format!("p{}", n % 3);
         let mut body = json!({"id": format!("i{n}"), "pk": partition, "cat": format!("k{}", n % 2),
@@ -37,17 +38,9 @@ async fn loaded(composites: Value, verify: bool) -> Engine {
             7 => {}
             _ => body["v"] = json!((n * 37) % 101),
         }
-        engine
-            .write_item(
-                &resolved(&engine, "c"),
-                WriteMode::Create,
-                pk(&partition),
-                body,
-                None,
-            )
-            .await
-            .expect("create");
+        documents.push(body);
     }
+    create_documents(&engine, documents).await;
     engine
 }
 

@@ -3,8 +3,8 @@
 //! for, loads about what it returns rather than the container, skips expired items, and a
 //! filtered walk still re-checks the WHERE clause.
 
-use crate::common::{engine_with_container, page, pk, resolved};
-use lethedb_engine::{Engine, ManualClock, QueryRequest, WriteMode};
+use crate::common::{create_documents, engine_with_container, page};
+use lethedb_engine::{Engine, ManualClock, QueryRequest};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -18,22 +18,15 @@ async fn loaded() -> (Engine, Arc<ManualClock>) {
         json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
     )
     .await;
+    let mut documents = Vec::new();
     for n in 0..ITEMS {
         let partition = format!("p{}", n % 3);
         // Values interleave with ids, so the sort order is not the key order.
         let v = if n % 10 == 7 { 500 } else { (n * 37) % 101 };
         let body = json!({"id": format!("i{n}"), "pk": partition, "v": v, "odd": n % 2 == 1});
-        engine
-            .write_item(
-                &resolved(&engine, "c"),
-                WriteMode::Create,
-                pk(&partition),
-                body,
-                None,
-            )
-            .await
-            .expect("create");
+        documents.push(body);
     }
+    create_documents(&engine, documents).await;
     (engine, clock)
 }
 

@@ -4,7 +4,7 @@
 //! same items as a container stored before range-local storage (which keeps its walk), each
 //! range's own, every item once over all ranges.
 
-use crate::common::{config, page, pk, resolved};
+use crate::common::{config, create_documents, page, pk, resolved};
 use crate::counting_store::CountingStore;
 use lethedb_engine::{
     ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Container, Engine, EngineConfig,
@@ -86,21 +86,13 @@ async fn filled(old: bool) -> (Engine, Arc<CountingStore>) {
         forget_the_layout(&store);
         engine = Engine::open(store.clone(), clock, ten_ranges()).expect("engine");
     }
-    let container = resolved(&engine, "c");
+    let mut documents = Vec::new();
     for n in 0..ITEMS {
         let partition = format!("p{}", n % PARTITIONS);
         let document = json!({"id": format!("i{n}"), "pk": partition, "n": n});
-        engine
-            .write_item(
-                &container,
-                WriteMode::Create,
-                pk(&partition),
-                document,
-                None,
-            )
-            .await
-            .expect("create");
+        documents.push(document);
     }
+    create_documents(&engine, documents).await;
     store.taken();
     (engine, store)
 }
