@@ -138,10 +138,8 @@ fn embedding(entry: &Value) -> EngineResult<Embedding> {
 
 /// Checks `indexingPolicy.vectorIndexes` against the embeddings they index.
 fn check_vector_indexes(indexes: Option<&Value>, embeddings: &[Embedding]) -> EngineResult<()> {
-    let list = match indexes {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err(bad_index(INVALID_INPUT.into())),
+    let Some(list) = list_of(indexes, bad_index)? else {
+        return Ok(());
     };
     for index in list {
         let Value::Object(index) = index else {
@@ -201,10 +199,8 @@ fn check_parameter(
 
 /// `vectorIndexShardKey`: a list of at most one property path.
 fn check_shard_key(key: Option<&Value>) -> EngineResult<()> {
-    let list = match key {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err(bad_index(INVALID_INPUT.into())),
+    let Some(list) = list_of(key, bad_index)? else {
+        return Ok(());
     };
     if list.len() > SHARD_PATHS_MAX {
         return Err(bad_index(format!(
@@ -235,10 +231,8 @@ pub(crate) fn full_text_paths(policy: Option<&Value>) -> EngineResult<Vec<String
     if let Some(language) = policy.get("defaultLanguage").filter(|v| !v.is_null()) {
         check_language(language)?;
     }
-    let list = match policy.get("fullTextPaths") {
-        None | Some(Value::Null) => return Ok(Vec::new()),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err(bad_policy(INVALID_INPUT.into())),
+    let Some(list) = list_of(policy.get("fullTextPaths"), bad_policy)? else {
+        return Ok(Vec::new());
     };
     let mut paths = Vec::with_capacity(list.len());
     for entry in list {
@@ -271,10 +265,8 @@ fn check_language(language: &Value) -> EngineResult<()> {
 
 /// `indexingPolicy.fullTextIndexes`: each a path of the full-text policy.
 fn check_full_text_indexes(indexes: Option<&Value>, paths: &[String]) -> EngineResult<()> {
-    let list = match indexes {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err(bad_index(INVALID_INPUT.into())),
+    let Some(list) = list_of(indexes, bad_index)? else {
+        return Ok(());
     };
     for index in list {
         let path = index
@@ -297,10 +289,8 @@ fn check_full_text_indexes(indexes: Option<&Value>, paths: &[String]) -> EngineR
 
 /// `indexingPolicy.spatialIndexes`: each a path ending in `/*` (or `/?`) with known types.
 fn check_spatial_indexes(indexes: Option<&Value>) -> EngineResult<()> {
-    let list = match indexes {
-        None | Some(Value::Null) => return Ok(()),
-        Some(Value::Array(list)) => list,
-        Some(_) => return Err(bad_index(INVALID_INPUT.into())),
+    let Some(list) = list_of(indexes, bad_index)? else {
+        return Ok(());
     };
     for index in list {
         let path = index
@@ -371,6 +361,19 @@ pub(crate) fn check_replace_keeps_vectors(existing: &Value, sent: &Value) -> Eng
         ));
     }
     Ok(())
+}
+
+/// A list a policy may leave out (absent or null: `None`); anything but an array is refused
+/// with `refusal`'s generic "invalid input".
+fn list_of(
+    value: Option<&Value>,
+    refusal: fn(String) -> EngineError,
+) -> EngineResult<Option<&Vec<Value>>> {
+    match value {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Array(list)) => Ok(Some(list)),
+        Some(_) => Err(refusal(INVALID_INPUT.into())),
+    }
 }
 
 fn text_field<'a>(map: &'a Map<String, Value>, name: &str) -> Option<&'a str> {
