@@ -62,7 +62,7 @@ pub use scripts::{
     script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,
 };
 pub use throughput::request_units;
-pub use throughput::Throughput;
+pub use throughput::{Priority, Throughput};
 pub use ttl::expiry::{
     ExpiringCounts, TtlOverview, TtlPreview, TTL_COUNT_ENTRIES_MAX, TTL_HISTOGRAM_WINDOWS_MS,
 };

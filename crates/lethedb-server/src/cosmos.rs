@@ -8,7 +8,7 @@ use crate::access::{authenticate, authorize};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::faults;
 use crate::handlers::{self, Context};
-use crate::head::RequestHead;
+use crate::head::{PriorityLevel, RequestHead};
 use crate::metrics::Observed;
 use crate::operation::{classify, Operation};
 use crate::request::{read_body, text_body};
@@ -19,7 +19,7 @@ use crate::state::AppState;
 use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, Uri};
 use axum::response::{IntoResponse, Response};
-use lethedb_engine::Container;
+use lethedb_engine::{Container, Priority};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -60,7 +60,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         if let Some(fault) = inject_fault(&state, operation, &path, &parts.headers).await {
             return Ok(fault);
         }
-        let admitted = admit(&state, operation, &path, checked)?;
+        let admitted = admit(&state, (operation, &head), &path, checked)?;
         let context = Context {
             state: &state,
             headers: &parts.headers,
@@ -135,7 +135,7 @@ fn check_intended_container(
 /// intended-container check already read, if it did.
 fn admit(
     state: &AppState,
-    operation: Operation,
+    (operation, head): (Operation, &RequestHead<'_>),
     path: &ResourcePath,
     checked: Option<Arc<Container>>,
 ) -> ApiResult<Option<Arc<Container>>> {
@@ -146,9 +146,14 @@ fn admit(
         Some(container) => container,
         None => state.engine.read_container(path.id(0), path.id(1))?,
     };
+    // Low-priority requests are throttled first (`x-ms-cosmos-priority-level`).
+    let priority = match head.priority {
+        Some(PriorityLevel::Low) => Priority::Low,
+        Some(PriorityLevel::High) | None => Priority::High,
+    };
     state
         .engine
-        .admit(&container)
+        .admit(&container, priority)
         .map_err(ApiError::too_many_requests)?;
     Ok(Some(container))
 }

@@ -69,7 +69,7 @@ pub struct RequestHead<'a> {
     pub populate_index_metrics: bool,
     /// `Prefer: return=minimal`: writes answer without the document.
     pub prefers_minimal: bool,
-    /// Parsed, not acted on yet.
+    /// `x-ms-cosmos-priority-level`: low-priority requests are throttled first.
     pub priority: Option<PriorityLevel>,
     /// `x-ms-cosmos-throughput-bucket`: parsed, not acted on yet.
     pub throughput_bucket: Option<u32>,

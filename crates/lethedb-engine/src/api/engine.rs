@@ -11,7 +11,7 @@ use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::DocumentCache;
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
-use crate::throughput::{BudgetKey, BudgetTotals, Budgets};
+use crate::throughput::{BudgetKey, BudgetTotals, Budgets, Priority};
 use crate::ttl::sweep_stats::SweepRegistry;
 use crate::writer::Writer;
 use lethedb_storage::Storage;
@@ -114,7 +114,7 @@ impl Engine {
     }
 
     /// Admits a user request on a container, or says how many milliseconds to wait.
-    pub fn admit(&self, container: &Container) -> Result<(), i64> {
+    pub fn admit(&self, container: &Container, priority: Priority) -> Result<(), i64> {
         // Measured on the clock's pacer (the machine's monotonic timer, or a manual clock in
         // tests): it paces the sweeper, it is not wall time.
         let since_start_ms = (self.inner.started.elapsed().as_millis() as u64).max(1);
@@ -123,7 +123,9 @@ impl Engine {
             .store(since_start_ms, Ordering::Relaxed);
         match self.budget_of(container) {
             Some((key, budget)) if self.inner.rate_limit => {
-                self.inner.budgets.admit(key, budget, self.now_ms())
+                self.inner
+                    .budgets
+                    .admit(key, budget, self.now_ms(), priority)
             }
             _ => Ok(()),
         }

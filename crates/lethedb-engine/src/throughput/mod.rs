@@ -209,6 +209,21 @@ fn autoscale_content(max: u32, increment_percent: u32) -> Value {
     })
 }
 
+/// A request's priority under throttling (`x-ms-cosmos-priority-level`; high when absent, as
+/// on the service).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Priority {
+    #[default]
+    High,
+    Low,
+}
+
+/// The share of a second's budget low-priority requests may spend: the rest is kept for
+/// high-priority ones, so that low-priority requests are throttled first when a container
+/// nears its throughput (the service documents that order, not a share: this one is
+/// LetheDB's).
+pub const LOW_PRIORITY_SHARE: f64 = 0.8;
+
 /// Which budget a request draws on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum BudgetKey {
@@ -261,15 +276,25 @@ pub struct Budgets {
 }
 
 impl Budgets {
-    /// Admits a user request unless this second's budget is spent; the error carries the
-    /// milliseconds until the next second.
-    pub fn admit(&self, key: BudgetKey, budget_ru: f64, now_ms: i64) -> Result<(), i64> {
+    /// Admits a user request unless this second's budget is spent (for a low-priority request,
+    /// [`LOW_PRIORITY_SHARE`] of it); the error carries the milliseconds until the next second.
+    pub fn admit(
+        &self,
+        key: BudgetKey,
+        budget_ru: f64,
+        now_ms: i64,
+        priority: Priority,
+    ) -> Result<(), i64> {
         let Ok(mut buckets) = self.buckets.lock() else {
             return Ok(());
         };
         let bucket = buckets.entry(key).or_default();
         bucket.roll(budget_ru, now_ms);
-        if bucket.user_ru < budget_ru {
+        let share = match priority {
+            Priority::High => 1.0,
+            Priority::Low => LOW_PRIORITY_SHARE,
+        };
+        if bucket.user_ru < budget_ru * share {
             return Ok(());
         }
         drop(buckets);
@@ -405,16 +430,37 @@ mod tests {
         let key = BudgetKey::Container(1);
         let start = 10_000;
         for _ in 0..4 {
-            assert_eq!(budgets.admit(key, 400.0, start + 100), Ok(()));
+            assert_eq!(
+                budgets.admit(key, 400.0, start + 100, Priority::High),
+                Ok(())
+            );
             budgets.charge_user(key, 400.0, 100.0, start + 100);
         }
-        assert_eq!(budgets.admit(key, 400.0, start + 250), Err(750));
+        assert_eq!(
+            budgets.admit(key, 400.0, start + 250, Priority::High),
+            Err(750)
+        );
         assert_eq!(budgets.totals(key).throttled, 1);
         assert_eq!(
-            budgets.admit(key, 400.0, start + 1000),
+            budgets.admit(key, 400.0, start + 1000, Priority::High),
             Ok(()),
             "a new second"
         );
+    }
+
+    #[test]
+    fn low_priority_requests_are_throttled_first() {
+        let budgets = Budgets::default();
+        let key = BudgetKey::Container(1);
+        budgets.charge_user(key, 400.0, 319.0, 10_000);
+        assert_eq!(budgets.admit(key, 400.0, 10_100, Priority::Low), Ok(()));
+        budgets.charge_user(key, 400.0, 1.0, 10_100);
+        // 320 of 400 spent: low priority waits for the next second, high priority goes on.
+        assert_eq!(budgets.admit(key, 400.0, 10_200, Priority::Low), Err(800));
+        assert_eq!(budgets.admit(key, 400.0, 10_200, Priority::High), Ok(()));
+        budgets.charge_user(key, 400.0, 80.0, 10_200);
+        assert_eq!(budgets.admit(key, 400.0, 10_300, Priority::High), Err(700));
+        assert_eq!(budgets.admit(key, 400.0, 11_000, Priority::Low), Ok(()));
     }
 
     #[test]
@@ -428,7 +474,7 @@ mod tests {
         budgets.charge_sweeper(key, 400.0, 100.0, 11_000);
         assert_eq!(budgets.sweeper_allowance(key, 400.0, 11_500), 0.0);
         assert_eq!(
-            budgets.admit(key, 400.0, 11_600),
+            budgets.admit(key, 400.0, 11_600, Priority::High),
             Ok(()),
             "sweeping did not touch the users' budget"
         );

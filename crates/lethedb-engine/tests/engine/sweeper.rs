@@ -266,10 +266,15 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
     clock.advance_ms(5_000);
     // Users saturate every second's 400 RU: the sweeper deletes nothing, items stay invisible.
     for _ in 0..5 {
-        assert_eq!(engine.admit(&container), Ok(()));
+        assert_eq!(
+            engine.admit(&container, lethedb_engine::Priority::High),
+            Ok(())
+        );
         engine.charge(&container, 400.0);
         assert!(
-            engine.admit(&container).is_err(),
+            engine
+                .admit(&container, lethedb_engine::Priority::High)
+                .is_err(),
             "the budget of this second is spent"
         );
         clock.advance_ms(1_000);
@@ -290,7 +295,7 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
     clock.advance_ms(1_000);
     let (deleted, _) = engine.sweep_once(10_000).await.expect("sweep");
     assert_eq!(
-        engine.admit(&container),
+        engine.admit(&container, lethedb_engine::Priority::High),
         Ok(()),
         "sweeping never spends the users' budget"
     );

@@ -208,3 +208,63 @@ async fn invalid_throughput_gets_the_service_message_and_autoscale_keeps_its_upg
         .await;
     check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", autoscale);
 }
+
+#[tokio::test]
+async fn low_priority_writes_are_throttled_before_high_priority_ones() {
+    let server = Server::new();
+    server
+        .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])
+        .await;
+    let created = server
+        .send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(partitioned()),
+            &[("x-ms-offer-throughput", "400")],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let create = |id: String, priority: &'static str| {
+        let server = &server;
+        async move {
+            server
+                .send(
+                    "POST",
+                    "/dbs/db/colls/c/docs",
+                    ("docs", "dbs/db/colls/c"),
+                    Some(json!({"id": id, "pk": "p"})),
+                    &[
+                        ("x-ms-documentdb-partitionkey", r#"["p"]"#),
+                        ("x-ms-cosmos-priority-level", priority),
+                    ],
+                )
+                .await
+        }
+    };
+    // The clock stands still: every write below falls in one second of the 400 RU budget.
+    let mut low_written = 0;
+    loop {
+        let answer = create(format!("low{low_written}"), "Low").await;
+        if answer.status == StatusCode::TOO_MANY_REQUESTS {
+            break;
+        }
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+        low_written += 1;
+        assert!(low_written < 200, "low priority was never throttled");
+    }
+    let high = create("high".to_string(), "High").await;
+    assert_eq!(
+        high.status,
+        StatusCode::CREATED,
+        "the budget's last fifth is kept for high priority"
+    );
+    let mut high_written = 1;
+    while create(format!("high{high_written}"), "High").await.status == StatusCode::CREATED {
+        high_written += 1;
+    }
+    assert!(
+        high_written * 4 < low_written * 2,
+        "{high_written} high after {low_written} low"
+    );
+}
