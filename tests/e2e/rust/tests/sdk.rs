@@ -1,7 +1,7 @@
 //! The official Rust SDK (`azure_data_cosmos`) against the real `lethedb` binary: items sent in
 //! the Cosmos binary JSON encoding, queries (the SDK's own ORDER BY pipeline included), batches,
 //! patches, hierarchical keys, throughput, TTL expiry, a container deleted and created again,
-//! index metrics. Each test starts its own server.
+//! index metrics, and the retries fault rules (`--faults`) cause. Each test starts its own server.
 
 use azure_core::http::StatusCode;
 use azure_data_cosmos::clients::ContainerClient;
@@ -527,4 +527,49 @@ async fn a_container_deleted_and_created_again_is_followed_by_the_sdk() {
         .into_model()
         .expect("model");
     assert_eq!(read.id, "o2");
+}
+
+#[tokio::test]
+async fn the_sdk_retries_what_fault_rules_answer_until_they_are_spent() {
+    let rules = tempfile::NamedTempFile::new().expect("rules file");
+    std::fs::write(
+        rules.path(),
+        json!([
+            {"operation": "Create", "status": 429, "substatus": 3200, "retryAfterMs": 5, "count": 2},
+            {"operation": "Read", "partitionKey": "p", "status": 503, "count": 1}
+        ])
+        .to_string(),
+    )
+    .expect("write rules");
+    let path = rules.path().to_str().expect("a UTF-8 path");
+    let server = Server::start_with(&["--faults", path]);
+    let items = container(
+        server.port,
+        ContainerProperties::new("orders", "/pk".into()),
+    )
+    .await;
+    let first = order("o1", "p", 1.0);
+    // Two throttled attempts, then the one that creates it.
+    let created = items
+        .create_item("p", "o1", &first, None)
+        .await
+        .expect("create after the throttling");
+    assert_eq!(created.status().status_code(), StatusCode::Created);
+    assert_eq!(
+        created.diagnostics().request_count(),
+        3,
+        "two 429s, then the create"
+    );
+    // One 503, then the read.
+    let read = items
+        .read_item("p", "o1", None)
+        .await
+        .expect("read after the 503");
+    assert_eq!(
+        read.diagnostics().request_count(),
+        2,
+        "the 503, then the read"
+    );
+    let read: Order = read.into_model().expect("model");
+    assert_eq!(read, first);
 }
