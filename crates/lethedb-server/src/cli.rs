@@ -23,7 +23,23 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Serve the Cosmos DB REST API.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
+    /// Write a stopped store's databases, containers and items to a folder that `serve --seed`
+    /// imports (see `docs/test-data.md`).
+    Export(ExportArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ExportArgs {
+    /// Directory of the durable store to read (it must not be open in a running server).
+    #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
+    pub data_dir: PathBuf,
+    /// Read this PostgreSQL store instead of the data directory.
+    #[arg(long, env = "LETHEDB_POSTGRES", hide_env_values = true)]
+    pub postgres: Option<String>,
+    /// The folder to write (created if missing).
+    #[arg(long)]
+    pub out: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]

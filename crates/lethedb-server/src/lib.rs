@@ -16,6 +16,7 @@ pub mod cli;
 mod cosmos;
 mod error;
 mod explorer;
+pub mod export;
 pub mod faults;
 mod grants;
 mod handlers;

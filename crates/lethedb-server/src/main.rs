@@ -7,7 +7,7 @@ use clap::Parser as _;
 use lethedb_auth::MasterKey;
 use lethedb_engine::SweeperHandle;
 use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
-use lethedb_server::cli::{Cli, Command, ServeArgs};
+use lethedb_server::cli::{Cli, Command, ExportArgs, ServeArgs};
 use lethedb_server::faults::Faults;
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
@@ -34,6 +34,7 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
+        Command::Export(args) => export(&args),
         Command::Serve(args) => {
             tracing_subscriber::fmt()
                 .with_env_filter(
@@ -45,7 +46,7 @@ fn main() -> anyhow::Result<()> {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()?;
-            runtime.block_on(serve(args))
+            runtime.block_on(serve(*args))
         }
     }
 }
@@ -97,6 +98,25 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
     )
     .context("cannot open the store")?;
     Ok((Arc::new(store), args.data_dir.display().to_string()))
+}
+
+/// `lethedb export`: opens the store (never creating one) and writes its seed folder.
+fn export(args: &ExportArgs) -> anyhow::Result<()> {
+    let store: Arc<dyn Storage> = if let Some(url) = args.postgres.as_deref() {
+        Arc::new(PgStore::open(url).context("cannot open the PostgreSQL store")?)
+    } else {
+        let file = args.data_dir.join(STORE_FILE);
+        anyhow::ensure!(file.is_file(), "there is no store at {}", file.display());
+        Arc::new(RedbStore::open(&file).context("cannot open the store (is a server using it?)")?)
+    };
+    let engine = Engine::open(store, Arc::new(SystemClock), EngineConfig::new(wire_status))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let exported = runtime.block_on(lethedb_server::export::export(&engine, &args.out))?;
+    engine.close();
+    println!("{}", serde_json::to_string(&exported)?);
+    Ok(())
 }
 
 /// The engine's settings, as the command line gives them.

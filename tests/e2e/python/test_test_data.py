@@ -1,12 +1,16 @@
 """Test data: `--seed` creates databases, containers with their properties and items at start,
-and `POST /_lethedb/reset` deletes everything and applies the seed again."""
+`POST /_lethedb/reset` deletes everything and applies the seed again, and `lethedb export`
+writes a stopped store as a seed folder that imports the same data."""
 
 import json
+import subprocess
 
 import pytest
+from azure.cosmos import PartitionKey
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from conftest import make_client
+from lethedb_server import binary_path
 from signed_http import RawClient
 
 SEED = {"databases": [{"id": "shop", "containers": [{
@@ -72,3 +76,33 @@ def test_a_bad_seed_stops_the_server_from_starting(tmp_path, start_server):
     bad.write_text(json.dumps({"databases": [{"id": "x", "containers": [{"id": "c", "partitionKey": {"paths": ["/a"]}, "defaultTtl": -5}]}]}))
     with pytest.raises(RuntimeError):
         start_server(extra_args=["--seed", str(bad)])
+
+
+def test_an_export_is_a_seed_that_imports_the_same_data(tmp_path, start_server):
+    data_dir = tmp_path / "source" / "data"
+    source = start_server(data_dir)
+    client = make_client(source)
+    shop = client.create_database("shop ü")
+    orders = shop.create_container("orders/eu".replace("/", "-"), partition_key=PartitionKey(path="/customer"),
+                                   default_ttl=-1, unique_key_policy={"uniqueKeys": [{"paths": ["/number"]}]})
+    written = [{"id": f"o{n}", "customer": f"c{n % 3}", "number": n, "note": "line\nbreak é"} for n in range(25)]
+    for item in written:
+        orders.create_item(item)
+    shop.create_container("empty", partition_key=PartitionKey(path="/k"))
+    source.stop()
+
+    out = tmp_path / "export"
+    finished = subprocess.run([str(binary_path()), "export", "--data-dir", str(data_dir), "--out", str(out)],
+                              capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout) == {"databases": 1, "containers": 2, "items": 25}
+
+    imported = make_client(start_server(extra_args=["--seed", str(out)]))
+    copy = imported.get_database_client("shop ü").get_container_client("orders-eu")
+    rows = list(copy.query_items("SELECT c.id, c.customer, c.number, c.note FROM c", enable_cross_partition_query=True))
+    assert sorted(rows, key=lambda row: row["number"]) == written
+    properties = copy.read()
+    assert properties["defaultTtl"] == -1
+    assert properties["uniqueKeyPolicy"] == {"uniqueKeys": [{"paths": ["/number"]}]}
+    assert properties["partitionKey"]["paths"] == ["/customer"]
+    assert [c["id"] for c in imported.get_database_client("shop ü").list_containers()].count("empty") == 1
