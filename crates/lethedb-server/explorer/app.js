@@ -8,13 +8,14 @@ import { byId, setStatus, showError } from './dom.js';
 import { Editor } from './editor.js';
 import { ItemsView } from './items.js';
 import { QueryView } from './query.js';
+import { SearchView } from './search.js';
 import { SettingsView } from './settings.js';
 import { EMULATOR_KEY, canSign } from './signing.js';
 import { Tree } from './tree.js';
 import { TtlMonitor, noteServerTime } from './ttl.js';
 
 const KEY_STORAGE = 'lethedb.explorer.key';
-const TABS = ['items', 'query', 'settings'];
+const TABS = ['items', 'query', 'search', 'settings'];
 
 const app = { api: null, tree: null, open: null, tab: 'items' };
 
@@ -110,6 +111,7 @@ async function openContainer(db, listed) {
   const context = { db, container };
   app.items.setContainer(context);
   app.query.setContainer({ db, container });
+  app.search.setContainer({ db, container });
   app.settings.setContainer({ db, container });
   app.monitor.open(db, container.id);
   selectTab('items');
@@ -128,6 +130,7 @@ function containerChanged(container) {
   app.open.container = container;
   describeContainer(container);
   app.items.updateContainer(container);
+  app.search.setContainer({ db: app.open.db, container });
   app.monitor.refresh();
   app.tree.reload().catch((error) => showError('Listing databases failed', error));
 }
@@ -189,6 +192,7 @@ function connected({ api, account }, key, isEmulatorKey) {
   });
   app.items = new ItemsView(api, app.editor);
   app.query = new QueryView(api);
+  app.search = new SearchView(api);
   app.settings = new SettingsView(api, containerChanged);
   app.monitor = new TtlMonitor(api, (overview) => {
     const container = app.open?.container;

@@ -47,6 +47,7 @@ assets! {
     "items.js" => JS,
     "editor.js" => JS,
     "query.js" => JS,
+    "search.js" => JS,
     "ttl.js" => JS,
     "settings.js" => JS,
 }

@@ -214,6 +214,41 @@ test("a query runs, pages, reports its charge, and shows the server's error mess
   });
 });
 
+test("the search tab finds the closest vectors with their scores, and words in a text", async () => {
+  const options = {
+    vectorEmbeddingPolicy: {
+      vectorEmbeddings: [{ path: "/embedding", dataType: "float32", dimensions: 2, distanceFunction: "euclidean" }],
+    },
+    fullTextPolicy: { defaultLanguage: "en-US", fullTextPaths: [{ path: "/text", language: "en-US" }] },
+  };
+  await withContainer(options, async (database, container) => {
+    const items = [
+      { id: "far", pk: "p", embedding: [10, 10], text: "A red bicycle" },
+      { id: "near", pk: "q", embedding: [1, 1.5], text: "Two running helmets" },
+      { id: "nearest", pk: "r", embedding: [1, 1], text: "A helmet for cycling" },
+    ];
+    for (const item of items) await container.items.create(item);
+    const page = await explorer();
+    await openContainer(page, database.id, container.id);
+    await byTestId(page, "tab-search").click();
+    await byTestId(page, "search-input").fill("[1, 1]");
+    await byTestId(page, "search-top").fill("2");
+    await byTestId(page, "run-search").click();
+    const results = byTestId(page, "search-result");
+    await assertEventually(async () => (await results.count()) === 2);
+    assert.deepEqual(await results.evaluateAll((rows) => rows.map((row) => [row.dataset.id, row.dataset.score])),
+      [["nearest", "0.000000"], ["near", "0.500000"]]);
+    assert.match(await byTestId(page, "search-query").innerText(), /ORDER BY VectorDistance\(c\["embedding"\]/);
+    await screenshot(page, "07-search");
+    await byTestId(page, "search-target").selectOption({ label: "Full text /text" });
+    await byTestId(page, "search-input").fill("helmets");
+    await byTestId(page, "search-top").fill("10");
+    await byTestId(page, "run-search").click();
+    await assertEventually(async () => (await results.evaluateAll((rows) => rows.map((row) => row.dataset.id)).then((ids) => ids.sort().join())) === "near,nearest");
+    await page.close();
+  });
+});
+
 test("a file of items uploads with a progress bar", async () => {
   await withContainer({}, async (database, container) => {
     const dir = mkdtempSync(path.join(os.tmpdir(), "lethedb-upload-"));
