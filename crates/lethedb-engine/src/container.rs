@@ -16,7 +16,7 @@ use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
 use crate::rids;
 use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::TtlState;
-use lethedb_query::ComputedProperties;
+use lethedb_query::{ComputedProperties, VectorPolicy};
 use lethedb_storage::KeyRange;
 use serde_json::Value;
 use std::sync::Arc;
@@ -46,6 +46,9 @@ pub struct Container {
     pub(crate) documents_self_prefix: String,
     /// The computed properties its queries substitute (checked when the container was made).
     pub(crate) computed: Arc<ComputedProperties>,
+    /// The distance function of each path of its vector embedding policy, for the
+    /// `VectorDistance` calls of its queries that name none.
+    pub(crate) vectors: Arc<VectorPolicy>,
     /// Its indexing policy, compiled.
     pub(crate) index_policy: Arc<IndexPolicy>,
     /// Its unique keys (checked when the container was made, fixed for its life).
@@ -126,6 +129,7 @@ impl Container {
             IndexPolicy::compile(resource.get("indexingPolicy").unwrap_or(&Value::Null));
         Container {
             computed: Arc::new(computed),
+            vectors: Arc::new(VectorPolicy::from_container(&resource)),
             index_policy: Arc::new(index_policy),
             unique_keys: UniqueKeyPolicy::from_resource(&resource),
             earlier_index_policies: Arc::new(EarlierPolicies::new(earlier_index_policies)),

@@ -81,7 +81,7 @@ export class SearchView {
         byId('search-query').textContent = query.text;
         const rows = await this.everyRange(query, top);
         error.hidden = true;
-        show(rows, target);
+        show(rows, target, top);
       } catch (failure) {
         error.textContent = `${failure.status ?? ''} ${failure.code ?? ''}: ${failure.message}`.trim();
         error.hidden = false;
@@ -100,15 +100,15 @@ export class SearchView {
   }
 }
 
-/** The results, closest first for a vector search (by its distance function's direction). */
-function show(rows, target) {
+/** The best `top` results, closest first for a vector search (by its distance function's
+ * direction). */
+function show(rows, target, top) {
   const list = byId('search-results');
   list.textContent = '';
   if (target.kind === 'vector') {
     const larger = target.distance !== 'euclidean';
     rows.sort((a, b) => (larger ? b.score - a.score : a.score - b.score));
   }
-  const top = Math.min(Math.max(Number(byId('search-top').value) || 10, 1), TOP_MAX);
   for (const row of rows.slice(0, top)) {
     const score = typeof row.score === 'number' ? row.score.toFixed(6) : '';
     list.append(h('li', { testid: 'search-result', 'data-id': row.id, 'data-score': score },

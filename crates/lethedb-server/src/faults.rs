@@ -17,7 +17,7 @@ use http_body::{Body as HttpBody, Frame};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::task::{Context, Poll};
 
@@ -109,6 +109,9 @@ impl FaultRule {
 #[derive(Debug, Default)]
 pub struct Faults {
     rules: Mutex<Vec<FaultRule>>,
+    /// How many rules there are, so that a request finds none without taking the lock (every
+    /// request asks; rules are rare).
+    count: AtomicUsize,
     next_id: AtomicU64,
 }
 
@@ -117,7 +120,9 @@ impl Faults {
     pub fn add(&self, mut rule: FaultRule) -> FaultRule {
         let number = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
         rule.id = Some(number.to_string());
-        self.lock().push(rule.clone());
+        let mut rules = self.lock();
+        rules.push(rule.clone());
+        self.count.store(rules.len(), Ordering::Relaxed);
         rule
     }
 
@@ -130,11 +135,13 @@ impl Faults {
         let mut rules = self.lock();
         let before = rules.len();
         rules.retain(|rule| rule.id.as_deref() != Some(id));
+        self.count.store(rules.len(), Ordering::Relaxed);
         rules.len() != before
     }
 
     pub fn clear(&self) {
         self.lock().clear();
+        self.count.store(0, Ordering::Relaxed);
     }
 
     /// The rule that hits this request, if any, counting the hit.
@@ -144,10 +151,10 @@ impl Faults {
         link: &str,
         partition_key: Option<&str>,
     ) -> Option<FaultRule> {
-        let mut rules = self.lock();
-        if rules.is_empty() {
+        if self.count.load(Ordering::Relaxed) == 0 {
             return None;
         }
+        let mut rules = self.lock();
         let key: Option<Value> = partition_key.and_then(|raw| serde_json::from_str(raw).ok());
         let index = rules
             .iter()
@@ -160,6 +167,7 @@ impl Faults {
         match rule.count {
             Some(1) => {
                 rules.remove(index);
+                self.count.store(rules.len(), Ordering::Relaxed);
             }
             Some(left) => rule.count = Some(left - 1),
             None => {}

@@ -23,7 +23,7 @@ use crate::keys;
 use crate::partitions::partition_key::PartitionKeyPart;
 use crate::partitions::ranges::RangeMatcher;
 use crate::query::scan::ScanScope;
-use crate::query::seek::{item_key_of, IndexTally};
+use crate::query::seek::{indexed_item, item_key_of, IndexTally};
 use crate::records::{read_counters, ItemRecord};
 use crate::ttl::expiry::oldest_expired;
 use lethedb_query::{
@@ -434,10 +434,7 @@ impl Selection<'_> {
         let Some(item_key) = first else {
             return Ok(None);
         };
-        let stored = self
-            .reader
-            .get(Table::Items, &item_key)?
-            .ok_or_else(|| corrupted("index entry without its item"))?;
+        let stored = indexed_item(self.reader, &item_key)?;
         let record = ItemRecord::decode(&stored).ok_or_else(|| corrupted("item"))?;
         self.answer.documents_loaded += 1;
         self.answer.retrieved_bytes += ItemRecord::body_bytes(&stored) as u64;

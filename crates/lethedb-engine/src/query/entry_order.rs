@@ -24,7 +24,7 @@ use crate::error::{corrupted, invalid_continuation, EngineResult};
 use crate::index::entries::lookup;
 use crate::keys;
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
-use crate::query::seek::{item_key_of, IndexTally};
+use crate::query::seek::{indexed_item, item_in_scope, IndexTally};
 use crate::records::ItemRecord;
 use crate::scan_visit::try_scan;
 use lethedb_query::{encode_sort_key, IndexConjunct, PageRun};
@@ -239,13 +239,11 @@ impl PageScan<'_> {
         entry: &[u8],
     ) -> EngineResult<Option<(Vec<u8>, Vec<u8>)>> {
         let document = keys::index_entry_document(entry).ok_or_else(|| corrupted("index entry"))?;
-        let item_key = item_key_of(reader, self.container.key_number(), document)?;
-        if !scope.spans(&item_key) {
+        let Some(item_key) = item_in_scope(reader, self.container.key_number(), document, scope)?
+        else {
             return Ok(None);
-        }
-        let item = reader
-            .get(Table::Items, &item_key)?
-            .ok_or_else(|| corrupted("index entry without its item"))?;
+        };
+        let item = indexed_item(reader, &item_key)?;
         Ok(Some((item_key, item)))
     }
 

@@ -33,7 +33,7 @@ use crate::query::page::{PageInputs, RanPage};
 use crate::query::scan::{parts_from_values, ScanScope};
 use crate::records::read_counters;
 use crate::throughput::request_units::{self, QueryWork};
-use lethedb_query::{ClientPlan, Prepared, VectorPolicy};
+use lethedb_query::{ClientPlan, Prepared};
 use lethedb_storage::KeyRange;
 use serde_json::Value;
 use std::sync::Arc;
@@ -255,7 +255,7 @@ impl Engine {
             &request.parameters,
             now_ms,
             &container.computed,
-            &VectorPolicy::from_container(&container.resource),
+            &container.vectors,
             udfs,
         )?;
         let compile = compiling.elapsed();
@@ -307,7 +307,7 @@ impl Engine {
             &request.parameters,
             self.now_ms(),
             &container.computed,
-            &VectorPolicy::from_container(&container.resource),
+            &container.vectors,
             udfs,
         )?;
         client_plan(&prepared, container)

@@ -19,7 +19,7 @@ use crate::error::{corrupted, EngineResult};
 use crate::index::policy::{CompositeIndex, Coverage};
 use crate::keys;
 use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
-use crate::query::seek::item_key_of;
+use crate::query::seek::{indexed_item, item_in_scope};
 use crate::records::read_counters;
 use lethedb_query::{
     complement, encode_sort_key, sort_key_extent, sort_key_is_exact, PageRun, Prepared,
@@ -494,8 +494,7 @@ impl PageScan<'_> {
         } else {
             stored
         };
-        let item_key = item_key_of(reader, self.container.key_number(), document)?;
-        Ok(scope.spans(&item_key).then_some(item_key))
+        item_in_scope(reader, self.container.key_number(), document, scope)
     }
 }
 
@@ -569,10 +568,7 @@ impl Walker<'_> {
             return Ok(Walked::GaveUp);
         }
         self.loads += 1;
-        let item = self
-            .reader
-            .get(Table::Items, &item_key)?
-            .ok_or_else(|| corrupted("index entry without its item"))?;
+        let item = indexed_item(self.reader, &item_key)?;
         Ok(if self.visit.item(run, &item_key, &item)?.is_break() {
             Walked::Stopped
         } else {

@@ -122,3 +122,23 @@ pub(crate) fn item_key_of(
         .ok_or_else(|| corrupted("index entry without its item"))?;
     Ok(keys::item_key_from_suffix(container_number, &suffix))
 }
+
+/// The key of the item with document number `document`, when it lies in the keys `scope`
+/// reads (its range or partition; visibility is the page's to check).
+pub(crate) fn item_in_scope(
+    reader: &dyn ReadTxn,
+    container_number: u64,
+    document: u64,
+    scope: &ScanScope,
+) -> EngineResult<Option<Vec<u8>>> {
+    let item_key = item_key_of(reader, container_number, document)?;
+    Ok(scope.spans(&item_key).then_some(item_key))
+}
+
+/// The stored record of an item an index entry names: read in the entry's snapshot, where it
+/// must be.
+pub(crate) fn indexed_item(reader: &dyn ReadTxn, item_key: &[u8]) -> EngineResult<Vec<u8>> {
+    reader
+        .get(Table::Items, item_key)?
+        .ok_or_else(|| corrupted("index entry without its item"))
+}

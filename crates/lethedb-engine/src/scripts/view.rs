@@ -28,7 +28,6 @@ use crate::rids;
 use crate::scan_visit::try_scan;
 use crate::throughput::request_units;
 use crate::ttl::expiry::record_is_expired;
-use lethedb_query::VectorPolicy;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::{Map, Value};
 use std::collections::{btree_map, BTreeMap, HashMap};
@@ -406,7 +405,7 @@ impl<'r> ScriptView<'r> {
             parameters,
             self.now_ms,
             &self.container.computed,
-            &VectorPolicy::from_container(&self.container.resource),
+            &self.container.vectors,
             None,
         )?;
         // The service answers a script's query from the same index as any other.
