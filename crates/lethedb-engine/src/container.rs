@@ -14,6 +14,7 @@ use crate::partitions::epk::{epk_point, HashScheme, EPK_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
 use crate::rids;
+use crate::throughput::buckets::ThroughputBucket;
 use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::TtlState;
 use lethedb_query::{ComputedProperties, VectorPolicy};
@@ -42,6 +43,8 @@ pub struct Container {
     pub throughput: Option<Throughput>,
     /// The budget its requests draw on: its own, else its database's shared one.
     pub budget: Option<(BudgetKey, f64)>,
+    /// Its throughput buckets (`throughput/buckets.rs`), sorted by id.
+    pub throughput_buckets: Vec<ThroughputBucket>,
     /// `dbs/{database rid}/colls/{container rid}/docs/`, the start of every item's `_self`.
     pub(crate) documents_self_prefix: String,
     /// The computed properties its queries substitute (checked when the container was made).
@@ -85,6 +88,7 @@ pub(crate) struct ContainerParts {
     /// The indexing policies a running transformation is replacing, as stored.
     pub(crate) earlier_index_policies: Vec<Value>,
     pub(crate) index_generation: u64,
+    pub(crate) throughput_buckets: Vec<ThroughputBucket>,
 }
 
 impl Container {
@@ -103,6 +107,7 @@ impl Container {
             database_throughput,
             earlier_index_policies,
             index_generation,
+            throughput_buckets,
         } = parts;
         let hash_scheme = HashScheme::of(&partition_key);
         let id = resource
@@ -146,6 +151,7 @@ impl Container {
             resource,
             throughput,
             budget,
+            throughput_buckets,
             documents_self_prefix: format!(
                 "dbs/{}/colls/{}/docs/",
                 rids::database_rid(database_number),

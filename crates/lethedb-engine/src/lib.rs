@@ -61,6 +61,7 @@ pub use rids::{etag, partition_key_range_rid};
 pub use scripts::{
     script_arguments, ScriptResponse, TriggeredOperation, TriggeredOutcome, TriggeredWrite,
 };
+pub use throughput::buckets::{ThroughputBucket, BUCKET_IDS};
 pub use throughput::request_units;
 pub use throughput::{Priority, Throughput};
 pub use ttl::expiry::{

@@ -13,6 +13,7 @@ use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::RangeLayout;
+use crate::throughput::buckets::ThroughputBucket;
 use crate::throughput::Throughput;
 use crate::ttl::{ItemTtl, TtlState};
 use crate::writer::WriteContext;
@@ -275,6 +276,9 @@ pub(crate) struct ContainerRecord {
     /// for one made since (`keys::ItemLayout`).
     #[serde(default)]
     pub(crate) item_layout: u32,
+    /// Its throughput buckets (`throughput/buckets.rs`); none for most containers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) throughput_buckets: Vec<ThroughputBucket>,
 }
 
 /// The `item_layout` of a container whose item keys are EPK-ordered.
@@ -324,6 +328,7 @@ impl ContainerRecord {
                 self.earlier_index_policies
             },
             index_generation: self.index_generation,
+            throughput_buckets: self.throughput_buckets,
         }))
     }
 }
@@ -422,6 +427,7 @@ pub(crate) fn store_container(
         index_generation: container.index_generation,
         index_format: INDEX_FORMAT,
         item_layout: item_layout_number(container.item_layout),
+        throughput_buckets: container.throughput_buckets.clone(),
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
     context.put(

@@ -9,7 +9,7 @@
 use crate::cosmos::dispatch;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::explorer;
-use crate::handlers::{self, INDEX_CHECK_PREFIX, TTL_OVERVIEW_PREFIX};
+use crate::handlers::{self, INDEX_CHECK_PREFIX, THROUGHPUT_BUCKETS_PREFIX, TTL_OVERVIEW_PREFIX};
 use crate::respond::add_common_headers;
 use crate::state::{AppState, MetricsRoute};
 use axum::body::Bytes;
@@ -38,6 +38,10 @@ pub fn app(state: AppState) -> Router {
         .route(
             &format!("{INDEX_CHECK_PREFIX}/{{*container}}"),
             get_only(index_check, dispatch),
+        )
+        .route(
+            &format!("{THROUGHPUT_BUCKETS_PREFIX}/{{*container}}"),
+            any(throughput_buckets),
         )
         .route(handlers::FAULTS_PATH, any(fault_rules))
         .route(handlers::RESET_PATH, any(reset))
@@ -166,6 +170,22 @@ async fn index_check(State(state): State<AppState>, request: Request) -> Respons
         .strip_prefix(INDEX_CHECK_PREFIX)
         .unwrap_or_default();
     answer(handlers::index_check(&state, request.method(), request.headers(), path).await)
+}
+
+/// A container's throughput buckets; they authenticate like a Cosmos request on the container
+/// (`handlers::throughput_buckets`).
+async fn throughput_buckets(
+    State(state): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+    body: Bytes,
+) -> Response {
+    let path = uri
+        .path()
+        .strip_prefix(THROUGHPUT_BUCKETS_PREFIX)
+        .unwrap_or_default();
+    answer(handlers::throughput_buckets(&state, (&method, &headers), path, &body).await)
 }
 
 /// The fault rules; they authenticate like a Cosmos request (`handlers::faults`).

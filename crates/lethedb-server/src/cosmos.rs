@@ -71,6 +71,11 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let mut reply = handlers::route(operation, &context, admitted.as_ref()).await?;
         if let Some(container) = &admitted {
             state.engine.charge(container, reply.request_charge());
+            if let Ok(Some(bucket)) = head.throughput_bucket() {
+                state
+                    .engine
+                    .charge_bucket(container, bucket, reply.request_charge());
+            }
         }
         check_continuation_limit(&head, &reply)?;
         if names_its_location(&parts.method, operation) {
@@ -155,6 +160,12 @@ fn admit(
         .engine
         .admit(&container, priority)
         .map_err(ApiError::too_many_requests)?;
+    if let Some(bucket) = head.throughput_bucket()? {
+        state
+            .engine
+            .admit_bucket(&container, bucket)
+            .map_err(ApiError::throughput_bucket_spent)?;
+    }
     Ok(Some(container))
 }
 

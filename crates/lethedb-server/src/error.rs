@@ -46,6 +46,8 @@ pub enum Code {
     RequestTooLarge,
     /// The container's throughput budget for this second is spent.
     TooManyRequests,
+    /// The request's throughput bucket has spent its share of this second's budget.
+    ThroughputBucketSpent,
     /// A query across partitions needs the SDK's client pipeline (ORDER BY, aggregates, GROUP BY,
     /// DISTINCT, TOP, OFFSET/LIMIT): the answer carries the plan, and the SDK asks for it and
     /// runs the query per partition key range.
@@ -201,6 +203,8 @@ error_table! {
     RequestTooLarge                     => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
     // 3200: the request-unit budget is spent, as the service reports it.
     TooManyRequests                     => TOO_MANY_REQUESTS,     3200, "TooManyRequests",       Shown;
+    // 3212: a throughput bucket's share is spent, as the service's throughput-bucket FAQ says.
+    ThroughputBucketSpent               => TOO_MANY_REQUESTS,     3212, "TooManyRequests",       Shown;
     // 1004: the SDKs then fetch the query plan and run the query per range themselves.
     CrossPartitionQueryNotServable      => BAD_REQUEST,           1004, "BadRequest",            Shown;
     UnsupportedQueryFeatures            => BAD_REQUEST,           0,    "BadRequest",            Shown;
@@ -241,7 +245,7 @@ impl Code {
             Code::NoCertificate => "This server does not serve TLS, so it has no certificate.",
             Code::MethodNotAllowed => "The requested verb is not supported on this resource type.",
             Code::RequestTooLarge => "Request size is too large",
-            Code::TooManyRequests => {
+            Code::TooManyRequests | Code::ThroughputBucketSpent => {
                 "Request rate is large. More Request Units may be needed, so no changes were made. Please retry this request later."
             }
             Code::CrossPartitionQueryNotServable => {
@@ -305,6 +309,14 @@ impl ApiError {
         ApiError {
             retry_after_ms: Some(retry_after_ms),
             ..ApiError::from_code(Code::TooManyRequests)
+        }
+    }
+
+    /// A 429 (3212) for a throughput bucket whose share of this second is spent.
+    pub fn throughput_bucket_spent(retry_after_ms: i64) -> ApiError {
+        ApiError {
+            retry_after_ms: Some(retry_after_ms),
+            ..ApiError::from_code(Code::ThroughputBucketSpent)
         }
     }
 

@@ -11,7 +11,7 @@
 
 use crate::error::{ApiError, ApiResult, Code};
 use axum::http::{HeaderMap, HeaderValue};
-use lethedb_engine::{ChangeFeedMode, PartitionKeyValue};
+use lethedb_engine::{ChangeFeedMode, PartitionKeyValue, BUCKET_IDS};
 
 /// The request header that caps continuation tokens, in KiB.
 pub const CONTINUATION_LIMIT_HEADER: &str = "x-ms-documentdb-responsecontinuationtokenlimitinkb";
@@ -71,8 +71,7 @@ pub struct RequestHead<'a> {
     pub prefers_minimal: bool,
     /// `x-ms-cosmos-priority-level`: low-priority requests are throttled first.
     pub priority: Option<PriorityLevel>,
-    /// `x-ms-cosmos-throughput-bucket`: parsed, not acted on yet.
-    pub throughput_bucket: Option<u32>,
+    throughput_bucket: Result<Option<u8>, ApiError>,
 }
 
 /// The first value of each header the head reads, before parsing.
@@ -184,7 +183,8 @@ impl<'a> RequestHead<'a> {
             prefers_minimal: text(raw.prefer).is_some_and(|value| value.contains("return=minimal")),
             priority: text(raw.priority).and_then(priority_level),
             throughput_bucket: text(raw.throughput_bucket)
-                .and_then(|value| value.trim().parse().ok()),
+                .map(throughput_bucket)
+                .transpose(),
         }
     }
 
@@ -207,6 +207,13 @@ impl<'a> RequestHead<'a> {
     pub fn continuation_limit_kb(&self) -> ApiResult<Option<u64>> {
         self.continuation_limit_kb.clone()
     }
+
+    /// `x-ms-cosmos-throughput-bucket`: the bucket (1 to 5) whose share of the container's
+    /// throughput an item operation draws on; another value is a 400, as the service's
+    /// throughput-bucket FAQ says (its message is LetheDB's).
+    pub fn throughput_bucket(&self) -> ApiResult<Option<u8>> {
+        self.throughput_bucket.clone()
+    }
 }
 
 fn change_feed_mode(value: &str) -> Option<ChangeFeedMode> {
@@ -227,6 +234,19 @@ fn page_items_max(text: &str) -> ApiResult<Option<usize>> {
         )
     })?;
     Ok((count > 0).then_some(count as usize))
+}
+
+fn throughput_bucket(text: &str) -> ApiResult<u8> {
+    text.trim()
+        .parse::<u8>()
+        .ok()
+        .filter(|bucket| BUCKET_IDS.contains(bucket))
+        .ok_or_else(|| {
+            ApiError::new(
+                Code::BadRequestHeader,
+                format!("Invalid value '{text}' for header x-ms-cosmos-throughput-bucket: a throughput bucket is a whole number from 1 to 5."),
+            )
+        })
 }
 
 fn continuation_limit_kb(text: &str) -> ApiResult<u64> {

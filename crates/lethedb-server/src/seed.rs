@@ -4,7 +4,8 @@
 //! can start each test from the same state.
 //!
 //! A seed is a JSON file `{"databases": [{"id", "throughput"?, "containers": [{<container
-//! properties>, "throughput"?, "items"?: [...], "itemsFile"?: "NAME.ndjson"}]}]}`, or a folder of
+//! properties>, "throughput"?, "throughputBuckets"?: [{"id", "maxThroughputPercentage"}],
+//! "items"?: [...], "itemsFile"?: "NAME.ndjson"}]}]}`, or a folder of
 //! such files applied in name order. Applying is idempotent: a database or container that exists
 //! is kept, and items are upserted. This module reads files and calls the engine's doors; it
 //! answers no HTTP.
@@ -38,6 +39,9 @@ struct SeedDatabase {
 struct SeedContainer {
     #[serde(default)]
     throughput: Option<u32>,
+    /// Its throughput buckets, which the service sets through its control plane.
+    #[serde(default)]
+    throughput_buckets: Option<Value>,
     #[serde(default)]
     items: Vec<Value>,
     /// NDJSON items, relative to the seed file (resolved when the seed is loaded).
@@ -145,6 +149,12 @@ async fn apply_container(
     let throughput = throughput(container.throughput)?;
     if created(engine.create_container(database_id, body, throughput).await)? {
         seeded.containers += 1;
+    }
+    if let Some(buckets) = &container.throughput_buckets {
+        engine
+            .set_throughput_buckets(database_id, &id, buckets)
+            .await
+            .map_err(|error| anyhow::anyhow!("the throughput buckets of {id}: {error}"))?;
     }
     let resolved = engine
         .read_container(database_id, &id)

@@ -166,6 +166,7 @@ impl Engine {
                     database_throughput: database.throughput,
                     earlier_index_policies: Vec::new(),
                     index_generation: 0,
+                    throughput_buckets: Vec::new(),
                 });
                 store_sequences(context, &sequences)?;
                 store_container(context, &container)?;

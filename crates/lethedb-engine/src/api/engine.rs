@@ -131,6 +131,43 @@ impl Engine {
         }
     }
 
+    /// Admits a user request that names a throughput bucket, once the container admitted it:
+    /// refused while the requests naming the bucket have spent its share of this second's
+    /// budget. A bucket the container does not define draws on the container alone, as on the
+    /// service.
+    pub fn admit_bucket(&self, container: &Container, bucket: u8) -> Result<(), i64> {
+        match self.bucket_budget(container, bucket) {
+            Some((key, budget)) if self.inner.rate_limit => {
+                self.inner
+                    .budgets
+                    .admit(key, budget, self.now_ms(), Priority::High)
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Charges a completed request to the throughput bucket it named, if the container has it.
+    pub fn charge_bucket(&self, container: &Container, bucket: u8, request_units: f64) {
+        if let Some((key, budget)) = self.bucket_budget(container, bucket) {
+            self.inner
+                .budgets
+                .charge_user(key, budget, request_units, self.now_ms());
+        }
+    }
+
+    /// A bucket's key and RU/s: its percentage of the container's budget in this process.
+    fn bucket_budget(&self, container: &Container, bucket: u8) -> Option<(BudgetKey, f64)> {
+        let share = container
+            .throughput_buckets
+            .iter()
+            .find(|defined| defined.id == bucket)?;
+        let (_, budget) = self.budget_of(container)?;
+        Some((
+            BudgetKey::Bucket(container.number, bucket),
+            budget * f64::from(share.max_throughput_percentage) / 100.0,
+        ))
+    }
+
     /// Charges a completed user request to its container's budget.
     pub fn charge(&self, container: &Container, request_units: f64) {
         if let Some((key, budget)) = self.budget_of(container) {

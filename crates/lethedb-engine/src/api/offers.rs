@@ -10,6 +10,7 @@ use crate::error::{
 use crate::keys;
 use crate::partitions::ranges::ranges_for_throughput;
 use crate::records::{load_container, store_container, store_database, DatabaseRecord};
+use crate::throughput::buckets::{buckets_json, parse_buckets};
 use crate::throughput::offers::parse_offer_id;
 use crate::throughput::Throughput;
 use lethedb_storage::Table;
@@ -80,6 +81,35 @@ impl Engine {
             })
             .await?;
         self.read_offer(&exact_id).await
+    }
+
+    /// A container's throughput buckets, as the service's throughput settings spell them.
+    pub fn throughput_buckets(&self, database_id: &str, container_id: &str) -> EngineResult<Value> {
+        let container = self.read_container(database_id, container_id)?;
+        Ok(buckets_json(&container.throughput_buckets))
+    }
+
+    /// Sets a container's throughput buckets (`throughput/buckets.rs` says what is valid; an
+    /// empty list removes them), as the service's control plane does.
+    pub async fn set_throughput_buckets(
+        &self,
+        database_id: &str,
+        container_id: &str,
+        body: &Value,
+    ) -> EngineResult<Value> {
+        let buckets = parse_buckets(body)?;
+        let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
+        let answer = buckets_json(&buckets);
+        self.inner
+            .writer
+            .write(move |context| {
+                let mut container = load_container(context.reader(), &database_id, &container_id)?
+                    .ok_or_else(container_not_found)?;
+                container.throughput_buckets = buckets;
+                store_container(context, &container)
+            })
+            .await?;
+        Ok(answer)
     }
 
     /// Every offer (the throughput of each database and container that has its own).

@@ -8,6 +8,7 @@
 //! in the previous one, so sweeping can never cause a user request to be throttled.
 //! This module counts request units; it knows nothing of HTTP.
 
+pub mod buckets;
 pub(crate) mod offers;
 pub mod request_units;
 
@@ -229,6 +230,8 @@ pub const LOW_PRIORITY_SHARE: f64 = 0.8;
 pub enum BudgetKey {
     Container(u32),
     Database(u32),
+    /// A throughput bucket (1 to 5) of a container: what requests naming it spent.
+    Bucket(u32, u8),
 }
 
 #[derive(Debug, Default)]

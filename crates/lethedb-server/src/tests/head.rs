@@ -1,7 +1,7 @@
 //! The request head: what `RequestHead::parse` reads from the headers (first value of each),
 //! and on the wire that a value is refused only by the operations that read it, while values
-//! the service ignores (priority, throughput bucket, an unknown consistency level) never fail a
-//! request.
+//! the service ignores (priority, an unknown consistency level) never fail a request; a
+//! throughput bucket outside 1 to 5 fails item operations, as on the service.
 
 use super::*;
 use crate::head::{ConsistencyLevel, PriorityLevel, RequestHead};
@@ -60,7 +60,7 @@ fn the_head_holds_each_header_parsed() {
     assert!(head.enable_cross_partition && head.prefers_minimal && head.is_query);
     assert!(!head.is_upsert && !head.is_batch && !head.is_query_plan);
     assert_eq!(head.priority, Some(PriorityLevel::Low));
-    assert_eq!(head.throughput_bucket, Some(3));
+    assert_eq!(head.throughput_bucket().expect("bucket"), Some(3));
     assert_eq!(
         head.change_feed,
         Some(ChangeFeedMode::AllVersionsAndDeletes)
@@ -71,7 +71,11 @@ fn the_head_holds_each_header_parsed() {
     assert_eq!(empty.partition_key().expect("none"), None);
     assert_eq!(empty.page_items_max().expect("none"), None);
     assert_eq!(
-        (empty.priority, empty.throughput_bucket, empty.consistency),
+        (
+            empty.priority,
+            empty.throughput_bucket().expect("none"),
+            empty.consistency
+        ),
         (None, None, None)
     );
     assert_eq!(empty.change_feed, None);
@@ -109,10 +113,8 @@ fn a_value_that_cannot_be_parsed_is_kept_as_its_400_or_ignored() {
         )
     );
     assert_eq!(refusal(head.continuation_limit_kb().map(|_| ())).0, 400);
-    assert_eq!(
-        (head.consistency, head.priority, head.throughput_bucket),
-        (None, None, None)
-    );
+    assert_eq!(refusal(head.throughput_bucket().map(|_| ())).0, 400);
+    assert_eq!((head.consistency, head.priority), (None, None));
     assert_eq!(head.continuation, None);
 }
 
@@ -123,7 +125,6 @@ async fn values_the_service_ignores_never_fail_a_request() {
     server.create_item(json!({"id": "a", "pk": "p"})).await;
     let ignored = [
         ("x-ms-cosmos-priority-level", "Urgent"),
-        ("x-ms-cosmos-throughput-bucket", "none"),
         ("x-ms-consistency-level", "Linearizable"),
         ("x-ms-documentdb-partitionkey", r#"["p"]"#),
     ];

@@ -30,6 +30,7 @@ mod router;
 mod scripts_resources;
 mod sdk_rules;
 mod throughput;
+mod throughput_buckets;
 mod tokens;
 mod users;
 mod writes;
