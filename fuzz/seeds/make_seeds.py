@@ -3,7 +3,8 @@
 
 Real shapes: bodies and headers as the SDKs send them, signatures made with the emulator's
 well-known key, tokens in LetheDB's own formats. Run from anywhere; it rewrites the seed
-directories it owns (binary_json, item_body, authorization, continuation, patch, batch, resource_path).
+directories it owns (binary_json, item_body, authorization, continuation, patch, batch, resource_path,
+search_policy).
 """
 import base64
 import hashlib
@@ -285,7 +286,35 @@ def binary_json():
     return seeds + [bytes.fromhex(h) for h in hand]
 
 
+def search_policy():
+    """Container policies as the SDKs' search tests send them, valid and not."""
+    embedding = {"path": "/v", "dataType": "float32", "dimensions": 3, "distanceFunction": "cosine"}
+    shapes = [
+        {"vectorEmbeddingPolicy": {"vectorEmbeddings": [embedding]},
+         "indexingPolicy": {"vectorIndexes": [{"path": "/v", "type": "flat"}]}},
+        {"vectorEmbeddingPolicy": {"vectorEmbeddings": [
+            dict(embedding, path="/a", dataType="int8", distanceFunction="dotproduct"),
+            dict(embedding, path="/b", dataType="uint8", dimensions=512, distanceFunction="euclidean")]},
+         "indexingPolicy": {"vectorIndexes": [
+             {"path": "/a", "type": "quantizedFlat", "quantizationByteSize": 2},
+             {"path": "/b", "type": "diskANN", "indexingSearchListSize": 100, "vectorIndexShardKey": ["/pk"]}],
+             "excludedPaths": [{"path": "/a/*"}, {"path": "/b/*"}]}},
+        {"vectorEmbeddingPolicy": {"vectorEmbeddings": [dict(embedding, dimensions=0)]}},
+        {"indexingPolicy": {"vectorIndexes": [{"path": "/vector1", "type": "flat"}]}},
+        {"indexingPolicy": {"vectorIndexes": [{"path": "/v", "type": "diskANN", "quantizationByteSize": 0}]},
+         "vectorEmbeddingPolicy": {"vectorEmbeddings": [embedding]}},
+        {"fullTextPolicy": {"defaultLanguage": "en-US", "fullTextPaths": [{"path": "/text", "language": "en-US"}]},
+         "indexingPolicy": {"fullTextIndexes": [{"path": "/text"}]}},
+        {"fullTextPolicy": {"defaultLanguage": "xx-XX", "fullTextPaths": [{"path": "text"}]}},
+        {"indexingPolicy": {"spatialIndexes": [{"path": "/location/*", "types": ["Point", "Polygon"]}]}},
+        [embedding],
+        {"vectorEmbeddingPolicy": None, "fullTextPolicy": {}, "indexingPolicy": []},
+    ]
+    return [compact(shape) for shape in shapes]
+
+
 def main():
+    write("search_policy", search_policy())
     write("binary_json", binary_json())
     write("item_body", item_body())
     write("authorization", authorization())
