@@ -45,6 +45,11 @@ pub fn app(state: AppState) -> Router {
         )
         .route(handlers::FAULTS_PATH, any(fault_rules))
         .route(handlers::RESET_PATH, any(reset))
+        .route(handlers::SNAPSHOTS_PATH, any(snapshots))
+        .route(
+            &format!("{}/{{*name}}", handlers::SNAPSHOTS_PATH),
+            any(snapshots),
+        )
         .route(
             &format!("{}/{{id}}", handlers::FAULTS_PATH),
             any(fault_rule),
@@ -212,6 +217,20 @@ async fn fault_rule(
         Some(&id),
         &body,
     ))
+}
+
+/// The snapshots; they authenticate like a Cosmos request (`handlers::snapshots`).
+async fn snapshots(
+    State(state): State<AppState>,
+    method: Method,
+    headers: HeaderMap,
+    uri: axum::http::Uri,
+) -> Response {
+    let rest = uri
+        .path()
+        .strip_prefix(handlers::SNAPSHOTS_PATH)
+        .unwrap_or_default();
+    answer(handlers::snapshots(&state, (&method, &headers), rest).await)
 }
 
 /// The reset; it authenticates like a Cosmos request (`handlers::reset`).

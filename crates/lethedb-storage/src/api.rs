@@ -199,4 +199,22 @@ pub trait Storage: Send + Sync + 'static {
     }
     /// Which backend this is, as a status page names it (`redb`, `memory`, `postgresql`).
     fn kind(&self) -> &'static str;
+    /// Named snapshots of the whole store, where the backend keeps them.
+    fn snapshots(&self) -> Option<&dyn Snapshots> {
+        None
+    }
+}
+
+/// Named copies of the whole store, for tests: saved, then restored in an instant. Callers run
+/// these between write transactions, never beside one (the engine's writer does).
+pub trait Snapshots {
+    /// Saves the store as it is under `name`, replacing an earlier snapshot of that name.
+    fn save(&self, name: &str) -> Result<(), StorageError>;
+    /// Returns the store to the snapshot `name` (false: there is none). Snapshots saved after
+    /// it are gone afterwards; it and those saved before it remain.
+    fn restore(&self, name: &str) -> Result<bool, StorageError>;
+    /// Forgets the snapshot `name` (false: there was none).
+    fn delete(&self, name: &str) -> Result<bool, StorageError>;
+    /// The names of the snapshots, sorted.
+    fn names(&self) -> Result<Vec<String>, StorageError>;
 }

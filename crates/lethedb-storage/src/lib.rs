@@ -21,11 +21,13 @@ mod failing;
 mod memory;
 mod overlay;
 mod postgres;
+mod redb_snapshots;
 mod redb_store;
 mod write_txn;
 
 pub use api::{
-    prefix_successor, KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn,
+    prefix_successor, KeyRange, ReadTxn, Savepoint, Snapshots, Storage, StorageError, Table, Visit,
+    WriteTxn,
 };
 pub use failing::{FailingStore, FaultPlan};
 pub use memory::MemoryStore;
@@ -34,3 +36,5 @@ pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 
 #[cfg(test)]
 mod model_test;
+#[cfg(test)]
+mod snapshot_test;

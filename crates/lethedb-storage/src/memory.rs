@@ -7,11 +7,12 @@
 //! commit copied the store.) The write transaction buffers its changes in an overlay and
 //! publishes them on commit. Nothing here survives the process.
 
-use crate::api::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
+use crate::api::{KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
 use imbl::OrdMap;
-use std::sync::{Arc, RwLock};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, RwLock};
 
 type Bytes = Arc<[u8]>;
 type Map = OrdMap<Bytes, Bytes>;
@@ -21,11 +22,20 @@ type Tables = [Map; Table::ALL.len()];
 #[derive(Default)]
 pub struct MemoryStore {
     committed: RwLock<Arc<Tables>>,
+    /// Named snapshots, with the order they were saved in: the maps as they were, sharing
+    /// every node with the live ones.
+    saved: Mutex<BTreeMap<String, (u64, Arc<Tables>)>>,
 }
 
 impl MemoryStore {
     pub fn new() -> MemoryStore {
         MemoryStore::default()
+    }
+
+    fn saved(&self) -> std::sync::MutexGuard<'_, BTreeMap<String, (u64, Arc<Tables>)>> {
+        self.saved
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn snapshot(&self) -> Arc<Tables> {
@@ -54,6 +64,47 @@ impl Storage for MemoryStore {
 
     fn kind(&self) -> &'static str {
         "memory"
+    }
+
+    fn snapshots(&self) -> Option<&dyn Snapshots> {
+        Some(self)
+    }
+}
+
+/// A snapshot is a clone of the maps' roots: it costs nothing until writes diverge from it.
+impl Snapshots for MemoryStore {
+    fn save(&self, name: &str) -> Result<(), StorageError> {
+        let tables = self.snapshot();
+        let mut saved = self.saved();
+        let order = saved
+            .values()
+            .map(|(order, _)| order + 1)
+            .max()
+            .unwrap_or(0);
+        saved.insert(name.to_string(), (order, tables));
+        Ok(())
+    }
+
+    fn restore(&self, name: &str) -> Result<bool, StorageError> {
+        let mut saved = self.saved();
+        let Some((order, tables)) = saved.get(name).cloned() else {
+            return Ok(false);
+        };
+        // As on the durable store, the snapshots saved after this one go with the state.
+        saved.retain(|_, (kept, _)| *kept <= order);
+        *self
+            .committed
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = tables;
+        Ok(true)
+    }
+
+    fn delete(&self, name: &str) -> Result<bool, StorageError> {
+        Ok(self.saved().remove(name).is_some())
+    }
+
+    fn names(&self) -> Result<Vec<String>, StorageError> {
+        Ok(self.saved().keys().cloned().collect())
     }
 }
 

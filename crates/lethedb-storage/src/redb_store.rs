@@ -4,7 +4,7 @@
 //! that are durable when `commit` returns. This module only maps the trait onto redb; it does not
 //! batch, retry or interpret anything.
 
-use crate::api::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
+use crate::api::{KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
@@ -75,6 +75,12 @@ impl RedbStore {
     }
 }
 
+impl RedbStore {
+    pub(crate) fn database(&self) -> &redb::Database {
+        &self.database
+    }
+}
+
 impl Storage for RedbStore {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
         let transaction = self.database.begin_read().map_err(io)?;
@@ -97,6 +103,10 @@ impl Storage for RedbStore {
 
     fn kind(&self) -> &'static str {
         "redb"
+    }
+
+    fn snapshots(&self) -> Option<&dyn Snapshots> {
+        Some(self)
     }
 }
 

@@ -23,6 +23,7 @@ mod offers;
 mod queries;
 mod resources;
 mod scripts;
+mod snapshots;
 mod ttl;
 
 use crate::engine::Engine;

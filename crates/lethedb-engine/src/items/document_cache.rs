@@ -43,6 +43,18 @@ impl DocumentCache {
         &self.shards[spread % SHARDS]
     }
 
+    /// Forgets every document: after the store returned to a snapshot, an LSN may name another
+    /// version than the one cached under it.
+    pub fn clear(&self) {
+        for shard in &self.shards {
+            let mut shard = shard
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            shard.entries.clear();
+            shard.bytes = 0;
+        }
+    }
+
     /// The parsed version `lsn` of the item at `key`, if cached.
     pub fn get(&self, key: &[u8], lsn: u64) -> Option<Arc<Value>> {
         let shard = self.shard(key).lock().ok()?;

@@ -22,6 +22,7 @@ mod items;
 mod offers;
 mod reset;
 mod scripts;
+mod snapshots;
 mod throughput_buckets;
 mod ttl;
 mod users;
@@ -32,6 +33,7 @@ pub use health::{alive, ready, status, ALIVE_PATH, READY_PATH, STATUS_PATH};
 pub use index_check::{index_check, INDEX_CHECK_PREFIX};
 pub use internal::{certificate, metrics, metrics_not_public, stats, STATS_PATH};
 pub use reset::{reset, RESET_PATH};
+pub use snapshots::{snapshots, SNAPSHOTS_PATH};
 pub use throughput_buckets::{throughput_buckets, THROUGHPUT_BUCKETS_PREFIX};
 pub use ttl::{ttl_overview, TTL_OVERVIEW_PREFIX};
 

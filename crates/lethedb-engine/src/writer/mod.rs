@@ -25,6 +25,10 @@
 //! take turns (one write transaction at a time), and each group takes its time and the catalog's
 //! epoch from the store, so cached definitions another process changed are dropped first.
 
+mod stats;
+
+pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
+
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
@@ -68,6 +72,17 @@ struct Job {
     /// Answers the request when `apply` never ran to its end (a panic, a poisoned engine); it
     /// shares the reply with `apply`, so the answer survives a panic inside `apply`.
     abandon: Box<dyn FnOnce(EngineError) + Send>,
+}
+
+/// An operation on the whole store (a snapshot taken or restored), run between groups with no
+/// transaction open; it drops the catalog's cached definitions (the callback) before it
+/// answers.
+type StoreJob = Box<dyn FnOnce(&dyn Storage, &dyn Fn()) + Send>;
+
+/// What the writer thread receives.
+enum Message {
+    Write(Job),
+    Store(StoreJob),
 }
 
 /// The transaction as an operation sees it, plus what the writer needs to know afterwards.
@@ -186,38 +201,9 @@ impl WriteContext<'_> {
     }
 }
 
-/// Upper bounds, in seconds, of the commit-latency histogram's buckets.
-pub const COMMIT_LATENCY_BOUNDS_SECS: [f64; 10] = [
-    0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 1.0,
-];
-
-/// Counters the writer keeps for observability.
-#[derive(Debug, Default)]
-pub struct WriterStats {
-    pub commits: AtomicU64,
-    pub operations: AtomicU64,
-    pub queued: AtomicU64,
-    /// Commits per latency bucket (the last slot counts those above every bound).
-    pub commit_latency_buckets: [AtomicU64; COMMIT_LATENCY_BOUNDS_SECS.len() + 1],
-    pub commit_latency_micros_total: AtomicU64,
-}
-
-impl WriterStats {
-    fn record_commit(&self, elapsed: std::time::Duration) {
-        let secs = elapsed.as_secs_f64();
-        let slot = COMMIT_LATENCY_BOUNDS_SECS
-            .iter()
-            .position(|&bound| secs <= bound)
-            .unwrap_or(COMMIT_LATENCY_BOUNDS_SECS.len());
-        self.commit_latency_buckets[slot].fetch_add(1, Ordering::Relaxed);
-        self.commit_latency_micros_total
-            .fetch_add(elapsed.as_micros() as u64, Ordering::Relaxed);
-    }
-}
-
 /// The handle requests use to reach the writer thread.
 pub struct Writer {
-    sender: mpsc::SyncSender<Job>,
+    sender: mpsc::SyncSender<Message>,
     pub stats: Arc<WriterStats>,
     pub(crate) poison: Arc<Poison>,
     /// How long the change log keeps entries of containers without a `changeFeedPolicy`.
@@ -243,7 +229,7 @@ impl Writer {
         queue_jobs_max: usize,
         on_catalog_change: impl Fn() + Send + 'static,
     ) -> EngineResult<(Writer, std::thread::JoinHandle<()>)> {
-        let (sender, receiver) = mpsc::sync_channel::<Job>(queue_jobs_max.max(1));
+        let (sender, receiver) = mpsc::sync_channel::<Message>(queue_jobs_max.max(1));
         let stats = Arc::new(WriterStats::default());
         let poison = Arc::new(Poison::default());
         let change_log_retention_ms = Arc::new(AtomicI64::new(
@@ -306,7 +292,7 @@ impl Writer {
             abandon: Box::new(move |error| answer_once(&abandon_reply, Err(error))),
         };
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        if let Err(refused) = self.sender.try_send(job) {
+        if let Err(refused) = self.sender.try_send(Message::Write(job)) {
             self.stats.queued.fetch_sub(1, Ordering::Relaxed);
             return Err(match refused {
                 mpsc::TrySendError::Full(_) => writer_busy(),
@@ -317,6 +303,28 @@ impl Writer {
             Ok(outcome) => outcome,
             Err(_) => Err(self.stopped()),
         }
+    }
+
+    /// Runs `operation` on the store itself, after every write queued before it committed and
+    /// before any queued after it begins, and waits for its outcome.
+    pub(crate) async fn on_store<T, F>(&self, operation: F) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn Storage) -> EngineResult<T> + Send + 'static,
+    {
+        if let Some(reason) = self.poison.reason() {
+            return Err(store_poisoned(reason));
+        }
+        let (reply, answer) = tokio::sync::oneshot::channel::<EngineResult<T>>();
+        let job: StoreJob = Box::new(move |store, catalog_changed| {
+            let outcome = operation(store);
+            catalog_changed();
+            drop(reply.send(outcome));
+        });
+        self.sender
+            .send(Message::Store(job))
+            .map_err(|_| self.stopped())?;
+        answer.await.unwrap_or_else(|_| Err(self.stopped()))
     }
 
     /// The error for a write the writer did not answer.
@@ -357,29 +365,52 @@ struct Thread {
 }
 
 impl Thread {
-    fn run(self, receiver: mpsc::Receiver<Job>, on_catalog_change: impl Fn()) {
+    fn run(self, receiver: mpsc::Receiver<Message>, on_catalog_change: impl Fn()) {
         let mut containers = HashMap::new();
         let mut batch = Vec::with_capacity(self.write_batch_max);
         while let Ok(first) = receiver.recv() {
-            batch.push(first);
-            while batch.len() < self.write_batch_max {
+            let mut store_job = None;
+            match first {
+                Message::Write(job) => batch.push(job),
+                Message::Store(job) => store_job = Some(job),
+            }
+            while store_job.is_none() && batch.len() < self.write_batch_max {
                 match receiver.try_recv() {
-                    Ok(job) => batch.push(job),
+                    Ok(Message::Write(job)) => batch.push(job),
+                    Ok(Message::Store(job)) => store_job = Some(job),
                     Err(_) => break,
                 }
             }
-            self.stats
-                .queued
-                .fetch_sub(batch.len() as u64, Ordering::Relaxed);
-            if let Some(reason) = self.poison.reason() {
-                // Jobs queued before the engine was poisoned: refused like every later write.
-                for job in batch.drain(..) {
-                    (job.abandon)(store_poisoned(reason));
-                }
-                continue;
+            self.run_group(&mut batch, &mut containers, &on_catalog_change);
+            if let Some(job) = store_job {
+                containers.clear();
+                job(&*self.store, &on_catalog_change);
             }
-            self.commit_group(&mut batch, &mut containers, &on_catalog_change);
         }
+    }
+
+    /// Commits the writes received so far (none: nothing to do), or refuses them all when the
+    /// engine is poisoned.
+    fn run_group(
+        &self,
+        batch: &mut Vec<Job>,
+        containers: &mut HashMap<(String, String), Arc<Container>>,
+        on_catalog_change: &dyn Fn(),
+    ) {
+        if batch.is_empty() {
+            return;
+        }
+        self.stats
+            .queued
+            .fetch_sub(batch.len() as u64, Ordering::Relaxed);
+        if let Some(reason) = self.poison.reason() {
+            // Jobs queued before the engine was poisoned: refused like every later write.
+            for job in batch.drain(..) {
+                (job.abandon)(store_poisoned(reason));
+            }
+            return;
+        }
+        self.commit_group(batch, containers, on_catalog_change);
     }
 
     /// Applies and commits one group, answering every job. Cached container definitions are

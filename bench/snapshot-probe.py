@@ -1,0 +1,86 @@
+#!/usr/bin/env python3
+"""Snapshot figures on the durable store: the time to save and to restore a named snapshot of
+ITEMS items (~1 KiB each, seeded at start), each the median of five over HTTP, beside the
+physical reference of copying the store's file once (what a snapshot without copy-on-write
+would at least cost). Between restores, 200 items are overwritten so each restore has work.
+
+Usage: bench/snapshot-probe.py BINARY [ITEMS]   (run it with tests/e2e/python/.venv/bin/python;
+default 100,000 items). Prints one JSON object.
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests/e2e/python"))
+from signed_http import RawClient  # noqa: E402
+
+KEY = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw=="
+SNAPSHOTS = "/_lethedb/snapshots"
+
+
+def seed(folder: pathlib.Path, items: int) -> None:
+    with open(folder / "items.ndjson", "w") as out:
+        for n in range(items):
+            out.write(json.dumps({"id": f"i{n}", "pk": f"p{n % 1000}", "n": n, "payload": "x" * 900}) + "\n")
+    (folder / "seed.json").write_text(json.dumps({"databases": [{"id": "bench", "containers": [
+        {"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}, "itemsFile": "items.ndjson"}]}]}))
+
+
+def timed(action) -> float:
+    started = time.perf_counter()
+    action()
+    return time.perf_counter() - started
+
+
+def main() -> None:
+    binary, items = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else 100_000
+    work = pathlib.Path(tempfile.mkdtemp())
+    seed(work, items)
+    started = time.perf_counter()
+    server = subprocess.Popen([binary, "serve", "--bind", "127.0.0.1:0", "--no-rate-limit", "--data-dir",
+                               str(work / "data"), "--seed", str(work / "seed.json")],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        ready = json.loads(server.stdout.readline())
+        seeded_secs = time.perf_counter() - started
+        raw = RawClient(ready["endpoint"], KEY, timeout_secs=600)
+
+        def call(verb: str, path: str) -> None:
+            answer = raw.request(verb, SNAPSHOTS + path, signed_as=SNAPSHOTS)
+            assert answer.status_code in (200, 201), answer.text
+
+        def overwrite() -> None:
+            for n in range(200):
+                raw.create_item("dbs/bench/colls/c", {"id": f"new{n}", "pk": f"p{n}"}, f"p{n}")
+
+        saves = [timed(lambda: call("POST", "/start")) for _ in range(5)]
+        restores = []
+        for _ in range(5):
+            overwrite()
+            restores.append(timed(lambda: call("POST", "/start/restore")))
+        store = work / "data"
+        size = sum(path.stat().st_size for path in store.rglob("*") if path.is_file())
+        copy = timed(lambda: shutil.copytree(store, work / "copy"))
+        print(json.dumps({
+            "items": items, "seeded_secs": round(seeded_secs, 1), "store_bytes": size,
+            "save_ms_median": round(statistics.median(saves) * 1000, 1),
+            "restore_ms_median": round(statistics.median(restores) * 1000, 1),
+            "copy_store_ms": round(copy * 1000, 1),
+            "restore_over_copy": round(statistics.median(restores) / copy, 3),
+        }))
+    finally:
+        server.terminate()
+        server.wait()
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

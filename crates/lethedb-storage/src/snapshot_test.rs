@@ -1,0 +1,87 @@
+//! Named snapshots on each backend that keeps them: a restore brings back exactly the state
+//! saved, can be repeated, forgets the snapshots saved after it and keeps those before it; a
+//! store reopened from its file keeps its snapshots.
+
+use crate::{MemoryStore, RedbStore, Storage, Table};
+
+fn put(store: &dyn Storage, key: &[u8], value: &[u8]) {
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Items, key, value).expect("put");
+    txn.commit().expect("commit");
+}
+
+fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
+    store
+        .read()
+        .expect("read")
+        .get(Table::Items, key)
+        .expect("get")
+}
+
+fn check(store: &dyn Storage) {
+    let snapshots = store.snapshots().expect("this backend keeps snapshots");
+    put(store, b"a", b"1");
+    snapshots.save("first").expect("save");
+    put(store, b"a", b"2");
+    put(store, b"b", b"2");
+    snapshots.save("second").expect("save");
+    put(store, b"c", b"3");
+    assert_eq!(snapshots.names().expect("names"), ["first", "second"]);
+
+    assert!(snapshots.restore("second").expect("restore"));
+    assert_eq!(
+        (get(store, b"a"), get(store, b"c")),
+        (Some(b"2".to_vec()), None)
+    );
+    put(store, b"c", b"4");
+    assert!(
+        snapshots.restore("second").expect("again"),
+        "a snapshot restores twice"
+    );
+    assert_eq!(get(store, b"c"), None);
+
+    assert!(snapshots.restore("first").expect("restore"));
+    assert_eq!(
+        (get(store, b"a"), get(store, b"b")),
+        (Some(b"1".to_vec()), None)
+    );
+    assert_eq!(
+        snapshots.names().expect("names"),
+        ["first"],
+        "later snapshots are gone"
+    );
+    assert!(!snapshots.restore("second").expect("restore"));
+    assert!(snapshots.delete("first").expect("delete"));
+    assert!(!snapshots.delete("first").expect("delete"));
+    assert!(snapshots.names().expect("names").is_empty());
+    assert_eq!(
+        get(store, b"a"),
+        Some(b"1".to_vec()),
+        "deleting keeps the state"
+    );
+}
+
+#[test]
+fn the_memory_store_saves_and_restores_snapshots() {
+    check(&MemoryStore::new());
+}
+
+#[test]
+fn the_durable_store_saves_and_restores_snapshots_across_a_reopen() {
+    let directory = tempfile::tempdir().expect("dir");
+    let path = directory.path().join("store.redb");
+    check(&RedbStore::open(&path).expect("open"));
+    let store = RedbStore::open(&path).expect("reopen");
+    let snapshots = store.snapshots().expect("snapshots");
+    put(&store, b"x", b"1");
+    snapshots.save("kept").expect("save");
+    drop(store);
+    let store = RedbStore::open(&path).expect("reopen");
+    put(&store, b"x", b"2");
+    assert!(store
+        .snapshots()
+        .expect("snapshots")
+        .restore("kept")
+        .expect("restore"));
+    assert_eq!(get(&store, b"x"), Some(b"1".to_vec()));
+}
