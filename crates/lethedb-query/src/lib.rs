@@ -32,6 +32,7 @@ mod error;
 mod eval;
 mod exec;
 mod functions;
+mod hybrid_plan;
 mod lexer;
 mod like;
 mod ordering;
@@ -39,8 +40,10 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod ranking;
 mod rewrite;
 mod sargable;
+mod scoring;
 mod sort_key;
 mod subquery;
 mod token;
@@ -58,6 +61,7 @@ pub use context::UdfHost;
 pub use covered::{CoveredAggregate, CoveredQuery};
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
+pub use hybrid_plan::{ComponentPlan, HybridPlan};
 pub use ordering::OrderingRules;
 pub use paging::{Page, PageRun};
 pub use parser::{
@@ -65,6 +69,7 @@ pub use parser::{
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
 pub use sargable::{IndexConjunct, IndexProbe};
+pub use scoring::{bm25, dense_ranks, fuse, Statistics, BM25_B, BM25_K1, RRF_CONSTANT};
 pub use sort_key::{
     complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent,
     sort_key_is_exact, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX,
