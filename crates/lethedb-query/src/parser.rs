@@ -299,21 +299,7 @@ impl Parser {
             }
             Projection::Items(items)
         };
-        let from = if self.eat_keyword(Keyword::From) {
-            let source = self.source()?;
-            let mut joins = Vec::new();
-            while self.eat_keyword(Keyword::Join) {
-                if joins.len() == JOINS_MAX {
-                    return Err(QueryError::LimitExceeded(format!(
-                        "a FROM clause may have at most {JOINS_MAX} JOINs"
-                    )));
-                }
-                joins.push(self.source()?);
-            }
-            Some(From { source, joins })
-        } else {
-            None
-        };
+        let from = self.from_clause()?;
         let filter = if self.eat_keyword(Keyword::Where) {
             Some(self.expr()?)
         } else {
@@ -351,6 +337,24 @@ impl Parser {
             order_by_rank,
             offset_limit,
         })
+    }
+
+    /// `FROM source (JOIN source)*`, if the query has one.
+    fn from_clause(&mut self) -> Result<Option<From>, QueryError> {
+        if !self.eat_keyword(Keyword::From) {
+            return Ok(None);
+        }
+        let source = self.source()?;
+        let mut joins = Vec::new();
+        while self.eat_keyword(Keyword::Join) {
+            if joins.len() == JOINS_MAX {
+                return Err(QueryError::LimitExceeded(format!(
+                    "a FROM clause may have at most {JOINS_MAX} JOINs"
+                )));
+            }
+            joins.push(self.source()?);
+        }
+        Ok(Some(From { source, joins }))
     }
 
     /// `ORDER BY key [ASC|DESC], ...` or `ORDER BY RANK score`, with the service's refusals of
