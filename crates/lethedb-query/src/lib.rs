@@ -12,7 +12,8 @@
 //! expression over one row, `exec`: rows, projection, grouping, `subquery`); pages (`prepared`:
 //! `prepare`; `paging`: `PageRun`; `token`: continuation tokens; `ordering`: what the index
 //! serving an ORDER BY does to its rows); the SDKs' client pipelines
-//! (`client_rewrite`, `client_plan`); computed properties (`computed`); the filter's conjuncts
+//! (`client_rewrite`, `client_plan`, `hybrid_plan`); ORDER BY RANK (`ranking`: its scoring
+//! functions and rules; `scoring`: BM25 and reciprocal rank fusion); computed properties (`computed`); the filter's conjuncts
 //! an index can serve (`sargable`, over the byte order of `sort_key`); and the ground they
 //! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.

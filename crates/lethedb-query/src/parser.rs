@@ -299,7 +299,7 @@ impl Parser {
             }
             Projection::Items(items)
         };
-        let from = self.from_clause()?;
+        let from = self.sources()?;
         let filter = if self.eat_keyword(Keyword::Where) {
             Some(self.expr()?)
         } else {
@@ -340,7 +340,7 @@ impl Parser {
     }
 
     /// `FROM source (JOIN source)*`, if the query has one.
-    fn from_clause(&mut self) -> Result<Option<From>, QueryError> {
+    fn sources(&mut self) -> Result<Option<From>, QueryError> {
         if !self.eat_keyword(Keyword::From) {
             return Ok(None);
         }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 
-use lethedb_query::{dense_ranks, fuse, prepare, QueryError, BM25_B, BM25_K1};
+use lethedb_query::{dense_ranks, fuse, parse, prepare, QueryError, BM25_B, BM25_K1};
 use serde_json::{json, Value};
 
 fn key_of(index: usize) -> Vec<u8> {
@@ -541,5 +541,26 @@ fn the_pipeline_over_two_ranges_gives_what_one_ranked_page_gives() -> Result<(),
         let piped = pipeline(&ranges, &hybrid_info(query, &[])?)?;
         assert_eq!(ids(&piped), ids(&direct), "{query}");
     }
+    Ok(())
+}
+
+#[test]
+fn rank_is_a_clause_only_before_a_scoring_expression() -> Result<(), QueryError> {
+    let query = parse(
+        "SELECT c.id FROM c ORDER BY RANK RRF(FullTextScore(c.t, 'a'), VectorDistance(c.v, [1]))",
+    )?;
+    assert!(query.order_by_rank);
+    assert_eq!(parse(&query.to_string())?, query);
+    // A source named `rank` is still a source.
+    let query = parse("SELECT r.id FROM rank r ORDER BY rank.x")?;
+    assert!(!query.order_by_rank);
+    let documents = vec![json!({"id": "x", "rank": 2}), json!({"id": "y", "rank": 1})];
+    let results = run(
+        &documents,
+        "SELECT VALUE c.id FROM c ORDER BY c.rank",
+        &[],
+        10,
+    )?;
+    assert_eq!(results, vec![json!("y"), json!("x")]);
     Ok(())
 }
