@@ -19,6 +19,9 @@ pub struct Query {
     pub filter: Option<Expr>,
     pub group_by: Vec<Expr>,
     pub order_by: Vec<SortKey>,
+    /// `ORDER BY RANK score`: the one key of `order_by` is a scoring expression (FullTextScore,
+    /// VectorDistance or RRF) that ranks rows best first; see `ranking.rs`.
+    pub order_by_rank: bool,
     pub offset_limit: Option<OffsetLimit>,
 }
 
@@ -368,7 +371,11 @@ impl fmt::Display for Query {
             f.write_str(" GROUP BY ")?;
             write_list(f, &self.group_by)?;
         }
-        if !self.order_by.is_empty() {
+        if self.order_by_rank {
+            if let Some(key) = self.order_by.first() {
+                write!(f, " ORDER BY RANK {}", key.expr)?;
+            }
+        } else if !self.order_by.is_empty() {
             f.write_str(" ORDER BY ")?;
             for (position, key) in self.order_by.iter().enumerate() {
                 if position > 0 {

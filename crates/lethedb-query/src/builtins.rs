@@ -19,8 +19,12 @@ pub enum Family {
     Vectors,
     /// The ST_ functions over GeoJSON.
     Spatial,
-    /// The full-text predicates.
+    /// The full-text predicates, and the internal word count and BM25 score the SDKs'
+    /// hybrid search pipelines run.
     Text,
+    /// FullTextScore and RRF: allowed only in ORDER BY RANK, which ranks by them
+    /// (`ranking.rs`) without evaluating them as expressions.
+    Rank,
 }
 
 /// What a built-in is.
@@ -172,9 +176,12 @@ builtins! {
     FullTextContains = "FULLTEXTCONTAINS", (2, 2), Kind::Scalar(Family::Text);
     FullTextContainsAll = "FULLTEXTCONTAINSALL", (2, usize::MAX), Kind::Scalar(Family::Text);
     FullTextContainsAny = "FULLTEXTCONTAINSANY", (2, usize::MAX), Kind::Scalar(Family::Text);
-    FullTextScore = "FULLTEXTSCORE", (0, usize::MAX), Kind::Refused;
+    FullTextScore = "FULLTEXTSCORE", (2, usize::MAX), Kind::Scalar(Family::Rank);
     VectorDistance = "VECTORDISTANCE", (2, 4), Kind::Scalar(Family::Vectors);
-    ReciprocalRankFusion = "RRF", (0, usize::MAX), Kind::Refused;
+    ReciprocalRankFusion = "RRF", (1, usize::MAX), Kind::Scalar(Family::Rank);
+    FullTextScoreWithStatistics = "_FULLTEXTSCORE", (5, 5), Kind::Scalar(Family::Text);
+    FullTextWordCount = "_FULLTEXTWORDCOUNT", (1, 1), Kind::Scalar(Family::Text);
+    VectorScore = "_VECTORSCORE", (2, 4), Kind::Scalar(Family::Vectors);
     DateTimeFormat = "DATETIMEFORMAT", (0, usize::MAX), Kind::Refused;
     ArrayMedian = "ARRAY_MEDIAN", (0, usize::MAX), Kind::Refused;
 }
@@ -282,10 +289,11 @@ mod tests {
     fn calls_are_checked_against_the_table() {
         assert_eq!(check_call("startswith", 2), Ok(Builtin::StartsWith));
         assert_eq!(check_call("st_distance", 2), Ok(Builtin::StDistance));
-        assert!(matches!(
-            check_call("fulltextscore", 2),
-            Err(QueryError::Unsupported(_))
-        ));
+        assert_eq!(check_call("fulltextscore", 2), Ok(Builtin::FullTextScore));
+        assert_eq!(
+            check_call("_FullTextScore", 5),
+            Ok(Builtin::FullTextScoreWithStatistics)
+        );
         assert!(matches!(
             check_call("ST_NEW", 1),
             Err(QueryError::Unsupported(_))

@@ -12,8 +12,10 @@ use serde_json::{json, Map, Value};
 use crate::ast::{Projection, Query};
 use crate::client_rewrite::{self, AggregateKind};
 use crate::error::QueryError;
+use crate::hybrid_plan::{hybrid_plan, HybridPlan};
 use crate::plan::{self, QueryPlan};
 use crate::prepared::{pinned_values, Prepared};
+use crate::ranking;
 use crate::vectors;
 
 /// How the client deduplicates: not at all, consecutive equal results (ORDER BY), or by hash.
@@ -87,10 +89,12 @@ pub struct ClientPlan {
     /// every range's rows before answering (and refuse without TOP or LIMIT).
     pub has_non_streaming_order_by: bool,
     pub query_ranges: Vec<QueryRange>,
+    /// For an ORDER BY RANK query: the hybrid search pipeline the SDKs run instead.
+    pub hybrid: Option<HybridPlan>,
 }
 
 /// The features of `x-ms-cosmos-supported-query-features`, in the order the service lists them.
-const FEATURES: [&str; 13] = [
+const FEATURES: [&str; 15] = [
     "Aggregate",
     "CompositeAggregate",
     "Distinct",
@@ -104,6 +108,8 @@ const FEATURES: [&str; 13] = [
     "CountIf",
     "ListAndSetAggregate",
     "NonStreamingOrderBy",
+    "HybridSearch",
+    "WeightedRankFusion",
 ];
 
 impl ClientPlan {
@@ -117,6 +123,7 @@ impl ClientPlan {
             || !self.aggregates.is_empty()
             || !self.group_by_expressions.is_empty()
             || !self.alias_aggregates.is_empty()
+            || self.hybrid.is_some()
     }
 
     /// False when the query pins one partition key, so one range answers it whole.
@@ -190,6 +197,12 @@ impl ClientPlan {
         if self.has_non_streaming_order_by {
             needed.push("NonStreamingOrderBy");
         }
+        if let Some(hybrid) = &self.hybrid {
+            needed.push("HybridSearch");
+            if !hybrid.weights.is_empty() {
+                needed.push("WeightedRankFusion");
+            }
+        }
         FEATURES
             .into_iter()
             .filter(|feature| needed.contains(feature) && !declared.contains(feature))
@@ -213,8 +226,17 @@ impl ClientPlan {
         Some(message)
     }
 
-    /// The plan as the service writes it (`partitionedQueryExecutionInfoVersion` 2).
+    /// The plan as the service writes it (`partitionedQueryExecutionInfoVersion` 2): a hybrid
+    /// search has `hybridSearchQueryInfo` in place of `queryInfo`.
     pub fn to_json(&self) -> Value {
+        let ranges: Vec<Value> = self.query_ranges.iter().map(QueryRange::to_json).collect();
+        if let Some(hybrid) = &self.hybrid {
+            return json!({
+                "partitionedQueryExecutionInfoVersion": 2,
+                "hybridSearchQueryInfo": hybrid.to_json(),
+                "queryRanges": ranges,
+            });
+        }
         let alias_map: Map<String, Value> = self
             .alias_aggregates
             .iter()
@@ -245,7 +267,7 @@ impl ClientPlan {
                 "dCountInfo": null,
                 "hasNonStreamingOrderBy": self.has_non_streaming_order_by,
             },
-            "queryRanges": self.query_ranges.iter().map(QueryRange::to_json).collect::<Vec<_>>(),
+            "queryRanges": ranges,
         })
     }
 }
@@ -288,7 +310,9 @@ impl Prepared {
             None => vec![QueryRange::full()],
         };
         let mut client = ClientPlan::as_written(query, plan, query_ranges);
-        if query.from.is_none() {
+        if let Some(ranking) = ranking::ranking(query, parameters)? {
+            client.hybrid = Some(hybrid_plan(query, plan, &ranking)?);
+        } else if query.from.is_none() {
             // Nothing is read: any range answers it as written.
             client.top = None;
             client.offset = None;
@@ -344,6 +368,7 @@ impl ClientPlan {
                 .iter()
                 .any(|key| vectors::is_vector_distance(&key.expr)),
             query_ranges,
+            hybrid: None,
         }
     }
 

@@ -208,24 +208,7 @@ pub fn order_by(query: &Query, plan: &QueryPlan) -> Result<String, QueryError> {
         .iter()
         .map(|key| format!("{{\"item\": {}}}", key.expr))
         .collect();
-    let placeholder = format!("({ORDER_BY_FILTER_PLACEHOLDER})");
-    let mut filter = match &query.filter {
-        Some(filter) => format!("({filter} AND {placeholder})"),
-        None => placeholder,
-    };
-    let payload = match &query.select.projection {
-        Projection::Star => alias.to_string(),
-        Projection::Value(expr) => {
-            filter = format!("({filter} AND IS_DEFINED({expr}))");
-            expr.to_string()
-        }
-        Projection::Items(items) => object_text(
-            items
-                .iter()
-                .zip(&plan.output_names)
-                .map(|(item, name)| (name.as_str(), item.expr.to_string())),
-        ),
-    };
+    let (payload, filter) = payload_and_filter(query, plan, alias);
     let distinct = query.select.distinct;
     let head = match (&query.select.top, distinct) {
         (Some(top), false) => format!("TOP {top} "),
@@ -245,6 +228,66 @@ pub fn order_by(query: &Query, plan: &QueryPlan) -> Result<String, QueryError> {
         } else {
             widened_offset_limit(plan)
         },
+    }
+    .render())
+}
+
+/// The projection as the payload of an ORDER BY row, and the filter with the SDK's
+/// placeholder (which the SDKs replace with `true`) and, under `SELECT VALUE`, only rows whose
+/// value is defined.
+fn payload_and_filter(query: &Query, plan: &QueryPlan, alias: &str) -> (String, String) {
+    let placeholder = format!("({ORDER_BY_FILTER_PLACEHOLDER})");
+    let mut filter = match &query.filter {
+        Some(filter) => format!("({filter} AND {placeholder})"),
+        None => placeholder,
+    };
+    let payload = match &query.select.projection {
+        Projection::Star => alias.to_string(),
+        Projection::Value(expr) => {
+            filter = format!("({filter} AND IS_DEFINED({expr}))");
+            expr.to_string()
+        }
+        Projection::Items(items) => object_text(
+            items
+                .iter()
+                .zip(&plan.output_names)
+                .map(|(item, name)| (name.as_str(), item.expr.to_string())),
+        ),
+    };
+    (payload, filter)
+}
+
+/// One component query of a hybrid search: each range's best `top` rows by the component's
+/// score `scores[component]`, with every component's score beside the payload, as the SDKs'
+/// hybrid pipelines read them (`_rid`, `orderByItems`, `payload.payload`,
+/// `payload.componentScores`).
+pub fn ranked_component(
+    query: &Query,
+    plan: &QueryPlan,
+    top: Option<u64>,
+    scores: &[String],
+    component: usize,
+    descending: bool,
+) -> Result<String, QueryError> {
+    let Some(from) = &query.from else {
+        return Ok(String::new());
+    };
+    let alias = source_alias(&from.source)?;
+    let (payload, filter) = payload_and_filter(query, plan, alias);
+    let score = scores.get(component).cloned().unwrap_or_default();
+    Ok(Clauses {
+        query,
+        head: top.map_or(String::new(), |top| format!("TOP {top} ")),
+        projection: format!(
+            "{alias}._rid, [{{\"item\": {score}}}] AS orderByItems, {{\"payload\": {payload}, \"componentScores\": [{}]}} AS payload",
+            scores.join(", ")
+        ),
+        filter: Some(filter),
+        order_by: false,
+        tail: Some(format!(
+            "ORDER BY {score} {}",
+            if descending { "DESC" } else { "ASC" }
+        )),
     }
     .render())
 }

@@ -12,7 +12,8 @@
 //! expression over one row, `exec`: rows, projection, grouping, `subquery`); pages (`prepared`:
 //! `prepare`; `paging`: `PageRun`; `token`: continuation tokens; `ordering`: what the index
 //! serving an ORDER BY does to its rows); the SDKs' client pipelines
-//! (`client_rewrite`, `client_plan`); computed properties (`computed`); the filter's conjuncts
+//! (`client_rewrite`, `client_plan`, `hybrid_plan`); ORDER BY RANK (`ranking`: its scoring
+//! functions and rules; `scoring`: BM25 and reciprocal rank fusion); computed properties (`computed`); the filter's conjuncts
 //! an index can serve (`sargable`, over the byte order of `sort_key`); and the ground they
 //! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
@@ -32,6 +33,7 @@ mod error;
 mod eval;
 mod exec;
 mod functions;
+mod hybrid_plan;
 mod lexer;
 mod like;
 mod ordering;
@@ -39,8 +41,10 @@ mod paging;
 mod parser;
 mod plan;
 mod prepared;
+mod ranking;
 mod rewrite;
 mod sargable;
+mod scoring;
 mod sort_key;
 mod subquery;
 mod token;
@@ -58,6 +62,7 @@ pub use context::UdfHost;
 pub use covered::{CoveredAggregate, CoveredQuery};
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
+pub use hybrid_plan::{ComponentPlan, HybridPlan};
 pub use ordering::OrderingRules;
 pub use paging::{Page, PageRun};
 pub use parser::{
@@ -65,6 +70,7 @@ pub use parser::{
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
 pub use sargable::{IndexConjunct, IndexProbe};
+pub use scoring::{bm25, dense_ranks, fuse, Statistics, BM25_B, BM25_K1, RRF_CONSTANT};
 pub use sort_key::{
     complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent,
     sort_key_is_exact, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX,

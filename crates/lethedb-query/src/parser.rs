@@ -13,7 +13,7 @@
 //! query          := SELECT [DISTINCT] [TOP count] projection
 //!                   [FROM source (JOIN source)*] [WHERE expr]
 //!                   [GROUP BY expr (',' expr)*]
-//!                   [ORDER BY expr [ASC|DESC] (',' expr [ASC|DESC])*]
+//!                   [ORDER BY expr [ASC|DESC] (',' expr [ASC|DESC])* | ORDER BY RANK expr]
 //!                   [OFFSET count LIMIT count]
 //! count          := number | @parameter
 //! projection     := '*' | VALUE expr | expr [[AS] name] (',' expr [[AS] name])*
@@ -56,6 +56,10 @@ use crate::error::QueryError;
 use crate::lexer::{tokenize, Keyword, Spanned, Symbol, Token};
 use crate::value::number_value;
 use crate::vectors::{self, VECTOR_ORDER_REFUSAL};
+
+/// The service's refusal of `ORDER BY RANK score ASC` or `DESC`.
+pub(crate) const RANK_ORDER_REFUSAL: &str =
+    "Specifying a sort order (ASC or DESC) in the ORDER BY RANK clause is not allowed.";
 
 /// The longest query text accepted, in characters. The service's own limit is in this range;
 /// anything longer is almost certainly not a hand-written query.
@@ -295,21 +299,7 @@ impl Parser {
             }
             Projection::Items(items)
         };
-        let from = if self.eat_keyword(Keyword::From) {
-            let source = self.source()?;
-            let mut joins = Vec::new();
-            while self.eat_keyword(Keyword::Join) {
-                if joins.len() == JOINS_MAX {
-                    return Err(QueryError::LimitExceeded(format!(
-                        "a FROM clause may have at most {JOINS_MAX} JOINs"
-                    )));
-                }
-                joins.push(self.source()?);
-            }
-            Some(From { source, joins })
-        } else {
-            None
-        };
+        let from = self.sources()?;
         let filter = if self.eat_keyword(Keyword::Where) {
             Some(self.expr()?)
         } else {
@@ -325,22 +315,7 @@ impl Parser {
                 }
             }
         }
-        let mut order_by = Vec::new();
-        if self.eat_keyword(Keyword::Order) {
-            self.expect_keyword(Keyword::By)?;
-            loop {
-                let expr = self.expr()?;
-                let descending = self.eat_keyword(Keyword::Desc);
-                let ascending = !descending && self.eat_keyword(Keyword::Asc);
-                if (descending || ascending) && vectors::is_vector_distance(&expr) {
-                    return Err(QueryError::semantic(VECTOR_ORDER_REFUSAL));
-                }
-                order_by.push(SortKey { expr, descending });
-                if !self.eat_symbol(Symbol::Comma) {
-                    break;
-                }
-            }
-        }
+        let (order_by, order_by_rank) = self.order_by()?;
         let offset_limit = if self.eat_keyword(Keyword::Offset) {
             let offset = self.count()?;
             self.expect_keyword(Keyword::Limit)?;
@@ -359,8 +334,64 @@ impl Parser {
             filter,
             group_by,
             order_by,
+            order_by_rank,
             offset_limit,
         })
+    }
+
+    /// `FROM source (JOIN source)*`, if the query has one.
+    fn sources(&mut self) -> Result<Option<From>, QueryError> {
+        if !self.eat_keyword(Keyword::From) {
+            return Ok(None);
+        }
+        let source = self.source()?;
+        let mut joins = Vec::new();
+        while self.eat_keyword(Keyword::Join) {
+            if joins.len() == JOINS_MAX {
+                return Err(QueryError::LimitExceeded(format!(
+                    "a FROM clause may have at most {JOINS_MAX} JOINs"
+                )));
+            }
+            joins.push(self.source()?);
+        }
+        Ok(Some(From { source, joins }))
+    }
+
+    /// `ORDER BY key [ASC|DESC], ...` or `ORDER BY RANK score`, with the service's refusals of
+    /// a direction written after a vector score or a rank.
+    fn order_by(&mut self) -> Result<(Vec<SortKey>, bool), QueryError> {
+        let mut order_by = Vec::new();
+        if !self.eat_keyword(Keyword::Order) {
+            return Ok((order_by, false));
+        }
+        self.expect_keyword(Keyword::By)?;
+        // RANK is no keyword: it is a rank when a scoring expression follows it.
+        let rank = matches!(self.peek(), Some(Token::Identifier(word)) if word.eq_ignore_ascii_case("rank"))
+            && matches!(self.peek_at(1), Some(Token::Identifier(_)));
+        if rank {
+            self.next += 1;
+            let expr = self.expr()?;
+            if self.eat_keyword(Keyword::Desc) || self.eat_keyword(Keyword::Asc) {
+                return Err(QueryError::semantic(RANK_ORDER_REFUSAL));
+            }
+            order_by.push(SortKey {
+                expr,
+                descending: true,
+            });
+            return Ok((order_by, true));
+        }
+        loop {
+            let expr = self.expr()?;
+            let descending = self.eat_keyword(Keyword::Desc);
+            let ascending = !descending && self.eat_keyword(Keyword::Asc);
+            if (descending || ascending) && vectors::is_vector_distance(&expr) {
+                return Err(QueryError::semantic(VECTOR_ORDER_REFUSAL));
+            }
+            order_by.push(SortKey { expr, descending });
+            if !self.eat_symbol(Symbol::Comma) {
+                return Ok((order_by, false));
+            }
+        }
     }
 
     /// `TOP`, `OFFSET` and `LIMIT` take a number literal or a parameter, nothing else.

@@ -18,6 +18,7 @@ use crate::error::QueryError;
 use crate::functions;
 use crate::parser;
 use crate::plan::{self, QueryPlan};
+use crate::ranking::{self, Ranking};
 use crate::subquery::Subqueries;
 use crate::token;
 use crate::value;
@@ -33,6 +34,9 @@ pub enum Mode {
     Ordered,
     Materialized,
     NoSource,
+    /// ORDER BY RANK: every row is kept and ranked once the scan has read every document of
+    /// the scope, whose full-text statistics the scores need (`paging/ranked.rs`).
+    Ranked,
 }
 
 pub struct PreparedInner {
@@ -45,6 +49,8 @@ pub struct PreparedInner {
     /// (see `computed.rs`): the client plan describes the written text, whose rewritten
     /// queries each range substitutes again.
     pub(crate) written: Option<Query>,
+    /// The scoring expression of an ORDER BY RANK query (`ranking.rs`).
+    pub(crate) ranking: Option<Arc<Ranking>>,
 }
 
 /// A parsed and checked query with its parameters bound. Cheap to clone; a `PageRun` keeps
@@ -109,11 +115,19 @@ pub(crate) fn prepare_parsed(
     vectors::orient(&mut query);
     plan::validate(&query, &bound, udfs.as_deref(), &[], true)?;
     let plan = plan::analyze(&query, &bound)?;
+    let ranking = ranking::ranking(&query, &bound)?.map(Arc::new);
+    if ranking.is_some() && (plan.grouped || query.select.distinct) {
+        return Err(QueryError::semantic(
+            "ORDER BY RANK cannot be combined with GROUP BY, DISTINCT or aggregates.",
+        ));
+    }
     let subqueries = Subqueries::prepare(&query, &bound);
     let regexes = functions::literal_regexes(&query, &bound);
     let like_patterns = literal_like_patterns(&query, &bound);
     let mode = if query.from.is_none() {
         Mode::NoSource
+    } else if ranking.is_some() {
+        Mode::Ranked
     } else if plan.grouped || query.select.distinct {
         Mode::Materialized
     } else if !query.order_by.is_empty() {
@@ -145,6 +159,7 @@ pub(crate) fn prepare_parsed(
         fingerprint,
         mode,
         written: None,
+        ranking,
     })
 }
 

@@ -21,7 +21,7 @@ use serde_json::Value;
 
 use crate::ast::{for_each_child, BinaryOp, Expr, Query, Source};
 use crate::builtins::Builtin;
-use crate::prepared::{document_path, root_alias, Prepared};
+use crate::prepared::{document_path, root_alias, Mode, Prepared};
 use crate::sort_key::{encode_sort_key, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX};
 use crate::value::type_rank;
 
@@ -56,6 +56,10 @@ impl Prepared {
     /// empty when the query has no filter, its source is not the whole document, or the filter
     /// calls a user-defined function (which may fail on a document an index would skip).
     pub fn index_conjuncts(&self) -> Vec<IndexConjunct> {
+        // A ranked page must read every document of its scope: the statistics count them all.
+        if self.inner.mode == Mode::Ranked {
+            return Vec::new();
+        }
         conjuncts(&self.inner.query, &self.inner.context.parameters)
     }
 }

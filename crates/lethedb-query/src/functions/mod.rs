@@ -13,7 +13,7 @@ mod dates;
 mod math;
 mod spatial;
 mod strings;
-mod text;
+pub(crate) mod text;
 mod types;
 mod vectors;
 
@@ -41,6 +41,8 @@ pub fn call(
         Kind::Scalar(Family::Vectors) => Ok(vectors::vector_distance(args)),
         Kind::Scalar(Family::Spatial) => Ok(spatial::call(builtin, args)),
         Kind::Scalar(Family::Text) => Ok(text::call(builtin, args)),
+        // Only ORDER BY RANK holds these (`ranking.rs`), and it ranks without evaluating them.
+        Kind::Scalar(Family::Rank) => Ok(None),
         Kind::Aggregate => Err(QueryError::semantic(format!(
             "Aggregate function '{}' is not allowed in this context.",
             builtin.name()

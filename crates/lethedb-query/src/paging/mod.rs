@@ -13,6 +13,9 @@
 //! - **Materialized** (GROUP BY, DISTINCT, aggregates, or no FROM): every page re-computes the
 //!   whole result with state bounded by `ACCUMULATED_ROWS_MAX` and pages it by index.
 //!
+//! - **Ranked** (ORDER BY RANK, `ranked.rs`): every page reads the whole scope, tallies the
+//!   full-text statistics of every document, and ranks every matching row at the end.
+//!
 //! ORDER BY (in the Ordered and Materialized strategies) follows the `OrderingRules` the page
 //! was started with, and orders ties by the tie-breaker each document is pushed with.
 //!
@@ -21,6 +24,7 @@
 mod key_space;
 mod ordered;
 mod pushed;
+mod ranked;
 mod sort_feed;
 
 use std::ops::ControlFlow;
@@ -33,9 +37,11 @@ use crate::eval::Evaluator;
 use crate::exec::{self, Accumulator, Flow};
 use crate::ordering::OrderingRules;
 use crate::prepared::{Mode, Prepared, PreparedInner};
+use crate::ranking;
 use crate::token::{self, Position};
 use ordered::OrderedRun;
 use pushed::Pushed;
+use ranked::RankedRun;
 
 /// One page of results.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +79,7 @@ enum RunState {
     Stream(StreamRun),
     Ordered(OrderedRun),
     Materialized(MaterializedRun),
+    Ranked(RankedRun),
 }
 
 /// A page being computed. See `Prepared::start_page`.
@@ -128,6 +135,12 @@ impl PageRun {
         let position = continuation
             .map(|text| token::decode(text, prepared.fingerprint))
             .transpose()?;
+        let page_items_max = match prepared.plan.top {
+            Some(top) if ranking::is_component_query(&prepared.query) => {
+                page_items_max.max(usize::try_from(top).unwrap_or(usize::MAX))
+            }
+            _ => page_items_max,
+        };
         let mut state = RunState::resume(&prepared, position, page_items_max, rules)?;
         let stopped = state.decided_before_scan(&prepared);
         let mut last_key = None;
@@ -208,6 +221,7 @@ impl PageRun {
             RunState::Stream(run) => run.push(&pushed, self.page_items_max as u64, rows_matched)?,
             RunState::Ordered(run) => run.push(&pushed, rows_matched)?,
             RunState::Materialized(run) => run.push(&pushed, rows_matched)?,
+            RunState::Ranked(run) => run.push(&pushed, rows_matched)?,
         };
         if flow.is_break() {
             self.stopped = true;
@@ -253,6 +267,7 @@ impl PageRun {
             RunState::Materialized(run) => {
                 run.finish(&self.prepared, scan_ended, self.page_items_max)?
             }
+            RunState::Ranked(run) => run.finish(&self.prepared, scan_ended, self.page_items_max)?,
         };
         Ok(Page {
             items,
@@ -299,6 +314,7 @@ impl RunState {
             (Mode::Materialized | Mode::NoSource, Some(Position::Materialized { index })) => {
                 RunState::Materialized(MaterializedRun::new(index, rules))
             }
+            (Mode::Ranked, position) => RunState::Ranked(RankedRun::resume(prepared, position)?),
             (_, Some(_)) => {
                 return Err(QueryError::InvalidContinuation(
                     "the token is of another kind".into(),
@@ -314,6 +330,7 @@ impl RunState {
             RunState::Ordered(run) => run.needed == 0,
             RunState::Stream(run) => prepared.plan.end().is_some_and(|end| run.produced >= end),
             RunState::Materialized(_) => prepared.mode == Mode::NoSource,
+            RunState::Ranked(_) => false,
         }
     }
 }
