@@ -74,7 +74,8 @@ function startLethe({ args = [], key, timeoutMs = 30000, binary = binaryPath } =
       reject(new Error(`${reason}:\n${log.join("\n")}`));
     }
     child.on("error", (error) => fail(`lethedb could not start (${error.message})`));
-    child.on("exit", (code) => fail(`lethedb exited with ${code} before it was ready`));
+    // "close" comes after the output's last line, which then is in the message.
+    child.on("close", (code) => fail(`lethedb exited with ${code} before it was ready`));
     // The output keeps being read after the ready line, so the server never blocks on a full pipe.
     readline.createInterface({ input: child.stdout }).on("line", (line) => {
       keep(line);

@@ -74,14 +74,14 @@ docker_up() {
 
 docker_down() {
   if [[ -n $docker_pid ]]; then
-    kill "$docker_pid" 2>/dev/null
+    kill "$docker_pid" 2>/dev/null || true
     # dockerd stops its containers and containerd, then unmounts its layers.
     local attempt
     for attempt in $(seq 1 100); do
       kill -0 "$docker_pid" 2>/dev/null || break
       sleep 0.2
     done
-    kill -9 "$docker_pid" 2>/dev/null
+    kill -9 "$docker_pid" 2>/dev/null || true
     docker_pid=
     unset DOCKER_HOST
   fi
