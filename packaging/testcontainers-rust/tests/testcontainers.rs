@@ -3,12 +3,15 @@
 //! port each client used).
 
 use azure_core::credentials::Secret;
-use azure_data_cosmos::{models::ContainerProperties, AccountReference, CosmosClient, RoutingStrategy};
+use azure_data_cosmos::{
+    models::ContainerProperties, AccountReference, CosmosClient, RoutingStrategy,
+};
 use testcontainers::core::{IntoContainerPort, WaitFor};
 use testcontainers::runners::AsyncRunner;
 use testcontainers::{GenericImage, ImageExt};
 
-const KEY: &str = "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
+const KEY: &str =
+    "C2y6yDjf5/R+ob0N8A7Cgv30VRDJIWEHLM+4QDU5DE2nQ9nDuVTqobD4b8mGGyPMbIZnqyMsEcaGQy67XIw/Jw==";
 
 #[tokio::test]
 async fn the_sdk_works_through_a_random_host_port() -> Result<(), Box<dyn std::error::Error>> {
@@ -19,8 +22,11 @@ async fn the_sdk_works_through_a_random_host_port() -> Result<(), Box<dyn std::e
         .start()
         .await?;
     let port = lethedb.get_host_port_ipv4(8081.tcp()).await?;
-    let endpoint = format!("http://{}:{port}/", lethedb.get_host().await?);
-    let account = AccountReference::with_authentication_key(endpoint.parse()?, Secret::from(KEY.to_string()));
+    // The engine is on this machine: its mapped ports are on loopback (`get_host()` names the
+    // bridge's gateway instead when the tests themselves run in a container).
+    let endpoint = format!("http://127.0.0.1:{port}/");
+    let account =
+        AccountReference::with_authentication_key(endpoint.parse()?, Secret::from(KEY.to_string()));
     let client = CosmosClient::builder()
         .build(account, RoutingStrategy::ProximityTo("West US".into()))
         .await?;
