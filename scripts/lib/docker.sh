@@ -86,6 +86,9 @@ docker_down() {
     unset DOCKER_HOST
   fi
   if [[ -n $docker_dir ]]; then
+    # A dockerd that was killed can leave mounts (its network namespace) in its folder.
+    awk -v dir="$docker_dir/" 'index($2, dir) == 1 { print $2 }' /proc/mounts | sort -r |
+      xargs -r -n 1 umount -l 2>/dev/null || true
     rm -rf "$docker_dir" 2>/dev/null || true
     docker_dir=
   fi
