@@ -11,7 +11,7 @@ use crate::handlers::{self, Context};
 use crate::head::{PriorityLevel, RequestHead};
 use crate::metrics::Observed;
 use crate::operation::{classify, Operation};
-use crate::request::{read_body, text_body};
+use crate::request::{add_host_from_authority, read_body, text_body};
 use crate::resolve::resolve_resource_ids;
 use crate::respond::{add_common_headers, Reply};
 use crate::routes::ResourcePath;
@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 /// partition-scoped token looks into a batch).
 pub async fn dispatch(State(state): State<AppState>, request: Request) -> Response {
     let started = Instant::now();
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
+    add_host_from_authority(&mut parts);
     let mut observed: Option<(Option<Operation>, ResourcePath)> = None;
     let result: ApiResult<Response> = async {
         let mut path = ResourcePath::parse(&full_path(&parts.uri))?;

@@ -10,7 +10,8 @@ use crate::binary_json;
 use crate::error::{ApiError, ApiResult, Code};
 use crate::head::RequestHead;
 use axum::body::{Body, Bytes};
-use axum::http::HeaderMap;
+use axum::http::request::Parts;
+use axum::http::{header, HeaderMap, HeaderValue};
 use lethedb_engine::QueryRequest;
 use lethedb_engine::Throughput;
 use serde_json::Value;
@@ -24,6 +25,22 @@ pub const JSON_DEPTH_MAX: usize = 128;
 /// A header's value, when present and visible ASCII.
 pub fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
     headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// Gives an HTTP/2 request the `Host` header its `:authority` stands for (RFC 9113, section
+/// 8.3.1: hyper puts the authority in the URI), so that what reads the host, such as
+/// `--advertise-url auto`, sees the one the client used whatever protocol it spoke. A request
+/// that has a `Host` keeps it.
+pub fn add_host_from_authority(parts: &mut Parts) {
+    if parts.headers.contains_key(header::HOST) {
+        return;
+    }
+    let Some(authority) = parts.uri.authority() else {
+        return;
+    };
+    if let Ok(value) = HeaderValue::from_str(authority.as_str()) {
+        parts.headers.insert(header::HOST, value);
+    }
 }
 
 /// Whether a flag header says `true` (the SDKs send `True`).

@@ -9,10 +9,16 @@ the shared server is instead two instances on one fresh PostgreSQL database behi
 round-robin proxy (postgres_cluster.py): every test that uses `server` then runs against two
 processes whose requests alternate. `start_server` still starts single processes on their own
 data directories.
+
+With LETHEDB_E2E_LAUNCHER=wheel (set by `scripts/test` when its packages stage built the wheel,
+which it installs into the venv), the shared server is the `lethedb` wheel's own pytest fixture
+(`lethedb_session_server`), on the wheel's binary, with the flags that `-o lethedb_args=...`
+gives: the suite then also tests the fixture that users of the wheel get.
 """
 
 from __future__ import annotations
 
+import os
 import uuid
 
 import pytest
@@ -21,6 +27,10 @@ from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from lethedb_server import Server
 from postgres_cluster import Cluster, Postgres, postgres_mode
+
+
+def wheel_mode() -> bool:
+    return os.environ.get("LETHEDB_E2E_LAUNCHER") == "wheel"
 
 
 def unique_id(prefix: str) -> str:
@@ -32,7 +42,7 @@ def make_client(server: Server, **kwargs) -> CosmosClient:
     kwargs.setdefault("credential", server.key)
     kwargs.setdefault("connection_timeout", 10)
     kwargs.setdefault("read_timeout", 30)
-    if server.tls:
+    if getattr(server, "tls", False):
         kwargs.setdefault("connection_verify", False)
     return CosmosClient(server.endpoint, **kwargs)
 
@@ -66,6 +76,10 @@ def postgres():
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory, request):
+    if wheel_mode() and not postgres_mode():
+        # Started and stopped by the wheel's plugin, which pytest loaded from its entry point.
+        yield request.getfixturevalue("lethedb_session_server")
+        return
     if postgres_mode():
         postgres = request.getfixturevalue("postgres")
         server = Cluster(tmp_path_factory.mktemp("cluster"), postgres.fresh_database("suite")).start()
@@ -102,5 +116,5 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     server = item.funcargs.get("server") if hasattr(item, "funcargs") else None
-    if report.failed and isinstance(server, (Server, Cluster)):
+    if report.failed and server is not None and hasattr(server, "log_tail"):
         report.sections.append(("lethedb log (tail)", server.log_tail()))

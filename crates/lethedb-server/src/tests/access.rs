@@ -76,6 +76,33 @@ async fn with_advertise_auto_the_account_names_the_host_the_client_used() {
 }
 
 #[tokio::test]
+async fn with_advertise_auto_an_http2_request_is_answered_with_its_authority() {
+    let bound: std::net::SocketAddr = "127.0.0.1:8081".parse().expect("address");
+    let server = Server::with(|state| {
+        state.endpoint = crate::Endpoint::from_flag(Some("auto"), bound, false).expect("auto");
+    });
+    // HTTP/2 has no Host header: the host is the `:authority`, which arrives in the URI (the
+    // Rust SDK speaks HTTP/2 to a plain-HTTP endpoint, so a mapped port depends on this).
+    let date = server.date(0);
+    let request = Request::get("http://localhost:49153/")
+        .version(axum::http::Version::HTTP_2)
+        .header("x-ms-date", &date)
+        .header(
+            "authorization",
+            server.key.authorization_header("GET", "", "", &date),
+        )
+        .body(Body::empty())
+        .expect("request");
+    assert!(request.headers().get("host").is_none());
+    let answer = server.raw(request).await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(
+        answer.body["writableLocations"][0]["databaseAccountEndpoint"],
+        json!("http://localhost:49153/")
+    );
+}
+
+#[tokio::test]
 async fn authorization_failures() {
     let server = Server::new();
     let unsigned = server
