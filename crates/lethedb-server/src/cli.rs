@@ -27,6 +27,30 @@ pub enum Command {
     /// Write a stopped store's databases, containers and items to a folder that `serve --seed`
     /// imports (see `docs/test-data.md`).
     Export(ExportArgs),
+    /// Save, restore, list or delete named snapshots of a stopped durable store (a running
+    /// server does the same at `/_lethedb/snapshots`; see `docs/test-data.md`).
+    Snapshot(SnapshotArgs),
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct SnapshotArgs {
+    /// Directory of the durable store (it must not be open in a running server).
+    #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
+    pub data_dir: PathBuf,
+    #[command(subcommand)]
+    pub action: SnapshotAction,
+}
+
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum SnapshotAction {
+    /// Save the store under NAME, replacing a snapshot of that name.
+    Save { name: String },
+    /// Return the store to the snapshot NAME.
+    Restore { name: String },
+    /// Forget the snapshot NAME.
+    Delete { name: String },
+    /// Print the names of the snapshots, one per line.
+    List,
 }
 
 #[derive(Args, Debug, Clone)]

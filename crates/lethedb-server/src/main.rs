@@ -7,7 +7,7 @@ use clap::Parser as _;
 use lethedb_auth::MasterKey;
 use lethedb_engine::SweeperHandle;
 use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
-use lethedb_server::cli::{Cli, Command, ExportArgs, ServeArgs};
+use lethedb_server::cli::{Cli, Command, ExportArgs, ServeArgs, SnapshotAction, SnapshotArgs};
 use lethedb_server::faults::Faults;
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
@@ -35,6 +35,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Export(args) => export(&args),
+        Command::Snapshot(args) => snapshot(&args),
         Command::Serve(args) => {
             tracing_subscriber::fmt()
                 .with_env_filter(
@@ -116,6 +117,32 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let exported = runtime.block_on(lethedb_server::export::export(&engine, &args.out))?;
     engine.close();
     println!("{}", serde_json::to_string(&exported)?);
+    Ok(())
+}
+
+/// `lethedb snapshot`: the store's own snapshots, without an engine (nothing else runs).
+fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
+    let file = args.data_dir.join(STORE_FILE);
+    anyhow::ensure!(file.is_file(), "there is no store at {}", file.display());
+    let store = RedbStore::open(&file).context("cannot open the store (is a server using it?)")?;
+    let snapshots = store.snapshots().context("this store keeps no snapshots")?;
+    match &args.action {
+        SnapshotAction::Save { name } => snapshots.save(name)?,
+        SnapshotAction::Restore { name } => {
+            anyhow::ensure!(
+                snapshots.restore(name)?,
+                "there is no snapshot named {name}"
+            )
+        }
+        SnapshotAction::Delete { name } => {
+            anyhow::ensure!(snapshots.delete(name)?, "there is no snapshot named {name}")
+        }
+        SnapshotAction::List => {
+            for name in snapshots.names()? {
+                println!("{name}");
+            }
+        }
+    }
     Ok(())
 }
 

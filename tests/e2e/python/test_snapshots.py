@@ -2,11 +2,14 @@
 every way a test might (items, a new container, a dropped database, TTL), restore, and the SDK
 sees exactly the saved state again, twice; snapshots saved after the one restored are gone."""
 
+import subprocess
+
 import pytest
 from azure.cosmos import PartitionKey
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from conftest import make_client, unique_id
+from lethedb_server import binary_path
 from signed_http import RawClient
 
 SNAPSHOTS = "/_lethedb/snapshots"
@@ -84,3 +87,31 @@ def test_bad_names_and_other_keys_are_refused(server, raw):
     assert raw("PUT", "/x").status_code == 405
     other = RawClient(server.endpoint, "a2V5" * 11)
     assert other.request("GET", SNAPSHOTS, signed_as=SNAPSHOTS).status_code == 401
+
+
+def test_the_command_line_saves_and_restores_a_stopped_store(tmp_path, start_server):
+    data_dir = tmp_path / "data"
+
+    def snapshot(*args):
+        finished = subprocess.run([str(binary_path()), "snapshot", "--data-dir", str(data_dir), *args],
+                                  capture_output=True, text=True, timeout=60)
+        return finished.returncode, finished.stdout.split()
+
+    server = start_server(data_dir)
+    container = make_client(server).create_database("cli").create_container("c", PartitionKey(path="/pk"))
+    container.create_item({"id": "kept", "pk": "p"})
+    server.stop()
+    assert snapshot("save", "before") == (0, [])
+    assert snapshot("list") == (0, ["before"])
+
+    server = start_server(data_dir)
+    container = make_client(server).get_database_client("cli").get_container_client("c")
+    container.create_item({"id": "dropped", "pk": "p"})
+    server.stop()
+    assert snapshot("restore", "before")[0] == 0
+    assert snapshot("restore", "missing")[0] != 0
+
+    server = start_server(data_dir)
+    container = make_client(server).get_database_client("cli").get_container_client("c")
+    assert sorted(item["id"] for item in container.read_all_items()) == ["kept"]
+    server.stop()
