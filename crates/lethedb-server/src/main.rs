@@ -132,7 +132,7 @@ fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
             anyhow::ensure!(
                 snapshots.restore(name)?,
                 "there is no snapshot named {name}"
-            )
+            );
         }
         SnapshotAction::Delete { name } => {
             anyhow::ensure!(snapshots.delete(name)?, "there is no snapshot named {name}")
