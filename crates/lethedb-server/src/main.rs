@@ -135,7 +135,7 @@ fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
             );
         }
         SnapshotAction::Delete { name } => {
-            anyhow::ensure!(snapshots.delete(name)?, "there is no snapshot named {name}")
+            anyhow::ensure!(snapshots.delete(name)?, "there is no snapshot named {name}");
         }
         SnapshotAction::List => {
             for name in snapshots.names()? {
