@@ -5,6 +5,7 @@
 //!
 //! It reads through the engine's doors and writes files; it serves nothing.
 
+use crate::seed::LAST_MODIFIED_MS;
 use anyhow::Context as _;
 use lethedb_engine::{Engine, RangeFilter};
 use percent_encoding::{utf8_percent_encode, NON_ALPHANUMERIC};
@@ -79,8 +80,15 @@ async fn export_items(
             )
             .await?;
         for item in &feed.items {
-            // The stored body is the document as written, compact JSON on one line.
-            writer.write_all(&item.record.body)?;
+            // The document as written, with the instant it was last modified, which an import
+            // keeps (`seed.rs`): compact JSON on one line.
+            let mut document: Value = serde_json::from_slice(&item.record.body)?;
+            if let Some(fields) = document.as_object_mut() {
+                let modified_ms = item.record.last_modified_ms;
+                fields.insert("_ts".into(), json!(modified_ms.div_euclid(1000)));
+                fields.insert(LAST_MODIFIED_MS.into(), json!(modified_ms));
+            }
+            serde_json::to_writer(&mut writer, &document)?;
             writer.write_all(b"\n")?;
             written += 1;
         }

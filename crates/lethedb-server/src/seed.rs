@@ -159,14 +159,43 @@ async fn apply_container(
     let resolved = engine
         .read_container(database_id, &id)
         .map_err(|error| anyhow::anyhow!("container {id}: {error}"))?;
+    let mut written = 0;
     for item in &container.items {
-        engine
-            .write_item(&resolved, WriteMode::Upsert, None, item.clone(), None)
-            .await
-            .map_err(|error| anyhow::anyhow!("an item of {id}: {error}"))?;
+        let mut item = item.clone();
+        let outcome = match last_modified_ms(&mut item) {
+            Some(instant) => engine
+                .import_item(&resolved, item, instant)
+                .await
+                .map(|outcome| outcome.is_some()),
+            None => engine
+                .write_item(&resolved, WriteMode::Upsert, None, item, None)
+                .await
+                .map(|_| true),
+        };
+        written +=
+            usize::from(outcome.map_err(|error| anyhow::anyhow!("an item of {id}: {error}"))?);
     }
-    Ok(container.items.len())
+    Ok(written)
 }
+
+/// The instant an exported item was last modified, which an import keeps: its exact
+/// `_lastModifiedMs` (written by `lethedb export`, taken out of the item here), else its `_ts`
+/// in seconds; none for an item without them, which is written as new.
+fn last_modified_ms(item: &mut Value) -> Option<i64> {
+    let exact = item
+        .as_object_mut()
+        .and_then(|fields| fields.remove(LAST_MODIFIED_MS))
+        .and_then(|value| value.as_i64());
+    exact.or_else(|| {
+        item.get("_ts")
+            .and_then(Value::as_i64)
+            .map(|secs| secs.saturating_mul(1000))
+    })
+}
+
+/// The property `lethedb export` adds to each item: the instant it was last modified, to the
+/// millisecond (`_ts` has whole seconds), so that an import ends its time to live exactly.
+pub const LAST_MODIFIED_MS: &str = "_lastModifiedMs";
 
 /// Whether a create made the resource: a conflict means it was there already.
 fn created<T>(outcome: lethedb_engine::EngineResult<T>) -> anyhow::Result<bool> {

@@ -106,3 +106,29 @@ def test_an_export_is_a_seed_that_imports_the_same_data(tmp_path, start_server):
     assert properties["uniqueKeyPolicy"] == {"uniqueKeys": [{"paths": ["/number"]}]}
     assert properties["partitionKey"]["paths"] == ["/customer"]
     assert [c["id"] for c in imported.get_database_client("shop ü").list_containers()].count("empty") == 1
+
+
+def test_an_import_keeps_each_items_ts_and_the_instant_its_ttl_ends(tmp_path, start_server):
+    import time
+
+    data_dir = tmp_path / "source" / "data"
+    source = start_server(data_dir)
+    container = make_client(source).create_database("timed").create_container(
+        "c", partition_key=PartitionKey(path="/pk"), default_ttl=-1)
+    lasting = container.create_item({"id": "lasting", "pk": "p", "ttl": 3600})
+    short = container.create_item({"id": "short", "pk": "p", "ttl": 3})
+    plain = container.create_item({"id": "plain", "pk": "p"})
+    source.stop()
+    out = tmp_path / "export"
+    finished = subprocess.run([str(binary_path()), "export", "--data-dir", str(data_dir), "--out", str(out)],
+                              capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    # Past the short item's end: the import must not bring it back.
+    time.sleep(max(0.0, short["_ts"] + 3 + 1.1 - time.time()))
+    imported = make_client(start_server(extra_args=["--seed", str(out)]))
+    copy = imported.get_database_client("timed").get_container_client("c")
+    rows = {item["id"]: item for item in copy.read_all_items()}
+    assert sorted(rows) == ["lasting", "plain"], "the expired item stays expired"
+    assert rows["lasting"]["_ts"] == lasting["_ts"] and rows["plain"]["_ts"] == plain["_ts"]
+    assert "_lastModifiedMs" not in rows["lasting"], "the export's instant is not part of the item"
+    assert rows["lasting"]["ttl"] == 3600

@@ -208,6 +208,42 @@ impl Engine {
             .await
     }
 
+    /// Writes an item as an import does (`--seed` of an export): upserted with the instant it
+    /// was last modified where it came from, so its `_ts` and the instant its time to live ends
+    /// are kept (an instant in the future is taken as now). `None`, and nothing written, when
+    /// it has already expired.
+    pub async fn import_item(
+        &self,
+        container: &Arc<Container>,
+        body: Value,
+        last_modified_ms: i64,
+    ) -> EngineResult<Option<ItemOutcome>> {
+        let request = WriteRequest {
+            mode: WriteMode::Upsert,
+            partition_key: None,
+            body: prepare_body(body)?,
+            if_match: None,
+        };
+        let resolved = Arc::clone(container);
+        self.inner
+            .writer
+            .write(move |context| {
+                let container = current_container(context, &resolved)?;
+                let now_ms = context.now_ms;
+                let last_modified_ms = last_modified_ms.min(now_ms);
+                let ttl = crate::ttl::item_ttl(&request.body.document);
+                if container.ttl.is_expired(last_modified_ms, ttl, now_ms) {
+                    return Ok(None);
+                }
+                // The write's instant is the group's: lent to this one write, then given back.
+                context.now_ms = last_modified_ms;
+                let outcome = apply_write(context, container, request);
+                context.now_ms = now_ms;
+                outcome.map(Some)
+            })
+            .await
+    }
+
     /// Reads one item; expired items are not found.
     pub fn read_item(
         &self,
