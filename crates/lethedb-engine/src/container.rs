@@ -17,7 +17,7 @@ use crate::rids;
 use crate::throughput::buckets::ThroughputBucket;
 use crate::throughput::{BudgetKey, Throughput};
 use crate::ttl::TtlState;
-use lethedb_query::{ComputedProperties, VectorPolicy};
+use lethedb_query::{ComputedProperties, FullTextPolicy, VectorPolicy};
 use lethedb_storage::KeyRange;
 use serde_json::Value;
 use std::sync::Arc;
@@ -52,6 +52,8 @@ pub struct Container {
     /// The distance function of each path of its vector embedding policy, for the
     /// `VectorDistance` calls of its queries that name none.
     pub(crate) vectors: Arc<VectorPolicy>,
+    /// The language of each full-text path, read once (`lethedb_query::FullTextPolicy`).
+    pub(crate) full_text: Arc<FullTextPolicy>,
     /// Its indexing policy, compiled.
     pub(crate) index_policy: Arc<IndexPolicy>,
     /// Its unique keys (checked when the container was made, fixed for its life).
@@ -135,6 +137,7 @@ impl Container {
         Container {
             computed: Arc::new(computed),
             vectors: Arc::new(VectorPolicy::from_container(&resource)),
+            full_text: Arc::new(FullTextPolicy::from_container(&resource)),
             index_policy: Arc::new(index_policy),
             unique_keys: UniqueKeyPolicy::from_resource(&resource),
             earlier_index_policies: Arc::new(EarlierPolicies::new(earlier_index_policies)),

@@ -6,6 +6,7 @@
 //! This module evaluates nothing itself. It exists so that `eval.rs` reaches subqueries through
 //! a trait object instead of importing `exec.rs`, which imports `eval.rs`.
 
+use crate::full_text::FullTextPolicy;
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -119,4 +120,6 @@ pub struct Context {
     pub like_patterns: LikePatterns,
     /// User-defined functions, when the caller has any (see [`UdfHost`]).
     pub udfs: Option<Arc<dyn UdfHost>>,
+    /// The language of each full-text path, for the full-text functions.
+    pub full_text: Arc<FullTextPolicy>,
 }

@@ -263,7 +263,8 @@ impl<'c> Evaluator<'c> {
                 for arg in args {
                     values.push(self.eval(arg, scope)?);
                 }
-                Ok(functions::call(builtin, &values, self.context)?.map(Cow::Owned))
+                let language = self.context.full_text.language_of(args.first());
+                Ok(functions::call(builtin, &values, self.context, language)?.map(Cow::Owned))
             }
             Expr::UdfCall { name, args } => {
                 let Some(host) = &self.context.udfs else {
@@ -454,6 +455,7 @@ mod tests {
             regexes: crate::context::Regexes::default(),
             like_patterns: crate::context::LikePatterns::default(),
             udfs: None,
+            full_text: Arc::default(),
         };
         let evaluator = Evaluator::new(&context);
         let scope = Scope {

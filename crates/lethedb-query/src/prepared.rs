@@ -6,6 +6,7 @@
 //! Paging itself is in `paging.rs`, which also adds `Prepared::start_page`; this module runs
 //! no rows.
 
+use crate::full_text::FullTextPolicy;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -155,6 +156,7 @@ pub(crate) fn prepare_parsed(
             regexes,
             like_patterns,
             udfs,
+            full_text: Arc::default(),
         },
         fingerprint,
         mode,
@@ -164,6 +166,17 @@ pub(crate) fn prepare_parsed(
 }
 
 impl Prepared {
+    /// The same query reading full-text paths in the languages of a container's full-text
+    /// policy (`full_text.rs`; English without one). Called on a query just prepared, which
+    /// nothing else holds yet.
+    pub fn with_full_text(mut self, policy: Arc<FullTextPolicy>) -> Prepared {
+        match Arc::get_mut(&mut self.inner) {
+            Some(inner) => inner.context.full_text = policy,
+            None => unreachable!("a prepared query is shared only after it is returned"),
+        }
+        self
+    }
+
     pub(crate) fn new(inner: PreparedInner) -> Prepared {
         Prepared {
             inner: Arc::new(inner),

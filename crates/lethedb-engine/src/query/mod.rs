@@ -257,7 +257,8 @@ impl Engine {
             &container.computed,
             &container.vectors,
             udfs,
-        )?;
+        )?
+        .with_full_text(Arc::clone(&container.full_text));
         let compile = compiling.elapsed();
         if let Some(pipeline) = client_pipeline(&prepared, container, request)? {
             return Ok(QueryOutcome::NeedsClientPipeline(pipeline));
@@ -309,7 +310,8 @@ impl Engine {
             &container.computed,
             &container.vectors,
             udfs,
-        )?;
+        )?
+        .with_full_text(Arc::clone(&container.full_text));
         client_plan(&prepared, container)
     }
 

@@ -407,7 +407,8 @@ impl<'r> ScriptView<'r> {
             &self.container.computed,
             &self.container.vectors,
             None,
-        )?;
+        )?
+        .with_full_text(Arc::clone(&self.container.full_text));
         // The service answers a script's query from the same index as any other.
         let rules = ordering_rules(&prepared, &self.container)?;
         let mut run = prepared.start_page_with(continuation, page_items(page_size), rules)?;

@@ -17,6 +17,7 @@ pub(crate) mod text;
 mod types;
 mod vectors;
 
+use crate::full_text::Language;
 use std::collections::HashMap;
 
 use serde_json::Value;
@@ -26,11 +27,13 @@ use crate::builtins::{Builtin, Family, Kind};
 use crate::context::{Context, Regexes, Val};
 use crate::error::QueryError;
 
-/// Computes a scalar built-in over evaluated arguments (`None` is `undefined`).
+/// Computes a scalar built-in over evaluated arguments (`None` is `undefined`); `language` is
+/// that of the text a full-text function's first argument reads.
 pub fn call(
     builtin: Builtin,
     args: &[Val<'_>],
     context: &Context,
+    language: Language,
 ) -> Result<Option<Value>, QueryError> {
     match builtin.kind() {
         Kind::Scalar(Family::Types) => types::call(builtin, args),
@@ -40,7 +43,7 @@ pub fn call(
         Kind::Scalar(Family::Dates) => dates::call(builtin, args, context),
         Kind::Scalar(Family::Vectors) => Ok(vectors::vector_distance(args)),
         Kind::Scalar(Family::Spatial) => Ok(spatial::call(builtin, args)),
-        Kind::Scalar(Family::Text) => Ok(text::call(builtin, args)),
+        Kind::Scalar(Family::Text) => Ok(text::call(builtin, args, language)),
         // Only ORDER BY RANK holds these (`ranking.rs`), and it ranks without evaluating them.
         Kind::Scalar(Family::Rank) => Ok(None),
         Kind::Aggregate => Err(QueryError::semantic(format!(

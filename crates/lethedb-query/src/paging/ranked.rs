@@ -15,6 +15,7 @@ use super::pushed::Pushed;
 use crate::context::Scope;
 use crate::error::QueryError;
 use crate::exec::{Flow, ACCUMULATED_ROWS_MAX};
+use crate::full_text::{FullTextPolicy, Language};
 use crate::functions::text;
 use crate::prepared::{root_alias, PreparedInner};
 use crate::ranking::{Component, Ranking};
@@ -41,8 +42,11 @@ struct RankedRow {
 pub(super) struct RankedRun {
     /// Rows already emitted by earlier pages (after OFFSET).
     index: u64,
-    /// The stemmed words of each term, per component (empty for a vector component).
+    /// The stemmed words of each term, per component (empty for a vector component), in the
+    /// language of the component's path.
     terms: Vec<Vec<Vec<String>>>,
+    /// The language of each component's path (English for a vector component).
+    languages: Vec<Language>,
     /// The statistics of each component (unused for a vector component).
     statistics: Vec<Statistics>,
     rows: Vec<RankedRow>,
@@ -64,21 +68,31 @@ impl RankedRun {
             }
         };
         match prepared.ranking.as_deref() {
-            Some(ranking) => Ok(RankedRun::new(ranking, index)),
+            Some(ranking) => Ok(RankedRun::new(ranking, &prepared.context.full_text, index)),
             None => Err(QueryError::Usage(
                 "a ranked page of a query without a rank".into(),
             )),
         }
     }
 
-    fn new(ranking: &Ranking, index: u64) -> Self {
-        let terms: Vec<Vec<Vec<String>>> = ranking
+    fn new(ranking: &Ranking, policy: &FullTextPolicy, index: u64) -> Self {
+        let languages: Vec<Language> = ranking
             .components
             .iter()
             .map(|component| match component {
-                Component::FullText { terms, .. } => {
-                    terms.iter().map(|term| text::terms(term)).collect()
-                }
+                Component::FullText { path, .. } => policy.language_of(Some(path)),
+                Component::Vector { .. } => Language::default(),
+            })
+            .collect();
+        let terms: Vec<Vec<Vec<String>>> = ranking
+            .components
+            .iter()
+            .zip(&languages)
+            .map(|(component, language)| match component {
+                Component::FullText { terms, .. } => terms
+                    .iter()
+                    .map(|term| text::terms(term, *language))
+                    .collect(),
                 Component::Vector { .. } => Vec::new(),
             })
             .collect();
@@ -92,6 +106,7 @@ impl RankedRun {
         RankedRun {
             index,
             terms,
+            languages,
             statistics,
             rows: Vec::new(),
         }
@@ -115,8 +130,10 @@ impl RankedRun {
             let scores = ranking
                 .components
                 .iter()
-                .zip(&self.terms)
-                .map(|(component, terms)| row_score(pushed, component, terms, scope))
+                .zip(self.terms.iter().zip(&self.languages))
+                .map(|(component, (terms, language))| {
+                    row_score(pushed, component, (terms, *language), scope)
+                })
                 .collect::<Result<Vec<_>, _>>()?;
             self.rows.push(RankedRow {
                 tie: pushed.tie.to_vec(),
@@ -142,10 +159,11 @@ impl RankedRun {
             value: pushed.document,
             parent: None,
         };
-        for ((component, terms), statistics) in ranking
+        for (((component, terms), language), statistics) in ranking
             .components
             .iter()
             .zip(&self.terms)
+            .zip(&self.languages)
             .zip(&mut self.statistics)
         {
             let Component::FullText { path, .. } = component else {
@@ -156,7 +174,7 @@ impl RankedRun {
             let Some(Value::String(content)) = value.as_deref() else {
                 continue;
             };
-            let (words, frequencies) = text::frequencies(content, terms);
+            let (words, frequencies) = text::frequencies(content, terms, *language);
             statistics.total_words += words;
             for (hits, frequency) in statistics.hits.iter_mut().zip(frequencies) {
                 if frequency > 0.0 {
@@ -252,7 +270,7 @@ impl RankedRun {
 fn row_score(
     pushed: &Pushed<'_>,
     component: &Component,
-    terms: &[Vec<String>],
+    (terms, language): (&[Vec<String>], Language),
     scope: Option<&Scope<'_>>,
 ) -> Result<RowScore, QueryError> {
     Ok(match component {
@@ -260,7 +278,7 @@ fn row_score(
             let value = pushed.evaluator.eval(path, scope)?;
             match value.as_deref() {
                 Some(Value::String(content)) => {
-                    let (words, frequencies) = text::frequencies(content, terms);
+                    let (words, frequencies) = text::frequencies(content, terms, language);
                     RowScore::Text { words, frequencies }
                 }
                 _ => RowScore::Text {

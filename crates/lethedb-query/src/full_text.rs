@@ -1,0 +1,155 @@
+//! A container's full-text policy as its queries need it: the language of each full-text path
+//! (`fullTextPolicy.fullTextPaths[].language`, else its `defaultLanguage`), which decides how a
+//! text and the terms looked for in it are cut into stems (`functions/text.rs`). A text at a path
+//! the policy does not name takes the default language, and any text of a container without a
+//! policy is English. Read once per container; checked by the engine's policy validation, so a
+//! language here is one of the service's.
+
+use crate::ast::Expr;
+use rust_stemmers::Algorithm;
+use serde_json::Value;
+
+/// The languages the service's full-text search offers (English, and in preview the others).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Language {
+    #[default]
+    English,
+    French,
+    German,
+    Italian,
+    Portuguese,
+    Spanish,
+}
+
+impl Language {
+    /// The language of a policy's code (`en-US`, `fr-FR`, `de-DE`, `it-IT`, `pt-BR`, `pt-PT`,
+    /// `es-ES`).
+    pub fn from_code(code: &str) -> Option<Language> {
+        Some(match code {
+            "en-US" => Language::English,
+            "fr-FR" => Language::French,
+            "de-DE" => Language::German,
+            "it-IT" => Language::Italian,
+            "pt-BR" | "pt-PT" => Language::Portuguese,
+            "es-ES" => Language::Spanish,
+            _ => return None,
+        })
+    }
+
+    /// Its Snowball stemmer (Brazilian and European Portuguese share one).
+    pub(crate) fn algorithm(self) -> Algorithm {
+        match self {
+            Language::English => Algorithm::English,
+            Language::French => Algorithm::French,
+            Language::German => Algorithm::German,
+            Language::Italian => Algorithm::Italian,
+            Language::Portuguese => Algorithm::Portuguese,
+            Language::Spanish => Algorithm::Spanish,
+        }
+    }
+}
+
+/// The language of each full-text path of a container.
+#[derive(Clone, Debug, Default)]
+pub struct FullTextPolicy {
+    default: Language,
+    paths: Vec<(Vec<String>, Language)>,
+}
+
+impl FullTextPolicy {
+    /// The policy of a container resource (its `fullTextPolicy`, already validated).
+    pub fn from_container(resource: &Value) -> FullTextPolicy {
+        let Some(policy) = resource.get("fullTextPolicy").filter(|p| p.is_object()) else {
+            return FullTextPolicy::default();
+        };
+        let language =
+            |value: Option<&Value>| value.and_then(Value::as_str).and_then(Language::from_code);
+        let default = language(policy.get("defaultLanguage")).unwrap_or_default();
+        let paths = policy
+            .get("fullTextPaths")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|entry| {
+                let path = entry.get("path")?.as_str()?;
+                let segments = path.trim_start_matches('/').split('/').map(str::to_string);
+                Some((
+                    segments.collect(),
+                    language(entry.get("language")).unwrap_or(default),
+                ))
+            })
+            .collect();
+        FullTextPolicy { default, paths }
+    }
+
+    /// The language of the text `expr` reads: its path's, else the policy's default language
+    /// (English without a policy).
+    pub fn language_of(&self, expr: Option<&Expr>) -> Language {
+        let Some(segments) = expr.and_then(property_path) else {
+            return self.default;
+        };
+        self.paths
+            .iter()
+            .find(|(path, _)| *path == segments)
+            .map_or(self.default, |(_, language)| *language)
+    }
+}
+
+/// The property names of `c.a.b` (`["a", "b"]`); none for any other expression.
+fn property_path(expr: &Expr) -> Option<Vec<String>> {
+    let mut segments = Vec::new();
+    let mut node = expr;
+    loop {
+        match node {
+            Expr::Property(base, name) => {
+                segments.push(name.clone());
+                node = base;
+            }
+            Expr::Identifier(_) => break,
+            _ => return None,
+        }
+    }
+    segments.reverse();
+    Some(segments)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_path_takes_its_own_language_else_the_default() {
+        let policy = FullTextPolicy::from_container(&json!({"fullTextPolicy": {
+            "defaultLanguage": "de-DE",
+            "fullTextPaths": [{"path": "/fr", "language": "fr-FR"}, {"path": "/a/b"}]
+        }}));
+        let path = |text: &str| {
+            text.split('.')
+                .skip(1)
+                .fold(Expr::Identifier("c".into()), |base, name| {
+                    Expr::Property(Box::new(base), name.into())
+                })
+        };
+        assert_eq!(policy.language_of(Some(&path("c.fr"))), Language::French);
+        assert_eq!(policy.language_of(Some(&path("c.a.b"))), Language::German);
+        assert_eq!(policy.language_of(Some(&path("c.other"))), Language::German);
+        let none = FullTextPolicy::from_container(&json!({}));
+        assert_eq!(none.language_of(Some(&path("c.fr"))), Language::English);
+    }
+
+    #[test]
+    fn each_language_stems_its_own_words() {
+        use crate::functions::text::terms;
+        let same = |language, a: &str, b: &str| terms(a, language) == terms(b, language);
+        assert!(same(Language::Spanish, "demostraciones", "demostración"));
+        assert!(!same(Language::English, "demostraciones", "demostración"));
+        assert!(same(Language::French, "démonstrations", "démonstration"));
+        assert!(same(Language::German, "Beispielen", "Beispiel"));
+        assert!(same(Language::Italian, "esempi", "esempio"));
+        assert!(same(Language::Portuguese, "exemplos", "exemplo"));
+        assert!(same(Language::English, "helmets", "Helmet"));
+        assert_eq!(Language::from_code("pt-BR"), Some(Language::Portuguese));
+        assert_eq!(Language::from_code("xx-XX"), None);
+    }
+}
