@@ -58,13 +58,14 @@ pub use context::UdfHost;
 pub use covered::{CoveredAggregate, CoveredQuery};
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
+pub use functions::spatial_grid::{spatial_cells, SPATIAL_CELL_KEY_BYTES};
 pub use ordering::OrderingRules;
 pub use paging::{Page, PageRun};
 pub use parser::{
     parse, EXPRESSION_DEPTH_MAX, JOINS_MAX, PARSER_RECURSION_MAX, QUERY_TEXT_CHARS_MAX,
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
-pub use sargable::{IndexConjunct, IndexProbe};
+pub use sargable::{IndexConjunct, IndexProbe, ProbeKind};
 pub use sort_key::{
     complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent,
     sort_key_is_exact, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX,
