@@ -282,6 +282,8 @@ pub fn resource_id_key(container_number: u64, document_number: u64) -> Vec<u8> {
 pub const INDEX_KIND_PATH: u8 = b'R';
 /// The kind byte of a composite index entry.
 pub const INDEX_KIND_COMPOSITE: u8 = b'K';
+/// The kind byte of a spatial index entry (one grid cell of a geometry at one path).
+pub const INDEX_KIND_SPATIAL: u8 = b'S';
 
 /// The kind byte of a container's index-build state (one key: `index_build_key`), kept
 /// with its entries so that deleting the container's index clears it too.
@@ -299,8 +301,20 @@ pub fn index_build_key(container_number: u64) -> Vec<u8> {
 /// path's segment count and each segment length-prefixed (so no path's prefix is another's).
 /// Then come the value's sort key and the document number (`index/entries.rs`).
 pub fn index_path_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
+    path_prefix(container_number, INDEX_KIND_PATH, path)
+}
+
+/// The prefix of every spatial index entry of one document path, laid out as
+/// [`index_path_prefix`] with its own kind. Then come the grid cell's key
+/// (`lethedb_query::spatial_cells`) and the document number (`index/entries.rs`).
+pub fn index_spatial_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
+    path_prefix(container_number, INDEX_KIND_SPATIAL, path)
+}
+
+/// Container number, `kind`, the path's segment count, then each segment length-prefixed.
+fn path_prefix(container_number: u64, kind: u8, path: &[String]) -> Vec<u8> {
     let mut key = container_items_prefix(container_number);
-    key.push(INDEX_KIND_PATH);
+    key.push(kind);
     // Paths come from documents whose nesting is bounded far below 65,536 levels.
     key.extend_from_slice(&(path.len() as u16).to_be_bytes());
     for segment in path {

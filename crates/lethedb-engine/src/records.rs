@@ -268,7 +268,8 @@ pub(crate) struct ContainerRecord {
     pub(crate) index_generation: u64,
     /// 0 for a container stored before items kept index entries: its items have none, so it
     /// loads as if its policy had just replaced one that indexes nothing, and the builder
-    /// writes its entries in the background (`index/builder.rs`); `INDEX_FORMAT` once it has.
+    /// writes its entries in the background (`index/builder.rs`); 1 for one stored before
+    /// spatial entries (`ContainerRecord::earlier_policies`); `INDEX_FORMAT` once it has.
     #[serde(default)]
     pub(crate) index_format: u32,
     /// How its item keys are laid out: 0 (absent) for a container stored before range-local
@@ -292,8 +293,12 @@ fn item_layout_number(layout: ItemLayout) -> u32 {
     }
 }
 
-/// The `index_format` of a container whose items all keep their index entries.
-const INDEX_FORMAT: u32 = 1;
+/// The `index_format` of a container whose items all keep their index entries, spatial ones
+/// included.
+const INDEX_FORMAT: u32 = 2;
+
+/// The `index_format` of a container stored before items kept spatial entries.
+const INDEX_FORMAT_WITHOUT_SPATIAL: u32 = 1;
 
 impl ContainerRecord {
     /// The container this record describes, under its database's shared throughput.
@@ -303,6 +308,7 @@ impl ContainerRecord {
     ) -> EngineResult<Container> {
         let partition_key =
             PartitionKeyDefinition::from_container_body(self.resource.get("partitionKey"))?;
+        let earlier_index_policies = self.earlier_policies();
         Ok(Container::new(ContainerParts {
             database_id: self.database_id,
             database_number: self.database_number,
@@ -320,16 +326,39 @@ impl ContainerRecord {
             resource: self.resource,
             throughput: self.throughput,
             database_throughput,
-            earlier_index_policies: if self.index_format < INDEX_FORMAT
-                && self.earlier_index_policies.is_empty()
-            {
-                vec![json!({"indexingMode": "none"})]
-            } else {
-                self.earlier_index_policies
-            },
+            earlier_index_policies,
             index_generation: self.index_generation,
             throughput_buckets: self.throughput_buckets,
         }))
+    }
+}
+
+impl ContainerRecord {
+    /// The policies whose entries its items may hold besides the current one's. A container
+    /// stored before index entries holds none: as if it had just replaced a policy indexing
+    /// nothing. One stored before spatial entries, with a spatial index, holds its policy's
+    /// entries but the spatial ones: as if it had just replaced its policy without them. Either
+    /// way the builder writes what is missing in the background (`index/builder.rs`).
+    fn earlier_policies(&self) -> Vec<Value> {
+        let mut earlier = self.earlier_index_policies.clone();
+        if self.index_format == 0 && earlier.is_empty() {
+            earlier.push(json!({"indexingMode": "none"}));
+        }
+        let policy = self.resource.get("indexingPolicy");
+        let has_spatial = policy
+            .and_then(|policy| policy.get("spatialIndexes"))
+            .and_then(Value::as_array)
+            .is_some_and(|indexes| !indexes.is_empty());
+        if self.index_format <= INDEX_FORMAT_WITHOUT_SPATIAL && has_spatial {
+            let mut without = policy.cloned().unwrap_or(Value::Null);
+            if let Some(members) = without.as_object_mut() {
+                members.remove("spatialIndexes");
+            }
+            if !earlier.contains(&without) {
+                earlier.push(without);
+            }
+        }
+        earlier
     }
 }
 

@@ -64,6 +64,7 @@ pub use covered::{CoveredAggregate, CoveredQuery};
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
 pub use full_text::{FullTextPolicy, Language};
+pub use functions::spatial_grid::{spatial_cells, SPATIAL_CELL_KEY_BYTES};
 pub use functions::text::terms as full_text_terms;
 pub use hybrid_plan::{ComponentPlan, HybridPlan};
 pub use ordering::OrderingRules;
@@ -72,7 +73,7 @@ pub use parser::{
     parse, EXPRESSION_DEPTH_MAX, JOINS_MAX, PARSER_RECURSION_MAX, QUERY_TEXT_CHARS_MAX,
 };
 pub use prepared::{prepare, prepare_with_udfs, Prepared, PARAMETERS_MAX};
-pub use sargable::{IndexConjunct, IndexProbe};
+pub use sargable::{IndexConjunct, IndexProbe, ProbeKind};
 pub use scoring::{bm25, dense_ranks, fuse, Statistics, BM25_B, BM25_K1, RRF_CONSTANT};
 pub use sort_key::{
     complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent,

@@ -12,8 +12,12 @@
 //! type checks, `ARRAY_CONTAINS(path, scalar)` (an element equality on `path/[]`), and a bare
 //! path (true only when it is `true`). A constant is a literal or a bound parameter, and only a
 //! scalar one: arrays and objects are left to the evaluator. When in doubt a conjunct is not
-//! served. Nothing here reads an index or knows a policy: which paths are indexed, and whether
-//! reading them is worth it, is the caller's decision.
+//! served. `ST_WITHIN(path, g)` and `ST_INTERSECTS(path, g)` with a constant geometry `g`, and
+//! `ST_DISTANCE(path, p) < r` (or `<=`) with a constant point `p` and number `r`, each either
+//! way round, are served by the path's spatial index: their probes are ranges of grid cells
+//! (`functions/spatial_grid.rs`, `ProbeKind::Spatial`), never exact. Nothing here reads an
+//! index or knows a policy: which paths are indexed, and whether reading them is worth it, is
+//! the caller's decision.
 
 use std::collections::HashMap;
 
@@ -21,6 +25,7 @@ use serde_json::Value;
 
 use crate::ast::{for_each_child, BinaryOp, Expr, Query, Source};
 use crate::builtins::Builtin;
+use crate::functions::spatial_grid::{distance_region, geometry_region};
 use crate::prepared::{document_path, root_alias, Mode, Prepared};
 use crate::sort_key::{encode_sort_key, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX};
 use crate::value::type_rank;
@@ -32,7 +37,8 @@ const RANK_END: u8 = 7;
 /// indexed from the version's own time; these are not indexed at all).
 const UNINDEXED_SYSTEM_PROPERTIES: [&str; 4] = ["_rid", "_self", "_etag", "_attachments"];
 
-/// One range of one path's index: sort keys in `[start, end)`.
+/// One range of one path's index: sort keys in `[start, end)` of its range index, or cell
+/// keys (`functions/spatial_grid.rs`) of its spatial index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct IndexProbe {
     /// Property names from the document's root, `[]` for any element of an array.
@@ -42,6 +48,17 @@ pub struct IndexProbe {
     /// An equality (one value), which the service answers with an index seek; otherwise a
     /// range, an index scan.
     pub seek: bool,
+    pub kind: ProbeKind,
+}
+
+/// Which index of a path a probe reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProbeKind {
+    /// The range index: one entry per value, keyed by its sort key.
+    Range,
+    /// The spatial index: one entry per grid cell covering a geometry. A document may have
+    /// several entries in one probe, and its entries say nothing of its value's order.
+    Spatial,
 }
 
 /// A conjunct an index can serve: the documents for which it is true are among those with an
@@ -118,9 +135,12 @@ pub(crate) fn exact_conjuncts(
         if !reader.is_exact(expr) {
             return None;
         }
-        out.push(IndexConjunct {
-            probes: reader.probes(expr)?,
-        });
+        let probes = reader.probes(expr)?;
+        // A spatial probe's cells hold geometries near the region, not only those in it.
+        if probes.iter().any(|probe| probe.kind == ProbeKind::Spatial) {
+            return None;
+        }
+        out.push(IndexConjunct { probes });
     }
     Some(out)
 }
@@ -193,6 +213,11 @@ impl Reader<'_> {
             }
             Expr::Call {
                 args,
+                builtin: Some(Builtin::StWithin | Builtin::StIntersects),
+                ..
+            } => self.spatial_relation(args),
+            Expr::Call {
+                args,
                 builtin: Some(builtin),
                 ..
             } => self.call(*builtin, args).map(|probe| vec![probe]),
@@ -236,6 +261,9 @@ impl Reader<'_> {
 
     /// `path op constant` or `constant op path`.
     fn comparison(&self, op: BinaryOp, left: &Expr, right: &Expr) -> Option<Vec<IndexProbe>> {
+        if let Some(probes) = self.distance(op, left, right) {
+            return Some(probes);
+        }
         let (path, value, op) = match (self.path(left), self.path(right)) {
             (Some(path), _) => (path, self.constant(right)?, op),
             (None, Some(path)) => (path, self.constant(left)?, flipped(op)?),
@@ -259,6 +287,7 @@ impl Reader<'_> {
             start,
             end,
             seek: false,
+            kind: ProbeKind::Range,
         }])
     }
 
@@ -274,6 +303,7 @@ impl Reader<'_> {
             start: sort_key(&low).0,
             end: successor(&sort_key(&high).0),
             seek: false,
+            kind: ProbeKind::Range,
         }])
     }
 
@@ -285,6 +315,7 @@ impl Reader<'_> {
             start: type_bounds(first).0,
             end: type_bounds(last + 1).0,
             seek: false,
+            kind: ProbeKind::Range,
         };
         match builtin {
             Builtin::IsDefined => Some(types(1, RANK_END - 1)),
@@ -306,6 +337,7 @@ impl Reader<'_> {
                     start,
                     end,
                     seek: false,
+                    kind: ProbeKind::Range,
                 })
             }
             Builtin::ArrayContains if self.flag_is_false(args.get(2)) => {
@@ -313,6 +345,72 @@ impl Reader<'_> {
                 elements.push("[]".to_string());
                 Some(equality(elements, &self.constant(args.get(1)?)?))
             }
+            _ => None,
+        }
+    }
+
+    /// `ST_WITHIN` or `ST_INTERSECTS` of a path and a constant geometry, either way round:
+    /// true only where the two geometries' footprints meet (`functions/spatial_grid.rs`).
+    fn spatial_relation(&self, args: &[Expr]) -> Option<Vec<IndexProbe>> {
+        let [first, second] = args else {
+            return None;
+        };
+        let (path, geometry) = self.path_and_geometry(first, second)?;
+        Some(spatial_probes(path, geometry_region(&geometry)?))
+    }
+
+    /// `ST_DISTANCE(path, point) < r` or `<= r`, the call's arguments and the comparison's
+    /// sides either way round: true only for geometries with a point within `r` meters.
+    fn distance(&self, op: BinaryOp, left: &Expr, right: &Expr) -> Option<Vec<IndexProbe>> {
+        let distance_args = |expr: &Expr| match expr {
+            Expr::Call {
+                args,
+                builtin: Some(Builtin::StDistance),
+                ..
+            } => Some(args.clone()),
+            _ => None,
+        };
+        let (args, bound, op) = match (distance_args(left), distance_args(right)) {
+            (Some(args), _) => (args, right, op),
+            (None, Some(args)) => (args, left, flipped(op)?),
+            (None, None) => return None,
+        };
+        if !matches!(op, BinaryOp::Less | BinaryOp::LessOrEqual) {
+            return None;
+        }
+        let meters = self.constant(bound)?.as_f64()?;
+        let [first, second] = args.as_slice() else {
+            return None;
+        };
+        let (path, point) = self.path_and_geometry(first, second)?;
+        Some(spatial_probes(path, distance_region(&point, meters)?))
+    }
+
+    /// A document path and a constant, in either order.
+    fn path_and_geometry(&self, first: &Expr, second: &Expr) -> Option<(Vec<String>, Value)> {
+        match (self.path(first), self.path(second)) {
+            (Some(path), None) => Some((path, self.known_value(second)?)),
+            (None, Some(path)) => Some((path, self.known_value(first)?)),
+            _ => None,
+        }
+    }
+
+    /// A value known before any row: a literal, a bound parameter, or an array or object
+    /// literal of them (a GeoJSON geometry written in the query).
+    fn known_value(&self, expr: &Expr) -> Option<Value> {
+        match expr {
+            Expr::Literal(value) => Some(value.clone()),
+            Expr::Parameter(name) => self.parameters.get(name).cloned(),
+            Expr::Array(items) => items
+                .iter()
+                .map(|item| self.known_value(item))
+                .collect::<Option<Vec<_>>>()
+                .map(Value::Array),
+            Expr::Object(members) => members
+                .iter()
+                .map(|(name, member)| Some((name.clone(), self.known_value(member)?)))
+                .collect::<Option<serde_json::Map<_, _>>>()
+                .map(Value::Object),
             _ => None,
         }
     }
@@ -350,6 +448,20 @@ impl Reader<'_> {
     }
 }
 
+/// The probes of a path's spatial index reading `ranges` of cell keys.
+fn spatial_probes(path: Vec<String>, ranges: Vec<(Vec<u8>, Vec<u8>)>) -> Vec<IndexProbe> {
+    ranges
+        .into_iter()
+        .map(|(start, end)| IndexProbe {
+            path: path.clone(),
+            start,
+            end,
+            seek: false,
+            kind: ProbeKind::Spatial,
+        })
+        .collect()
+}
+
 /// `a op b` as `b op' a`.
 fn flipped(op: BinaryOp) -> Option<BinaryOp> {
     Some(match op {
@@ -372,6 +484,7 @@ fn equality(path: Vec<String>, value: &Value) -> IndexProbe {
         start,
         end,
         seek: true,
+        kind: ProbeKind::Range,
     }
 }
 

@@ -1,9 +1,9 @@
 //! The index checked against its items: the entries stored for a container's policy kinds
-//! (path and composite entries) against those rebuilt from every stored version (visible or
-//! expired, since entries leave with the version, not at its expiry). Tests call it after
-//! random operation sequences and crash cycles; it reads a snapshot and writes nothing. While a
-//! policy change's rebuild runs, items may still hold an earlier policy's entries: the check
-//! says so, and its counts are then expected to differ.
+//! (path, composite and spatial entries) against those rebuilt from every stored version
+//! (visible or expired, since entries leave with the version, not at its expiry). Tests call it
+//! after random operation sequences and crash cycles; it reads a snapshot and writes nothing.
+//! While a policy change's rebuild runs, items may still hold an earlier policy's entries: the
+//! check says so, and its counts are then expected to differ.
 
 use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
@@ -66,7 +66,11 @@ pub(crate) fn check(reader: &dyn ReadTxn, container: &Container) -> EngineResult
         item_bytes,
         ..IndexCheck::default()
     };
-    for kind in [keys::INDEX_KIND_PATH, keys::INDEX_KIND_COMPOSITE] {
+    for kind in [
+        keys::INDEX_KIND_PATH,
+        keys::INDEX_KIND_COMPOSITE,
+        keys::INDEX_KIND_SPATIAL,
+    ] {
         let mut prefix = keys::container_items_prefix(number);
         prefix.push(kind);
         try_scan(

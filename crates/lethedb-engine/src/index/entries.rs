@@ -1,6 +1,7 @@
 //! The index entries of one version of an item under a container's compiled policy: one key
 //! per (indexed path, value) of the document, `_ts` included, plus an "undefined" key for each
-//! explicitly included path the document lacks, plus one key per composite index.
+//! explicitly included path the document lacks, plus one key per composite index, plus one key
+//! per grid cell of each geometry at a path of a spatial index.
 //!
 //! A path is the property names from the root with `[]` for any array element, so each element
 //! of an array is an entry under `…/[]` (one entry per distinct value), and an array or object
@@ -10,7 +11,7 @@
 
 use crate::index::policy::IndexPolicy;
 use crate::keys;
-use lethedb_query::{complement, encode_sort_key};
+use lethedb_query::{complement, encode_sort_key, spatial_cells};
 use serde_json::{Map, Value};
 
 /// Properties the service adds to every item; the stored body does not carry them, and `_ts`
@@ -60,6 +61,17 @@ pub(crate) fn entries(
         }
     }
     composite_entries(container_number, policy, version, &mut out);
+    if policy.has_spatial() {
+        let mut path = Vec::new();
+        spatial_entries(
+            container_number,
+            policy,
+            version,
+            &mut path,
+            version.document,
+            &mut out,
+        );
+    }
     out.sort_unstable();
     out.dedup();
     out
@@ -88,6 +100,51 @@ fn visit(
                 path.push(name.clone());
                 visit(policy, path, child, emit);
                 path.pop();
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The spatial entries of `value` at `path` and below it: one per grid cell of each geometry
+/// at a spatially indexed path (`lethedb_query::spatial_cells`), a geometry's own members
+/// included (a query may name any path the index covers); system properties are skipped as
+/// for range entries.
+fn spatial_entries(
+    container_number: u64,
+    policy: &IndexPolicy,
+    version: &IndexedVersion<'_>,
+    path: &mut Vec<String>,
+    value: &Value,
+    out: &mut Vec<Vec<u8>>,
+) {
+    if !path.is_empty() && policy.spatially_indexed(path) {
+        if let Some(cells) = spatial_cells(value) {
+            let prefix = keys::index_spatial_prefix(container_number, path);
+            for cell in cells {
+                let mut key = prefix.clone();
+                key.extend_from_slice(&cell);
+                key.extend_from_slice(&version.document_number.to_be_bytes());
+                out.push(key);
+            }
+        }
+    }
+    let mut descend = |step: &str, child: &Value, path: &mut Vec<String>| {
+        path.push(step.to_string());
+        spatial_entries(container_number, policy, version, path, child, out);
+        path.pop();
+    };
+    match value {
+        Value::Array(elements) => {
+            for element in elements {
+                descend("[]", element, path);
+            }
+        }
+        Value::Object(members) => {
+            for (name, child) in members {
+                if !(path.is_empty() && SYSTEM_PROPERTIES.contains(&name.as_str())) {
+                    descend(name, child, path);
+                }
             }
         }
         _ => {}

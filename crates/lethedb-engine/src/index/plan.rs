@@ -22,7 +22,7 @@ use crate::error::EngineResult;
 use crate::keys;
 use crate::partitions::partition_key::{PartitionKeyPart, PartitionKeyValue};
 use crate::scan_visit::try_scan;
-use lethedb_query::{encode_sort_key, IndexConjunct};
+use lethedb_query::{encode_sort_key, IndexConjunct, ProbeKind};
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use std::ops::ControlFlow;
 
@@ -39,45 +39,60 @@ pub(crate) struct IndexAccess {
     pub(crate) ranges: Vec<KeyRange>,
     /// The probes that are equalities (index seeks); the others are range scans.
     pub(crate) seeks: u64,
-    /// The index paths read, each once, in the query's order.
+    /// The range index paths read, each once, in the query's order.
     pub(crate) paths: Vec<Vec<String>>,
+    /// The spatial index paths read, each once, in the query's order.
+    pub(crate) spatial_paths: Vec<Vec<String>>,
 }
 
 /// The conjuncts the container's index can serve: those whose every probe's path the policy
-/// indexes (an entry exists for every value at such a path, whatever the item).
+/// indexes in the probe's kind (a range entry exists for every value at such a path, and
+/// spatial entries for every geometry, whatever the item).
 pub(crate) fn accesses(container: &Container, conjuncts: &[IndexConjunct]) -> Vec<IndexAccess> {
     let policy = &container.index_policy;
-    let number = container.key_number();
     conjuncts
         .iter()
         .enumerate()
         .filter(|(_, conjunct)| {
-            conjunct
-                .probes
-                .iter()
-                .all(|probe| policy.coverage(&probe.path).is_indexed())
+            conjunct.probes.iter().all(|probe| match probe.kind {
+                ProbeKind::Range => policy.coverage(&probe.path).is_indexed(),
+                ProbeKind::Spatial => policy.spatially_indexed(&probe.path),
+            })
         })
-        .map(|(position, conjunct)| {
-            let mut access = IndexAccess {
-                conjunct: position,
-                ranges: Vec::new(),
-                seeks: 0,
-                paths: Vec::new(),
-            };
-            for probe in &conjunct.probes {
-                let prefix = keys::index_path_prefix(number, &probe.path);
-                let bound = |sort_key: &[u8]| [prefix.as_slice(), sort_key].concat();
-                access
-                    .ranges
-                    .push(KeyRange::between(bound(&probe.start), bound(&probe.end)));
-                access.seeks += u64::from(probe.seek);
-                if !access.paths.contains(&probe.path) {
-                    access.paths.push(probe.path.clone());
-                }
-            }
-            access
-        })
+        .map(|(position, conjunct)| access_of(container.key_number(), position, conjunct))
         .collect()
+}
+
+/// The ranges of index entries that `conjunct` (served conjunct `position`) reads.
+fn access_of(number: u64, position: usize, conjunct: &IndexConjunct) -> IndexAccess {
+    let mut access = IndexAccess {
+        conjunct: position,
+        ranges: Vec::new(),
+        seeks: 0,
+        paths: Vec::new(),
+        spatial_paths: Vec::new(),
+    };
+    for probe in &conjunct.probes {
+        let (prefix, paths) = match probe.kind {
+            ProbeKind::Range => (
+                keys::index_path_prefix(number, &probe.path),
+                &mut access.paths,
+            ),
+            ProbeKind::Spatial => (
+                keys::index_spatial_prefix(number, &probe.path),
+                &mut access.spatial_paths,
+            ),
+        };
+        if !paths.contains(&probe.path) {
+            paths.push(probe.path.clone());
+        }
+        let bound = |sort_key: &[u8]| [prefix.as_slice(), sort_key].concat();
+        access
+            .ranges
+            .push(KeyRange::between(bound(&probe.start), bound(&probe.end)));
+        access.seeks += u64::from(probe.seek);
+    }
+    access
 }
 
 /// How many entries `access` reads, counting no further than `bound + 1`.
@@ -185,7 +200,10 @@ pub(crate) fn choose(
             // A conjunct on the partition key names the whole partition or nothing: never
             // fewer documents than the partition's own scan reads.
             let key_paths = &container.partition_key.paths;
-            usable.retain(|access| !access.paths.iter().all(|path| key_paths.contains(path)));
+            usable.retain(|access| {
+                !access.spatial_paths.is_empty()
+                    || !access.paths.iter().all(|path| key_paths.contains(path))
+            });
             if usable.is_empty() {
                 return Ok(None);
             }

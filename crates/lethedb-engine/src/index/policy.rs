@@ -8,7 +8,8 @@
 //! path `/` is the root subtree `/*`, and a policy naming neither includes the root, as the
 //! service fills it in. `id` and `_ts` are always indexed unless the mode is `none`.
 //!
-//! It also says how the policy serves an ORDER BY (`IndexPolicy::order_by`): which index, or
+//! It also says which paths have spatial entries (`spatialIndexes`, `spatially_indexed`), and
+//! how the policy serves an ORDER BY (`IndexPolicy::order_by`): which index, or
 //! why none can. This module only answers questions about the policy; it reads no items and
 //! decides no query's plan or result.
 
@@ -106,6 +107,8 @@ pub(crate) struct IndexPolicy {
     /// The included paths that name a value (`/a/b/?`, no array step) and win over every
     /// excluded path: an item lacking one has an entry saying it is undefined.
     explicit: Vec<Vec<String>>,
+    /// The paths of `spatialIndexes`: a geometry at a path one covers has spatial entries.
+    spatial: Vec<Pattern>,
 }
 
 /// The properties the service indexes whatever the policy says, unless the mode is `none`.
@@ -137,6 +140,7 @@ impl IndexPolicy {
             excluded,
             composites: composites(policy),
             explicit: Vec::new(),
+            spatial: spatial_patterns(policy),
         };
         let mut explicit: Vec<Vec<String>> = compiled
             .included
@@ -176,6 +180,18 @@ impl IndexPolicy {
             (Some(_), _) => Coverage::Wildcard,
             (None, _) => Coverage::Excluded,
         }
+    }
+
+    /// Whether a geometry at `path` has spatial entries: a `spatialIndexes` path names it, or
+    /// (ending in `/*`) a path above it. Every geometry type is indexed whatever the index's
+    /// `types`, so that a query the index serves finds what a scan finds.
+    pub(crate) fn spatially_indexed(&self, path: &[String]) -> bool {
+        !self.indexes_nothing && most_precise(&self.spatial, path).is_some()
+    }
+
+    /// Whether the policy has a spatial index at all.
+    pub(crate) fn has_spatial(&self) -> bool {
+        !self.indexes_nothing && !self.spatial.is_empty()
     }
 
     /// The composite indexes, in the policy's order.
@@ -269,6 +285,20 @@ impl EarlierPolicies {
     pub(crate) fn is_empty(&self) -> bool {
         self.sources.is_empty()
     }
+}
+
+/// The paths of a policy's spatial indexes (`/a/*` or `/a/?`), parsed.
+fn spatial_patterns(policy: &Value) -> Vec<Pattern> {
+    policy
+        .get("spatialIndexes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|index| index.get("path").and_then(Value::as_str))
+        .map(Pattern::parse)
+        // The root names every path; the service refuses it (`catalog/search_policy.rs`).
+        .filter(|pattern| !pattern.segments.is_empty())
+        .collect()
 }
 
 /// The composite indexes of a policy: each a list of `{path, order}`; a path ending in `/?` or

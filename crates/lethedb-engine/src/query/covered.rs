@@ -28,7 +28,7 @@ use crate::records::{read_counters, ItemRecord};
 use crate::ttl::expiry::oldest_expired;
 use lethedb_query::{
     decode_scalar_key, type_bounds, CoveredAggregate, CoveredQuery, IndexConjunct, IndexProbe,
-    Prepared,
+    Prepared, ProbeKind,
 };
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
@@ -107,6 +107,7 @@ fn partition_conjunct(container: &Container, scope: &ScanScope) -> Option<IndexC
             start,
             end,
             seek: true,
+            kind: ProbeKind::Range,
         }],
     })
 }

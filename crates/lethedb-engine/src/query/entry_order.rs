@@ -14,9 +14,9 @@
 //! (`index/entries.rs`), and pushes those after the token in that order: no row is skipped or
 //! repeated. The verify mode compares the two (`query/page.rs`).
 //!
-//! Which conjuncts may: those whose probes all read one path without array steps, as
-//! disjoint ranges, where each document has at most one entry, so entry order pushes each
-//! document once. Other plans keep the scan's order (`query/seek.rs`).
+//! Which conjuncts may: those whose probes all read one path's range index without array
+//! steps, as disjoint ranges, where each document has at most one entry, so entry order pushes
+//! each document once (a spatial index gives a geometry an entry per cell). Other plans keep the scan's order (`query/seek.rs`).
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
@@ -27,7 +27,7 @@ use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{indexed_item, item_in_scope, IndexTally};
 use crate::records::ItemRecord;
 use crate::scan_visit::try_scan;
-use lethedb_query::{encode_sort_key, IndexConjunct, PageRun};
+use lethedb_query::{encode_sort_key, IndexConjunct, IndexProbe, PageRun, ProbeKind};
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
 use std::ops::{Bound, ControlFlow};
@@ -60,7 +60,8 @@ pub(crate) fn entry_walk(
 ) -> Option<EntryWalk> {
     let probes = &conjuncts.get(conjunct)?.probes;
     let path = &probes.first()?.path;
-    if path.iter().any(|name| name == "[]") || probes.iter().any(|probe| probe.path != *path) {
+    let one_range_path = |probe: &IndexProbe| probe.path == *path && probe.kind == ProbeKind::Range;
+    if path.iter().any(|name| name == "[]") || !probes.iter().all(one_range_path) {
         return None;
     }
     let mut ranges: Vec<(Vec<u8>, Vec<u8>)> = probes

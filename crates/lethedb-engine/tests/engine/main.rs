@@ -32,6 +32,7 @@ mod resources;
 mod script_resources;
 mod scripts;
 mod shared_store;
+mod spatial_index;
 mod sweeper;
 mod ttl_overview;
 mod ttl_paths;

@@ -1,6 +1,7 @@
 //! The built-in scalar functions of the language, dispatched on `Builtin` to one module per
 //! family: `types`, `strings`, `math`, `arrays`, `dates`, `vectors`, `spatial`, `text`
-//! (argument readers in `args`).
+//! (argument readers in `args`), and the grid a spatial index keys geometries by
+//! (`spatial_grid`).
 //!
 //! As in the service, a function given arguments of the wrong type returns `undefined`
 //! instead of failing; an unknown name or a wrong argument count is caught before execution
@@ -12,6 +13,7 @@ mod arrays;
 mod dates;
 mod math;
 mod spatial;
+pub(crate) mod spatial_grid;
 mod strings;
 pub(crate) mod text;
 mod types;

@@ -74,7 +74,7 @@ fn area(geometry: &Geometry) -> f64 {
 
 /// A GeoJSON value as a geometry, or why it is not a valid one (the reasons are LetheDB's
 /// words, the service's where its documentation shows one).
-fn geometry(value: &Value) -> Result<Geometry, String> {
+pub(super) fn geometry(value: &Value) -> Result<Geometry, String> {
     let Value::Object(object) = value else {
         return Err("The input is not a GeoJSON object.".into());
     };

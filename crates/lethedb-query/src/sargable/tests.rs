@@ -338,3 +338,49 @@ fn a_filter_is_served_exactly_only_when_every_conjunct_is() {
     assert_eq!(exact("STARTSWITH(c.a, @long)"), None);
     assert_eq!(exact("NOT (c.a = 1)"), None);
 }
+
+#[test]
+fn spatial_functions_are_served_by_spatial_probes_never_exactly() {
+    let point = json!({"type": "Point", "coordinates": [-122.1, 47.6]});
+    let square = json!({"type": "Polygon",
+        "coordinates": [[[-1, -1], [1, -1], [1, 1], [-1, 1], [-1, -1]]]});
+    let parameters = [("@p", point), ("@g", square), ("@r", json!(500))];
+    let served = [
+        "ST_DISTANCE(c.loc, @p) < 500",
+        "ST_DISTANCE(@p, c.loc) <= @r",
+        "@r > ST_DISTANCE(c.loc, @p)",
+        "ST_DISTANCE(c.loc, {'type': 'Point', 'coordinates': [-122.1, 47.6]}) < 10",
+        "ST_WITHIN(c.loc, @g)",
+        "ST_WITHIN(@g, c.loc)",
+        "ST_INTERSECTS(@g, c.loc) AND c.n = 1",
+    ];
+    for filter in served {
+        let conjuncts = conjuncts_of(filter, &parameters);
+        let spatial: Vec<&IndexProbe> = conjuncts[0].probes.iter().collect();
+        assert!(!spatial.is_empty(), "{filter}");
+        assert!(
+            spatial
+                .iter()
+                .all(|probe| probe.kind == ProbeKind::Spatial && probe.path == ["loc"]),
+            "{filter}"
+        );
+    }
+    let refused = [
+        "ST_DISTANCE(c.loc, @p) > 500",
+        "ST_DISTANCE(c.loc, @p) = 0",
+        "ST_DISTANCE(c.loc, c.other) < 500",
+        "ST_DISTANCE(c.loc, @g) < 500",
+        "ST_DISTANCE(c.loc, @p) < 'far'",
+        "NOT ST_WITHIN(c.loc, @g)",
+        "ST_WITHIN(c.loc, @r)",
+        "ST_WITHIN(c.loc, c.area)",
+        "ST_ISVALID(c.loc)",
+    ];
+    for filter in refused {
+        assert!(conjuncts_of(filter, &parameters).is_empty(), "{filter}");
+    }
+    assert_eq!(
+        exact("ST_WITHIN(c.loc, {'type': 'Point', 'coordinates': [0, 0]})"),
+        None
+    );
+}

@@ -84,3 +84,58 @@ fn composite_entries_sort_by_components_in_their_directions() {
     let first_b = composite_of(json!({"id": "4", "a": 1, "b": "a"}));
     assert!(first_b < low);
 }
+
+#[test]
+fn geometries_under_a_spatial_path_have_one_entry_per_cell() {
+    let spatial = policy(json!({"includedPaths": [{"path": "/*"}],
+        "spatialIndexes": [{"path": "/loc/*", "types": ["Point"]}, {"path": "/home/?"}]}));
+    let spatial_keys = |found: &[Vec<u8>]| -> Vec<Vec<u8>> {
+        found
+            .iter()
+            .filter(|key| key[8] == keys::INDEX_KIND_SPATIAL)
+            .cloned()
+            .collect()
+    };
+    let cell_entries = |path: &[&str], geometry: &Value| -> Vec<Vec<u8>> {
+        let path: Vec<String> = path.iter().map(ToString::to_string).collect();
+        let cells = lethedb_query::spatial_cells(geometry).expect("a geometry");
+        cells
+            .iter()
+            .map(|cell| {
+                let mut key = keys::index_spatial_prefix(3, &path);
+                key.extend_from_slice(cell);
+                key.extend_from_slice(&7u64.to_be_bytes());
+                key
+            })
+            .collect()
+    };
+    let point = json!({"type": "Point", "coordinates": [179.9, -16.5]});
+    let square = json!({"type": "Polygon",
+        "coordinates": [[[0, 0], [10, 0], [10, 10], [0, 10], [0, 0]]]});
+    let found = entries_of(
+        &spatial,
+        json!({"id": "a", "loc": point, "home": square,
+            "other": point, "broken": {"loc": 1},
+            "nested": {"x": 1}}),
+    );
+    let mut expected = cell_entries(&["loc"], &point);
+    expected.extend(cell_entries(&["home"], &square));
+    expected.sort();
+    assert_eq!(spatial_keys(&found), expected);
+    assert!(expected.len() > 1 && expected.len() <= 9);
+    // Below a `/*` path every geometry is indexed at its own path, array elements included;
+    // below a `/?` path nothing is; a value that is no geometry has no entry.
+    let deeper = entries_of(
+        &spatial,
+        json!({"loc": {"a": point, "list": [point, {"type": "Point"}]},
+            "home": {"a": point}}),
+    );
+    let mut expected = cell_entries(&["loc", "a"], &point);
+    expected.extend(cell_entries(&["loc", "list", "[]"], &point));
+    expected.sort();
+    assert_eq!(spatial_keys(&deeper), expected);
+    // Mode none indexes nothing, spatial entries included.
+    let none = policy(json!({"indexingMode": "none",
+        "spatialIndexes": [{"path": "/loc/*", "types": ["Point"]}]}));
+    assert!(entries_of(&none, json!({"loc": point})).is_empty());
+}
