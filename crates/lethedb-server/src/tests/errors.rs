@@ -16,6 +16,7 @@ fn raise(code: Code) -> ApiError {
     match code {
         Code::Engine(engine_code) => ApiError::from(EngineError::new(engine_code)),
         Code::TooManyRequests => ApiError::too_many_requests(250),
+        Code::ThroughputBucketSpent => ApiError::throughput_bucket_spent(250),
         other => ApiError::from_code(other),
     }
 }
