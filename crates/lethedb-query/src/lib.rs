@@ -45,6 +45,7 @@ mod sort_key;
 mod subquery;
 mod token;
 mod value;
+mod vector_search;
 mod vectors;
 
 pub use ast::{
@@ -71,4 +72,5 @@ pub use sort_key::{
 };
 pub use token::CONTINUATION_CHARS_MAX;
 pub use value::{canonical_key, total_order, type_rank};
+pub use vector_search::VectorSearch;
 pub use vectors::{Distance, VectorPolicy};

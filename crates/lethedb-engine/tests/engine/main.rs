@@ -36,4 +36,5 @@ mod sweeper;
 mod ttl_overview;
 mod ttl_paths;
 mod unique_keys;
+mod vector_search;
 mod write_charges;
