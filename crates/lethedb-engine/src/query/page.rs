@@ -153,7 +153,7 @@ impl PageInputs<'_> {
             return Ok(vec![self.resumed_entries(space)?]);
         }
         if let Some(vector) = vector_plan(self.prepared, self.container) {
-            accesses.push(Access::Vector(vector));
+            accesses.push(Access::Vector(vector.exact()));
         }
         if !index_ready_in(self.reader, self.container)? {
             return Ok(accesses);
@@ -375,14 +375,14 @@ impl PageInputs<'_> {
             ),
             Access::Vector(plan) => {
                 let fed = scan.vector_order(self.reader, self.scope, self.vectors, plan, run)?;
-                let tally = if let Some(tally) = fed {
-                    tally
+                if let Some(fed) = fed {
+                    fed
                 } else {
                     // The set cannot serve this snapshot: the scan decides this page.
                     *run = self.start()?;
-                    scan.run(self.reader, self.scope, run)?
-                };
-                (tally, IndexTally::default())
+                    let tally = scan.run(self.reader, self.scope, run)?;
+                    (tally, IndexTally::default())
+                }
             }
             // Answered by `run_covered`, which reads no documents.
             Access::Covered(_) => (ScanTally::default(), IndexTally::default()),

@@ -15,13 +15,17 @@ use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::EngineResult;
 use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
+use crate::query::seek::IndexTally;
 use crate::records::read_counters;
+use crate::search::ann::AnnSpec;
+use crate::search::ann_upkeep::index_pending;
 use crate::search::kernels::Probe;
 use crate::search::vector_set::{Scored, VectorSet};
 use crate::search::vector_sync::sync;
 use crate::search::VectorStores;
-use lethedb_query::{PageRun, Prepared, VectorSearch};
+use lethedb_query::{Distance, PageRun, Prepared, VectorSearch};
 use lethedb_storage::{ReadTxn, Table};
+use serde_json::Value;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashSet};
 use std::sync::{PoisonError, RwLock, RwLockReadGuard};
@@ -29,12 +33,29 @@ use std::sync::{PoisonError, RwLock, RwLockReadGuard};
 /// The fewest candidates scored items are taken in, and how many per row the query returns.
 const BATCH_MIN: usize = 64;
 const BATCH_PER_ROW: usize = 4;
+/// The service's default `indexingSearchListSize` and `searchListSizeMultiplier`, and the
+/// largest multiplier honoured.
+const SEARCH_LIST_DEFAULT: usize = 100;
+const SEARCH_LIST_MULTIPLIER_DEFAULT: f64 = 10.0;
+const SEARCH_LIST_MULTIPLIER_MAX: f64 = 100.0;
 
 /// A vector search the container's set can serve.
 #[derive(Clone, Debug)]
 pub(crate) struct VectorPlan {
     pub(crate) search: VectorSearch,
     pub(crate) dimensions: usize,
+    /// The graph of the path's `quantizedFlat` or `diskANN` index, when the search may be
+    /// approximate (not `bruteForce`, and by the index's own distance function).
+    pub(crate) ann: Option<AnnSpec>,
+}
+
+impl VectorPlan {
+    /// The same search, exact (the verify mode compares pages with the scan, which an
+    /// approximate page need not equal).
+    pub(crate) fn exact(mut self) -> VectorPlan {
+        self.ann = None;
+        self
+    }
 }
 
 /// The plan of a page whose query is a vector search over a path of the container's vector
@@ -48,7 +69,52 @@ pub(crate) fn vector_plan(prepared: &Prepared, container: &Container) -> Option<
         .iter()
         .find(|embedding| embedding.path == wanted)?;
     let dimensions = usize::try_from(embedding.dimensions).ok()?;
-    (search.vector.len() == dimensions).then_some(VectorPlan { search, dimensions })
+    if search.vector.len() != dimensions {
+        return None;
+    }
+    let ann = approximate_index(container, &wanted)
+        .filter(|spec| !search.brute_force && spec.distance == search.distance);
+    Some(VectorPlan {
+        search,
+        dimensions,
+        ann,
+    })
+}
+
+/// The graph a `quantizedFlat` or `diskANN` index on `path` asks for: the embedding's distance
+/// function and the index's `indexingSearchListSize`.
+fn approximate_index(container: &Container, path: &str) -> Option<AnnSpec> {
+    let resource = &container.resource;
+    let by_path = |list: Option<&Value>| {
+        list?
+            .as_array()?
+            .iter()
+            .find(|entry| entry.get("path").and_then(Value::as_str) == Some(path))
+            .cloned()
+    };
+    let index = by_path(
+        resource
+            .get("indexingPolicy")
+            .and_then(|policy| policy.get("vectorIndexes")),
+    )?;
+    let kind = index.get("type").and_then(Value::as_str)?;
+    if !kind.eq_ignore_ascii_case("quantizedFlat") && !kind.eq_ignore_ascii_case("diskANN") {
+        return None;
+    }
+    let embedding = by_path(
+        resource
+            .get("vectorEmbeddingPolicy")
+            .and_then(|policy| policy.get("vectorEmbeddings")),
+    )?;
+    let distance = Distance::parse(embedding.get("distanceFunction")?.as_str()?)?;
+    let search_list = index
+        .get("indexingSearchListSize")
+        .and_then(Value::as_u64)
+        .map_or(SEARCH_LIST_DEFAULT, |size| size as usize);
+    Some(AnnSpec {
+        distance,
+        search_list,
+    })
 }
 
 /// A total order on closeness bounds, for the heap of the rows that passed.
@@ -67,10 +133,30 @@ impl Ord for Bound {
     }
 }
 
+/// The documents a vector page has pushed, and how it pushes one more.
+struct Feed<'a, 'r> {
+    reader: &'a dyn ReadTxn,
+    visit: ItemVisit<'a>,
+    run: &'r mut PageRun,
+    pushed: HashSet<&'a [u8]>,
+}
+
+impl<'a> Feed<'a, '_> {
+    /// Loads and pushes the item at `key` unless it was pushed already; whether a row of it
+    /// passed the filter (a repeated key answers false).
+    fn push(&mut self, key: &'a [u8]) -> EngineResult<bool> {
+        if !self.pushed.insert(key) {
+            return Ok(false);
+        }
+        load(self.reader, &mut self.visit, self.run, key)
+    }
+}
+
 impl PageScan<'_> {
-    /// Feeds `run` from the vector set of `plan`'s path; `None` when the set cannot serve this
-    /// snapshot (it moved past it further than its journal remembers, or the query vector is
-    /// out of range) and the page must scan.
+    /// Feeds `run` from the vector set of `plan`'s path, with what the page read of an
+    /// approximate graph (one lookup when its candidates served the page); `None` when the set
+    /// cannot serve this snapshot (it moved past it further than its journal remembers, or the
+    /// query vector is out of range) and the page must scan.
     pub(crate) fn vector_order(
         &self,
         reader: &dyn ReadTxn,
@@ -78,7 +164,7 @@ impl PageScan<'_> {
         stores: &VectorStores,
         plan: &VectorPlan,
         run: &mut PageRun,
-    ) -> EngineResult<Option<ScanTally>> {
+    ) -> EngineResult<Option<(ScanTally, IndexTally)>> {
         let started = Stopwatch::start();
         let Some(probe) = Probe::new(&plan.search.vector, plan.search.distance) else {
             return Ok(None);
@@ -89,55 +175,118 @@ impl PageScan<'_> {
             &plan.search.path,
             plan.dimensions,
         );
-        let set = synced(&set, reader, self.container, &plan.search.path, lsn)?;
+        let set = synced(&set, reader, self.container, plan, lsn)?;
         let Some(changed) = set.changed_after(lsn) else {
             return Ok(None);
         };
         run.feed_in_sort_order()?;
         let in_scope = |key: &[u8]| scope.spans(key);
-        let mut undefined = Vec::new();
-        let mut scored = set.score(&probe, &in_scope, &mut undefined);
+        let rows = usize::try_from(plan.search.rows).unwrap_or(usize::MAX);
+        let mut feed = Feed {
+            reader,
+            visit: self.visitor(scope),
+            run,
+            pushed: HashSet::new(),
+        };
         let mut forced: Vec<&[u8]> = changed.into_iter().filter(|key| in_scope(key)).collect();
         forced.extend(set.irregular_keys(&in_scope));
-        forced.extend(undefined.iter().map(|&slot| set.key(slot)));
         forced.sort_unstable();
-        forced.dedup();
-        let mut visit = self.visitor(scope);
-        for key in &forced {
-            load(reader, &mut visit, run, key)?;
+        for key in forced {
+            feed.push(key)?;
         }
-        let forced: HashSet<&[u8]> = forced.into_iter().collect();
-        let rows = usize::try_from(plan.search.rows).unwrap_or(usize::MAX);
-        feed_best(&mut scored, rows, |slot| {
-            let key = set.key(slot);
-            if forced.contains(key) {
-                return Ok(false);
+        let served = match plan.ann.filter(|_| set.ann_failure.is_none()) {
+            Some(_) => feed_approximate(&set, &probe, plan, rows, &in_scope, &mut feed)?,
+            None => false,
+        };
+        if !served {
+            let mut undefined = Vec::new();
+            let mut scored = set.score(&probe, &in_scope, &mut undefined);
+            for slot in undefined {
+                feed.push(set.key(slot))?;
             }
-            load(reader, &mut visit, run, key)
-        })?;
-        visit.tally.scan = started.elapsed();
-        Ok(Some(visit.tally))
+            feed_best(&mut scored, rows, |slot| feed.push(set.key(slot)))?;
+        }
+        let mut tally = feed.visit.tally;
+        tally.scan = started.elapsed();
+        let index = IndexTally {
+            lookups: u64::from(served),
+            ..IndexTally::default()
+        };
+        Ok(Some((tally, index)))
     }
 }
 
+/// Feeds the graph's candidates, closest first, until `rows` of them passed the filter;
+/// whether they did (if not, the page goes on exactly). The graph is asked for the
+/// `searchListSizeMultiplier` (default 10) times `rows` closest in scope.
+fn feed_approximate<'a>(
+    set: &'a VectorSet,
+    probe: &Probe,
+    plan: &VectorPlan,
+    rows: usize,
+    in_scope: &dyn Fn(&[u8]) -> bool,
+    feed: &mut Feed<'a, '_>,
+) -> EngineResult<bool> {
+    let Some(ann) = &set.ann else {
+        return Ok(false);
+    };
+    let multiplier = plan
+        .search
+        .search_list_multiplier
+        .unwrap_or(SEARCH_LIST_MULTIPLIER_DEFAULT)
+        .clamp(1.0, SEARCH_LIST_MULTIPLIER_MAX);
+    let count = ((rows as f64) * multiplier).ceil() as usize;
+    let count = count.clamp(rows, set.len().max(rows));
+    let admit = |slot: u32| {
+        set.in_ann.get(slot as usize) == Some(&true)
+            && set.has_vector(slot)
+            && in_scope(set.key(slot))
+    };
+    let Ok(candidates) = ann.search(&probe.vector, count, count, admit) else {
+        return Ok(false);
+    };
+    let mut passed = 0;
+    for slot in candidates {
+        if passed >= rows {
+            break;
+        }
+        if feed.push(set.key(slot))? {
+            passed += 1;
+        }
+    }
+    Ok(passed >= rows)
+}
+
 /// The set, brought to the snapshot whose container LSN is `lsn` unless it is already there
-/// or past it, for reading.
+/// or past it, with its graph caught up when the plan uses one, for reading.
 fn synced<'s>(
     set: &'s RwLock<VectorSet>,
     reader: &dyn ReadTxn,
     container: &Container,
-    path: &[String],
+    plan: &VectorPlan,
     lsn: u64,
 ) -> EngineResult<RwLockReadGuard<'s, VectorSet>> {
+    let graph_ready = |set: &VectorSet| match plan.ann {
+        None => true,
+        Some(spec) => {
+            set.ann_failure.is_some()
+                || (set.ann.as_ref().is_some_and(|ann| ann.spec == spec)
+                    && set.ann_pending.is_empty())
+        }
+    };
     loop {
         let reading = set.read().unwrap_or_else(PoisonError::into_inner);
-        if reading.lsn.is_some_and(|at| at >= lsn) {
+        if reading.lsn.is_some_and(|at| at >= lsn) && graph_ready(&reading) {
             return Ok(reading);
         }
         drop(reading);
         let mut writing = set.write().unwrap_or_else(PoisonError::into_inner);
         if writing.lsn.is_none_or(|at| at < lsn) {
-            sync(&mut writing, reader, container, path, lsn)?;
+            sync(&mut writing, reader, container, &plan.search.path, lsn)?;
+        }
+        if let Some(spec) = plan.ann {
+            writing.attach_ann(spec);
+            index_pending(&mut writing);
         }
     }
 }

@@ -8,6 +8,8 @@
 //! restart, and the page computes every score it returns from the documents it loads. Policies
 //! are checked in `catalog/search_policy.rs`; queries reach this module from `query/`.
 
+pub(crate) mod ann;
+pub(crate) mod ann_upkeep;
 pub(crate) mod kernels;
 pub(crate) mod vector_set;
 pub(crate) mod vector_sync;

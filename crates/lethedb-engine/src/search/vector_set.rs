@@ -10,6 +10,7 @@
 //! newer vectors. It decides no visibility: expiry, deletion and scope are checked on every
 //! document a search loads, through the scan's one visibility check.
 
+use crate::search::ann::{Ann, AnnSpec};
 use crate::search::kernels::{Closeness, Probe, COMPONENT_MAGNITUDE_MAX};
 use serde_json::Value;
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -50,6 +51,17 @@ pub(crate) struct VectorSet {
     /// The item keys changed after `journal_from`, with the LSN of each change, oldest first.
     journal: VecDeque<(u64, Vec<u8>)>,
     journal_from: u64,
+    /// The approximate graph of a `quantizedFlat` or `diskANN` index over the slots, if the
+    /// path has one (`search/ann_upkeep.rs` keeps it).
+    pub(crate) ann: Option<Ann>,
+    /// Whether each slot's current vector is in the graph.
+    pub(crate) in_ann: Vec<bool>,
+    /// Slots whose vector changed since the graph last took them.
+    pub(crate) ann_pending: Vec<u32>,
+    /// Nodes removed from the graph since it was made.
+    pub(crate) ann_removed: usize,
+    /// Why the graph failed, if it did: the path is then searched exactly.
+    pub(crate) ann_failure: Option<String>,
 }
 
 impl VectorSet {
@@ -66,13 +78,68 @@ impl VectorSet {
             irregular: 0,
             journal: VecDeque::new(),
             journal_from: 0,
+            ann: None,
+            in_ann: Vec::new(),
+            ann_pending: Vec::new(),
+            ann_removed: 0,
+            ann_failure: None,
         }
     }
 
     /// Empties the set before a rebuild as of `lsn`.
     pub(crate) fn clear(&mut self, lsn: u64) {
+        let spec = self.ann.as_ref().map(|ann| ann.spec);
         *self = VectorSet::new(self.dimensions);
         self.journal_from = lsn;
+        if let Some(spec) = spec {
+            self.attach_ann(spec);
+        }
+    }
+
+    /// Gives the set a graph built with `spec` (a new one, holding no slot yet, when it has
+    /// none or one built otherwise).
+    pub(crate) fn attach_ann(&mut self, spec: AnnSpec) {
+        if self.ann.as_ref().is_some_and(|ann| ann.spec == spec) {
+            return;
+        }
+        match Ann::new(self.dimensions, spec) {
+            Ok(ann) => {
+                self.ann = Some(ann);
+                self.ann_removed = 0;
+                self.in_ann = vec![false; self.keys.len()];
+                self.ann_pending = (0..self.keys.len() as u32).collect();
+            }
+            Err(failure) => self.ann_failure = Some(failure),
+        }
+    }
+
+    /// The vector of a slot.
+    pub(crate) fn vector(&self, slot: u32) -> &[f32] {
+        let start = slot as usize * self.dimensions;
+        &self.values[start..start + self.dimensions]
+    }
+
+    /// Whether a slot holds a vector.
+    pub(crate) fn has_vector(&self, slot: u32) -> bool {
+        self.kinds.get(slot as usize) == Some(&SlotKind::Vector)
+    }
+
+    /// Takes `slot`'s vector out of the graph, and queues it again when it has one.
+    fn unindex(&mut self, slot: u32) {
+        let Some(ann) = &self.ann else {
+            return;
+        };
+        let index = slot as usize;
+        if self.in_ann.get(index) == Some(&true) {
+            if let Err(failure) = ann.remove(slot) {
+                self.ann_failure = Some(failure);
+            }
+            self.in_ann[index] = false;
+            self.ann_removed += 1;
+        }
+        if self.kinds[index] == SlotKind::Vector {
+            self.ann_pending.push(slot);
+        }
     }
 
     /// Forgets the journal: the set was just rebuilt as of `lsn`.
@@ -105,6 +172,7 @@ impl VectorSet {
             self.kinds[index] = SlotKind::Irregular;
             self.irregular += 1;
         }
+        self.unindex(slot);
         self.note(lsn, key);
     }
 
@@ -119,6 +187,7 @@ impl VectorSet {
         }
         self.kinds[index] = SlotKind::Free;
         self.keys[index] = Vec::new();
+        self.unindex(slot);
         self.free.push(slot);
         self.note(lsn, key);
     }
@@ -128,6 +197,7 @@ impl VectorSet {
             slot
         } else {
             self.keys.push(Vec::new());
+            self.in_ann.push(false);
             self.kinds.push(SlotKind::Free);
             self.norms.push(0.0);
             self.values.resize(self.values.len() + self.dimensions, 0.0);
