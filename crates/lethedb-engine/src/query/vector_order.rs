@@ -14,6 +14,7 @@ use crate::catalog::search_policy::vector_embeddings;
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::EngineResult;
+use crate::keys;
 use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
 use crate::query::seek::IndexTally;
 use crate::records::read_counters;
@@ -24,7 +25,7 @@ use crate::search::vector_set::{Scored, VectorSet};
 use crate::search::vector_sync::sync;
 use crate::search::VectorStores;
 use lethedb_query::{Distance, PageRun, Prepared, VectorSearch};
-use lethedb_storage::{ReadTxn, Table};
+use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, HashSet};
@@ -180,7 +181,10 @@ impl PageScan<'_> {
             return Ok(None);
         };
         run.feed_in_sort_order()?;
-        let in_scope = |key: &[u8]| scope.spans(key);
+        // A scope of the whole container admits every key of the set without comparing it.
+        let whole = KeyRange::prefix(&keys::container_items_prefix(self.container.key_number()));
+        let everything = scope.span.start == whole.start && scope.span.end == whole.end;
+        let in_scope = |key: &[u8]| everything || scope.spans(key);
         let rows = usize::try_from(plan.search.rows).unwrap_or(usize::MAX);
         let mut feed = Feed {
             reader,
