@@ -13,7 +13,8 @@
 //! `prepare`; `paging`: `PageRun`; `token`: continuation tokens; `ordering`: what the index
 //! serving an ORDER BY does to its rows); the SDKs' client pipelines
 //! (`client_rewrite`, `client_plan`); computed properties (`computed`); the filter's conjuncts
-//! an index can serve (`sargable`, over the byte order of `sort_key`); and the ground they
+//! an index can serve (`sargable`, over the byte order of `sort_key`); the vector search a query
+//! asks for, which a store of vectors may serve (`vector_search`); and the ground they
 //! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
 //!

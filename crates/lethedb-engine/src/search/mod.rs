@@ -2,7 +2,9 @@
 //! embedding path of each container (`vector_set.rs`), brought forward to a query's snapshot
 //! from the change log (`vector_sync.rs`) and scanned with single-precision kernels whose error
 //! is bounded (`kernels.rs`), so an exact `ORDER BY VectorDistance(...)` loads only the
-//! documents that can make its top instead of every document in scope.
+//! documents that can make its top instead of every document in scope; and, for a path with a
+//! `quantizedFlat` or `diskANN` index, an approximate graph over those vectors (`ann.rs`),
+//! caught up with the set by the queries that use it (`ann_upkeep.rs`).
 //!
 //! Nothing here is durable or decides an answer: the sets are rebuilt from the store after a
 //! restart, and the page computes every score it returns from the documents it loads. Policies
