@@ -152,8 +152,9 @@ impl PageInputs<'_> {
         if space != 0 {
             return Ok(vec![self.resumed_entries(space)?]);
         }
-        if let Some(vector) = vector_plan(self.prepared, self.container) {
-            accesses.push(Access::Vector(vector.exact()));
+        let vector = vector_plan(self.prepared, self.container);
+        if let Some(vector) = &vector {
+            accesses.push(Access::Vector(vector.clone().exact()));
         }
         if !index_ready_in(self.reader, self.container)? {
             return Ok(accesses);
@@ -166,6 +167,9 @@ impl PageInputs<'_> {
             if let Some(plan) = plan::forced(self.reader, self.container, &conjuncts)? {
                 if let entries @ Access::Entries(_) = self.entry_order(plan.clone()) {
                     accesses.push(entries);
+                }
+                if let Some(vector) = &vector {
+                    accesses.push(Access::Vector(vector.clone().filtered(plan.clone())));
                 }
                 accesses.push(Access::Index(plan));
             }
@@ -187,10 +191,16 @@ impl PageInputs<'_> {
         if space != 0 {
             return self.resumed_entries(space);
         }
+        let ready = index_ready_in(self.reader, self.container)?;
         if let Some(vector) = vector_plan(self.prepared, self.container) {
-            return Ok(Access::Vector(vector));
+            // A selective filter is served first: its few candidates are scored exactly.
+            let index = if ready { self.index_plan(None)? } else { None };
+            return Ok(Access::Vector(match index {
+                Some(index) => vector.filtered(index),
+                None => vector,
+            }));
         }
-        if !index_ready_in(self.reader, self.container)? {
+        if !ready {
             return Ok(Access::Scan);
         }
         if let Some(covered) = self.covered_plan().filter(|_| cover) {

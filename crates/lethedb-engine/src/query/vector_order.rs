@@ -14,9 +14,10 @@ use crate::catalog::search_policy::vector_embeddings;
 use crate::clock::Stopwatch;
 use crate::container::Container;
 use crate::error::EngineResult;
+use crate::index::plan::IndexPlan;
 use crate::keys;
 use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
-use crate::query::seek::IndexTally;
+use crate::query::seek::{candidate_keys, IndexTally};
 use crate::records::read_counters;
 use crate::search::ann::AnnSpec;
 use crate::search::ann_upkeep::index_pending;
@@ -48,6 +49,9 @@ pub(crate) struct VectorPlan {
     /// The graph of the path's `quantizedFlat` or `diskANN` index, when the search may be
     /// approximate (not `bruteForce`, and by the index's own distance function).
     pub(crate) ann: Option<AnnSpec>,
+    /// The filter's candidates from the range index, when they are few (`index/plan.rs`):
+    /// only they are scored (the filter first), exactly.
+    pub(crate) candidates: Option<IndexPlan>,
 }
 
 impl VectorPlan {
@@ -55,6 +59,14 @@ impl VectorPlan {
     /// approximate page need not equal).
     pub(crate) fn exact(mut self) -> VectorPlan {
         self.ann = None;
+        self.candidates = None;
+        self
+    }
+
+    /// The same search over the filter's candidates `index` names.
+    pub(crate) fn filtered(mut self, index: IndexPlan) -> VectorPlan {
+        self.ann = None;
+        self.candidates = Some(index);
         self
     }
 }
@@ -79,6 +91,7 @@ pub(crate) fn vector_plan(prepared: &Prepared, container: &Container) -> Option<
         search,
         dimensions,
         ann,
+        candidates: None,
     })
 }
 
@@ -202,20 +215,38 @@ impl PageScan<'_> {
             Some(_) => feed_approximate(&set, &probe, plan, rows, &in_scope, &mut feed)?,
             None => false,
         };
+        let mut index = IndexTally {
+            lookups: u64::from(served),
+            ..IndexTally::default()
+        };
         if !served {
-            let mut undefined = Vec::new();
-            let mut scored = set.score(&probe, &in_scope, &mut undefined);
-            for slot in undefined {
-                feed.push(set.key(slot))?;
-            }
+            let mut scored = match &plan.candidates {
+                None => {
+                    let mut undefined = Vec::new();
+                    let scored = set.score(&probe, &in_scope, &mut undefined);
+                    for slot in undefined {
+                        feed.push(set.key(slot))?;
+                    }
+                    scored
+                }
+                Some(candidates) => {
+                    let (keys, tally) =
+                        candidate_keys(reader, self.container, candidates, scope, None)?;
+                    index = tally;
+                    let mut unscored = Vec::new();
+                    let scored = set.score_keys(&probe, &keys, &mut unscored);
+                    for key in unscored {
+                        if !feed.pushed.contains(key) {
+                            load(reader, &mut feed.visit, feed.run, key)?;
+                        }
+                    }
+                    scored
+                }
+            };
             feed_best(&mut scored, rows, |slot| feed.push(set.key(slot)))?;
         }
         let mut tally = feed.visit.tally;
         tally.scan = started.elapsed();
-        let index = IndexTally {
-            lookups: u64::from(served),
-            ..IndexTally::default()
-        };
         Ok(Some((tally, index)))
     }
 }

@@ -48,4 +48,12 @@ impl VectorStores {
             .or_insert_with(|| Arc::new(RwLock::new(VectorSet::new(dimensions))));
         Arc::clone(set)
     }
+
+    /// Drops the sets of a deleted container (a query still reading one keeps it until done).
+    pub(crate) fn forget(&self, container: u64) {
+        self.sets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|(number, _), _| *number != container);
+    }
 }

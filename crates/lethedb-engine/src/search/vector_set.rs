@@ -275,6 +275,32 @@ impl VectorSet {
         scored
     }
 
+    /// [`VectorSet::score`] over the items at `keys` only (a selective filter's candidates):
+    /// a key the set holds without a vector, or does not hold, goes to `unscored`.
+    pub(crate) fn score_keys<'k>(
+        &self,
+        probe: &Probe,
+        keys: &'k [Vec<u8>],
+        unscored: &mut Vec<&'k [u8]>,
+    ) -> Vec<Scored> {
+        let mut scored = Vec::with_capacity(keys.len());
+        for key in keys {
+            let slot = self.slots_by_key.get(key.as_slice()).copied();
+            let closeness = slot
+                .filter(|&slot| self.kinds[slot as usize] == SlotKind::Vector)
+                .and_then(|slot| {
+                    let start = slot as usize * self.dimensions;
+                    let vector = &self.values[start..start + self.dimensions];
+                    probe.closeness(vector, self.norms[slot as usize])
+                });
+            match (slot, closeness) {
+                (Some(slot), Some(closeness)) => scored.push(Scored { closeness, slot }),
+                _ => unscored.push(key),
+            }
+        }
+        scored
+    }
+
     /// The exact norm of a slot's vector.
     #[cfg(test)]
     pub(crate) fn norm(&self, slot: u32) -> f64 {

@@ -147,15 +147,24 @@ async fn filters_partitions_and_later_writes_are_honoured() {
     let (engine, clock) = loaded("diskANN", "euclidean").await;
     let q = vector(20_000);
     let text = "SELECT TOP 5 c.id FROM c ORDER BY VectorDistance(c.v, @q)";
-    // A filter that passes a third, one that passes a single item (the graph's hundred
-    // candidates hold too few: the exact search takes over), and one partition.
+    // A filter that passes a third, one that passes a single item (served first: the range
+    // index names its one candidate, the only document loaded), and one partition.
     let third = "SELECT TOP 5 c.id FROM c WHERE c.cat = 1 ORDER BY VectorDistance(c.v, @q)";
     let found = ids(&search(&engine, third, &q, None).await);
     assert!(recall(&found, &exact("euclidean", &q, 5, |n| n % 3 == 1)) >= 0.8);
     let one = "SELECT TOP 5 c.id FROM c WHERE c.id = 'i1234' ORDER BY VectorDistance(c.v, @q)";
     let single = search(&engine, one, &q, None).await;
     assert_eq!(ids(&single), vec!["i1234"]);
-    assert_eq!(single.index_lookups, 0, "the exact search took over");
+    assert!(
+        single.index_lookups > 0 && single.documents_scanned == 1,
+        "{single:?}"
+    );
+    // A filter the range index cannot serve that passes ten items: the graph's fifty
+    // candidates hold fewer than five of them, and the exact search finishes the page.
+    let few = "SELECT TOP 5 c.id FROM c WHERE LENGTH(c.id) = 2 ORDER BY VectorDistance(c.v, @q)";
+    let result = search(&engine, few, &q, None).await;
+    assert_eq!(ids(&result), exact("euclidean", &q, 5, |n| n < 10));
+    assert_eq!(result.index_lookups, 0, "the exact search took over");
     let found = ids(&search(&engine, text, &q, Some("p3")).await);
     assert_eq!(found.len(), 5);
     assert!(
