@@ -34,6 +34,7 @@ mod ttl;
 mod ttl_accuracy;
 mod ttl_sections;
 mod ttl_throughput;
+mod vectors;
 mod workload;
 
 use anyhow::Context as _;
@@ -70,6 +71,10 @@ enum Command {
     /// ORDER BY pages at several container sizes on a durable store, with ratios to the point
     /// read and, against a baseline build, the create rate and store size.
     IndexCurve(IndexCurveArgs),
+    /// Vector search in process: exact search against an in-memory dot-product scan, the
+    /// approximate indexes against exact with recall, creates with and without a vector
+    /// policy, and the memory per million vectors of each index kind.
+    Vectors(VectorArgs),
     /// Serve hello world (the HTTP ceiling).
     Hello {
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -207,6 +212,24 @@ struct SoakArgs {
 }
 
 #[derive(Args)]
+struct VectorArgs {
+    /// Items (vectors) in each container.
+    #[arg(long, default_value_t = 20_000)]
+    items: usize,
+    #[arg(long, default_value_t = 768)]
+    dimensions: usize,
+    #[arg(long, default_value_t = 20)]
+    queries: usize,
+    /// Vector index kinds, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "flat,quantizedFlat,diskANN"
+    )]
+    kinds: Vec<String>,
+}
+
+#[derive(Args)]
 struct IndexCurveArgs {
     /// Container sizes (items), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
@@ -281,6 +304,15 @@ fn main() -> anyhow::Result<()> {
                     Command::Scripts(args) => scripts_command(args).await,
                     Command::Soak(args) => soak_command(args).await,
                     Command::IndexCurve(args) => index_curve_command(args).await,
+                    Command::Vectors(args) => {
+                        vectors::run(vectors::VectorConfig {
+                            items: args.items,
+                            dimensions: args.dimensions,
+                            queries: args.queries,
+                            kinds: args.kinds,
+                        })
+                        .await
+                    }
                     Command::Hello { .. } => Ok(()),
                 }
             })

@@ -9,6 +9,7 @@ use crate::container::Container;
 use crate::error::ErrorCode;
 use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
+use crate::search::VectorStores;
 use crate::throughput::Budgets;
 use crate::ttl::sweep_stats::{SweepRegistry, SweeperConfig};
 use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
@@ -192,6 +193,8 @@ pub(crate) struct Inner {
     pub(crate) query_verify: bool,
     /// The queries whose filter the planner recently found unselective.
     pub(crate) plans: PlanMemory,
+    /// The decoded vectors exact vector search scans (`search/`).
+    pub(crate) vectors: VectorStores,
 }
 
 /// The engine. Cloning it is cheap and shares everything.

@@ -29,6 +29,7 @@ mod records;
 mod rids;
 mod scan_visit;
 mod scripts;
+mod search;
 mod throughput;
 mod ttl;
 pub mod writer;

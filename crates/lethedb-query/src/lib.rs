@@ -13,8 +13,10 @@
 //! `prepare`; `paging`: `PageRun`; `token`: continuation tokens; `ordering`: what the index
 //! serving an ORDER BY does to its rows); the SDKs' client pipelines
 //! (`client_rewrite`, `client_plan`, `hybrid_plan`); ORDER BY RANK (`ranking`: its scoring
-//! functions and rules; `scoring`: BM25 and reciprocal rank fusion); computed properties (`computed`); the filter's conjuncts
-//! an index can serve (`sargable`, over the byte order of `sort_key`); and the ground they
+//! functions and rules; `scoring`: BM25 and reciprocal rank fusion); computed properties
+//! (`computed`); the filter's conjuncts an index can serve (`sargable`, over the byte order of
+//! `sort_key`); the vector search a query asks for, which a store of vectors may serve
+//! (`vector_search`); and the ground they
 //! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
 //!
@@ -50,6 +52,7 @@ mod sort_key;
 mod subquery;
 mod token;
 mod value;
+mod vector_search;
 mod vectors;
 
 pub use ast::{
@@ -81,4 +84,5 @@ pub use sort_key::{
 };
 pub use token::CONTINUATION_CHARS_MAX;
 pub use value::{canonical_key, total_order, type_rank};
+pub use vector_search::VectorSearch;
 pub use vectors::{Distance, VectorPolicy};

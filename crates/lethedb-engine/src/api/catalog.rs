@@ -83,7 +83,8 @@ impl Engine {
 
     pub async fn delete_database(&self, database_id: &str) -> EngineResult<()> {
         let database_id = database_id.to_string();
-        self.inner
+        let numbers = self
+            .inner
             .writer
             .write(move |context| {
                 let key = keys::database_key(&database_id);
@@ -91,6 +92,7 @@ impl Engine {
                     return Err(database_not_found());
                 }
                 let mut containers = Vec::new();
+                let mut numbers = Vec::new();
                 context.scan(
                     Table::Catalog,
                     &KeyRange::prefix(&keys::container_prefix(&database_id)),
@@ -105,15 +107,20 @@ impl Engine {
                 for (key, record) in containers {
                     if let Some(record) = record {
                         delete_container_items(context, u64::from(record.number))?;
+                        numbers.push(u64::from(record.number));
                     }
                     context.delete(Table::Catalog, &key)?;
                 }
                 delete_children(context, ParentLevel::Database, &[&database_id])?;
                 context.delete(Table::Catalog, &key)?;
                 context.catalog_changed();
-                Ok(())
+                Ok(numbers)
             })
-            .await
+            .await?;
+        for number in numbers {
+            self.inner.vectors.forget(number);
+        }
+        Ok(())
     }
 
     pub async fn create_container(
@@ -284,7 +291,8 @@ impl Engine {
         container_id: &str,
     ) -> EngineResult<()> {
         let (database_id, container_id) = (database_id.to_string(), container_id.to_string());
-        self.inner
+        let number = self
+            .inner
             .writer
             .write(move |context| {
                 let existing = load_container(context.reader(), &database_id, &container_id)?
@@ -300,9 +308,11 @@ impl Engine {
                     &keys::container_key(&database_id, &container_id),
                 )?;
                 context.catalog_changed();
-                Ok(())
+                Ok(existing.key_number())
             })
-            .await
+            .await?;
+        self.inner.vectors.forget(number);
+        Ok(())
     }
 
     /// Items and bytes a container holds, expired items excluded even before the sweeper has

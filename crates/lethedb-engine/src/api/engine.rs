@@ -11,6 +11,7 @@ use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::DocumentCache;
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
+use crate::search::VectorStores;
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets, Priority};
 use crate::ttl::sweep_stats::SweepRegistry;
 use crate::writer::Writer;
@@ -69,6 +70,7 @@ impl Engine {
                 throughput_instances: config.throughput_instances.max(1),
                 query_verify: config.query_verify,
                 plans: PlanMemory::default(),
+                vectors: VectorStores::default(),
             }),
         })
     }

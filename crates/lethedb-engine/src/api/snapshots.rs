@@ -2,8 +2,8 @@
 //! return to it in an instant between tests. Each runs on the writer between groups
 //! (`Writer::on_store`), so every write acknowledged before it is in the snapshot and none
 //! acknowledged after it is lost by it; after a restore the cached container definitions (by
-//! the writer, before it answers) and parsed documents are dropped, as they may describe
-//! versions the store no longer has.
+//! the writer, before it answers), parsed documents and decoded vectors are dropped, as they
+//! may describe versions the store no longer has.
 //! Backends that keep no snapshots (PostgreSQL) refuse with a message naming export/import.
 
 use crate::engine::Engine;
@@ -62,6 +62,7 @@ impl Engine {
             .await?;
         if restored {
             self.inner.documents.clear();
+            self.inner.vectors.clear();
         }
         Ok(restored)
     }

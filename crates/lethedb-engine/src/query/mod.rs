@@ -18,6 +18,7 @@ pub(crate) mod ordering;
 pub(crate) mod page;
 pub(crate) mod scan;
 pub(crate) mod seek;
+pub(crate) mod vector_order;
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
@@ -271,6 +272,7 @@ impl Engine {
             reader: &*reader,
             rules,
             plans: &self.inner.plans,
+            vectors: &self.inner.vectors,
             container,
             cache: &self.inner.documents,
             prepared: &prepared,

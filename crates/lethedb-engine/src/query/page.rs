@@ -29,7 +29,9 @@ use crate::query::entry_order::{entry_walk, resumed_walk, EntryWalk};
 use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
+use crate::query::vector_order::{vector_plan, VectorPlan};
 use crate::records::read_counters;
+use crate::search::VectorStores;
 use lethedb_query::{IndexConjunct, OrderingRules, Page, PageRun, Prepared};
 use lethedb_storage::ReadTxn;
 use std::sync::Arc;
@@ -46,6 +48,8 @@ enum Access {
     Entries(EntryWalk),
     /// The same order from a scan of the scope, when the index cannot serve it.
     EntryScan(EntryWalk),
+    /// An `ORDER BY VectorDistance(...)` page fed from the container's vector set.
+    Vector(VectorPlan),
 }
 
 impl Access {
@@ -54,7 +58,9 @@ impl Access {
     fn baseline(&self) -> Option<Access> {
         match self {
             Access::Scan | Access::EntryScan(_) => None,
-            Access::Index(_) | Access::Walk(_) | Access::Covered(_) => Some(Access::Scan),
+            Access::Index(_) | Access::Walk(_) | Access::Covered(_) | Access::Vector(_) => {
+                Some(Access::Scan)
+            }
             Access::Entries(walk) => Some(Access::EntryScan(walk.clone())),
         }
     }
@@ -67,6 +73,8 @@ pub(crate) struct PageInputs<'a> {
     pub(crate) rules: OrderingRules,
     /// The queries recently found unselective (`index/plan_memory.rs`).
     pub(crate) plans: &'a PlanMemory,
+    /// The decoded vectors of the containers' embeddings (`search/`).
+    pub(crate) vectors: &'a VectorStores,
     pub(crate) container: &'a Arc<Container>,
     pub(crate) cache: &'a DocumentCache,
     pub(crate) prepared: &'a Prepared,
@@ -144,6 +152,10 @@ impl PageInputs<'_> {
         if space != 0 {
             return Ok(vec![self.resumed_entries(space)?]);
         }
+        let vector = vector_plan(self.prepared, self.container);
+        if let Some(vector) = &vector {
+            accesses.push(Access::Vector(vector.clone().exact()));
+        }
         if !index_ready_in(self.reader, self.container)? {
             return Ok(accesses);
         }
@@ -155,6 +167,9 @@ impl PageInputs<'_> {
             if let Some(plan) = plan::forced(self.reader, self.container, &conjuncts)? {
                 if let entries @ Access::Entries(_) = self.entry_order(plan.clone()) {
                     accesses.push(entries);
+                }
+                if let Some(vector) = &vector {
+                    accesses.push(Access::Vector(vector.clone().filtered(plan.clone())));
                 }
                 accesses.push(Access::Index(plan));
             }
@@ -176,7 +191,16 @@ impl PageInputs<'_> {
         if space != 0 {
             return self.resumed_entries(space);
         }
-        if !index_ready_in(self.reader, self.container)? {
+        let ready = index_ready_in(self.reader, self.container)?;
+        if let Some(vector) = vector_plan(self.prepared, self.container) {
+            // A selective filter is served first: its few candidates are scored exactly.
+            let index = if ready { self.index_plan(None)? } else { None };
+            return Ok(Access::Vector(match index {
+                Some(index) => vector.filtered(index),
+                None => vector,
+            }));
+        }
+        if !ready {
             return Ok(Access::Scan);
         }
         if let Some(covered) = self.covered_plan().filter(|_| cover) {
@@ -359,6 +383,17 @@ impl PageInputs<'_> {
                 scan.scan_in_entry_order(self.reader, self.scope, walk, run)?,
                 IndexTally::default(),
             ),
+            Access::Vector(plan) => {
+                let fed = scan.vector_order(self.reader, self.scope, self.vectors, plan, run)?;
+                if let Some(fed) = fed {
+                    fed
+                } else {
+                    // The set cannot serve this snapshot: the scan decides this page.
+                    *run = self.start()?;
+                    let tally = scan.run(self.reader, self.scope, run)?;
+                    (tally, IndexTally::default())
+                }
+            }
             // Answered by `run_covered`, which reads no documents.
             Access::Covered(_) => (ScanTally::default(), IndexTally::default()),
         })

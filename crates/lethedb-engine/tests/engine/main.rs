@@ -37,4 +37,6 @@ mod sweeper;
 mod ttl_overview;
 mod ttl_paths;
 mod unique_keys;
+mod vector_index;
+mod vector_search;
 mod write_charges;

@@ -1,0 +1,109 @@
+//! Bringing a vector set forward to a snapshot: from the change log, which holds every create,
+//! replace and delete of the container with its LSN and the version written, or by rebuilding
+//! it from the snapshot's items when the log no longer reaches back to the set (trimmed past
+//! its retention), when it was never built, or when deletes nobody logged (purges of expired
+//! items) have left it holding many more items than the container.
+//!
+//! Writes never wait for this: the set follows the store, read by the queries that need it,
+//! so a write into a container with a vector embedding costs what it costs without one. A TTL
+//! delete event is not applied: the item stays until it is purged, and every search checks
+//! expiry on the documents it loads, so a container whose TTL changes answers as a scan does.
+
+use crate::container::Container;
+use crate::error::{corrupted, EngineResult};
+use crate::feed::change_log::{read_state, LogEntry, Operation};
+use crate::keys;
+use crate::records::{read_counters, ItemRecord};
+use crate::scan_visit::try_scan;
+use crate::search::vector_set::VectorSet;
+use lethedb_storage::{KeyRange, ReadTxn, Table};
+use std::ops::ControlFlow;
+
+/// How many more items than the container holds the set may keep before it is rebuilt (the
+/// leftovers of unlogged purges cost loads, never answers).
+const LEFTOVER_SHARE: usize = 4;
+const LEFTOVERS_MIN: usize = 1_024;
+
+/// Brings `set`, the vectors at `path` of `container`, to the snapshot `reader` whose container
+/// LSN is `lsn` (the set must not be ahead of it).
+pub(crate) fn sync(
+    set: &mut VectorSet,
+    reader: &dyn ReadTxn,
+    container: &Container,
+    path: &[String],
+    lsn: u64,
+) -> EngineResult<()> {
+    let number = container.key_number();
+    let replay = match set.lsn {
+        Some(from) if from == lsn => return Ok(()),
+        Some(from) => read_state(reader, number)?.trimmed_lsn <= from,
+        None => false,
+    };
+    if replay {
+        replay_log(set, reader, container, path, lsn)?;
+        let items = read_counters(reader, number)?.items as usize;
+        if set.len() <= items + items / LEFTOVER_SHARE + LEFTOVERS_MIN {
+            return Ok(());
+        }
+    }
+    rebuild(set, reader, container, path, lsn)
+}
+
+/// Applies the change log's entries after the set's LSN up to `lsn`.
+fn replay_log(
+    set: &mut VectorSet,
+    reader: &dyn ReadTxn,
+    container: &Container,
+    path: &[String],
+    lsn: u64,
+) -> EngineResult<()> {
+    let number = container.key_number();
+    let from = set.lsn.unwrap_or(0).saturating_add(1);
+    let range = KeyRange::between(
+        keys::change_log_key(number, from, 0),
+        keys::change_index_from(number, lsn.saturating_add(1)),
+    );
+    try_scan(reader, Table::ChangeLog, &range, &mut |key, value| {
+        let entry = LogEntry::decode(value).ok_or_else(|| corrupted("change log"))?;
+        let at = keys::change_log_lsn(key).ok_or_else(|| corrupted("change log"))?;
+        let item_key = keys::item_key_from_suffix(number, &entry.item_suffix);
+        match (entry.operation, &entry.record) {
+            (Operation::Delete, _) if entry.ttl_expired => {}
+            (Operation::Delete, _) => set.remove(&item_key, at),
+            (_, Some(record)) => {
+                let document = record.document().ok_or_else(|| corrupted("item"))?;
+                set.put(&item_key, at, &document, path);
+            }
+            (_, None) => return Err(corrupted("change log")),
+        }
+        Ok(ControlFlow::Continue(()))
+    })?;
+    set.lsn = Some(lsn);
+    Ok(())
+}
+
+/// Refills the set from every item of the snapshot.
+fn rebuild(
+    set: &mut VectorSet,
+    reader: &dyn ReadTxn,
+    container: &Container,
+    path: &[String],
+    lsn: u64,
+) -> EngineResult<()> {
+    set.clear(lsn);
+    let prefix = keys::container_items_prefix(container.key_number());
+    try_scan(
+        reader,
+        Table::Items,
+        &KeyRange::prefix(&prefix),
+        &mut |key, value| {
+            let record = ItemRecord::decode(value).ok_or_else(|| corrupted("item"))?;
+            let document = record.document().ok_or_else(|| corrupted("item"))?;
+            set.put(key, record.lsn, &document, path);
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
+    set.clear_journal(lsn);
+    set.lsn = Some(lsn);
+    Ok(())
+}
