@@ -8,7 +8,7 @@
 
 use crate::catalog::unique_key_policy::UniqueKeyPolicy;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::index::policy::{EarlierPolicies, IndexPolicy};
+use crate::index::policy::{indexed_policy, EarlierPolicies, IndexPolicy};
 use crate::keys::{self, ItemLayout, PartitionPlace};
 use crate::partitions::epk::{epk_point, HashScheme, EPK_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
@@ -132,8 +132,7 @@ impl Container {
             .filter(|value| !value.is_null())
             .and_then(|value| ComputedProperties::parse(value).ok())
             .unwrap_or_default();
-        let index_policy =
-            IndexPolicy::compile(resource.get("indexingPolicy").unwrap_or(&Value::Null));
+        let index_policy = IndexPolicy::compile(&indexed_policy(&resource));
         Container {
             computed: Arc::new(computed),
             vectors: Arc::new(VectorPolicy::from_container(&resource)),
@@ -179,9 +178,8 @@ impl Container {
         earlier_index_policies: Vec<Value>,
         index_generation: u64,
     ) -> Container {
-        let policy = self.resource.get("indexingPolicy").unwrap_or(&Value::Null);
         Container {
-            index_policy: Arc::new(IndexPolicy::compile(policy)),
+            index_policy: Arc::new(IndexPolicy::compile(&indexed_policy(&self.resource))),
             earlier_index_policies: Arc::new(EarlierPolicies::new(earlier_index_policies)),
             index_generation,
             ..self

@@ -284,6 +284,8 @@ pub const INDEX_KIND_PATH: u8 = b'R';
 pub const INDEX_KIND_COMPOSITE: u8 = b'K';
 /// The kind byte of a spatial index entry (one grid cell of a geometry at one path).
 pub const INDEX_KIND_SPATIAL: u8 = b'S';
+/// The kind byte of a full-text index entry (one distinct stem of the text at one path).
+pub const INDEX_KIND_FULL_TEXT: u8 = b'F';
 
 /// The kind byte of a container's index-build state (one key: `index_build_key`), kept
 /// with its entries so that deleting the container's index clears it too.
@@ -309,6 +311,13 @@ pub fn index_path_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
 /// (`lethedb_query::spatial_cells`) and the document number (`index/entries.rs`).
 pub fn index_spatial_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
     path_prefix(container_number, INDEX_KIND_SPATIAL, path)
+}
+
+/// The prefix of every full-text index entry of one document path, laid out as
+/// [`index_path_prefix`] with its own kind. Then come the stem's key
+/// (`lethedb_query::full_text_stem_key`) and the document number (`index/entries.rs`).
+pub fn index_full_text_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
+    path_prefix(container_number, INDEX_KIND_FULL_TEXT, path)
 }
 
 /// Container number, `kind`, the path's segment count, then each segment length-prefixed.

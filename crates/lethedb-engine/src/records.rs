@@ -9,6 +9,7 @@
 
 use crate::container::{Container, ContainerParts};
 use crate::error::{container_not_found, corrupted, EngineResult};
+use crate::index::policy::indexed_policy;
 use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
@@ -269,7 +270,8 @@ pub(crate) struct ContainerRecord {
     /// 0 for a container stored before items kept index entries: its items have none, so it
     /// loads as if its policy had just replaced one that indexes nothing, and the builder
     /// writes its entries in the background (`index/builder.rs`); 1 for one stored before
-    /// spatial entries (`ContainerRecord::earlier_policies`); `INDEX_FORMAT` once it has.
+    /// spatial entries, 2 before full-text entries (`ContainerRecord::earlier_policies`);
+    /// `INDEX_FORMAT` once it has.
     #[serde(default)]
     pub(crate) index_format: u32,
     /// How its item keys are laid out: 0 (absent) for a container stored before range-local
@@ -293,12 +295,15 @@ fn item_layout_number(layout: ItemLayout) -> u32 {
     }
 }
 
-/// The `index_format` of a container whose items all keep their index entries, spatial ones
-/// included.
-const INDEX_FORMAT: u32 = 2;
+/// The `index_format` of a container whose items all keep their index entries, spatial and
+/// full-text ones included.
+const INDEX_FORMAT: u32 = 3;
 
 /// The `index_format` of a container stored before items kept spatial entries.
 const INDEX_FORMAT_WITHOUT_SPATIAL: u32 = 1;
+
+/// The `index_format` of a container stored before items kept full-text entries.
+const INDEX_FORMAT_WITHOUT_FULL_TEXT: u32 = 2;
 
 impl ContainerRecord {
     /// The container this record describes, under its database's shared throughput.
@@ -336,27 +341,34 @@ impl ContainerRecord {
 impl ContainerRecord {
     /// The policies whose entries its items may hold besides the current one's. A container
     /// stored before index entries holds none: as if it had just replaced a policy indexing
-    /// nothing. One stored before spatial entries, with a spatial index, holds its policy's
-    /// entries but the spatial ones: as if it had just replaced its policy without them. Either
-    /// way the builder writes what is missing in the background (`index/builder.rs`).
+    /// nothing. One stored before spatial (or full-text) entries, with such an index, holds its
+    /// policy's entries but those: as if it had just replaced its policy without those indexes.
+    /// Either way the builder writes what is missing in the background (`index/builder.rs`).
     fn earlier_policies(&self) -> Vec<Value> {
         let mut earlier = self.earlier_index_policies.clone();
         if self.index_format == 0 && earlier.is_empty() {
             earlier.push(json!({"indexingMode": "none"}));
         }
-        let policy = self.resource.get("indexingPolicy");
-        let has_spatial = policy
-            .and_then(|policy| policy.get("spatialIndexes"))
-            .and_then(Value::as_array)
-            .is_some_and(|indexes| !indexes.is_empty());
-        if self.index_format <= INDEX_FORMAT_WITHOUT_SPATIAL && has_spatial {
-            let mut without = policy.cloned().unwrap_or(Value::Null);
-            if let Some(members) = without.as_object_mut() {
-                members.remove("spatialIndexes");
+        let policy = indexed_policy(&self.resource);
+        let mut without = policy.clone();
+        let mut lacks_entries = false;
+        for (name, format) in [
+            ("spatialIndexes", INDEX_FORMAT_WITHOUT_SPATIAL),
+            ("fullTextIndexes", INDEX_FORMAT_WITHOUT_FULL_TEXT),
+        ] {
+            let has_index = policy
+                .get(name)
+                .and_then(Value::as_array)
+                .is_some_and(|indexes| !indexes.is_empty());
+            if self.index_format <= format && has_index {
+                lacks_entries = true;
+                if let Some(members) = without.as_object_mut() {
+                    members.remove(name);
+                }
             }
-            if !earlier.contains(&without) {
-                earlier.push(without);
-            }
+        }
+        if lacks_entries && !earlier.contains(&without) {
+            earlier.push(without);
         }
         earlier
     }

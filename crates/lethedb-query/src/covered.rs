@@ -68,7 +68,7 @@ impl Prepared {
             .collect::<Option<Vec<_>>>()?;
         let conjuncts = match &query.filter {
             None => Vec::new(),
-            Some(_) => exact_conjuncts(query, &inner.context.parameters)?,
+            Some(_) => exact_conjuncts(query, &inner.context.parameters, &inner.context.full_text)?,
         };
         Some(CoveredQuery {
             aggregates,

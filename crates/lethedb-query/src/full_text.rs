@@ -3,7 +3,8 @@
 //! text and the terms looked for in it are cut into stems (`functions/text.rs`). A text at a path
 //! the policy does not name takes the default language, and any text of a container without a
 //! policy is English. Read once per container; checked by the engine's policy validation, so a
-//! language here is one of the service's.
+//! language here is one of the service's. Also the key of a stem in a full-text index
+//! (`full_text_stem_key`), shared by the engine's entries and the probes that read them.
 
 use crate::ast::Expr;
 use rust_stemmers::Algorithm;
@@ -34,6 +35,19 @@ impl Language {
             "es-ES" => Language::Spanish,
             _ => return None,
         })
+    }
+
+    /// A code of this language, one `from_code` reads back (Portuguese as `pt-BR`: both
+    /// Portuguese codes stem alike).
+    pub fn code(self) -> &'static str {
+        match self {
+            Language::English => "en-US",
+            Language::French => "fr-FR",
+            Language::German => "de-DE",
+            Language::Italian => "it-IT",
+            Language::Portuguese => "pt-BR",
+            Language::Spanish => "es-ES",
+        }
     }
 
     /// Its Snowball stemmer (Brazilian and European Portuguese share one).
@@ -88,11 +102,26 @@ impl FullTextPolicy {
         let Some(segments) = expr.and_then(property_path) else {
             return self.default;
         };
+        self.language_of_path(&segments)
+    }
+
+    /// The language of the text at a document path (property names from the root).
+    pub fn language_of_path(&self, segments: &[String]) -> Language {
         self.paths
             .iter()
-            .find(|(path, _)| *path == segments)
+            .find(|(path, _)| path == segments)
             .map_or(self.default, |(_, language)| *language)
     }
+}
+
+/// The key of one stem in a full-text index: its length (4 bytes, big-endian) then its UTF-8
+/// bytes, so that no stem's key is a prefix of another's and the entries of one stem, whatever
+/// follows its key, are one range of keys.
+pub fn full_text_stem_key(stem: &str) -> Vec<u8> {
+    // A stem comes from a document or a query, both far below 4 GiB.
+    let mut key = (stem.len() as u32).to_be_bytes().to_vec();
+    key.extend_from_slice(stem.as_bytes());
+    key
 }
 
 /// The property names of `c.a.b` (`["a", "b"]`); none for any other expression.

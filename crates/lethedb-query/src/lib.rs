@@ -66,7 +66,7 @@ pub use context::UdfHost;
 pub use covered::{CoveredAggregate, CoveredQuery};
 pub use error::QueryError;
 pub use exec::ACCUMULATED_ROWS_MAX;
-pub use full_text::{FullTextPolicy, Language};
+pub use full_text::{full_text_stem_key, FullTextPolicy, Language};
 pub use functions::spatial_grid::{spatial_cells, SPATIAL_CELL_KEY_BYTES};
 pub use functions::text::terms as full_text_terms;
 pub use hybrid_plan::{ComponentPlan, HybridPlan};

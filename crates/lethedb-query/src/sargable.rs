@@ -15,7 +15,11 @@
 //! served. `ST_WITHIN(path, g)` and `ST_INTERSECTS(path, g)` with a constant geometry `g`, and
 //! `ST_DISTANCE(path, p) < r` (or `<=`) with a constant point `p` and number `r`, each either
 //! way round, are served by the path's spatial index: their probes are ranges of grid cells
-//! (`functions/spatial_grid.rs`, `ProbeKind::Spatial`), never exact. Nothing here reads an
+//! (`functions/spatial_grid.rs`, `ProbeKind::Spatial`), never exact. `FullTextContains(path,
+//! t)` and `FullTextContainsAll(path, t, ...)` with constant string terms are served by the
+//! entries of one stem of one term in the path's full-text index (the longest: the rarest, as
+//! a guess), `FullTextContainsAny` by one such stem of each term (`ProbeKind::FullText`), never
+//! exact: a document holding the stem may lack the term's other words. Nothing here reads an
 //! index or knows a policy: which paths are indexed, and whether reading them is worth it, is
 //! the caller's decision.
 
@@ -25,7 +29,9 @@ use serde_json::Value;
 
 use crate::ast::{for_each_child, BinaryOp, Expr, Query, Source};
 use crate::builtins::Builtin;
+use crate::full_text::{full_text_stem_key, FullTextPolicy};
 use crate::functions::spatial_grid::{distance_region, geometry_region};
+use crate::functions::text::terms;
 use crate::prepared::{document_path, root_alias, Mode, Prepared};
 use crate::sort_key::{encode_sort_key, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX};
 use crate::value::type_rank;
@@ -59,6 +65,9 @@ pub enum ProbeKind {
     /// The spatial index: one entry per grid cell covering a geometry. A document may have
     /// several entries in one probe, and its entries say nothing of its value's order.
     Spatial,
+    /// The full-text index: one entry per distinct stem of a text (`full_text_stem_key`), so
+    /// a probe reads the documents whose text holds one stem, in no order of their values.
+    FullText,
 }
 
 /// A conjunct an index can serve: the documents for which it is true are among those with an
@@ -77,19 +86,29 @@ impl Prepared {
         if self.inner.mode == Mode::Ranked {
             return Vec::new();
         }
-        conjuncts(&self.inner.query, &self.inner.context.parameters)
+        let context = &self.inner.context;
+        conjuncts(&self.inner.query, &context.parameters, &context.full_text)
     }
 }
 
-/// [`Prepared::index_conjuncts`] of `query` with `parameters` bound.
-pub(crate) fn conjuncts(query: &Query, parameters: &HashMap<String, Value>) -> Vec<IndexConjunct> {
+/// [`Prepared::index_conjuncts`] of `query` with `parameters` bound, texts stemmed in the
+/// languages of `full_text`.
+pub(crate) fn conjuncts(
+    query: &Query,
+    parameters: &HashMap<String, Value>,
+    full_text: &FullTextPolicy,
+) -> Vec<IndexConjunct> {
     let (Some(alias), Some(filter)) = (root_alias(query), query.filter.as_ref()) else {
         return Vec::new();
     };
     if joins_shadow(query, alias) || calls_udf(filter) {
         return Vec::new();
     }
-    let reader = Reader { alias, parameters };
+    let reader = Reader {
+        alias,
+        parameters,
+        full_text,
+    };
     let mut out = Vec::new();
     let mut pending = vec![filter];
     while let Some(expr) = pending.pop() {
@@ -112,6 +131,7 @@ pub(crate) fn conjuncts(query: &Query, parameters: &HashMap<String, Value>) -> V
 pub(crate) fn exact_conjuncts(
     query: &Query,
     parameters: &HashMap<String, Value>,
+    full_text: &FullTextPolicy,
 ) -> Option<Vec<IndexConjunct>> {
     let alias = root_alias(query)?;
     let filter = query.filter.as_ref()?;
@@ -123,7 +143,11 @@ pub(crate) fn exact_conjuncts(
     {
         return None;
     }
-    let reader = Reader { alias, parameters };
+    let reader = Reader {
+        alias,
+        parameters,
+        full_text,
+    };
     let mut out = Vec::new();
     let mut pending = vec![filter];
     while let Some(expr) = pending.pop() {
@@ -136,8 +160,9 @@ pub(crate) fn exact_conjuncts(
             return None;
         }
         let probes = reader.probes(expr)?;
-        // A spatial probe's cells hold geometries near the region, not only those in it.
-        if probes.iter().any(|probe| probe.kind == ProbeKind::Spatial) {
+        // A spatial probe's cells hold geometries near the region, not only those in it, and
+        // a full-text probe's stem texts lacking the term's other words.
+        if probes.iter().any(|probe| probe.kind != ProbeKind::Range) {
             return None;
         }
         out.push(IndexConjunct { probes });
@@ -178,6 +203,7 @@ fn calls_udf(expr: &Expr) -> bool {
 struct Reader<'a> {
     alias: &'a str,
     parameters: &'a HashMap<String, Value>,
+    full_text: &'a FullTextPolicy,
 }
 
 impl Reader<'_> {
@@ -216,6 +242,16 @@ impl Reader<'_> {
                 builtin: Some(Builtin::StWithin | Builtin::StIntersects),
                 ..
             } => self.spatial_relation(args),
+            Expr::Call {
+                args,
+                builtin:
+                    Some(
+                        builtin @ (Builtin::FullTextContains
+                        | Builtin::FullTextContainsAll
+                        | Builtin::FullTextContainsAny),
+                    ),
+                ..
+            } => self.full_text_contains(*builtin, args),
             Expr::Call {
                 args,
                 builtin: Some(builtin),
@@ -357,6 +393,49 @@ impl Reader<'_> {
         };
         let (path, geometry) = self.path_and_geometry(first, second)?;
         Some(spatial_probes(path, geometry_region(&geometry)?))
+    }
+
+    /// A full-text predicate on a path with constant string terms: true only for texts holding
+    /// every stem of a term (`functions/text.rs`), so the entries of one stem of one term hold
+    /// them all (of every term for `FullTextContainsAny`). Not served when the evaluator would
+    /// stem the text in another language than the path's entries are (`c["text"]` takes the
+    /// default one), nor when a term has no words (true for no text; left to the evaluator).
+    fn full_text_contains(&self, builtin: Builtin, args: &[Expr]) -> Option<Vec<IndexProbe>> {
+        let (text, terms_given) = args.split_first()?;
+        let path = self.path(text)?;
+        let language = self.full_text.language_of_path(&path);
+        if self.full_text.language_of(Some(text)) != language {
+            return None;
+        }
+        let mut stems = Vec::new();
+        for term in terms_given {
+            let Value::String(term) = self.constant(term)? else {
+                return None;
+            };
+            stems.push(terms(&term, language).into_iter().max_by_key(String::len)?);
+        }
+        if builtin != Builtin::FullTextContainsAny {
+            // Every term must be found: the longest stem of all is the likeliest to be rare.
+            stems = stems
+                .into_iter()
+                .max_by_key(String::len)
+                .into_iter()
+                .collect();
+        }
+        stems.sort_unstable();
+        stems.dedup();
+        let probe = |stem: &String| {
+            let start = full_text_stem_key(stem);
+            let end = successor(&start);
+            IndexProbe {
+                path: path.clone(),
+                start,
+                end,
+                seek: true,
+                kind: ProbeKind::FullText,
+            }
+        };
+        Some(stems.iter().map(probe).collect())
     }
 
     /// `ST_DISTANCE(path, point) < r` or `<= r`, the call's arguments and the comparison's

@@ -16,6 +16,7 @@ use crate::error::{
     EngineResult, ErrorCode,
 };
 use crate::index::builder::start_transformation;
+use crate::index::policy::indexed_policy;
 use crate::items::delete_container_items;
 use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
@@ -270,9 +271,10 @@ impl Engine {
                 } else {
                     existing.ttl.changed(default_ttl, context.now_ms)
                 };
-                // A changed indexing policy starts rebuilding the index in the background.
-                let new_policy = resource.get("indexingPolicy").unwrap_or(&Value::Null);
-                let (earlier, generation) = start_transformation(context, &existing, new_policy)?;
+                // A changed indexing policy (or full-text language) starts rebuilding the index
+                // in the background.
+                let new_policy = indexed_policy(&resource);
+                let (earlier, generation) = start_transformation(context, &existing, &new_policy)?;
                 let container = Container {
                     resource,
                     ttl,

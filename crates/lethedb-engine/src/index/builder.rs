@@ -18,6 +18,7 @@ use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineResult};
 use crate::index::maintain::{replace_entries, VersionRef};
+use crate::index::policy::indexed_policy;
 use crate::keys;
 use crate::records::{
     load_container, read_counters, read_index_build, store_container, store_index_build,
@@ -33,7 +34,8 @@ use std::sync::Arc;
 /// The least RU allowance a batch starts with: below it the builder waits for the next second.
 const BUILD_ALLOWANCE_MIN_RU: f64 = 1.0;
 
-/// The index definition a container's replace leaves, with `new_policy` as its indexing policy:
+/// The index definition a container's replace leaves, with `new_policy` as its indexing policy
+/// (as `index::policy::indexed_policy` gives it, full-text languages written in):
 /// unchanged when the policy is; otherwise the next generation, with the policies whose entries
 /// items may still hold (the one replaced and those a running rebuild had not finished
 /// replacing), and the builder's state reset in the same transaction. A container without
@@ -43,11 +45,7 @@ pub(crate) fn start_transformation(
     existing: &Container,
     new_policy: &Value,
 ) -> EngineResult<(Vec<Value>, u64)> {
-    let current = existing
-        .resource
-        .get("indexingPolicy")
-        .cloned()
-        .unwrap_or(Value::Null);
+    let current = indexed_policy(&existing.resource);
     let kept = existing.earlier_index_policies.sources.clone();
     if &current == new_policy {
         return Ok((kept, existing.index_generation));

@@ -1,5 +1,5 @@
 //! The index checked against its items: the entries stored for a container's policy kinds
-//! (path, composite and spatial entries) against those rebuilt from every stored version
+//! (path, composite, spatial and full-text entries) against those rebuilt from every stored version
 //! (visible or expired, since entries leave with the version, not at its expiry). Tests call it
 //! after random operation sequences and crash cycles; it reads a snapshot and writes nothing.
 //! While a policy change's rebuild runs, items may still hold an earlier policy's entries: the
@@ -70,6 +70,7 @@ pub(crate) fn check(reader: &dyn ReadTxn, container: &Container) -> EngineResult
         keys::INDEX_KIND_PATH,
         keys::INDEX_KIND_COMPOSITE,
         keys::INDEX_KIND_SPATIAL,
+        keys::INDEX_KIND_FULL_TEXT,
     ] {
         let mut prefix = keys::container_items_prefix(number);
         prefix.push(kind);

@@ -1,7 +1,8 @@
 //! The index entries of one version of an item under a container's compiled policy: one key
 //! per (indexed path, value) of the document, `_ts` included, plus an "undefined" key for each
 //! explicitly included path the document lacks, plus one key per composite index, plus one key
-//! per grid cell of each geometry at a path of a spatial index.
+//! per grid cell of each geometry at a path of a spatial index, plus one key per distinct stem
+//! of the text at a path of a full-text index.
 //!
 //! A path is the property names from the root with `[]` for any array element, so each element
 //! of an array is an entry under `…/[]` (one entry per distinct value), and an array or object
@@ -11,7 +12,9 @@
 
 use crate::index::policy::IndexPolicy;
 use crate::keys;
-use lethedb_query::{complement, encode_sort_key, spatial_cells};
+use lethedb_query::{
+    complement, encode_sort_key, full_text_stem_key, full_text_terms, spatial_cells,
+};
 use serde_json::{Map, Value};
 
 /// Properties the service adds to every item; the stored body does not carry them, and `_ts`
@@ -72,9 +75,36 @@ pub(crate) fn entries(
             &mut out,
         );
     }
+    full_text_entries(container_number, policy, version, &mut out);
     out.sort_unstable();
     out.dedup();
     out
+}
+
+/// One entry per distinct stem of the text at each full-text index's path, stemmed in that
+/// index's language as `FullTextContains` stems it (`lethedb_query::full_text_terms`); a value
+/// that is no string has none, as no full-text predicate is true of it.
+fn full_text_entries(
+    container_number: u64,
+    policy: &IndexPolicy,
+    version: &IndexedVersion<'_>,
+    out: &mut Vec<Vec<u8>>,
+) {
+    for (path, language) in policy.full_text_indexes() {
+        let Some(Value::String(text)) = lookup(version.document.as_object(), path) else {
+            continue;
+        };
+        let prefix = keys::index_full_text_prefix(container_number, path);
+        let mut stems = full_text_terms(text, *language);
+        stems.sort_unstable();
+        stems.dedup();
+        for stem in stems {
+            let mut key = prefix.clone();
+            key.extend_from_slice(&full_text_stem_key(&stem));
+            key.extend_from_slice(&version.document_number.to_be_bytes());
+            out.push(key);
+        }
+    }
 }
 
 /// Emits the entry of one node if the policy indexes its path, then its children's.

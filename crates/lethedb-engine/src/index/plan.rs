@@ -43,11 +43,14 @@ pub(crate) struct IndexAccess {
     pub(crate) paths: Vec<Vec<String>>,
     /// The spatial index paths read, each once, in the query's order.
     pub(crate) spatial_paths: Vec<Vec<String>>,
+    /// The full-text index paths read, each once, in the query's order.
+    pub(crate) full_text_paths: Vec<Vec<String>>,
 }
 
 /// The conjuncts the container's index can serve: those whose every probe's path the policy
-/// indexes in the probe's kind (a range entry exists for every value at such a path, and
-/// spatial entries for every geometry, whatever the item).
+/// indexes in the probe's kind (a range entry exists for every value at such a path, spatial
+/// entries for every geometry, and full-text entries for every stem of a text, whatever the
+/// item).
 pub(crate) fn accesses(container: &Container, conjuncts: &[IndexConjunct]) -> Vec<IndexAccess> {
     let policy = &container.index_policy;
     conjuncts
@@ -57,6 +60,9 @@ pub(crate) fn accesses(container: &Container, conjuncts: &[IndexConjunct]) -> Ve
             conjunct.probes.iter().all(|probe| match probe.kind {
                 ProbeKind::Range => policy.coverage(&probe.path).is_indexed(),
                 ProbeKind::Spatial => policy.spatially_indexed(&probe.path),
+                // The probe's stem is in the language of the container's full-text policy,
+                // which is the one the current policy's entries are stemmed in.
+                ProbeKind::FullText => policy.full_text_language(&probe.path).is_some(),
             })
         })
         .map(|(position, conjunct)| access_of(container.key_number(), position, conjunct))
@@ -71,6 +77,7 @@ fn access_of(number: u64, position: usize, conjunct: &IndexConjunct) -> IndexAcc
         seeks: 0,
         paths: Vec::new(),
         spatial_paths: Vec::new(),
+        full_text_paths: Vec::new(),
     };
     for probe in &conjunct.probes {
         let (prefix, paths) = match probe.kind {
@@ -81,6 +88,10 @@ fn access_of(number: u64, position: usize, conjunct: &IndexConjunct) -> IndexAcc
             ProbeKind::Spatial => (
                 keys::index_spatial_prefix(number, &probe.path),
                 &mut access.spatial_paths,
+            ),
+            ProbeKind::FullText => (
+                keys::index_full_text_prefix(number, &probe.path),
+                &mut access.full_text_paths,
             ),
         };
         if !paths.contains(&probe.path) {
@@ -202,6 +213,7 @@ pub(crate) fn choose(
             let key_paths = &container.partition_key.paths;
             usable.retain(|access| {
                 !access.spatial_paths.is_empty()
+                    || !access.full_text_paths.is_empty()
                     || !access.paths.iter().all(|path| key_paths.contains(path))
             });
             if usable.is_empty() {

@@ -8,11 +8,15 @@
 //! path `/` is the root subtree `/*`, and a policy naming neither includes the root, as the
 //! service fills it in. `id` and `_ts` are always indexed unless the mode is `none`.
 //!
-//! It also says which paths have spatial entries (`spatialIndexes`, `spatially_indexed`), and
+//! It also says which paths have spatial entries (`spatialIndexes`, `spatially_indexed`) and
+//! full-text entries, in which language (`fullTextIndexes`, `full_text_language`; the language
+//! comes from the container's full-text policy, written into the compiled source by
+//! `indexed_policy`), and
 //! how the policy serves an ORDER BY (`IndexPolicy::order_by`): which index, or
 //! why none can. This module only answers questions about the policy; it reads no items and
 //! decides no query's plan or result.
 
+use lethedb_query::{FullTextPolicy, Language};
 use serde_json::Value;
 
 /// How the policy indexes one document path.
@@ -109,6 +113,8 @@ pub(crate) struct IndexPolicy {
     explicit: Vec<Vec<String>>,
     /// The paths of `spatialIndexes`: a geometry at a path one covers has spatial entries.
     spatial: Vec<Pattern>,
+    /// The paths of `fullTextIndexes`, each with the language its text is stemmed in.
+    full_text: Vec<(Vec<String>, Language)>,
 }
 
 /// The properties the service indexes whatever the policy says, unless the mode is `none`.
@@ -141,6 +147,7 @@ impl IndexPolicy {
             composites: composites(policy),
             explicit: Vec::new(),
             spatial: spatial_patterns(policy),
+            full_text: full_text_indexes(policy),
         };
         let mut explicit: Vec<Vec<String>> = compiled
             .included
@@ -192,6 +199,22 @@ impl IndexPolicy {
     /// Whether the policy has a spatial index at all.
     pub(crate) fn has_spatial(&self) -> bool {
         !self.indexes_nothing && !self.spatial.is_empty()
+    }
+
+    /// The language of the full-text index at exactly `path`, if there is one.
+    pub(crate) fn full_text_language(&self, path: &[String]) -> Option<Language> {
+        self.full_text_indexes()
+            .iter()
+            .find(|(indexed, _)| indexed == path)
+            .map(|(_, language)| *language)
+    }
+
+    /// The full-text indexes: each a path (no array step) with its language.
+    pub(crate) fn full_text_indexes(&self) -> &[(Vec<String>, Language)] {
+        if self.indexes_nothing {
+            return &[];
+        }
+        &self.full_text
     }
 
     /// The composite indexes, in the policy's order.
@@ -299,6 +322,51 @@ fn spatial_patterns(policy: &Value) -> Vec<Pattern> {
         // The root names every path; the service refuses it (`catalog/search_policy.rs`).
         .filter(|pattern| !pattern.segments.is_empty())
         .collect()
+}
+
+/// The full-text indexes of a policy compiled from `indexed_policy`: each path with the
+/// language written beside it (English where none is, as without a full-text policy).
+fn full_text_indexes(policy: &Value) -> Vec<(Vec<String>, Language)> {
+    policy
+        .get("fullTextIndexes")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|index| {
+            let path = path_segments(index.get("path")?.as_str()?);
+            let language = index.get("language").and_then(Value::as_str);
+            Some((
+                path,
+                language.and_then(Language::from_code).unwrap_or_default(),
+            ))
+        })
+        .filter(|(path, _)| !path.is_empty())
+        .collect()
+}
+
+/// The indexing policy of a container resource as the index compiles and compares it: each
+/// full-text index given the language of its path in the container's full-text policy, so
+/// that a changed language is a changed policy whose rebuild stems the texts anew, and an
+/// earlier policy kept for a rebuild remembers the language its entries were stemmed in. The
+/// resource itself keeps the policy as the client wrote it.
+pub(crate) fn indexed_policy(resource: &Value) -> Value {
+    let mut policy = resource
+        .get("indexingPolicy")
+        .cloned()
+        .unwrap_or(Value::Null);
+    let languages = FullTextPolicy::from_container(resource);
+    if let Some(Value::Array(indexes)) = policy.get_mut("fullTextIndexes") {
+        for index in indexes.iter_mut() {
+            let Some(path) = index.get("path").and_then(Value::as_str) else {
+                continue;
+            };
+            let language = languages.language_of_path(&path_segments(path));
+            if let Some(members) = index.as_object_mut() {
+                members.insert("language".into(), Value::from(language.code()));
+            }
+        }
+    }
+    policy
 }
 
 /// The composite indexes of a policy: each a list of `{path, order}`; a path ending in `/?` or

@@ -9,7 +9,8 @@
 //! plan the service would run: a page this engine chose to scan because the filter was not
 //! selective enough reports the indexes the service would use all the same, as its charges
 //! would. A filter a spatial index serves names it (`/loc/*`) instead of the path's range
-//! index. It reads no items and changes no plan.
+//! index, and one a full-text index serves names that (`/text`, as its policy writes it). It
+//! reads no items and changes no plan.
 
 use crate::container::Container;
 use crate::index::plan::accesses;
@@ -19,17 +20,19 @@ use serde_json::{json, Value};
 
 /// The index utilization of a prepared query on `container`, as the service reports it.
 pub(crate) fn report(prepared: &Prepared, container: &Container) -> Value {
-    let (mut served, mut spatial) = (Vec::new(), Vec::new());
+    let (mut served, mut searched) = (Vec::new(), Vec::new());
     for access in accesses(container, &prepared.index_conjuncts()) {
         served.extend(access.paths);
-        for path in access.spatial_paths {
-            if !spatial.contains(&path) {
-                spatial.push(path);
+        let spatial = access.spatial_paths.into_iter().map(|path| (path, "/*"));
+        let full_text = access.full_text_paths.into_iter().map(|path| (path, ""));
+        for searched_path in spatial.chain(full_text) {
+            if !searched.contains(&searched_path) {
+                searched.push(searched_path);
             }
         }
     }
     let mut filter_paths = prepared.filter_paths();
-    filter_paths.retain(|path| !spatial.contains(path));
+    filter_paths.retain(|path| !searched.iter().any(|(searched, _)| searched == path));
     let mut report = utilization(
         &served,
         &filter_paths,
@@ -37,18 +40,23 @@ pub(crate) fn report(prepared: &Prepared, container: &Container) -> Value {
         &container.index_policy,
     );
     if let Some(Value::Array(utilized)) = report.get_mut("UtilizedSingleIndexes") {
-        utilized.extend(spatial.iter().map(|path| spatial_entry(path)));
+        utilized.extend(
+            searched
+                .iter()
+                .map(|(path, suffix)| search_entry(path, suffix)),
+        );
     }
     report
 }
 
-/// A spatial index a filter is served by, named by its path as the policy writes it (`/a/*`).
-/// Its cells name candidates, not answers, so neither set is precise. The service's report of
-/// spatial indexes is not documented: this shape is LetheDB's.
-fn spatial_entry(path: &[String]) -> Value {
+/// A spatial or full-text index a filter is served by, named by its path as the policy writes
+/// it (`/a/*` with `suffix` `/*` for a spatial index, `/a` for a full-text one). Its cells or
+/// stems name candidates, not answers, so neither set is precise. The service's report of these
+/// indexes is not documented: this shape is LetheDB's.
+fn search_entry(path: &[String], suffix: &str) -> Value {
     json!({
         "FilterExpression": "",
-        "IndexSpec": format!("{}/*", spec(path)),
+        "IndexSpec": format!("{}{suffix}", spec(path)),
         "FilterPreciseSet": false,
         "IndexPreciseSet": false,
         "IndexImpactScore": "High",

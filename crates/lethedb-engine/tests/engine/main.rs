@@ -14,6 +14,7 @@ mod covered;
 mod entry_order;
 mod epk;
 mod faults;
+mod full_text_index;
 mod golden_verify;
 mod index_build;
 mod index_plan;

@@ -319,7 +319,12 @@ fn exact(filter: &str) -> Option<usize> {
     let long = Value::String("l".repeat(SORT_KEY_TEXT_BYTES_MAX + 1));
     let prepared = prepare(&text, &[("@long".to_string(), long)], 0).expect("prepare");
     let inner = &prepared.inner;
-    exact_conjuncts(&inner.query, &inner.context.parameters).map(|conjuncts| conjuncts.len())
+    exact_conjuncts(
+        &inner.query,
+        &inner.context.parameters,
+        &inner.context.full_text,
+    )
+    .map(|conjuncts| conjuncts.len())
 }
 
 #[test]
@@ -383,4 +388,41 @@ fn spatial_functions_are_served_by_spatial_probes_never_exactly() {
         exact("ST_WITHIN(c.loc, {'type': 'Point', 'coordinates': [0, 0]})"),
         None
     );
+}
+
+#[test]
+fn full_text_predicates_are_served_by_one_stem_per_term_never_exactly() {
+    let stems = |filter: &str| -> Vec<Vec<u8>> {
+        let conjuncts = conjuncts_of(filter, &[("@t", json!("Running shoes"))]);
+        assert_eq!(conjuncts.len(), 1, "{filter}");
+        let probes = &conjuncts[0].probes;
+        assert!(probes
+            .iter()
+            .all(|probe| probe.kind == ProbeKind::FullText && probe.path == ["text"]));
+        probes.iter().map(|probe| probe.start.clone()).collect()
+    };
+    // The longest stem of the term ("running" stems to "run", "shoes" to "shoe").
+    assert_eq!(
+        stems("FullTextContains(c.text, @t)"),
+        [full_text_stem_key("shoe")]
+    );
+    assert_eq!(
+        stems("FullTextContainsAll(c.text, 'red', 'helmets')"),
+        [full_text_stem_key("helmet")]
+    );
+    assert_eq!(
+        stems("FullTextContainsAny(c.text, 'red', 'helmets')"),
+        [full_text_stem_key("helmet"), full_text_stem_key("red")]
+    );
+    let probe = &conjuncts_of("FullTextContains(c.text, 'red')", &[])[0].probes[0];
+    assert_eq!(probe.end, successor(&full_text_stem_key("red")));
+    for refused in [
+        "FullTextContains(c.text, '...')",
+        "FullTextContainsAny(c.text, 'red', 7)",
+        "FullTextContains(c.text, c.other)",
+        "NOT FullTextContains(c.text, 'red')",
+    ] {
+        assert!(conjuncts_of(refused, &[]).is_empty(), "{refused}");
+    }
+    assert_eq!(exact("FullTextContains(c.text, 'red')"), None);
 }

@@ -139,3 +139,36 @@ fn geometries_under_a_spatial_path_have_one_entry_per_cell() {
         "spatialIndexes": [{"path": "/loc/*", "types": ["Point"]}]}));
     assert!(entries_of(&none, json!({"loc": point})).is_empty());
 }
+
+#[test]
+fn texts_under_a_full_text_path_have_one_entry_per_distinct_stem_in_its_language() {
+    let full_text = |language: &str| {
+        policy(json!({"excludedPaths": [{"path": "/*"}],
+            "fullTextIndexes": [{"path": "/t", "language": language}, {"path": "/o/u"}]}))
+    };
+    let stem_entry = |path: &[&str], stem: &str| {
+        let path: Vec<String> = path.iter().map(ToString::to_string).collect();
+        let mut key = keys::index_full_text_prefix(3, &path);
+        key.extend_from_slice(&full_text_stem_key(stem));
+        key.extend_from_slice(&7u64.to_be_bytes());
+        key
+    };
+    let document = json!({"id": "a", "t": "Maisons, maison!", "o": {"u": "Running runs"}});
+    let mut expected = vec![
+        path_entry(&["id"], Some(json!("a"))),
+        path_entry(&["_ts"], Some(json!(1_700_000_000))),
+        stem_entry(&["t"], "maison"),
+        stem_entry(&["o", "u"], "run"),
+    ];
+    expected.sort();
+    assert_eq!(entries_of(&full_text("fr-FR"), document.clone()), expected);
+    // In Spanish "maisons" keeps its s: two stems.
+    let spanish = entries_of(&full_text("es-ES"), document);
+    assert!(spanish.contains(&stem_entry(&["t"], "maisons")));
+    assert_eq!(spanish.len(), expected.len() + 1);
+    // A value that is no string has none, nor has any text under mode none.
+    let number = json!({"id": "a", "t": 5, "o": {"u": ["run"]}});
+    assert_eq!(entries_of(&full_text("fr-FR"), number).len(), 2);
+    let none = policy(json!({"indexingMode": "none", "fullTextIndexes": [{"path": "/t"}]}));
+    assert!(entries_of(&none, json!({"id": "a", "t": "run"})).is_empty());
+}
