@@ -15,6 +15,12 @@ pub const CONTINUATION_CHARS_MAX: usize = 64 * 1024;
 
 const TOKEN_VERSION: u64 = 1;
 
+/// The key the version is written under. Not `v`: the Python SDK (4.17) takes any
+/// continuation that is standard base64 of a JSON object with a `v` as its own feed-range
+/// token and refuses it ("'cr' is required"), and a base64url token without `-`, `_` or a short
+/// tail is standard base64 too. Tokens written before, under `v`, are still read.
+const VERSION_KEY: &str = "lv";
+
 /// The position of one row in the ORDER BY stream: its sort values, then its document's
 /// tie-breaker (the document number the engine pushed it with, else its storage key) and its
 /// row index within the document (JOIN fan-out).
@@ -120,7 +126,7 @@ fn sort_to_json(sort: &[Option<Value>]) -> Value {
 }
 
 pub fn encode(query_fingerprint: u64, position: &Position) -> String {
-    let mut object = json!({"v": TOKEN_VERSION, "f": format!("{query_fingerprint:016x}")});
+    let mut object = json!({VERSION_KEY: TOKEN_VERSION, "f": format!("{query_fingerprint:016x}")});
     let fields = match position {
         Position::Stream {
             after,
@@ -180,7 +186,8 @@ pub fn decode(text: &str, query_fingerprint: u64) -> Result<Position, QueryError
     let bytes = base64_decode(text.trim()).ok_or_else(|| invalid("not a token of this server"))?;
     let object: Value =
         serde_json::from_slice(&bytes).map_err(|_| invalid("not a token of this server"))?;
-    if object.get("v").and_then(Value::as_u64) != Some(TOKEN_VERSION) {
+    let version = object.get(VERSION_KEY).or_else(|| object.get("v"));
+    if version.and_then(Value::as_u64) != Some(TOKEN_VERSION) {
         return Err(invalid("unknown token version"));
     }
     if object.get("f").and_then(Value::as_str) != Some(format!("{query_fingerprint:016x}").as_str())
@@ -237,6 +244,24 @@ pub fn decode(text: &str, query_fingerprint: u64) -> Result<Position, QueryError
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_token_is_never_the_python_sdks_feed_range_token_and_old_ones_still_read() {
+        let position = Position::Materialized { index: 7 };
+        let text = encode(3, &position);
+        let object: Value =
+            serde_json::from_slice(&base64_decode(&text).expect("base64")).expect("JSON");
+        assert!(object.get("v").is_none(), "{object}");
+        let old = base64_encode(
+            json!({"v": 1, "f": format!("{:016x}", 3), "m": "a", "i": 7})
+                .to_string()
+                .as_bytes(),
+        );
+        assert!(matches!(
+            decode(&old, 3),
+            Ok(Position::Materialized { index: 7 })
+        ));
+    }
 
     #[test]
     fn base64_round_trips_every_length() {
