@@ -155,17 +155,15 @@ fn client_pipeline(
     }))
 }
 
-/// Whether `request` may read several ranges: it consents
-/// (`x-ms-documentdb-query-enablecrosspartition`), or there is nothing to fan out over (one
-/// range, or a container without a partition key).
+/// Whether `request` may read across partitions: it consents
+/// (`x-ms-documentdb-query-enablecrosspartition`), or the container has no partition key. As
+/// on the service (and the emulator), one range is no exception.
 fn may_fan_out(container: &Container, request: &QueryRequest) -> bool {
-    request.enable_cross_partition
-        || container.partition_key.is_system_key()
-        || container.ranges.ranges.len() <= 1
+    request.enable_cross_partition || container.partition_key.is_system_key()
 }
 
 /// The keys a page of `request` reads: the partition key it sends or its WHERE clause pins, and
-/// the range or EPK bounds it names. A query over several ranges without any of these needs the
+/// the range or EPK bounds it names. A query without any of these needs the
 /// client's consent (`x-ms-documentdb-query-enablecrosspartition`), as in the service.
 fn scan_scope(
     prepared: &Prepared,

@@ -14,7 +14,7 @@ use crate::error::ApiResult;
 use crate::request::parse_json;
 use crate::respond::Reply;
 use axum::http::StatusCode;
-use lethedb_engine::{request_units, ResourceKind, ResourceParent};
+use lethedb_engine::{request_units, EngineError, ErrorCode, ResourceKind, ResourceParent};
 use serde_json::Value;
 
 /// The parent the path names for a resource of `kind`: the database of a user, the user of a
@@ -60,6 +60,9 @@ pub async fn feed_or_query(
 ) -> ApiResult<Reply> {
     let engine = &context.state.engine;
     let parent = parent(context, kind);
+    if kind == ResourceKind::Conflict && matches!(listing, Listing::Query) {
+        refuse_unscoped_conflict_query(context, &parent)?;
+    }
     list_resources(
         context,
         listing,
@@ -89,6 +92,31 @@ pub async fn feed_or_query(
         },
     )
     .await
+}
+
+/// Conflicts live in their logical partitions, and a query over them follows the rule of item
+/// queries: on a partitioned container it names a partition key or consents to reading across
+/// partitions (`x-ms-documentdb-query-enablecrosspartition`), else the service's 400.
+fn refuse_unscoped_conflict_query(context: &Context<'_>, parent: &ResourceParent) -> ApiResult<()> {
+    let ResourceParent::Container {
+        database_id,
+        container_id,
+    } = parent
+    else {
+        return Ok(());
+    };
+    let container = context
+        .state
+        .engine
+        .read_container(database_id, container_id)?;
+    let head = context.head;
+    if container.partition_key.is_system_key()
+        || head.enable_cross_partition
+        || head.partition_key()?.is_some()
+    {
+        return Ok(());
+    }
+    Err(EngineError::new(ErrorCode::CrossPartitionQueryDisabled).into())
 }
 
 fn rid_of(resource: &Value) -> String {

@@ -129,7 +129,8 @@ async fn a_cross_partition_query_needing_the_pipeline_answers_with_the_plan() {
     )
     .expect("plan");
     assert_eq!(info["queryInfo"]["orderBy"], json!(["Ascending"]));
-    // Without the cross-partition header one range still answers with the plan...
+    // Without the cross-partition header one range refuses the query across it, with the
+    // plan, as several ranges do.
     let no_header = &[("content-type", "application/query+json")];
     let single = server
         .send(
@@ -140,8 +141,13 @@ async fn a_cross_partition_query_needing_the_pipeline_answers_with_the_plan() {
             no_header,
         )
         .await;
-    assert_eq!(single.header("x-ms-substatus"), "1004", "{}", single.body);
-    // ... and several ranges refuse the query across them, still with the plan.
+    check_error(
+        &single,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "Cross partition query is required",
+    );
+    assert!(single.body["additionalErrorInfo"].is_string());
     let several = Server::new();
     several
         .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])

@@ -154,23 +154,35 @@ async fn throughput_lays_out_ranges_that_partition_the_items() {
 }
 
 #[tokio::test]
-async fn one_range_serves_a_query_without_the_cross_partition_header() {
+async fn one_range_refuses_a_query_without_the_cross_partition_header_unless_it_names_a_key() {
     let server = Server::new();
     setup(&server, 400).await;
     server.create_item(json!({"id": "a", "pk": "p"})).await;
-    let answer = server
-        .send(
-            "POST",
-            "/dbs/db/colls/c/docs",
-            ("docs", "dbs/db/colls/c"),
-            Some(json!({"query": "SELECT c.id FROM c"})),
-            &[
-                ("content-type", "application/query+json"),
-                ("x-ms-documentdb-isquery", "True"),
-            ],
-        )
-        .await;
-    assert_eq!(answer.body["Documents"], json!([{"id": "a"}]));
+    async fn ask_without_consent(server: &Server, text: &str) -> Answer {
+        let headers = [
+            ("content-type", "application/query+json"),
+            ("x-ms-documentdb-isquery", "True"),
+        ];
+        let body = json!({ "query": text });
+        server
+            .send(
+                "POST",
+                "/dbs/db/colls/c/docs",
+                ("docs", "dbs/db/colls/c"),
+                Some(body),
+                &headers,
+            )
+            .await
+    }
+    let ask = |text| ask_without_consent(&server, text);
+    check_error(
+        &ask("SELECT c.id FROM c").await,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "Cross partition query is required but disabled",
+    );
+    let pinned = ask("SELECT c.id FROM c WHERE c.pk = 'p'").await;
+    assert_eq!(pinned.body["Documents"], json!([{"id": "a"}]));
 }
 
 async fn replace_throughput(server: &Server, throughput: u32) {

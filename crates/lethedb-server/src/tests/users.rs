@@ -276,20 +276,36 @@ async fn permissions_check_their_body_and_carry_a_fresh_token() {
 async fn conflicts_are_an_empty_feed_and_a_404_by_id() {
     let server = Server::new();
     server.setup(partitioned()).await;
-    let query = server
-        .send(
-            "POST",
-            "/dbs/db/colls/c/conflicts",
-            ("conflicts", "dbs/db/colls/c"),
-            Some(json!({"query": "SELECT * FROM root"})),
-            &[
-                ("x-ms-documentdb-isquery", "True"),
-                ("content-type", "application/query+json"),
-            ],
-        )
-        .await;
-    assert_eq!(query.status, StatusCode::OK, "{}", query.body);
-    assert_eq!(query.body["Conflicts"], json!([]));
+    async fn query_conflicts(server: &Server, scope: (&str, &str)) -> Answer {
+        let headers = [
+            ("x-ms-documentdb-isquery", "True"),
+            ("content-type", "application/query+json"),
+            scope,
+        ];
+        server
+            .send(
+                "POST",
+                "/dbs/db/colls/c/conflicts",
+                ("conflicts", "dbs/db/colls/c"),
+                Some(json!({"query": "SELECT * FROM root"})),
+                &headers,
+            )
+            .await
+    }
+    let query = |scope| query_conflicts(&server, scope);
+    let across = query(("x-ms-documentdb-query-enablecrosspartition", "True")).await;
+    assert_eq!(across.status, StatusCode::OK, "{}", across.body);
+    assert_eq!(across.body["Conflicts"], json!([]));
+    let keyed = query(("x-ms-documentdb-partitionkey", r#"["p"]"#)).await;
+    assert_eq!(keyed.status, StatusCode::OK, "{}", keyed.body);
+    // Neither a key nor consent to read across partitions: the service's 400.
+    let unscoped = query(("x-ms-consistency-level", "Session")).await;
+    check_error(
+        &unscoped,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "Cross partition query is required",
+    );
     let one = server
         .send(
             "GET",
