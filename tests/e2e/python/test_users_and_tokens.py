@@ -137,7 +137,12 @@ def test_an_expired_token_is_403(server, database, container):
 
 def test_the_conflicts_feed_is_empty(container):
     assert list(container.list_conflicts()) == []
-    assert list(container.query_conflicts("SELECT * FROM c")) == []
+    assert list(container.query_conflicts("SELECT * FROM c", enable_cross_partition_query=True)) == []
+    assert list(container.query_conflicts("SELECT * FROM c", partition_key="a")) == []
+    # Neither a key nor consent to read across partitions: the service's 400, as for items.
+    with pytest.raises(exceptions.CosmosHttpResponseError) as refused:
+        list(container.query_conflicts("SELECT * FROM c"))
+    assert refused.value.status_code == 400
     with pytest.raises(exceptions.CosmosResourceNotFoundError):
         container.get_conflict("x", partition_key="a")
 
