@@ -125,7 +125,7 @@ pub fn full_text_stem_key(stem: &str) -> Vec<u8> {
 }
 
 /// The property names of `c.a.b` (`["a", "b"]`); none for any other expression.
-fn property_path(expr: &Expr) -> Option<Vec<String>> {
+pub(crate) fn property_path(expr: &Expr) -> Option<Vec<String>> {
     let mut segments = Vec::new();
     let mut node = expr;
     loop {

@@ -7,6 +7,7 @@
 //! The arithmetic itself is `functions/vectors.rs`; this module only reads and rewrites the
 //! syntax tree before the query is planned.
 
+use crate::full_text::property_path;
 use serde_json::Value;
 
 use crate::ast::{Expr, Query};
@@ -117,19 +118,7 @@ impl VectorPolicy {
 
     /// The distance function of the embedding `expr` reads (`c.embedding`, `c.a.b`).
     fn distance_of(&self, expr: &Expr) -> Option<Distance> {
-        let mut segments = Vec::new();
-        let mut node = expr;
-        loop {
-            match node {
-                Expr::Property(base, name) => {
-                    segments.push(name.clone());
-                    node = base;
-                }
-                Expr::Identifier(_) => break,
-                _ => return None,
-            }
-        }
-        segments.reverse();
+        let segments = property_path(expr)?;
         self.embeddings
             .iter()
             .find(|(path, _)| *path == segments)
