@@ -27,6 +27,9 @@ pub enum Command {
     /// Write a stopped store's databases, containers and items to a folder that `serve --seed`
     /// imports (see `docs/test-data.md`).
     Export(ExportArgs),
+    /// Apply a folder (or file) that `export` wrote, or any seed, to a stopped store: the same
+    /// as `serve --seed` without serving (see `docs/test-data.md`).
+    Import(ImportArgs),
     /// Save, restore, list or delete named snapshots of a stopped durable store (a running
     /// server does the same at `/_lethedb/snapshots`; see `docs/test-data.md`).
     Snapshot(SnapshotArgs),
@@ -51,6 +54,20 @@ pub enum SnapshotAction {
     Delete { name: String },
     /// Print the names of the snapshots, one per line.
     List,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct ImportArgs {
+    /// Directory of the durable store to write (created if missing; it must not be open in a
+    /// running server).
+    #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
+    pub data_dir: PathBuf,
+    /// Write into this PostgreSQL store instead of the data directory.
+    #[arg(long, env = "LETHEDB_POSTGRES", hide_env_values = true)]
+    pub postgres: Option<String>,
+    /// The folder (or seed file) to import.
+    #[arg(long)]
+    pub from: PathBuf,
 }
 
 #[derive(Args, Debug, Clone)]

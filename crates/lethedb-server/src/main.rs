@@ -7,7 +7,9 @@ use clap::Parser as _;
 use lethedb_auth::MasterKey;
 use lethedb_engine::SweeperHandle;
 use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
-use lethedb_server::cli::{Cli, Command, ExportArgs, ServeArgs, SnapshotAction, SnapshotArgs};
+use lethedb_server::cli::{
+    Cli, Command, ExportArgs, ImportArgs, ServeArgs, SnapshotAction, SnapshotArgs,
+};
 use lethedb_server::faults::Faults;
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
 use lethedb_server::metrics::Metrics;
@@ -35,6 +37,7 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     match cli.command {
         Command::Export(args) => export(&args),
+        Command::Import(args) => import(&args),
         Command::Snapshot(args) => snapshot(&args),
         Command::Serve(args) => {
             tracing_subscriber::fmt()
@@ -117,6 +120,28 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
     let exported = runtime.block_on(lethedb_server::export::export(&engine, &args.out))?;
     engine.close();
     println!("{}", serde_json::to_string(&exported)?);
+    Ok(())
+}
+
+/// `lethedb import`: a seed (what `export` wrote) applied to a stopped store through the
+/// engine, as `serve --seed` applies it, each item keeping the instant it was last modified.
+fn import(args: &ImportArgs) -> anyhow::Result<()> {
+    let seed = Seed::load(&args.from)?;
+    let store: Arc<dyn Storage> = if let Some(url) = args.postgres.as_deref() {
+        Arc::new(PgStore::open(url).context("cannot open the PostgreSQL store")?)
+    } else {
+        std::fs::create_dir_all(&args.data_dir)
+            .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
+        let file = args.data_dir.join(STORE_FILE);
+        Arc::new(RedbStore::open(&file).context("cannot open the store (is a server using it?)")?)
+    };
+    let engine = Engine::open(store, Arc::new(SystemClock), EngineConfig::new(wire_status))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let imported = runtime.block_on(seed.apply(&engine));
+    engine.close();
+    println!("{}", serde_json::to_string(&imported?)?);
     Ok(())
 }
 

@@ -125,7 +125,12 @@ def test_an_import_keeps_each_items_ts_and_the_instant_its_ttl_ends(tmp_path, st
     assert finished.returncode == 0, finished.stderr
     # Past the short item's end: the import must not bring it back.
     time.sleep(max(0.0, short["_ts"] + 3 + 1.1 - time.time()))
-    imported = make_client(start_server(extra_args=["--seed", str(out)]))
+    target = tmp_path / "target" / "data"
+    finished = subprocess.run([str(binary_path()), "import", "--data-dir", str(target), "--from", str(out)],
+                              capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    assert json.loads(finished.stdout) == {"databases": 1, "containers": 1, "items": 2}
+    imported = make_client(start_server(target))
     copy = imported.get_database_client("timed").get_container_client("c")
     rows = {item["id"]: item for item in copy.read_all_items()}
     assert sorted(rows) == ["lasting", "plain"], "the expired item stays expired"
