@@ -106,42 +106,60 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
 
 /// `lethedb export`: opens the store (never creating one) and writes its seed folder.
 fn export(args: &ExportArgs) -> anyhow::Result<()> {
-    let store: Arc<dyn Storage> = if let Some(url) = args.postgres.as_deref() {
-        Arc::new(PgStore::open(url).context("cannot open the PostgreSQL store")?)
+    let store = offline_store(&args.data_dir, args.postgres.as_deref(), false)?;
+    let exported = with_offline_engine(store, |engine| async move {
+        lethedb_server::export::export(&engine, &args.out).await
+    })?;
+    println!("{}", serde_json::to_string(&exported)?);
+    Ok(())
+}
+
+/// The store a command that serves nothing works on: PostgreSQL, else the data directory's
+/// file (created when `create`, else it must exist), which no running server may hold.
+fn offline_store(
+    data_dir: &std::path::Path,
+    postgres: Option<&str>,
+    create: bool,
+) -> anyhow::Result<Arc<dyn Storage>> {
+    if let Some(url) = postgres {
+        return Ok(Arc::new(
+            PgStore::open(url).context("cannot open the PostgreSQL store")?,
+        ));
+    }
+    let file = data_dir.join(STORE_FILE);
+    if create {
+        std::fs::create_dir_all(data_dir)
+            .with_context(|| format!("cannot create {}", data_dir.display()))?;
     } else {
-        let file = args.data_dir.join(STORE_FILE);
         anyhow::ensure!(file.is_file(), "there is no store at {}", file.display());
-        Arc::new(RedbStore::open(&file).context("cannot open the store (is a server using it?)")?)
-    };
+    }
+    Ok(Arc::new(RedbStore::open(&file).context(
+        "cannot open the store (is a server using it?)",
+    )?))
+}
+
+/// Runs `work` on an engine over `store` and closes the engine, whatever `work` answered.
+fn with_offline_engine<T, F, W>(store: Arc<dyn Storage>, work: W) -> anyhow::Result<T>
+where
+    W: FnOnce(Engine) -> F,
+    F: std::future::Future<Output = anyhow::Result<T>>,
+{
     let engine = Engine::open(store, Arc::new(SystemClock), EngineConfig::new(wire_status))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
-    let exported = runtime.block_on(lethedb_server::export::export(&engine, &args.out))?;
+    let outcome = runtime.block_on(work(engine.clone()));
     engine.close();
-    println!("{}", serde_json::to_string(&exported)?);
-    Ok(())
+    outcome
 }
 
 /// `lethedb import`: a seed (what `export` wrote) applied to a stopped store through the
 /// engine, as `serve --seed` applies it, each item keeping the instant it was last modified.
 fn import(args: &ImportArgs) -> anyhow::Result<()> {
     let seed = Seed::load(&args.from)?;
-    let store: Arc<dyn Storage> = if let Some(url) = args.postgres.as_deref() {
-        Arc::new(PgStore::open(url).context("cannot open the PostgreSQL store")?)
-    } else {
-        std::fs::create_dir_all(&args.data_dir)
-            .with_context(|| format!("cannot create {}", args.data_dir.display()))?;
-        let file = args.data_dir.join(STORE_FILE);
-        Arc::new(RedbStore::open(&file).context("cannot open the store (is a server using it?)")?)
-    };
-    let engine = Engine::open(store, Arc::new(SystemClock), EngineConfig::new(wire_status))?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
-    let imported = runtime.block_on(seed.apply(&engine));
-    engine.close();
-    println!("{}", serde_json::to_string(&imported?)?);
+    let store = offline_store(&args.data_dir, args.postgres.as_deref(), true)?;
+    let imported = with_offline_engine(store, |engine| async move { seed.apply(&engine).await })?;
+    println!("{}", serde_json::to_string(&imported)?);
     Ok(())
 }
 

@@ -8,7 +8,7 @@
 
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use lethedb_storage::Storage;
+use lethedb_storage::{Snapshots, Storage};
 
 /// The longest snapshot name.
 const NAME_CHARS_MAX: usize = 128;
@@ -37,28 +37,14 @@ fn unsupported(store: &dyn Storage) -> EngineError {
 impl Engine {
     /// Saves the store under `name`, replacing a snapshot of that name.
     pub async fn save_snapshot(&self, name: &str) -> EngineResult<()> {
-        check_name(name)?;
-        let name = name.to_string();
-        self.inner
-            .writer
-            .on_store(move |store| {
-                let snapshots = store.snapshots().ok_or_else(|| unsupported(store))?;
-                Ok(snapshots.save(&name)?)
-            })
+        self.on_snapshots(name, |snapshots, name| Ok(snapshots.save(name)?))
             .await
     }
 
     /// Returns the store to the snapshot `name`; false when there is none.
     pub async fn restore_snapshot(&self, name: &str) -> EngineResult<bool> {
-        check_name(name)?;
-        let name = name.to_string();
         let restored = self
-            .inner
-            .writer
-            .on_store(move |store| {
-                let snapshots = store.snapshots().ok_or_else(|| unsupported(store))?;
-                Ok(snapshots.restore(&name)?)
-            })
+            .on_snapshots(name, |snapshots, name| Ok(snapshots.restore(name)?))
             .await?;
         if restored {
             self.inner.documents.clear();
@@ -69,24 +55,32 @@ impl Engine {
 
     /// Forgets the snapshot `name`; false when there was none.
     pub async fn delete_snapshot(&self, name: &str) -> EngineResult<bool> {
-        check_name(name)?;
-        let name = name.to_string();
-        self.inner
-            .writer
-            .on_store(move |store| {
-                let snapshots = store.snapshots().ok_or_else(|| unsupported(store))?;
-                Ok(snapshots.delete(&name)?)
-            })
+        self.on_snapshots(name, |snapshots, name| Ok(snapshots.delete(name)?))
             .await
     }
 
     /// The names of the saved snapshots, sorted.
     pub async fn snapshot_names(&self) -> EngineResult<Vec<String>> {
+        self.on_snapshots("", |snapshots, _| Ok(snapshots.names()?))
+            .await
+    }
+
+    /// Runs `operation` on the store's snapshots on the writer, between groups, after checking
+    /// `name` (an empty one is the listing's, which names none).
+    async fn on_snapshots<T, F>(&self, name: &str, operation: F) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&dyn Snapshots, &str) -> EngineResult<T> + Send + 'static,
+    {
+        if !name.is_empty() {
+            check_name(name)?;
+        }
+        let name = name.to_string();
         self.inner
             .writer
             .on_store(move |store| {
                 let snapshots = store.snapshots().ok_or_else(|| unsupported(store))?;
-                Ok(snapshots.names()?)
+                operation(snapshots, &name)
             })
             .await
     }
