@@ -138,6 +138,13 @@ pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>;
 /// A consistent, read-only view of the store as of its creation.
 pub trait ReadTxn {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError>;
+    /// The values of several keys, in the order asked (see [`Storage::read_keys`], which
+    /// reads them with the snapshot's start).
+    fn get_many(&self, keys: &[(Table, &[u8])]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
+        keys.iter()
+            .map(|(table, key)| self.get(*table, key))
+            .collect()
+    }
     /// Visits the pairs in `range` in ascending key order until the visitor breaks.
     fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError>;
     /// Like [`ReadTxn::scan`] but in descending key order.
@@ -187,6 +194,9 @@ pub trait WriteTxn: ReadTxn {
     fn commit(self: Box<Self>) -> Result<(), StorageError>;
 }
 
+/// A snapshot and the values of the keys it was begun with ([`Storage::read_keys`]).
+pub type ReadWithValues<'a> = (Box<dyn ReadTxn + 'a>, Vec<Option<Vec<u8>>>);
+
 /// A storage backend.
 pub trait Storage: Send + Sync + 'static {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
@@ -196,6 +206,13 @@ pub trait Storage: Send + Sync + 'static {
     /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].
     fn is_shared(&self) -> bool {
         false
+    }
+    /// Begins a snapshot and reads `keys` in it ([`ReadTxn::get_many`]): a shared store sends
+    /// the snapshot's start and the reads together, in one round trip.
+    fn read_keys(&self, keys: &[(Table, &[u8])]) -> Result<ReadWithValues<'_>, StorageError> {
+        let reader = self.read()?;
+        let values = reader.get_many(keys)?;
+        Ok((reader, values))
     }
     /// Which backend this is, as a status page names it (`redb`, `memory`, `postgresql`).
     fn kind(&self) -> &'static str;

@@ -12,6 +12,7 @@
 use crate::api::StorageError;
 use deadpool_postgres::{Pool, PoolError};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tokio::runtime::{Runtime, RuntimeFlavor};
 
@@ -57,6 +58,9 @@ pub(crate) struct Bridge {
     pub(crate) pool: Pool,
     /// [`OPERATION_TIMEOUT`], shorter in tests.
     pub(crate) timeout: Duration,
+    /// How many times a caller waited on the runtime: one round trip each, once the
+    /// connection has prepared the statements (tests count them per operation).
+    pub(crate) waits: AtomicU64,
 }
 
 impl Bridge {
@@ -73,6 +77,7 @@ impl Bridge {
             runtime: Some(runtime),
             pool,
             timeout: OPERATION_TIMEOUT,
+            waits: AtomicU64::new(0),
         })
     }
 
@@ -85,6 +90,7 @@ impl Bridge {
         let Some(runtime) = &self.runtime else {
             return Err(unavailable("the store is closed"));
         };
+        self.waits.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
         let timeout = self.timeout;
         runtime.spawn(async move {

@@ -19,19 +19,22 @@
 //! store: the next transaction takes a fresh connection and reads everything again.
 
 mod bridge;
+mod read;
 mod sql;
+mod transaction;
 
-use crate::api::{KeyRange, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
-use crate::overlay::{BaseEntry, Overlay};
+use crate::api::{
+    KeyRange, ReadTxn, ReadWithValues, Storage, StorageError, Table, Visit, WriteTxn,
+};
+use crate::overlay::Overlay;
 use crate::write_txn::{Base, OverlayWrite};
-use bridge::{client_error, pool_error, unavailable, Bridge, CONNECT_TIMEOUT, OPERATION_TIMEOUT};
+use bridge::{client_error, pool_error, Bridge, CONNECT_TIMEOUT, OPERATION_TIMEOUT};
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
-use sql::{Sql, SCAN_PAGE_FIRST, SCAN_PAGE_MAX};
-use std::collections::VecDeque;
-use std::ops::Bound;
+use read::PgRead;
+use sql::Sql;
 use std::sync::Arc;
-use tokio_postgres::types::ToSql;
 use tokio_postgres::{NoTls, SimpleQueryMessage};
+use transaction::{Transaction, Unsettled};
 
 /// The schema LetheDB keeps its tables in unless told otherwise.
 pub const POSTGRES_SCHEMA_DEFAULT: &str = "lethedb";
@@ -96,6 +99,12 @@ impl PgStore {
                 .map_err(|error| client_error(&error))
         })?;
         Ok(store)
+    }
+
+    /// How many times callers have waited on PostgreSQL since the store opened: one round trip
+    /// each, once a connection has prepared its statements. Tests count them per operation.
+    pub fn round_trips(&self) -> u64 {
+        self.bridge.waits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where the store is, for logs: hosts, ports and database, never the password.
@@ -169,201 +178,16 @@ fn clock_row(messages: &[SimpleQueryMessage]) -> Result<(i64, u64), StorageError
     Ok((number(0)?, epoch))
 }
 
-/// A connection inside an open transaction; dropping it without [`Transaction::finish`] rolls
-/// the transaction back (in the background) before the connection returns to the pool.
-struct Transaction<'a> {
-    store: &'a PgStore,
-    connection: Option<Arc<Object>>,
-    now_ms: i64,
-    epoch: u64,
-}
-
-impl Transaction<'_> {
-    fn connection(&self) -> Result<Arc<Object>, StorageError> {
-        self.connection
-            .clone()
-            .ok_or_else(|| unavailable("the transaction has ended"))
-    }
-
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        let connection = self.connection()?;
-        let sql = Arc::clone(&self.store.sql);
-        let key = key.to_vec();
-        self.store.bridge.run(async move {
-            let statement = connection
-                .prepare_cached(sql.get(table))
-                .await
-                .map_err(|error| client_error(&error))?;
-            let row = connection
-                .query_opt(&statement, &[&key])
-                .await
-                .map_err(|error| client_error(&error))?;
-            row.map(|row| row.try_get::<_, Vec<u8>>(0))
-                .transpose()
-                .map_err(|_| StorageError::Corrupted("a stored value is not bytes".into()))
-        })
-    }
-
-    /// The committed entries of `range`, fetched a page at a time as the caller goes.
-    fn pages(&self, table: Table, range: &KeyRange, reverse: bool) -> Pages<'_> {
-        Pages {
-            transaction: self,
-            table,
-            rest: range.clone(),
-            reverse,
-            page: VecDeque::new(),
-            page_rows: SCAN_PAGE_FIRST,
-            done: range.is_empty(),
-        }
-    }
-
-    fn scan(
-        &self,
-        table: Table,
-        range: &KeyRange,
-        reverse: bool,
-        visit: Visit<'_>,
-    ) -> Result<(), StorageError> {
-        for entry in self.pages(table, range, reverse) {
-            let (key, value) = entry?;
-            if visit(&key, &value).is_break() {
-                break;
-            }
-        }
-        Ok(())
-    }
-
-    /// Ends the transaction without a rollback (it was committed).
-    fn finish(mut self) {
-        self.connection = None;
-    }
-}
-
-impl Drop for Transaction<'_> {
-    fn drop(&mut self) {
-        let Some(connection) = self.connection.take() else {
-            return;
-        };
-        self.store.bridge.detach(async move {
-            // A connection that cannot roll back (in time) must not serve anyone else.
-            let connection = Unsettled(Some(connection));
-            if connection.get().batch_execute("ROLLBACK").await.is_ok() {
-                drop(connection.settle());
-            }
-        });
-    }
-}
-
-/// A connection whose transaction state is not known to be clean: dropped, it is closed instead
-/// of going back to the pool, so a connection left inside a transaction or waiting for a lock
-/// (after an error, or a timeout that dropped the future) never serves another caller.
-struct Unsettled(Option<Arc<Object>>);
-
-impl Unsettled {
-    fn new(object: Object) -> Unsettled {
-        Unsettled(Some(Arc::new(object)))
-    }
-
-    fn get(&self) -> &Object {
-        match &self.0 {
-            Some(connection) => connection,
-            // Only `settle` and `drop` take it, and both consume the guard.
-            None => unreachable!("an unsettled connection is held until settled"),
-        }
-    }
-
-    /// The connection, now known to be in the expected state.
-    fn settle(mut self) -> Arc<Object> {
-        match self.0.take() {
-            Some(connection) => connection,
-            None => unreachable!("an unsettled connection is held until settled"),
-        }
-    }
-}
-
-impl Drop for Unsettled {
-    fn drop(&mut self) {
-        if let Some(connection) = self.0.take() {
-            if let Ok(object) = Arc::try_unwrap(connection) {
-                drop(Object::take(object));
-            }
-        }
-    }
-}
-
-/// A scan's committed entries, a page per round trip.
-struct Pages<'a> {
-    transaction: &'a Transaction<'a>,
-    table: Table,
-    /// What is left of the range after the pages fetched so far.
-    rest: KeyRange,
-    reverse: bool,
-    page: VecDeque<(Vec<u8>, Vec<u8>)>,
-    page_rows: i64,
-    done: bool,
-}
-
-impl Pages<'_> {
-    fn fetch(&mut self) -> Result<(), StorageError> {
-        let connection = self.transaction.connection()?;
-        let (text, bounds) =
-            self.transaction
-                .store
-                .sql
-                .scan_page(self.table, &self.rest, self.reverse);
-        let limit = self.page_rows;
-        let rows = self.transaction.store.bridge.run(async move {
-            let statement = connection
-                .prepare_cached(&text)
-                .await
-                .map_err(|error| client_error(&error))?;
-            let mut parameters: Vec<&(dyn ToSql + Sync)> =
-                bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
-            parameters.push(&limit);
-            let rows = connection
-                .query(&statement, &parameters)
-                .await
-                .map_err(|error| client_error(&error))?;
-            rows.iter()
-                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
-                .collect::<Result<Vec<(Vec<u8>, Vec<u8>)>, tokio_postgres::Error>>()
-                .map_err(|_| StorageError::Corrupted("a stored key or value is not bytes".into()))
-        })?;
-        if (rows.len() as i64) < limit {
-            self.done = true;
-        } else if let Some((last, _)) = rows.last() {
-            // The next page starts after the last key seen.
-            if self.reverse {
-                self.rest.end = Bound::Excluded(last.clone());
-            } else {
-                self.rest.start = Bound::Excluded(last.clone());
-            }
-            self.page_rows = (self.page_rows * 2).min(SCAN_PAGE_MAX);
-        }
-        self.page.extend(rows);
-        Ok(())
-    }
-}
-
-impl Iterator for Pages<'_> {
-    type Item = BaseEntry<Vec<u8>, Vec<u8>>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        if self.page.is_empty() && !self.done {
-            if let Err(error) = self.fetch() {
-                self.done = true;
-                return Some(Err(error));
-            }
-        }
-        self.page.pop_front().map(Ok)
-    }
-}
-
 impl Storage for PgStore {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
         Ok(Box::new(PgRead {
             transaction: self.begin(&self.sql.begin_read)?,
         }))
+    }
+
+    fn read_keys(&self, keys: &[(Table, &[u8])]) -> Result<ReadWithValues<'_>, StorageError> {
+        let (reader, values) = self.begin_read_with(keys)?;
+        Ok((Box::new(reader), values))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
@@ -378,38 +202,6 @@ impl Storage for PgStore {
 
     fn kind(&self) -> &'static str {
         "postgresql"
-    }
-}
-
-/// A snapshot.
-struct PgRead<'a> {
-    transaction: Transaction<'a>,
-}
-
-impl ReadTxn for PgRead<'_> {
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        self.transaction.get(table, key)
-    }
-
-    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
-        self.transaction.scan(table, range, false, visit)
-    }
-
-    fn scan_rev(
-        &self,
-        table: Table,
-        range: &KeyRange,
-        visit: Visit<'_>,
-    ) -> Result<(), StorageError> {
-        self.transaction.scan(table, range, true, visit)
-    }
-
-    fn store_now_ms(&self) -> Option<i64> {
-        Some(self.transaction.now_ms)
-    }
-
-    fn catalog_epoch(&self) -> Option<u64> {
-        Some(self.transaction.epoch)
     }
 }
 
@@ -481,20 +273,18 @@ impl Base for PgBase<'_> {
         let sql = Arc::clone(&transaction.store.sql);
         let now_ms = transaction.now_ms;
         transaction.store.bridge.run(async move {
-            apply(&connection, &sql, &changes, now_ms, catalog_changed).await?;
-            connection
-                .batch_execute("COMMIT")
-                .await
-                .map_err(|error| client_error(&error))
+            apply_and_commit(&connection, &sql, &changes, now_ms, catalog_changed).await
         })?;
         transaction.finish();
         Ok(())
     }
 }
 
-/// Sends every change of a commit, pipelined on one connection, and the meta updates; fails if
-/// any statement failed (the transaction is then rolled back, never committed).
-async fn apply(
+/// Sends every change of a commit, the meta updates and `COMMIT`, pipelined on one connection
+/// (one round trip); fails if any statement failed. A statement that failed aborts the
+/// transaction, and PostgreSQL answers the `COMMIT` of an aborted transaction by rolling it
+/// back, so nothing of a failed commit stays, though its `COMMIT` reports no error.
+async fn apply_and_commit(
     connection: &Object,
     sql: &Sql,
     changes: &[TableChanges],
@@ -504,40 +294,87 @@ async fn apply(
     type Pending<'a> = std::pin::Pin<
         Box<dyn std::future::Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>,
     >;
+    // Every statement is prepared first (from the connection's cache after its first commit):
+    // an execution whose statement were still being prepared would go out after `COMMIT`.
+    let prepared = prepare_commit(connection, sql, changes, catalog_changed).await?;
+    let mut prepared = prepared.iter();
+    let mut next = || {
+        prepared
+            .next()
+            .ok_or_else(|| StorageError::Io("a commit statement was not prepared".into()))
+    };
     let mut statements: Vec<Pending<'_>> = Vec::new();
     for change in changes {
-        for (keys, values) in change
-            .put_keys
-            .chunks(COMMIT_ROWS_PER_STATEMENT)
-            .zip(change.put_values.chunks(COMMIT_ROWS_PER_STATEMENT))
-        {
-            let text = sql.upsert(change.table);
-            statements.push(Box::pin(async move {
-                let statement = connection.prepare_cached(text).await?;
-                connection.execute(&statement, &[&keys, &values]).await
-            }));
+        if !change.put_keys.is_empty() {
+            let statement = next()?;
+            for (keys, values) in change
+                .put_keys
+                .chunks(COMMIT_ROWS_PER_STATEMENT)
+                .zip(change.put_values.chunks(COMMIT_ROWS_PER_STATEMENT))
+            {
+                statements.push(Box::pin(async move {
+                    connection.execute(statement, &[&keys, &values]).await
+                }));
+            }
         }
-        for keys in change.delete_keys.chunks(COMMIT_ROWS_PER_STATEMENT) {
-            let text = sql.delete(change.table);
-            statements.push(Box::pin(async move {
-                let statement = connection.prepare_cached(text).await?;
-                connection.execute(&statement, &[&keys]).await
-            }));
+        if !change.delete_keys.is_empty() {
+            let statement = next()?;
+            for keys in change.delete_keys.chunks(COMMIT_ROWS_PER_STATEMENT) {
+                statements.push(Box::pin(async move {
+                    connection.execute(statement, &[&keys]).await
+                }));
+            }
         }
     }
+    let floor = next()?;
     statements.push(Box::pin(async move {
-        let statement = connection.prepare_cached(&sql.raise_floor).await?;
-        connection.execute(&statement, &[&now_ms]).await
+        connection.execute(floor, &[&now_ms]).await
     }));
     if catalog_changed {
-        statements.push(Box::pin(async move {
-            connection.execute(sql.bump_epoch.as_str(), &[]).await
-        }));
+        let epoch = next()?;
+        statements.push(Box::pin(
+            async move { connection.execute(epoch, &[]).await },
+        ));
     }
+    statements.push(Box::pin(async move {
+        connection.batch_execute("COMMIT").await.map(|()| 0)
+    }));
     for outcome in futures_util::future::join_all(statements).await {
         outcome.map_err(|error| client_error(&error))?;
     }
     Ok(())
+}
+
+/// The statements a commit executes, prepared, in the order [`apply_and_commit`] takes them:
+/// per table its upsert and its delete (each only where it has rows), the floor, the epoch.
+async fn prepare_commit(
+    connection: &Object,
+    sql: &Sql,
+    changes: &[TableChanges],
+    catalog_changed: bool,
+) -> Result<Vec<tokio_postgres::Statement>, StorageError> {
+    let mut texts: Vec<&str> = Vec::new();
+    for change in changes {
+        if !change.put_keys.is_empty() {
+            texts.push(sql.upsert(change.table));
+        }
+        if !change.delete_keys.is_empty() {
+            texts.push(sql.delete(change.table));
+        }
+    }
+    texts.push(&sql.raise_floor);
+    if catalog_changed {
+        texts.push(&sql.bump_epoch);
+    }
+    futures_util::future::join_all(
+        texts
+            .into_iter()
+            .map(|text| connection.prepare_cached(text)),
+    )
+    .await
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(|error| client_error(&error))
 }
 
 #[cfg(test)]

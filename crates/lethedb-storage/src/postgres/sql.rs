@@ -31,6 +31,10 @@ pub(crate) const SCAN_PAGE_MAX: i64 = 512;
 pub(crate) struct Sql {
     schema: String,
     pub(crate) begin_read: String,
+    /// A snapshot's start alone, pipelined with its first read ([`Sql::first_read`]).
+    pub(crate) begin_snapshot: String,
+    /// The clock and the catalog epoch as two columns (see `begin_read`).
+    clock_columns: String,
     pub(crate) begin_write: String,
     pub(crate) create_schema: String,
     gets: Vec<String>,
@@ -66,11 +70,12 @@ impl Sql {
         // The store's clock, read once per transaction: PostgreSQL's, never below the floor
         // every commit raises (so time does not run back after a failover to a replica whose
         // clock is behind), with the catalog epoch beside it.
-        let clock = format!(
-            "SELECT greatest((extract(epoch FROM clock_timestamp()) * 1000)::int8, \
+        let clock_columns = format!(
+            "greatest((extract(epoch FROM clock_timestamp()) * 1000)::int8, \
              (SELECT value FROM {s}.meta WHERE name = 'clock_floor_ms')), \
              (SELECT value FROM {s}.meta WHERE name = 'catalog_epoch')"
         );
+        let clock = format!("SELECT {clock_columns}");
         let mut create_schema = format!(
             "BEGIN; SET LOCAL client_min_messages = warning; \
              SELECT pg_advisory_xact_lock({schema_lock}); CREATE SCHEMA IF NOT EXISTS {s}; \
@@ -88,6 +93,8 @@ impl Sql {
         Sql {
             schema: s.clone(),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; {clock}"),
+            begin_snapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY".to_string(),
+            clock_columns,
             begin_write: format!(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({write_lock}); {clock}"
             ),
@@ -117,6 +124,21 @@ impl Sql {
                 "UPDATE {s}.meta SET value = value + 1 WHERE name = 'catalog_epoch'"
             ),
         }
+    }
+
+    /// A snapshot's first read: the clock and epoch, then the value of one key per table in
+    /// `tables` (`$1`, `$2`, ... in that order; NULL where there is none), in one row.
+    pub(crate) fn first_read(&self, tables: &[Table]) -> String {
+        let mut text = format!("SELECT {}", self.clock_columns);
+        for (position, table) in tables.iter().enumerate() {
+            text.push_str(&format!(
+                ", (SELECT v FROM {}.{} WHERE k = ${})",
+                self.schema,
+                TABLE_NAMES[*table as usize],
+                position + 1
+            ));
+        }
+        text
     }
 
     pub(crate) fn get(&self, table: Table) -> &str {

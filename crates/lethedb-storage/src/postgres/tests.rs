@@ -290,3 +290,101 @@ fn a_writer_that_gives_up_waiting_for_the_lock_leaves_no_connection_inside_a_tra
         Some(b"2".to_vec())
     );
 }
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[test]
+fn a_snapshot_begun_with_its_keys_reads_them_in_one_round_trip_and_stays_a_snapshot() {
+    let url = database_url();
+    let schema = Schema::new(&url);
+    let (store, other) = (schema.open(), schema.open());
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Items, b"item", b"1").expect("put");
+    txn.put(Table::Counters, b"count", b"7").expect("put");
+    txn.put(Table::Catalog, b"def", b"d").expect("put");
+    txn.commit().expect("commit");
+    let keys: [(Table, &[u8]); 4] = [
+        (Table::Catalog, b"def"),
+        (Table::Items, b"item"),
+        (Table::Items, b"absent"),
+        (Table::Counters, b"count"),
+    ];
+    // The first time on a connection prepares the statement; afterwards it is one wait.
+    drop(store.read_keys(&keys).expect("warm up"));
+    let before = store.round_trips();
+    let (reader, values) = store.read_keys(&keys).expect("read keys");
+    assert_eq!(
+        store.round_trips() - before,
+        1,
+        "one round trip for the start and the keys"
+    );
+    assert_eq!(
+        values,
+        vec![
+            Some(b"d".to_vec()),
+            Some(b"1".to_vec()),
+            None,
+            Some(b"7".to_vec())
+        ]
+    );
+    assert!(reader.store_now_ms().is_some_and(|now| now > 0));
+    assert!(reader.catalog_epoch().is_some_and(|epoch| epoch >= 1));
+    // Later reads of the same snapshot do not see a commit made after it began.
+    let mut txn = other.write().expect("write");
+    txn.put(Table::Items, b"item", b"2").expect("put");
+    txn.put(Table::Items, b"later", b"x").expect("put");
+    txn.commit().expect("commit");
+    assert_eq!(
+        reader.get(Table::Items, b"item").expect("get"),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(reader.get(Table::Items, b"later").expect("get"), None);
+    let (_, values) = store.read_keys(&keys[1..2]).expect("read keys");
+    assert_eq!(values, vec![Some(b"2".to_vec())]);
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[test]
+fn a_commit_sends_its_changes_and_commit_together_and_a_failed_change_commits_nothing() {
+    let url = database_url();
+    let schema = Schema::new(&url);
+    let store = schema.open();
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Items, b"a", b"1").expect("put");
+    txn.commit().expect("warm up");
+    let before = store.round_trips();
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Items, b"b", b"2").expect("put");
+    txn.delete(Table::Items, b"a").expect("delete");
+    txn.put(Table::Catalog, b"c", b"3").expect("put");
+    txn.commit().expect("commit");
+    // The start (with the lock and the clock), then the changes with COMMIT.
+    assert_eq!(store.round_trips() - before, 2);
+    let reader = store.read().expect("read");
+    assert_eq!(reader.get(Table::Items, b"a").expect("get"), None);
+    assert_eq!(
+        reader.get(Table::Items, b"b").expect("get"),
+        Some(b"2".to_vec())
+    );
+    drop(reader);
+    // A change PostgreSQL refuses (here a check constraint refuses a long value) aborts the transaction: its COMMIT rolls everything back and reports failure.
+    schema.execute(
+        &store,
+        &format!(
+            "ALTER TABLE \"{}\".items ADD CONSTRAINT small CHECK (length(v) < 100)",
+            schema.name
+        ),
+    );
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Catalog, b"d", b"4").expect("put");
+    txn.put(Table::Items, b"big", &[0u8; 200]).expect("put");
+    assert!(txn.commit().is_err());
+    let reader = store.read().expect("read");
+    assert_eq!(reader.get(Table::Catalog, b"d").expect("get"), None);
+    assert_eq!(reader.get(Table::Items, b"big").expect("get"), None);
+}

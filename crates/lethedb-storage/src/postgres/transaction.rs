@@ -1,0 +1,207 @@
+//! An open PostgreSQL transaction on a pooled connection, as snapshots and write transactions
+//! use it: point reads, scans a page per round trip, and the guard that closes a connection
+//! whose transaction state is unknown instead of pooling it.
+//!
+//! It does not begin or commit anything itself: `mod.rs` begins (reading the clock and epoch)
+//! and commits; dropping an unfinished transaction rolls it back in the background.
+
+use super::bridge::{client_error, unavailable};
+use super::sql::{SCAN_PAGE_FIRST, SCAN_PAGE_MAX};
+use super::PgStore;
+use crate::api::{KeyRange, StorageError, Table, Visit};
+use crate::overlay::BaseEntry;
+use deadpool_postgres::Object;
+use std::collections::VecDeque;
+use std::ops::Bound;
+use std::sync::Arc;
+use tokio_postgres::types::ToSql;
+
+/// A connection inside an open transaction; dropping it without [`Transaction::finish`] rolls
+/// the transaction back (in the background) before the connection returns to the pool.
+pub(super) struct Transaction<'a> {
+    pub(super) store: &'a PgStore,
+    pub(super) connection: Option<Arc<Object>>,
+    pub(super) now_ms: i64,
+    pub(super) epoch: u64,
+}
+
+impl Transaction<'_> {
+    pub(super) fn connection(&self) -> Result<Arc<Object>, StorageError> {
+        self.connection
+            .clone()
+            .ok_or_else(|| unavailable("the transaction has ended"))
+    }
+
+    pub(super) fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let connection = self.connection()?;
+        let sql = Arc::clone(&self.store.sql);
+        let key = key.to_vec();
+        self.store.bridge.run(async move {
+            let statement = connection
+                .prepare_cached(sql.get(table))
+                .await
+                .map_err(|error| client_error(&error))?;
+            let row = connection
+                .query_opt(&statement, &[&key])
+                .await
+                .map_err(|error| client_error(&error))?;
+            row.map(|row| row.try_get::<_, Vec<u8>>(0))
+                .transpose()
+                .map_err(|_| StorageError::Corrupted("a stored value is not bytes".into()))
+        })
+    }
+
+    /// The committed entries of `range`, fetched a page at a time as the caller goes.
+    pub(super) fn pages(&self, table: Table, range: &KeyRange, reverse: bool) -> Pages<'_> {
+        Pages {
+            transaction: self,
+            table,
+            rest: range.clone(),
+            reverse,
+            page: VecDeque::new(),
+            page_rows: SCAN_PAGE_FIRST,
+            done: range.is_empty(),
+        }
+    }
+
+    pub(super) fn scan(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        reverse: bool,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError> {
+        for entry in self.pages(table, range, reverse) {
+            let (key, value) = entry?;
+            if visit(&key, &value).is_break() {
+                break;
+            }
+        }
+        Ok(())
+    }
+
+    /// Ends the transaction without a rollback (it was committed).
+    pub(super) fn finish(mut self) {
+        self.connection = None;
+    }
+}
+
+impl Drop for Transaction<'_> {
+    fn drop(&mut self) {
+        let Some(connection) = self.connection.take() else {
+            return;
+        };
+        self.store.bridge.detach(async move {
+            // A connection that cannot roll back (in time) must not serve anyone else.
+            let connection = Unsettled(Some(connection));
+            if connection.get().batch_execute("ROLLBACK").await.is_ok() {
+                drop(connection.settle());
+            }
+        });
+    }
+}
+
+/// A connection whose transaction state is not known to be clean: dropped, it is closed instead
+/// of going back to the pool, so a connection left inside a transaction or waiting for a lock
+/// (after an error, or a timeout that dropped the future) never serves another caller.
+pub(super) struct Unsettled(Option<Arc<Object>>);
+
+impl Unsettled {
+    pub(super) fn new(object: Object) -> Unsettled {
+        Unsettled(Some(Arc::new(object)))
+    }
+
+    pub(super) fn get(&self) -> &Object {
+        match &self.0 {
+            Some(connection) => connection,
+            // Only `settle` and `drop` take it, and both consume the guard.
+            None => unreachable!("an unsettled connection is held until settled"),
+        }
+    }
+
+    /// The connection, now known to be in the expected state.
+    pub(super) fn settle(mut self) -> Arc<Object> {
+        match self.0.take() {
+            Some(connection) => connection,
+            None => unreachable!("an unsettled connection is held until settled"),
+        }
+    }
+}
+
+impl Drop for Unsettled {
+    fn drop(&mut self) {
+        if let Some(connection) = self.0.take() {
+            if let Ok(object) = Arc::try_unwrap(connection) {
+                drop(Object::take(object));
+            }
+        }
+    }
+}
+
+/// A scan's committed entries, a page per round trip.
+pub(super) struct Pages<'a> {
+    transaction: &'a Transaction<'a>,
+    table: Table,
+    /// What is left of the range after the pages fetched so far.
+    rest: KeyRange,
+    reverse: bool,
+    page: VecDeque<(Vec<u8>, Vec<u8>)>,
+    page_rows: i64,
+    done: bool,
+}
+
+impl Pages<'_> {
+    fn fetch(&mut self) -> Result<(), StorageError> {
+        let connection = self.transaction.connection()?;
+        let (text, bounds) =
+            self.transaction
+                .store
+                .sql
+                .scan_page(self.table, &self.rest, self.reverse);
+        let limit = self.page_rows;
+        let rows = self.transaction.store.bridge.run(async move {
+            let statement = connection
+                .prepare_cached(&text)
+                .await
+                .map_err(|error| client_error(&error))?;
+            let mut parameters: Vec<&(dyn ToSql + Sync)> =
+                bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+            parameters.push(&limit);
+            let rows = connection
+                .query(&statement, &parameters)
+                .await
+                .map_err(|error| client_error(&error))?;
+            rows.iter()
+                .map(|row| Ok((row.try_get(0)?, row.try_get(1)?)))
+                .collect::<Result<Vec<(Vec<u8>, Vec<u8>)>, tokio_postgres::Error>>()
+                .map_err(|_| StorageError::Corrupted("a stored key or value is not bytes".into()))
+        })?;
+        if (rows.len() as i64) < limit {
+            self.done = true;
+        } else if let Some((last, _)) = rows.last() {
+            // The next page starts after the last key seen.
+            if self.reverse {
+                self.rest.end = Bound::Excluded(last.clone());
+            } else {
+                self.rest.start = Bound::Excluded(last.clone());
+            }
+            self.page_rows = (self.page_rows * 2).min(SCAN_PAGE_MAX);
+        }
+        self.page.extend(rows);
+        Ok(())
+    }
+}
+
+impl Iterator for Pages<'_> {
+    type Item = BaseEntry<Vec<u8>, Vec<u8>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.page.is_empty() && !self.done {
+            if let Err(error) = self.fetch() {
+                self.done = true;
+                return Some(Err(error));
+            }
+        }
+        self.page.pop_front().map(Ok)
+    }
+}
