@@ -186,8 +186,7 @@ impl Storage for PgStore {
     }
 
     fn read_keys(&self, keys: &[(Table, &[u8])]) -> Result<ReadWithValues<'_>, StorageError> {
-        let (reader, values) = self.begin_read_with(keys)?;
-        Ok((Box::new(reader), values))
+        self.begin_read_with(keys)
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {

@@ -10,7 +10,7 @@
 use super::bridge::{client_error, pool_error};
 use super::transaction::{Transaction, Unsettled};
 use super::PgStore;
-use crate::api::{KeyRange, ReadTxn, StorageError, Table, Visit};
+use crate::api::{KeyRange, ReadTxn, ReadWithValues, StorageError, Table, Visit};
 use tokio_postgres::types::ToSql;
 
 /// A snapshot.
@@ -28,7 +28,7 @@ impl PgStore {
     pub(super) fn begin_read_with(
         &self,
         keys: &[(Table, &[u8])],
-    ) -> Result<(PgRead<'_>, Vec<Option<Vec<u8>>>), StorageError> {
+    ) -> Result<ReadWithValues<'_>, StorageError> {
         let pool = self.bridge.pool.clone();
         let begin = self.sql.begin_snapshot.clone();
         let tables: Vec<Table> = keys.iter().map(|(table, _)| *table).collect();
@@ -46,7 +46,7 @@ impl PgStore {
             now_ms,
             epoch,
         };
-        Ok((PgRead { transaction }, values))
+        Ok((Box::new(PgRead { transaction }), values))
     }
 }
 
