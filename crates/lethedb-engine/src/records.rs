@@ -437,19 +437,30 @@ pub(crate) fn load_container(
     database_id: &str,
     container_id: &str,
 ) -> EngineResult<Option<Container>> {
-    match reader.get(
-        Table::Catalog,
-        &keys::container_key(database_id, container_id),
-    )? {
-        None => Ok(None),
-        Some(bytes) => {
-            let record: ContainerRecord =
-                serde_json::from_slice(&bytes).map_err(|_| corrupted("container"))?;
-            let shared =
-                load_database(reader, database_id)?.and_then(|database| database.throughput);
-            record.into_container(shared).map(Some)
-        }
-    }
+    let keys = [
+        keys::container_key(database_id, container_id),
+        keys::database_key(database_id),
+    ];
+    let values = reader.get_many(&[(Table::Catalog, &keys[0]), (Table::Catalog, &keys[1])])?;
+    container_from_records(values[0].as_deref(), values[1].as_deref())
+}
+
+/// A container from its catalog record and its database's (`None`: no such container).
+pub(crate) fn container_from_records(
+    container: Option<&[u8]>,
+    database: Option<&[u8]>,
+) -> EngineResult<Option<Container>> {
+    let Some(bytes) = container else {
+        return Ok(None);
+    };
+    let record: ContainerRecord =
+        serde_json::from_slice(bytes).map_err(|_| corrupted("container"))?;
+    let database: Option<DatabaseRecord> = database
+        .map(serde_json::from_slice)
+        .transpose()
+        .map_err(|_| corrupted("database"))?;
+    let shared = database.and_then(|database| database.throughput);
+    record.into_container(shared).map(Some)
 }
 
 pub(crate) fn store_container(

@@ -10,8 +10,8 @@ use crate::faults;
 use crate::handlers::{self, Context};
 use crate::head::{PriorityLevel, RequestHead};
 use crate::metrics::Observed;
-use crate::operation::{classify, Operation};
-use crate::request::{add_host_from_authority, read_body, text_body};
+use crate::operation::{classify, ItemOperation, Operation};
+use crate::request::{add_host_from_authority, read_body, text_body, INTENDED_CONTAINER_HEADER};
 use crate::resolve::resolve_resource_ids;
 use crate::respond::{add_common_headers, Reply};
 use crate::routes::ResourcePath;
@@ -44,7 +44,8 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let classified = classify(&parts.method, &path, &head);
         let caller = authenticate(&state, &parts.method, &parts.headers, &path)?;
         resolve_resource_ids(&state.engine, &mut path).await?;
-        let checked = check_intended_container(&state, &path, &parts.headers)?;
+        let point_read = matches!(classified, Ok(Operation::Item(ItemOperation::Read)));
+        let checked = check_intended_container(&state, &path, &parts.headers, point_read)?;
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;
         let body = text_body(read_body(body).await?)?;
@@ -105,20 +106,19 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
     response
 }
 
-/// The header with which the SDKs name the container they mean by its `_rid` when they address
-/// it by name.
-const INTENDED_CONTAINER_HEADER: &str = "x-ms-cosmos-intended-collection-rid";
-
 /// A request on a container or anything in it that names the container it means
 /// (`x-ms-cosmos-intended-collection-rid`) is refused with 400/1024 when another container now
 /// has that name (the one meant was deleted and a new one created), as the service does: the
 /// SDKs then refresh their cached container and retry. A missing container is left to the
 /// handler's 404, and a request without the header reads nothing here. The container read is
-/// returned, so that admission does not look it up again.
+/// returned, so that admission does not look it up again. A point read takes the definition
+/// its instance cached (`Engine::container_for_point_read`), since it reads the current one in
+/// its own snapshot.
 fn check_intended_container(
     state: &AppState,
     path: &ResourcePath,
     headers: &HeaderMap,
+    point_read: bool,
 ) -> ApiResult<Option<Arc<Container>>> {
     let Some(intended) = crate::request::header(headers, INTENDED_CONTAINER_HEADER) else {
         return Ok(None);
@@ -126,7 +126,14 @@ fn check_intended_container(
     if path.segments.len() < 4 || path.segments[2] != "colls" || intended.is_empty() {
         return Ok(None);
     }
-    match state.engine.read_container(path.id(0), path.id(1)) {
+    let found = if point_read {
+        state
+            .engine
+            .container_for_point_read(path.id(0), path.id(1))
+    } else {
+        state.engine.read_container(path.id(0), path.id(1))
+    };
+    match found {
         Ok(container) if container.rid() != intended => {
             Err(ApiError::from_code(Code::CollectionRidMismatch))
         }
@@ -150,6 +157,9 @@ fn admit(
     }
     let container = match checked {
         Some(container) => container,
+        None if operation == Operation::Item(ItemOperation::Read) => state
+            .engine
+            .container_for_point_read(path.id(0), path.id(1))?,
         None => state.engine.read_container(path.id(0), path.id(1))?,
     };
     // Low-priority requests are throttled first (`x-ms-cosmos-priority-level`).

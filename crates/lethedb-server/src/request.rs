@@ -16,6 +16,10 @@ use lethedb_engine::QueryRequest;
 use lethedb_engine::Throughput;
 use serde_json::Value;
 
+/// The header with which the SDKs name the container they mean by its `_rid` when they address
+/// it by name.
+pub(crate) const INTENDED_CONTAINER_HEADER: &str = "x-ms-cosmos-intended-collection-rid";
+
 /// The largest request body accepted: one maximal item plus room for the envelope. Larger
 /// bodies get 413 before they are parsed.
 pub const REQUEST_BODY_BYTES_MAX: usize = lethedb_engine::ITEM_BYTES_MAX + 64 * 1024;

@@ -183,6 +183,23 @@ impl Engine {
             .await
     }
 
+    /// A container's definition for a point read: on a shared store, the cached one without
+    /// asking the store whether it is current, because the point read itself reads the
+    /// definition in its snapshot and judges the item by that (`Engine::read_item_with_lsn`
+    /// returns it with the item). Elsewhere, and when nothing is cached, [`Engine::read_container`].
+    pub fn container_for_point_read(
+        &self,
+        database_id: &str,
+        container_id: &str,
+    ) -> EngineResult<Arc<Container>> {
+        if self.inner.shared {
+            if let Some(found) = self.inner.containers.get(database_id, container_id) {
+                return Ok(found);
+            }
+        }
+        self.read_container(database_id, container_id)
+    }
+
     /// Reads a container's definition, from the cache when it is current.
     pub fn read_container(
         &self,

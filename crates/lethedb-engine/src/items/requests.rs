@@ -7,18 +7,21 @@
 
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{corrupted, invalid_continuation, item_not_found, EngineResult};
+use crate::error::{
+    container_not_found, corrupted, invalid_continuation, item_not_found, EngineResult,
+};
 use crate::items::{read_record, Feed, StoredItem};
 use crate::keys;
 use crate::limits::PAGE_ITEMS_MAX;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
-use crate::records::{read_counters, ItemRecord};
+use crate::records::{container_from_records, read_counters, Counters, ItemRecord};
 use crate::scan_visit::{resumed_after, try_scan};
 use crate::ttl::expiry::record_is_expired;
 use base64::Engine as _;
 use lethedb_storage::{KeyRange, Table};
 use std::ops::ControlFlow;
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 pub(crate) fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
@@ -39,6 +42,9 @@ impl Engine {
         id: &str,
         with_lsn: bool,
     ) -> EngineResult<(StoredItem, u64)> {
+        if self.inner.shared {
+            return self.read_item_shared(container, partition_key, id, with_lsn);
+        }
         let partition_key = container.partition_key.point_key(partition_key)?;
         let key = container.item_key(&partition_key, id);
         let reader = self.inner.store.read()?;
@@ -58,6 +64,99 @@ impl Engine {
             },
             lsn,
         ))
+    }
+
+    /// A point read on a shared store, in one round trip from a warm instance: the snapshot
+    /// begins with the item, its container's definition (and database's), and the counters.
+    /// `container` may come from the cache unchecked (`Engine::container_for_point_read`):
+    /// the definition read here decides, so a container changed or deleted by another
+    /// instance answers as the store now says, and the item returned carries the definition
+    /// it was judged by.
+    fn read_item_shared(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+        with_lsn: bool,
+    ) -> EngineResult<(StoredItem, u64)> {
+        let point = container.partition_key.point_key(partition_key.clone())?;
+        let item_key = container.item_key(&point, id);
+        let counters_key = keys::counters_key(container.key_number());
+        let definition_keys = [
+            keys::container_key(&container.database_id, &container.id),
+            keys::database_key(&container.database_id),
+        ];
+        let generation = self.inner.containers.generation.load(Ordering::SeqCst);
+        let (reader, values) = self.inner.store.read_keys(&[
+            (Table::Items, &item_key),
+            (Table::Counters, &counters_key),
+            (Table::Catalog, &definition_keys[0]),
+            (Table::Catalog, &definition_keys[1]),
+        ])?;
+        let [item, counters, definition, database]: [Option<Vec<u8>>; 4] = values
+            .try_into()
+            .map_err(|_| corrupted("a snapshot's first values"))?;
+        let current = self.definition_at(
+            container,
+            reader.catalog_epoch(),
+            generation,
+            (definition.as_deref(), database.as_deref()),
+        )?;
+        // A container recreated under the same name keeps its items elsewhere: read again.
+        let same_place = current.key_number() == container.key_number()
+            && current.partition_key == container.partition_key;
+        let (record, counters) = if same_place {
+            let record = item
+                .map(|bytes| ItemRecord::decode(&bytes).ok_or_else(|| corrupted("item")))
+                .transpose()?;
+            let counters = counters
+                .map(|bytes| Counters::decode(&bytes).ok_or_else(|| corrupted("counter")))
+                .transpose()?
+                .unwrap_or_default();
+            (record, counters)
+        } else {
+            let point = current.partition_key.point_key(partition_key)?;
+            let record = read_record(&*reader, &current.item_key(&point, id))?;
+            (record, read_counters(&*reader, current.key_number())?)
+        };
+        let record = record.ok_or_else(item_not_found)?;
+        if record_is_expired(&current, &record, self.now_in(&*reader)) {
+            return Err(item_not_found());
+        }
+        let lsn = if with_lsn { counters.lsn } else { record.lsn };
+        Ok((
+            StoredItem {
+                container: current,
+                record,
+            },
+            lsn,
+        ))
+    }
+
+    /// The container as a snapshot at `epoch` defines it: `container` itself while the cache
+    /// still holds it at that epoch, else parsed from the snapshot's records (and cached when
+    /// the cache serves that epoch and was not invalidated since `generation`).
+    fn definition_at(
+        &self,
+        container: &Arc<Container>,
+        epoch: Option<u64>,
+        generation: u64,
+        (definition, database): (Option<&[u8]>, Option<&[u8]>),
+    ) -> EngineResult<Arc<Container>> {
+        let cache = &self.inner.containers;
+        let usable = cache.serves(epoch);
+        if let Some(cached) = cache.get(&container.database_id, &container.id) {
+            if usable && Arc::ptr_eq(&cached, container) {
+                return Ok(Arc::clone(container));
+            }
+        }
+        let fresh = Arc::new(
+            container_from_records(definition, database)?.ok_or_else(container_not_found)?,
+        );
+        if usable {
+            cache.insert_if_current(generation, Arc::clone(&fresh));
+        }
+        Ok(fresh)
     }
 
     /// One page of a container's (or one partition's) items in key order. The continuation is

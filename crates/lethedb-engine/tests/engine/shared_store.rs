@@ -40,22 +40,29 @@ fn real_now_ms() -> i64 {
 /// Two engines on a fresh schema, with database `db` and container `c` (`/pk`, TTL on, no
 /// default) created through the first.
 async fn pair(url: &str) -> (Engine, Engine) {
+    let (a, b, _) = pair_counting(url).await;
+    (a, b)
+}
+
+/// [`pair`], with the second engine's store, whose round trips a test counts.
+async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let schema = format!(
         "engine_{}_{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::SeqCst)
     );
-    let open = |offset: i64| {
-        let store = PgStore::open_in_schema(url, &schema).expect("store");
+    let open = |offset: i64, store: Arc<PgStore>| {
         Engine::open(
-            Arc::new(store),
+            store,
             Arc::new(ManualClock::new(real_now_ms() + offset)),
             crate::common::config(),
         )
         .expect("engine")
     };
-    let (a, b) = (open(SKEW_MS), open(-SKEW_MS));
+    let store = || Arc::new(PgStore::open_in_schema(url, &schema).expect("store"));
+    let second = store();
+    let (a, b) = (open(SKEW_MS, store()), open(-SKEW_MS, Arc::clone(&second)));
     a.create_database(json!({"id": "db"}), None)
         .await
         .expect("db");
@@ -66,7 +73,7 @@ async fn pair(url: &str) -> (Engine, Engine) {
     )
     .await
     .expect("container");
-    (a, b)
+    (a, b, second)
 }
 
 fn visible(engine: &Engine, id: &str) -> bool {
@@ -260,4 +267,89 @@ async fn sweepers_on_both_engines_delete_each_expired_item_once_and_no_live_one(
         a.container_usage(&container).await.expect("usage").items,
         50
     );
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_warm_point_read_is_one_round_trip_and_judges_by_the_definition_it_read() {
+    let url = database_url();
+    let (a, b, store) = pair_counting(&url).await;
+    let create = |id: &'static str| {
+        let container = resolved(&a, "c");
+        let a = &a;
+        async move {
+            a.write_item(
+                &container,
+                WriteMode::Create,
+                pk("p"),
+                json!({"id": id, "pk": "p"}),
+                None,
+            )
+            .await
+            .expect("create")
+        }
+    };
+    create("x").await;
+    // Warm: the definition cached (a first look at a newer epoch only drops what was cached),
+    // the statements prepared.
+    for _ in 0..2 {
+        let container = b.read_container("db", "c").expect("container on b");
+        b.read_item_with_lsn(&container, pk("p"), "x")
+            .expect("read");
+    }
+    let before = store.round_trips();
+    let cached = b.container_for_point_read("db", "c").expect("cached");
+    let (item, lsn) = b.read_item_with_lsn(&cached, pk("p"), "x").expect("read");
+    assert_eq!(
+        store.round_trips() - before,
+        1,
+        "a warm point read waits once"
+    );
+    assert!(Arc::ptr_eq(&item.container, &cached) && lsn >= item.record.lsn);
+    // Another instance gives the container a one-second default TTL; the item, written over a
+    // second ago by the store's clock, has expired. The stale definition b cached is judged
+    // against the one its read finds, still in one round trip.
+    tokio::time::sleep(Duration::from_millis(1_100)).await;
+    a.replace_container(
+        "db",
+        "c",
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}, "defaultTtl": 1}),
+        None,
+    )
+    .await
+    .expect("replace");
+    let before = store.round_trips();
+    let stale = b.container_for_point_read("db", "c").expect("cached");
+    assert!(Arc::ptr_eq(&stale, &cached), "b has not looked since");
+    let error = b
+        .read_item_with_lsn(&stale, pk("p"), "x")
+        .expect_err("expired");
+    assert_eq!(error.code, ErrorCode::ItemNotFound);
+    assert_eq!(store.round_trips() - before, 1);
+    // Deleted and created again under the same name: the read finds the new container's items.
+    a.delete_container("db", "c").await.expect("delete");
+    a.create_container(
+        "db",
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}}),
+        None,
+    )
+    .await
+    .expect("create again");
+    create("y").await;
+    let (item, _) = b
+        .read_item_with_lsn(&stale, pk("p"), "y")
+        .expect("the new one's item");
+    assert_ne!(item.container.rid(), stale.rid());
+    let error = b
+        .read_item_with_lsn(&stale, pk("p"), "x")
+        .expect_err("gone with the old one");
+    assert_eq!(error.code, ErrorCode::ItemNotFound);
+    a.delete_container("db", "c").await.expect("delete");
+    let error = b
+        .read_item_with_lsn(&stale, pk("p"), "y")
+        .expect_err("no container");
+    assert_eq!(error.code, ErrorCode::ContainerNotFound);
 }

@@ -7,7 +7,7 @@
 use super::context::Context;
 use super::scripts::{named_triggers, triggered_write};
 use crate::error::{ApiError, ApiResult, Code};
-use crate::request::{header, parse_json, query_request};
+use crate::request::{header, parse_json, query_request, INTENDED_CONTAINER_HEADER};
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use base64::Engine as _;
@@ -117,6 +117,14 @@ pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Repl
         }
         Err(error) => return Err(error.into()),
     };
+    // The definition the read judged the item by: on a shared store the one in its snapshot,
+    // which may be newer than the one the request was admitted with.
+    let container = &item.container;
+    if let Some(intended) = header(context.headers, INTENDED_CONTAINER_HEADER) {
+        if !intended.is_empty() && container.rid() != intended {
+            return Err(ApiError::from_code(Code::CollectionRidMismatch));
+        }
+    }
     let range = item_range(container, key);
     let etag = item.etag();
     if context.head.if_none_match == Some(etag.as_str()) {

@@ -33,8 +33,8 @@ use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, R
 use read::PgRead;
 use sql::Sql;
 use std::sync::Arc;
-use tokio_postgres::{NoTls, SimpleQueryMessage};
-use transaction::{Transaction, Unsettled};
+use tokio_postgres::NoTls;
+use transaction::{Backend, Transaction};
 
 /// The schema LetheDB keeps its tables in unless told otherwise.
 pub const POSTGRES_SCHEMA_DEFAULT: &str = "lethedb";
@@ -46,8 +46,7 @@ const COMMIT_ROWS_PER_STATEMENT: usize = 1_000;
 
 /// A store kept in PostgreSQL.
 pub struct PgStore {
-    bridge: Bridge,
-    sql: Arc<Sql>,
+    backend: Backend,
     target: String,
 }
 
@@ -85,13 +84,15 @@ impl PgStore {
             .build()
             .map_err(|_| StorageError::Io("cannot set up the PostgreSQL connection pool".into()))?;
         let store = PgStore {
-            bridge: Bridge::new(pool)?,
-            sql: Arc::new(Sql::new(schema)),
+            backend: Backend {
+                bridge: Bridge::new(pool)?,
+                sql: Arc::new(Sql::new(schema)),
+            },
             target,
         };
-        let pool = store.bridge.pool.clone();
-        let create = store.sql.create_schema.clone();
-        store.bridge.run(async move {
+        let pool = store.backend.bridge.pool.clone();
+        let create = store.backend.sql.create_schema.clone();
+        store.backend.bridge.run(async move {
             let connection = pool.get().await.map_err(|error| pool_error(&error))?;
             connection
                 .batch_execute(&create)
@@ -104,37 +105,15 @@ impl PgStore {
     /// How many times callers have waited on PostgreSQL since the store opened: one round trip
     /// each, once a connection has prepared its statements. Tests count them per operation.
     pub fn round_trips(&self) -> u64 {
-        self.bridge.waits.load(std::sync::atomic::Ordering::Relaxed)
+        self.backend
+            .bridge
+            .waits
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Where the store is, for logs: hosts, ports and database, never the password.
     pub fn target(&self) -> &str {
         &self.target
-    }
-
-    /// A pooled connection inside a transaction begun with `begin`, and the transaction's clock
-    /// and catalog epoch.
-    fn begin(&self, begin: &str) -> Result<Transaction<'_>, StorageError> {
-        let pool = self.bridge.pool.clone();
-        let begin = begin.to_string();
-        let (connection, now_ms, epoch) = self.bridge.run(async move {
-            let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
-            // Failing or timing out here (a writer waiting on the lock) leaves the connection
-            // inside a transaction: it is closed, never pooled.
-            let messages = connection
-                .get()
-                .simple_query(&begin)
-                .await
-                .map_err(|error| client_error(&error))?;
-            let (now_ms, epoch) = clock_row(&messages)?;
-            Ok((connection.settle(), now_ms, epoch))
-        })?;
-        Ok(Transaction {
-            store: self,
-            connection: Some(connection),
-            now_ms,
-            epoch,
-        })
     }
 }
 
@@ -156,42 +135,21 @@ fn describe(config: &tokio_postgres::Config) -> String {
     )
 }
 
-/// The clock and epoch from the last row a `begin` statement returned.
-fn clock_row(messages: &[SimpleQueryMessage]) -> Result<(i64, u64), StorageError> {
-    let row = messages
-        .iter()
-        .rev()
-        .find_map(|message| match message {
-            SimpleQueryMessage::Row(row) => Some(row),
-            _ => None,
-        })
-        .ok_or_else(|| StorageError::Corrupted("the store's clock row is missing".into()))?;
-    let number = |index: usize| -> Result<i64, StorageError> {
-        row.try_get(index)
-            .ok()
-            .flatten()
-            .and_then(|text| text.parse().ok())
-            .ok_or_else(|| StorageError::Corrupted("the store's meta table is damaged".into()))
-    };
-    let epoch = u64::try_from(number(1)?)
-        .map_err(|_| StorageError::Corrupted("the catalog epoch is negative".into()))?;
-    Ok((number(0)?, epoch))
-}
-
 impl Storage for PgStore {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
         Ok(Box::new(PgRead {
-            transaction: self.begin(&self.sql.begin_read)?,
+            transaction: self.backend.begin(&self.backend.sql.begin_read)?,
         }))
     }
 
     fn read_keys(&self, keys: &[(Table, &[u8])]) -> Result<ReadWithValues<'_>, StorageError> {
-        self.begin_read_with(keys)
+        let (reader, values) = self.backend.begin_read_with(keys)?;
+        Ok((Box::new(reader), values))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
         Ok(Box::new(OverlayWrite::new(PgBase {
-            transaction: self.begin(&self.sql.begin_write)?,
+            transaction: self.backend.begin(&self.backend.sql.begin_write)?,
         })))
     }
 

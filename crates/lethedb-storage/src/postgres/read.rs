@@ -8,9 +8,8 @@
 //! statements inside its `REPEATABLE READ` transaction.
 
 use super::bridge::{client_error, pool_error};
-use super::transaction::{Transaction, Unsettled};
-use super::PgStore;
-use crate::api::{KeyRange, ReadTxn, ReadWithValues, StorageError, Table, Visit};
+use super::transaction::{Backend, Transaction, Unsettled};
+use crate::api::{KeyRange, ReadTxn, StorageError, Table, Visit};
 use tokio_postgres::types::ToSql;
 
 /// A snapshot.
@@ -18,17 +17,20 @@ pub(super) struct PgRead<'a> {
     pub(super) transaction: Transaction<'a>,
 }
 
-/// What a snapshot's first statement returned.
-type FirstRead = (Unsettled, i64, u64, Vec<Option<Vec<u8>>>);
+/// The values of a snapshot's first keys, `None` where a key has none.
+type Values = Vec<Option<Vec<u8>>>;
 
-impl PgStore {
+/// What a snapshot's first statement returned.
+type FirstRead = (Unsettled, i64, u64, Values);
+
+impl Backend {
     /// Begins a snapshot and reads `keys` in it, in one round trip: the start and one statement
     /// that returns the clock, the epoch and every value are written before either answer is
     /// awaited.
     pub(super) fn begin_read_with(
         &self,
         keys: &[(Table, &[u8])],
-    ) -> Result<ReadWithValues<'_>, StorageError> {
+    ) -> Result<(PgRead<'_>, Values), StorageError> {
         let pool = self.bridge.pool.clone();
         let begin = self.sql.begin_snapshot.clone();
         let tables: Vec<Table> = keys.iter().map(|(table, _)| *table).collect();
@@ -46,7 +48,7 @@ impl PgStore {
             now_ms,
             epoch,
         };
-        Ok((Box::new(PgRead { transaction }), values))
+        Ok((PgRead { transaction }, values))
     }
 }
 
@@ -56,7 +58,7 @@ async fn first_read(
     begin: &str,
     text: &str,
     arguments: &[Vec<u8>],
-) -> Result<(i64, u64, Vec<Option<Vec<u8>>>), StorageError> {
+) -> Result<(i64, u64, Values), StorageError> {
     // The start is polled first, so it goes out first and the statement runs inside the
     // snapshot it begins (a statement not yet prepared follows it a round trip later).
     let (begun, row) = futures_util::future::join(connection.batch_execute(begin), async {

@@ -49,9 +49,10 @@ impl Schema {
 
     /// Runs SQL on the store's own connection pool (for what no trait method does).
     fn execute(&self, store: &PgStore, sql: &str) {
-        let pool = store.bridge.pool.clone();
+        let pool = store.backend.bridge.pool.clone();
         let sql = sql.to_string();
         store
+            .backend
             .bridge
             .run(async move {
                 let connection = pool.get().await.map_err(|e| super::pool_error(&e))?;
@@ -263,7 +264,7 @@ fn a_writer_that_gives_up_waiting_for_the_lock_leaves_no_connection_inside_a_tra
     let schema = Schema::new(&url);
     let holder = schema.open();
     let mut waiter = schema.open();
-    waiter.bridge.timeout = Duration::from_millis(500);
+    waiter.backend.bridge.timeout = Duration::from_millis(500);
     let mut held = holder.write().expect("write");
     held.put(Table::Items, b"a", b"1").expect("put");
     // The lock stays taken: the waiter gives up, and the connection that was waiting is closed.

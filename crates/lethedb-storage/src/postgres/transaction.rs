@@ -5,9 +5,11 @@
 //! It does not begin or commit anything itself: `mod.rs` begins (reading the clock and epoch)
 //! and commits; dropping an unfinished transaction rolls it back in the background.
 
+use super::bridge::pool_error;
+use super::bridge::Bridge;
 use super::bridge::{client_error, unavailable};
+use super::sql::Sql;
 use super::sql::{SCAN_PAGE_FIRST, SCAN_PAGE_MAX};
-use super::PgStore;
 use crate::api::{KeyRange, StorageError, Table, Visit};
 use crate::overlay::BaseEntry;
 use deadpool_postgres::Object;
@@ -15,11 +17,67 @@ use std::collections::VecDeque;
 use std::ops::Bound;
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
+use tokio_postgres::SimpleQueryMessage;
 
 /// A connection inside an open transaction; dropping it without [`Transaction::finish`] rolls
 /// the transaction back (in the background) before the connection returns to the pool.
+/// What every transaction of a store uses: its runtime and pool, and its statements.
+pub(super) struct Backend {
+    pub(super) bridge: Bridge,
+    pub(super) sql: Arc<Sql>,
+}
+
+impl Backend {
+    /// A pooled connection inside a transaction begun with `begin`, and the transaction's clock
+    /// and catalog epoch.
+    pub(super) fn begin(&self, begin: &str) -> Result<Transaction<'_>, StorageError> {
+        let pool = self.bridge.pool.clone();
+        let begin = begin.to_string();
+        let (connection, now_ms, epoch) = self.bridge.run(async move {
+            let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
+            // Failing or timing out here (a writer waiting on the lock) leaves the connection
+            // inside a transaction: it is closed, never pooled.
+            let messages = connection
+                .get()
+                .simple_query(&begin)
+                .await
+                .map_err(|error| client_error(&error))?;
+            let (now_ms, epoch) = clock_row(&messages)?;
+            Ok((connection.settle(), now_ms, epoch))
+        })?;
+        Ok(Transaction {
+            store: self,
+            connection: Some(connection),
+            now_ms,
+            epoch,
+        })
+    }
+}
+
+/// The clock and epoch from the last row a `begin` statement returned.
+fn clock_row(messages: &[SimpleQueryMessage]) -> Result<(i64, u64), StorageError> {
+    let row = messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            SimpleQueryMessage::Row(row) => Some(row),
+            _ => None,
+        })
+        .ok_or_else(|| StorageError::Corrupted("the store's clock row is missing".into()))?;
+    let number = |index: usize| -> Result<i64, StorageError> {
+        row.try_get(index)
+            .ok()
+            .flatten()
+            .and_then(|text| text.parse().ok())
+            .ok_or_else(|| StorageError::Corrupted("the store's meta table is damaged".into()))
+    };
+    let epoch = u64::try_from(number(1)?)
+        .map_err(|_| StorageError::Corrupted("the catalog epoch is negative".into()))?;
+    Ok((number(0)?, epoch))
+}
+
 pub(super) struct Transaction<'a> {
-    pub(super) store: &'a PgStore,
+    pub(super) store: &'a Backend,
     pub(super) connection: Option<Arc<Object>>,
     pub(super) now_ms: i64,
     pub(super) epoch: u64,
