@@ -183,6 +183,17 @@ pub struct Savepoint {
 pub trait WriteTxn: ReadTxn {
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError>;
     fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError>;
+    /// This transaction's own change to `key`, without asking the store: `Some(Some(value))`
+    /// written, `Some(None)` deleted, `None` untouched here (the committed value stands).
+    fn own_change(&self, table: Table, key: &[u8]) -> Option<Option<Vec<u8>>>;
+    /// Fetches the committed values of `keys` now, at once, because the transaction is about
+    /// to read them (a group's items and counters): a shared store answers them in one round
+    /// trip and later reads of them wait on nothing. A hint only: a store that reads locally
+    /// ignores it, and a key not read afterwards costs nothing but the fetch.
+    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
+        let _ = keys;
+        Ok(())
+    }
     /// Marks the transaction's current state. It costs nothing until changes follow, and then
     /// only a record of what each change replaced in the transaction; it never reads the store.
     fn savepoint(&mut self) -> Savepoint;

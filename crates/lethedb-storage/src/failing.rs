@@ -174,6 +174,14 @@ impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
         self.inner.delete(table, key)
     }
 
+    fn own_change(&self, table: Table, key: &[u8]) -> Option<Option<Vec<u8>>> {
+        self.inner.own_change(table, key)
+    }
+
+    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
+        self.inner.prefetch(keys)
+    }
+
     fn savepoint(&mut self) -> Savepoint {
         self.inner.savepoint()
     }

@@ -14,7 +14,8 @@ use crate::items::patch::{apply_patch_item, parse_patch};
 use crate::items::purge::apply_delete_partition;
 use crate::items::rules::{prepare_body, WriteMode};
 use crate::items::{
-    apply_delete, apply_write, Feed, ItemDeleted, ItemOutcome, StoredItem, WriteRequest,
+    apply_delete, apply_write, write_reads, Feed, ItemDeleted, ItemOutcome, StoredItem,
+    WriteRequest,
 };
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::RangeFilter;
@@ -199,9 +200,10 @@ impl Engine {
             if_match,
         };
         let resolved = Arc::clone(container);
+        let reads = write_reads(container, &request);
         self.inner
             .writer
-            .write(move |context| {
+            .write_reading(reads, move |context| {
                 let container = current_container(context, &resolved)?;
                 apply_write(context, container, request)
             })

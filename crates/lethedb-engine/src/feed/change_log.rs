@@ -163,6 +163,10 @@ pub(crate) fn unindex_version(
 }
 
 /// Appends one entry under `lsn`, after any the same transaction already wrote under it.
+/// Every caller appends under an LSN its own transaction took from the container's counters
+/// (`items::next_lsn`, the TTL events' `counters.lsn += 1`), after every committed one, so
+/// only this transaction's own entries can be there: they are looked up without asking the
+/// store (a round trip per write on a shared store).
 pub(crate) fn append(
     context: &mut WriteContext<'_>,
     container_number: u64,
@@ -179,16 +183,13 @@ pub(crate) fn append(
             if container == container_number && hinted_lsn == lsn && next > 0 =>
         {
             let last = keys::change_log_key(container_number, lsn, next - 1);
-            context
-                .get(Table::ChangeLog, &last)?
-                .is_some()
-                .then_some(next)
+            context.holds_own(Table::ChangeLog, &last).then_some(next)
         }
         _ => None,
     };
     if let Some(next) = hinted {
         sequence = next;
-    } else if context.get(Table::ChangeLog, &first)?.is_some() {
+    } else if context.holds_own(Table::ChangeLog, &first) {
         let end = keys::change_index_from(container_number, lsn.saturating_add(1));
         context.scan(
             Table::ChangeLog,

@@ -277,6 +277,21 @@ pub(crate) struct WriteRequest {
     pub(crate) if_match: Option<String>,
 }
 
+/// What a write of `request` will read, as far as the request tells before it runs: its
+/// item and its container's counters (nothing when the body names no partition key; the
+/// write then fails without reading). A hint for the writer ([`crate::writer::Writer::write_reading`]).
+pub(crate) fn write_reads(container: &Container, request: &WriteRequest) -> Vec<(Table, Vec<u8>)> {
+    let mut reads = vec![(Table::Counters, keys::counters_key(container.key_number()))];
+    if let Ok(document_key) = rules::document_partition_key(container, &request.body.document) {
+        let place = container.partition_place(&document_key);
+        reads.push((
+            Table::Items,
+            keys::item_key(container.key_number(), &place, &request.body.id),
+        ));
+    }
+    reads
+}
+
 /// The stored versions a write meets.
 struct Found {
     /// The key the write stores under: its partition key and the body's id.

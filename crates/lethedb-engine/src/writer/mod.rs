@@ -25,21 +25,20 @@
 //! take turns (one write transaction at a time), and each group takes its time and the catalog's
 //! epoch from the store, so cached definitions another process changed are dropped first.
 
+mod context;
 mod stats;
 
+pub use context::WriteContext;
+use context::{Applied, ApplyJob, Finish};
 pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
 use crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT;
-use crate::poison::{panic_message, Poison};
-use crate::scan_visit::{try_scan_with, TryVisit};
-use lethedb_storage::{
-    KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn,
-};
+use crate::poison::Poison;
+use lethedb_storage::{Storage, StorageError, Table};
 use std::collections::HashMap;
-use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
@@ -53,25 +52,15 @@ pub const WRITER_QUEUE_JOBS_MAX: usize = 4 * WRITE_BATCH_MAX_DEFAULT;
 /// one group commit, after which the queue has room again.
 pub const WRITER_BUSY_RETRY_AFTER_MS: i64 = 10;
 
-/// What a job hands back after applying: called with the commit's outcome.
-type Finish = Box<dyn FnOnce(EngineResult<()>) + Send>;
-
-/// What applying a job produced: whether its operation succeeded (if not, the writer rolls its
-/// changes back) and what to call with the commit's outcome.
-struct Applied {
-    succeeded: bool,
-    finish: Finish,
-}
-
-/// A job's operation, run by the writer on the group's transaction.
-type ApplyJob = Box<dyn FnOnce(&mut WriteContext<'_>) -> Applied + Send>;
-
 /// One queued mutation.
 struct Job {
     apply: ApplyJob,
     /// Answers the request when `apply` never ran to its end (a panic, a poisoned engine); it
     /// shares the reply with `apply`, so the answer survives a panic inside `apply`.
     abandon: Box<dyn FnOnce(EngineError) + Send>,
+    /// Keys the operation will read, fetched for the whole group at once before any job runs
+    /// (a hint: see [`lethedb_storage::WriteTxn::prefetch`]).
+    prefetch: Vec<(Table, Vec<u8>)>,
 }
 
 /// An operation on the whole store (a snapshot taken or restored), run between groups with no
@@ -83,122 +72,6 @@ type StoreJob = Box<dyn FnOnce(&dyn Storage, &dyn Fn()) + Send>;
 enum Message {
     Write(Job),
     Store(StoreJob),
-}
-
-/// The transaction as an operation sees it, plus what the writer needs to know afterwards.
-pub struct WriteContext<'a> {
-    txn: Box<dyn WriteTxn + 'a>,
-    /// The instant every operation of this group is stamped with.
-    pub now_ms: i64,
-    /// Containers parsed during this and earlier groups; cleared on catalog changes.
-    pub(crate) containers: HashMap<(String, String), Arc<Container>>,
-    /// While a transactional batch runs, the one LSN all of its writes take (the service gives
-    /// a batch one LSN); `None` otherwise.
-    pub(crate) pinned_lsn: Option<u64>,
-    /// How long the change log keeps entries when a container's policy says nothing.
-    pub(crate) change_log_retention_default_ms: i64,
-    /// The change log's next sequence number under one LSN of one container, as the last
-    /// append left it: a transaction that writes thousands of entries under one LSN (a stored
-    /// procedure) appends each in constant time. A hint, checked before use (`feed/change_log.rs`).
-    pub(crate) change_log_next: Option<(u64, u64, u32)>,
-    catalog_changed: bool,
-    failure: Option<StorageError>,
-}
-
-impl WriteContext<'_> {
-    fn note<T>(&mut self, result: Result<T, StorageError>) -> EngineResult<T> {
-        result.map_err(|error| {
-            let engine_error = EngineError::from(&error);
-            self.failure.get_or_insert(error);
-            engine_error
-        })
-    }
-
-    pub fn get(&mut self, table: Table, key: &[u8]) -> EngineResult<Option<Vec<u8>>> {
-        let result = self.txn.get(table, key);
-        self.note(result)
-    }
-
-    pub fn scan(&mut self, table: Table, range: &KeyRange, visit: Visit<'_>) -> EngineResult<()> {
-        let result = self.txn.scan(table, range, visit);
-        self.note(result)
-    }
-
-    /// Like [`WriteContext::scan`], with a visitor that may fail (`?` inside it): its first
-    /// error ends the scan and becomes the scan's error.
-    pub(crate) fn try_scan(
-        &mut self,
-        table: Table,
-        range: &KeyRange,
-        visit: TryVisit<'_>,
-    ) -> EngineResult<()> {
-        try_scan_with(|plain| self.scan(table, range, plain), visit)
-    }
-
-    pub fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> EngineResult<()> {
-        let result = self.txn.put(table, key, value);
-        self.note(result)
-    }
-
-    pub fn delete(&mut self, table: Table, key: &[u8]) -> EngineResult<()> {
-        let result = self.txn.delete(table, key);
-        self.note(result)
-    }
-
-    /// Marks the transaction's current state (nested inside the writer's own savepoint around
-    /// the job), for a transactional batch that must undo its earlier operations.
-    pub fn savepoint(&mut self) -> Savepoint {
-        self.txn.savepoint()
-    }
-
-    /// Undoes every change made since `savepoint`.
-    pub fn rollback_to(&mut self, savepoint: Savepoint) {
-        self.txn.rollback_to(savepoint);
-    }
-
-    /// Keeps the changes made since `savepoint`.
-    pub fn release(&mut self, savepoint: Savepoint) {
-        self.txn.release(savepoint);
-    }
-
-    /// The transaction for read-only helpers shared with snapshot readers.
-    pub fn reader(&self) -> &dyn ReadTxn {
-        &*self.txn
-    }
-
-    /// Marks that databases or containers changed: cached definitions are dropped.
-    pub fn catalog_changed(&mut self) {
-        self.catalog_changed = true;
-        self.containers.clear();
-    }
-
-    /// Applies one job inside a savepoint: kept if it succeeded, rolled back if it failed.
-    /// A panic is returned as its message; the transaction must then be dropped.
-    fn apply(&mut self, apply: ApplyJob) -> Result<Finish, String> {
-        let savepoint = self.txn.savepoint();
-        let changed_before = self.catalog_changed;
-        match catch_unwind(AssertUnwindSafe(|| apply(self))) {
-            Ok(Applied {
-                succeeded: true,
-                finish,
-            }) => {
-                self.txn.release(savepoint);
-                Ok(finish)
-            }
-            Ok(Applied {
-                succeeded: false,
-                finish,
-            }) => {
-                self.txn.rollback_to(savepoint);
-                if self.catalog_changed && !changed_before {
-                    // Definitions cached from the undone changes must not outlive them.
-                    self.containers.clear();
-                }
-                Ok(finish)
-            }
-            Err(payload) => Err(panic_message(&*payload)),
-        }
-    }
 }
 
 /// The handle requests use to reach the writer thread.
@@ -272,6 +145,21 @@ impl Writer {
         T: Send + 'static,
         F: FnOnce(&mut WriteContext<'_>) -> EngineResult<T> + Send + 'static,
     {
+        self.write_reading(Vec::new(), operation).await
+    }
+
+    /// [`Writer::write`] for an operation that will read `prefetch` (its item and counters):
+    /// the group fetches every job's keys in one go before the first job runs, which on a
+    /// shared store saves a round trip per key.
+    pub async fn write_reading<T, F>(
+        &self,
+        prefetch: Vec<(Table, Vec<u8>)>,
+        operation: F,
+    ) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteContext<'_>) -> EngineResult<T> + Send + 'static,
+    {
         if let Some(reason) = self.poison.reason() {
             return Err(store_poisoned(reason));
         }
@@ -290,6 +178,7 @@ impl Writer {
                 }
             }),
             abandon: Box::new(move |error| answer_once(&abandon_reply, Err(error))),
+            prefetch,
         };
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
         if let Err(refused) = self.sender.try_send(Message::Write(job)) {
@@ -423,9 +312,23 @@ impl Thread {
         containers: &mut HashMap<(String, String), Arc<Container>>,
         on_catalog_change: &dyn Fn(),
     ) {
-        let Some(context) = self.begin(batch, containers, on_catalog_change) else {
+        let Some(mut context) = self.begin(batch, containers, on_catalog_change) else {
             return;
         };
+        let wanted: Vec<(Table, &[u8])> = batch
+            .iter()
+            .flat_map(|job| {
+                job.prefetch
+                    .iter()
+                    .map(|(table, key)| (*table, key.as_slice()))
+            })
+            .collect();
+        if !wanted.is_empty() {
+            // Only a hint: a store that failed here fails the reads and the commit as well.
+            if let Err(error) = context.txn.prefetch(&wanted) {
+                tracing::debug!(%error, "prefetching the group's keys failed");
+            }
+        }
         let Some((context, finishes)) = self.apply_all(context, batch, on_catalog_change) else {
             return;
         };

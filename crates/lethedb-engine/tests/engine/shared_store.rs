@@ -353,3 +353,55 @@ async fn a_warm_point_read_is_one_round_trip_and_judges_by_the_definition_it_rea
         .expect_err("no container");
     assert_eq!(error.code, ErrorCode::ContainerNotFound);
 }
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_group_waits_three_times_whatever_its_size() {
+    let url = database_url();
+    let (_a, b, store) = pair_counting(&url).await;
+    let container = b.read_container("db", "c").expect("c");
+    let write = |mode: WriteMode, id: String| {
+        let (b, container) = (&b, Arc::clone(&container));
+        async move {
+            b.write_item(
+                &container,
+                mode,
+                pk("p"),
+                json!({"id": id, "pk": "p"}),
+                None,
+            )
+            .await
+            .expect("write")
+        }
+    };
+    write(WriteMode::Create, "warm".into()).await;
+    // The start (lock, clock, epoch), the group's items and counters fetched together, and
+    // the changes sent with COMMIT: nothing per key.
+    for mode in [WriteMode::Create, WriteMode::Upsert] {
+        let before = store.round_trips();
+        write(mode, "one".into()).await;
+        assert_eq!(store.round_trips() - before, 3, "one write");
+    }
+    let before = store.round_trips();
+    let mut burst = tokio::task::JoinSet::new();
+    for i in 0..32 {
+        let (b, container) = (b.clone(), Arc::clone(&container));
+        burst.spawn(async move {
+            let body = json!({"id": format!("burst{i}"), "pk": "p"});
+            b.write_item(&container, WriteMode::Create, pk("p"), body, None)
+                .await
+        });
+    }
+    while let Some(done) = burst.join_next().await {
+        done.expect("task").expect("create");
+    }
+    let waits = store.round_trips() - before;
+    let groups = waits / 3;
+    assert!(
+        waits % 3 == 0 && groups < 32,
+        "{waits} waits for 32 creates"
+    );
+}

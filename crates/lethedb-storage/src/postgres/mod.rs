@@ -32,6 +32,7 @@ use bridge::{client_error, pool_error, Bridge, CONNECT_TIMEOUT, OPERATION_TIMEOU
 use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
 use read::PgRead;
 use sql::Sql;
+use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_postgres::NoTls;
 use transaction::{Backend, Transaction};
@@ -150,6 +151,7 @@ impl Storage for PgStore {
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
         Ok(Box::new(OverlayWrite::new(PgBase {
             transaction: self.backend.begin(&self.backend.sql.begin_write)?,
+            prefetched: HashMap::new(),
         })))
     }
 
@@ -165,6 +167,9 @@ impl Storage for PgStore {
 /// The committed side of a write transaction: what other commits left, read under the lock.
 struct PgBase<'a> {
     transaction: Transaction<'a>,
+    /// Committed values fetched ahead ([`WriteTxn::prefetch`]); the lock keeps them current
+    /// for the whole transaction, since no other writer commits while it is held.
+    prefetched: HashMap<(Table, Vec<u8>), Option<Vec<u8>>>,
 }
 
 /// One table's pending changes as statement arguments.
@@ -177,7 +182,25 @@ struct TableChanges {
 
 impl Base for PgBase<'_> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        if let Some(value) = self.prefetched.get(&(table, key.to_vec())) {
+            return Ok(value.clone());
+        }
         self.transaction.get(table, key)
+    }
+
+    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
+        let wanted: Vec<(Table, &[u8])> = keys
+            .iter()
+            .filter(|(table, key)| !self.prefetched.contains_key(&(*table, key.to_vec())))
+            .copied()
+            .collect();
+        if wanted.is_empty() {
+            return Ok(());
+        }
+        for (key, value) in self.transaction.get_all(&wanted)? {
+            self.prefetched.insert(key, value);
+        }
+        Ok(())
     }
 
     fn merged_scan(

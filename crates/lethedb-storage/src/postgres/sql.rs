@@ -38,6 +38,7 @@ pub(crate) struct Sql {
     pub(crate) begin_write: String,
     pub(crate) create_schema: String,
     gets: Vec<String>,
+    get_anys: Vec<String>,
     upserts: Vec<String>,
     deletes: Vec<String>,
     pub(crate) raise_floor: String,
@@ -103,6 +104,10 @@ impl Sql {
                 .iter()
                 .map(|&t| format!("SELECT v FROM {} WHERE k = $1", name(t)))
                 .collect(),
+            get_anys: Table::ALL
+                .iter()
+                .map(|&t| format!("SELECT k, v FROM {} WHERE k = ANY($1::bytea[])", name(t)))
+                .collect(),
             upserts: Table::ALL
                 .iter()
                 .map(|&t| {
@@ -143,6 +148,11 @@ impl Sql {
 
     pub(crate) fn get(&self, table: Table) -> &str {
         &self.gets[table as usize]
+    }
+
+    /// The rows of the keys in `$1` (an array), in no particular order.
+    pub(crate) fn get_any(&self, table: Table) -> &str {
+        &self.get_anys[table as usize]
     }
 
     pub(crate) fn upsert(&self, table: Table) -> &str {

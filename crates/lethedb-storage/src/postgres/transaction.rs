@@ -13,7 +13,7 @@ use super::sql::{SCAN_PAGE_FIRST, SCAN_PAGE_MAX};
 use crate::api::{KeyRange, StorageError, Table, Visit};
 use crate::overlay::BaseEntry;
 use deadpool_postgres::Object;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
@@ -22,6 +22,9 @@ use tokio_postgres::SimpleQueryMessage;
 /// A connection inside an open transaction; dropping it without [`Transaction::finish`] rolls
 /// the transaction back (in the background) before the connection returns to the pool.
 /// What every transaction of a store uses: its runtime and pool, and its statements.
+/// Keys and their committed values (`None`: no such key), as [`Transaction::get_all`] fetched.
+pub(super) type Fetched = Vec<((Table, Vec<u8>), Option<Vec<u8>>)>;
+
 pub(super) struct Backend {
     pub(super) bridge: Bridge,
     pub(super) sql: Arc<Sql>,
@@ -106,6 +109,53 @@ impl Transaction<'_> {
             row.map(|row| row.try_get::<_, Vec<u8>>(0))
                 .transpose()
                 .map_err(|_| StorageError::Corrupted("a stored value is not bytes".into()))
+        })
+    }
+
+    /// The values of `keys` (`None` where a key has none), one statement per table, sent
+    /// together: one round trip.
+    pub(super) fn get_all(&self, keys: &[(Table, &[u8])]) -> Result<Fetched, StorageError> {
+        let connection = self.connection()?;
+        let sql = Arc::clone(&self.store.sql);
+        let mut by_table: Vec<(Table, Vec<Vec<u8>>)> = Vec::new();
+        for (table, key) in keys {
+            match by_table.iter_mut().find(|(wanted, _)| wanted == table) {
+                Some((_, keys)) => keys.push(key.to_vec()),
+                None => by_table.push((*table, vec![key.to_vec()])),
+            }
+        }
+        self.store.bridge.run(async move {
+            let statements = futures_util::future::join_all(
+                by_table
+                    .iter()
+                    .map(|(table, _)| connection.prepare_cached(sql.get_any(*table))),
+            )
+            .await;
+            let fetches = statements
+                .into_iter()
+                .zip(&by_table)
+                .map(|(statement, (_, keys))| {
+                    let connection = &connection;
+                    async move { connection.query(&statement?, &[keys]).await }
+                });
+            let answers = futures_util::future::join_all(fetches).await;
+            let mut fetched = Vec::new();
+            for (answer, (table, keys)) in answers.into_iter().zip(&by_table) {
+                let rows = answer.map_err(|error| client_error(&error))?;
+                let mut found = HashMap::with_capacity(rows.len());
+                for row in rows {
+                    let not_bytes =
+                        |_| StorageError::Corrupted("a stored key or value is not bytes".into());
+                    let key: Vec<u8> = row.try_get(0).map_err(not_bytes)?;
+                    let value: Vec<u8> = row.try_get(1).map_err(not_bytes)?;
+                    found.insert(key, value);
+                }
+                for key in keys {
+                    let value = found.get(key).cloned();
+                    fetched.push(((*table, key.clone()), value));
+                }
+            }
+            Ok(fetched)
         })
     }
 
