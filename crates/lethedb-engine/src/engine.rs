@@ -208,7 +208,12 @@ impl Engine {
     /// the store's clock as the transaction read it, so every process agrees on the instant an
     /// item expires whatever its own clock says; otherwise this engine's clock.
     pub(crate) fn now_in(&self, reader: &dyn ReadTxn) -> i64 {
-        match reader.store_now_ms() {
+        self.now_at(reader.store_now_ms())
+    }
+
+    /// The time as the store read it (`store_ms`, for a shared store), else this engine's.
+    pub(crate) fn now_at(&self, store_ms: Option<i64>) -> i64 {
+        match store_ms {
             Some(store_ms) => {
                 self.inner.store_offset_ms.store(
                     store_ms.saturating_sub(self.inner.clock.now_ms()),

@@ -138,8 +138,7 @@ pub type Visit<'a> = &'a mut dyn FnMut(&[u8], &[u8]) -> ControlFlow<()>;
 /// A consistent, read-only view of the store as of its creation.
 pub trait ReadTxn {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError>;
-    /// The values of several keys, in the order asked (see [`Storage::read_keys`], which
-    /// reads them with the snapshot's start).
+    /// The values of several keys, in the order asked.
     fn get_many(&self, keys: &[(Table, &[u8])]) -> Result<Vec<Option<Vec<u8>>>, StorageError> {
         keys.iter()
             .map(|(table, key)| self.get(*table, key))
@@ -205,8 +204,15 @@ pub trait WriteTxn: ReadTxn {
     fn commit(self: Box<Self>) -> Result<(), StorageError>;
 }
 
-/// A snapshot and the values of the keys it was begun with ([`Storage::read_keys`]).
-pub type ReadWithValues<'a> = (Box<dyn ReadTxn + 'a>, Vec<Option<Vec<u8>>>);
+/// What [`Storage::look`] saw: the values of the keys asked (`None` where a key has none),
+/// in the order asked, and the store's clock and epoch as [`ReadTxn::store_now_ms`] and
+/// [`ReadTxn::catalog_epoch`] give them.
+#[derive(Debug)]
+pub struct Look {
+    pub values: Vec<Option<Vec<u8>>>,
+    pub now_ms: Option<i64>,
+    pub epoch: Option<u64>,
+}
 
 /// A storage backend.
 pub trait Storage: Send + Sync + 'static {
@@ -218,12 +224,16 @@ pub trait Storage: Send + Sync + 'static {
     fn is_shared(&self) -> bool {
         false
     }
-    /// Begins a snapshot and reads `keys` in it ([`ReadTxn::get_many`]): a shared store sends
-    /// the snapshot's start and the reads together, in one round trip.
-    fn read_keys(&self, keys: &[(Table, &[u8])]) -> Result<ReadWithValues<'_>, StorageError> {
+    /// One consistent look at a few keys (their values, with the store's clock and catalog
+    /// epoch at that instant) and no snapshot to read on afterwards: a shared store answers
+    /// it with one statement, one round trip, no transaction. A point read needs no more.
+    fn look(&self, keys: &[(Table, &[u8])]) -> Result<Look, StorageError> {
         let reader = self.read()?;
-        let values = reader.get_many(keys)?;
-        Ok((reader, values))
+        Ok(Look {
+            values: reader.get_many(keys)?,
+            now_ms: reader.store_now_ms(),
+            epoch: reader.catalog_epoch(),
+        })
     }
     /// Which backend this is, as a status page names it (`redb`, `memory`, `postgresql`).
     fn kind(&self) -> &'static str;

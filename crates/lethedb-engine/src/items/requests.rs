@@ -66,8 +66,9 @@ impl Engine {
         ))
     }
 
-    /// A point read on a shared store, in one round trip from a warm instance: the snapshot
-    /// begins with the item, its container's definition (and database's), and the counters.
+    /// A point read on a shared store, in one round trip and one statement from a warm
+    /// instance: one look at the item, its counters and its container's (and database's)
+    /// records, with the store's clock and epoch.
     /// `container` may come from the cache unchecked (`Engine::container_for_point_read`):
     /// the definition read here decides, so a container changed or deleted by another
     /// instance answers as the store now says, and the item returned carries the definition
@@ -87,40 +88,38 @@ impl Engine {
             keys::database_key(&container.database_id),
         ];
         let generation = self.inner.containers.generation.load(Ordering::SeqCst);
-        let (reader, values) = self.inner.store.read_keys(&[
+        let look = self.inner.store.look(&[
             (Table::Items, &item_key),
             (Table::Counters, &counters_key),
             (Table::Catalog, &definition_keys[0]),
             (Table::Catalog, &definition_keys[1]),
         ])?;
-        let [item, counters, definition, database]: [Option<Vec<u8>>; 4] = values
-            .try_into()
-            .map_err(|_| corrupted("a snapshot's first values"))?;
+        let [item, counters, definition, database]: [Option<Vec<u8>>; 4] =
+            look.values
+                .try_into()
+                .map_err(|_| corrupted("a look's values"))?;
         let current = self.definition_at(
             container,
-            reader.catalog_epoch(),
+            look.epoch,
             generation,
             (definition.as_deref(), database.as_deref()),
         )?;
-        // A container recreated under the same name keeps its items elsewhere: read again.
-        let same_place = current.key_number() == container.key_number()
-            && current.partition_key == container.partition_key;
-        let (record, counters) = if same_place {
-            let record = item
-                .map(|bytes| ItemRecord::decode(&bytes).ok_or_else(|| corrupted("item")))
-                .transpose()?;
-            let counters = counters
-                .map(|bytes| Counters::decode(&bytes).ok_or_else(|| corrupted("counter")))
-                .transpose()?
-                .unwrap_or_default();
-            (record, counters)
-        } else {
-            let point = current.partition_key.point_key(partition_key)?;
-            let record = read_record(&*reader, &current.item_key(&point, id))?;
-            (record, read_counters(&*reader, current.key_number())?)
-        };
-        let record = record.ok_or_else(item_not_found)?;
-        if record_is_expired(&current, &record, self.now_in(&*reader)) {
+        // A container recreated under the same name keeps its items elsewhere: read again,
+        // with the definition just read (once: it is current as of this look).
+        if current.key_number() != container.key_number()
+            || current.partition_key != container.partition_key
+        {
+            return self.read_item_in(&current, partition_key, id, with_lsn);
+        }
+        let record = item
+            .map(|bytes| ItemRecord::decode(&bytes).ok_or_else(|| corrupted("item")))
+            .transpose()?
+            .ok_or_else(item_not_found)?;
+        let counters = counters
+            .map(|bytes| Counters::decode(&bytes).ok_or_else(|| corrupted("counter")))
+            .transpose()?
+            .unwrap_or_default();
+        if record_is_expired(&current, &record, self.now_at(look.now_ms)) {
             return Err(item_not_found());
         }
         let lsn = if with_lsn { counters.lsn } else { record.lsn };

@@ -23,9 +23,7 @@ mod read;
 mod sql;
 mod transaction;
 
-use crate::api::{
-    KeyRange, ReadTxn, ReadWithValues, Storage, StorageError, Table, Visit, WriteTxn,
-};
+use crate::api::{KeyRange, Look, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::Overlay;
 use crate::write_txn::{Base, OverlayWrite};
 use bridge::{client_error, pool_error, Bridge, CONNECT_TIMEOUT, OPERATION_TIMEOUT};
@@ -143,9 +141,8 @@ impl Storage for PgStore {
         }))
     }
 
-    fn read_keys(&self, keys: &[(Table, &[u8])]) -> Result<ReadWithValues<'_>, StorageError> {
-        let (reader, values) = self.backend.begin_read_with(keys)?;
-        Ok((Box::new(reader), values))
+    fn look(&self, keys: &[(Table, &[u8])]) -> Result<Look, StorageError> {
+        self.backend.look(keys)
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {

@@ -31,8 +31,6 @@ pub(crate) const SCAN_PAGE_MAX: i64 = 512;
 pub(crate) struct Sql {
     schema: String,
     pub(crate) begin_read: String,
-    /// A snapshot's start alone, pipelined with its first read ([`Sql::first_read`]).
-    pub(crate) begin_snapshot: String,
     /// The clock and the catalog epoch as two columns (see `begin_read`).
     clock_columns: String,
     pub(crate) begin_write: String,
@@ -94,7 +92,6 @@ impl Sql {
         Sql {
             schema: s.clone(),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; {clock}"),
-            begin_snapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY".to_string(),
             clock_columns,
             begin_write: format!(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({write_lock}); {clock}"
@@ -131,9 +128,9 @@ impl Sql {
         }
     }
 
-    /// A snapshot's first read: the clock and epoch, then the value of one key per table in
-    /// `tables` (`$1`, `$2`, ... in that order; NULL where there is none), in one row.
-    pub(crate) fn first_read(&self, tables: &[Table]) -> String {
+    /// A look ([`crate::Storage::look`]): the clock and epoch, then the value of one key per
+    /// table in `tables` (`$1`, `$2`, ... in that order; NULL where there is none), in one row.
+    pub(crate) fn look(&self, tables: &[Table]) -> String {
         let mut text = format!("SELECT {}", self.clock_columns);
         for (position, table) in tables.iter().enumerate() {
             text.push_str(&format!(

@@ -297,10 +297,10 @@ fn a_writer_that_gives_up_waiting_for_the_lock_leaves_no_connection_inside_a_tra
     ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
 )]
 #[test]
-fn a_snapshot_begun_with_its_keys_reads_them_in_one_round_trip_and_stays_a_snapshot() {
+fn a_look_at_a_few_keys_is_one_round_trip_with_the_clock_and_the_epoch() {
     let url = database_url();
     let schema = Schema::new(&url);
-    let (store, other) = (schema.open(), schema.open());
+    let store = schema.open();
     let mut txn = store.write().expect("write");
     txn.put(Table::Items, b"item", b"1").expect("put");
     txn.put(Table::Counters, b"count", b"7").expect("put");
@@ -313,16 +313,12 @@ fn a_snapshot_begun_with_its_keys_reads_them_in_one_round_trip_and_stays_a_snaps
         (Table::Counters, b"count"),
     ];
     // The first time on a connection prepares the statement; afterwards it is one wait.
-    drop(store.read_keys(&keys).expect("warm up"));
+    store.look(&keys).expect("warm up");
     let before = store.round_trips();
-    let (reader, values) = store.read_keys(&keys).expect("read keys");
+    let look = store.look(&keys).expect("look");
+    assert_eq!(store.round_trips() - before, 1, "one round trip");
     assert_eq!(
-        store.round_trips() - before,
-        1,
-        "one round trip for the start and the keys"
-    );
-    assert_eq!(
-        values,
+        look.values,
         vec![
             Some(b"d".to_vec()),
             Some(b"1".to_vec()),
@@ -330,20 +326,19 @@ fn a_snapshot_begun_with_its_keys_reads_them_in_one_round_trip_and_stays_a_snaps
             Some(b"7".to_vec())
         ]
     );
-    assert!(reader.store_now_ms().is_some_and(|now| now > 0));
-    assert!(reader.catalog_epoch().is_some_and(|epoch| epoch >= 1));
-    // Later reads of the same snapshot do not see a commit made after it began.
-    let mut txn = other.write().expect("write");
+    let snapshot = store.read().expect("read");
+    assert_eq!(look.epoch, snapshot.catalog_epoch());
+    assert!(look
+        .now_ms
+        .is_some_and(|now| now > 0 && now <= snapshot.store_now_ms().unwrap_or(0)));
+    drop(snapshot);
+    // The next look sees what was committed since, and the connection it used was left
+    // outside any transaction (a write on the pool's connections still works).
+    let mut txn = store.write().expect("write");
     txn.put(Table::Items, b"item", b"2").expect("put");
-    txn.put(Table::Items, b"later", b"x").expect("put");
     txn.commit().expect("commit");
-    assert_eq!(
-        reader.get(Table::Items, b"item").expect("get"),
-        Some(b"1".to_vec())
-    );
-    assert_eq!(reader.get(Table::Items, b"later").expect("get"), None);
-    let (_, values) = store.read_keys(&keys[1..2]).expect("read keys");
-    assert_eq!(values, vec![Some(b"2".to_vec())]);
+    let look = store.look(&keys[1..2]).expect("look");
+    assert_eq!(look.values, vec![Some(b"2".to_vec())]);
 }
 
 #[cfg_attr(
