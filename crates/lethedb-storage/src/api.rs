@@ -185,14 +185,6 @@ pub trait WriteTxn: ReadTxn {
     /// This transaction's own change to `key`, without asking the store: `Some(Some(value))`
     /// written, `Some(None)` deleted, `None` untouched here (the committed value stands).
     fn own_change(&self, table: Table, key: &[u8]) -> Option<Option<Vec<u8>>>;
-    /// Fetches the committed values of `keys` now, at once, because the transaction is about
-    /// to read them (a group's items and counters): a shared store answers them in one round
-    /// trip and later reads of them wait on nothing. A hint only: a store that reads locally
-    /// ignores it, and a key not read afterwards costs nothing but the fetch.
-    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
-        let _ = keys;
-        Ok(())
-    }
     /// Marks the transaction's current state. It costs nothing until changes follow, and then
     /// only a record of what each change replaced in the transaction; it never reads the store.
     fn savepoint(&mut self) -> Savepoint;
@@ -219,6 +211,17 @@ pub trait Storage: Send + Sync + 'static {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
     /// Begins the write transaction. Callers serialise writes (the engine has one writer).
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError>;
+    /// Begins the write transaction for work that will read `keys` (a group's items and
+    /// counters): a shared store fetches their committed values with its start, in the same
+    /// round trip, and later reads of them wait on nothing. A hint: a store that reads locally
+    /// ignores it, and a key not read afterwards costs only the fetch.
+    fn write_reading(
+        &self,
+        keys: &[(Table, &[u8])],
+    ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        let _ = keys;
+        self.write()
+    }
     /// Whether other processes may write to this store too (PostgreSQL): then what a process
     /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].
     fn is_shared(&self) -> bool {

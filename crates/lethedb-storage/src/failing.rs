@@ -178,10 +178,6 @@ impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
         self.inner.own_change(table, key)
     }
 
-    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
-        self.inner.prefetch(keys)
-    }
-
     fn savepoint(&mut self) -> Savepoint {
         self.inner.savepoint()
     }

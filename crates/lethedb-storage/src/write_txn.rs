@@ -33,12 +33,6 @@ pub(crate) trait Base {
     fn catalog_epoch(&self) -> Option<u64> {
         None
     }
-    /// See [`WriteTxn::prefetch`]: committed values only, which the transaction's own pending
-    /// changes (consulted first) override.
-    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
-        let _ = keys;
-        Ok(())
-    }
 }
 
 /// A write transaction over a backend's committed base.
@@ -101,10 +95,6 @@ impl<B: Base> WriteTxn for OverlayWrite<B> {
 
     fn own_change(&self, table: Table, key: &[u8]) -> Option<Option<Vec<u8>>> {
         self.overlay.get(table, key)
-    }
-
-    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
-        self.base.prefetch(keys)
     }
 
     fn savepoint(&mut self) -> Savepoint {

@@ -58,8 +58,8 @@ struct Job {
     /// Answers the request when `apply` never ran to its end (a panic, a poisoned engine); it
     /// shares the reply with `apply`, so the answer survives a panic inside `apply`.
     abandon: Box<dyn FnOnce(EngineError) + Send>,
-    /// Keys the operation will read, fetched for the whole group at once before any job runs
-    /// (a hint: see [`lethedb_storage::WriteTxn::prefetch`]).
+    /// Keys the operation will read, fetched for the whole group with its start (a hint: see
+    /// [`lethedb_storage::Storage::write_reading`]).
     prefetch: Vec<(Table, Vec<u8>)>,
 }
 
@@ -312,23 +312,9 @@ impl Thread {
         containers: &mut HashMap<(String, String), Arc<Container>>,
         on_catalog_change: &dyn Fn(),
     ) {
-        let Some(mut context) = self.begin(batch, containers, on_catalog_change) else {
+        let Some(context) = self.begin(batch, containers, on_catalog_change) else {
             return;
         };
-        let wanted: Vec<(Table, &[u8])> = batch
-            .iter()
-            .flat_map(|job| {
-                job.prefetch
-                    .iter()
-                    .map(|(table, key)| (*table, key.as_slice()))
-            })
-            .collect();
-        if !wanted.is_empty() {
-            // Only a hint: a store that failed here fails the reads and the commit as well.
-            if let Err(error) = context.txn.prefetch(&wanted) {
-                tracing::debug!(%error, "prefetching the group's keys failed");
-            }
-        }
         let Some((context, finishes)) = self.apply_all(context, batch, on_catalog_change) else {
             return;
         };
@@ -344,7 +330,14 @@ impl Thread {
         containers: &mut HashMap<(String, String), Arc<Container>>,
         on_catalog_change: &dyn Fn(),
     ) -> Option<WriteContext<'a>> {
-        let txn = match self.store.write() {
+        let reads: Vec<(Table, &[u8])> = batch
+            .iter()
+            .flat_map(|job| {
+                let keys = job.prefetch.iter();
+                keys.map(|(table, key)| (*table, key.as_slice()))
+            })
+            .collect();
+        let txn = match self.store.write_reading(&reads) {
             Ok(txn) => txn,
             Err(error) => {
                 let refusal = match error {

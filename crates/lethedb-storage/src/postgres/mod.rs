@@ -145,6 +145,19 @@ impl Storage for PgStore {
         self.backend.look(keys)
     }
 
+    fn write_reading(
+        &self,
+        keys: &[(Table, &[u8])],
+    ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        let (transaction, fetched) = self
+            .backend
+            .begin_fetching(&self.backend.sql.begin_write, keys)?;
+        Ok(Box::new(OverlayWrite::new(PgBase {
+            transaction,
+            prefetched: fetched.into_iter().collect(),
+        })))
+    }
+
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
         Ok(Box::new(OverlayWrite::new(PgBase {
             transaction: self.backend.begin(&self.backend.sql.begin_write)?,
@@ -164,8 +177,8 @@ impl Storage for PgStore {
 /// The committed side of a write transaction: what other commits left, read under the lock.
 struct PgBase<'a> {
     transaction: Transaction<'a>,
-    /// Committed values fetched ahead ([`WriteTxn::prefetch`]); the lock keeps them current
-    /// for the whole transaction, since no other writer commits while it is held.
+    /// Committed values fetched with the start ([`Storage::write_reading`]); the lock keeps
+    /// them current for the whole transaction, since no other writer commits while it is held.
     prefetched: HashMap<(Table, Vec<u8>), Option<Vec<u8>>>,
 }
 
@@ -183,21 +196,6 @@ impl Base for PgBase<'_> {
             return Ok(value.clone());
         }
         self.transaction.get(table, key)
-    }
-
-    fn prefetch(&mut self, keys: &[(Table, &[u8])]) -> Result<(), StorageError> {
-        let wanted: Vec<(Table, &[u8])> = keys
-            .iter()
-            .filter(|(table, key)| !self.prefetched.contains_key(&(*table, key.to_vec())))
-            .copied()
-            .collect();
-        if wanted.is_empty() {
-            return Ok(());
-        }
-        for (key, value) in self.transaction.get_all(&wanted)? {
-            self.prefetched.insert(key, value);
-        }
-        Ok(())
     }
 
     fn merged_scan(

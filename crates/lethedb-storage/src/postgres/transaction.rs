@@ -22,7 +22,7 @@ use tokio_postgres::SimpleQueryMessage;
 /// A connection inside an open transaction; dropping it without [`Transaction::finish`] rolls
 /// the transaction back (in the background) before the connection returns to the pool.
 /// What every transaction of a store uses: its runtime and pool, and its statements.
-/// Keys and their committed values (`None`: no such key), as [`Transaction::get_all`] fetched.
+/// Keys and their committed values (`None`: no such key), as [`Backend::begin_fetching`] fetched.
 pub(super) type Fetched = Vec<((Table, Vec<u8>), Option<Vec<u8>>)>;
 
 pub(super) struct Backend {
@@ -55,6 +55,87 @@ impl Backend {
             epoch,
         })
     }
+
+    /// Like [`Backend::begin`], fetching the committed values of `keys` inside the new
+    /// transaction in the same round trip: the start goes out first (so the fetch runs after
+    /// the lock a write transaction takes), the fetch right behind it.
+    pub(super) fn begin_fetching(
+        &self,
+        begin: &str,
+        keys: &[(Table, &[u8])],
+    ) -> Result<(Transaction<'_>, Fetched), StorageError> {
+        let pool = self.bridge.pool.clone();
+        let begin = begin.to_string();
+        let sql = Arc::clone(&self.sql);
+        let by_table = by_table(keys);
+        let (connection, now_ms, epoch, fetched) = self.bridge.run(async move {
+            let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
+            let object = connection.get();
+            let (begun, fetched) = futures_util::future::join(
+                object.simple_query(&begin),
+                fetch_all(object, &sql, &by_table),
+            )
+            .await;
+            let messages = begun.map_err(|error| client_error(&error))?;
+            let (now_ms, epoch) = clock_row(&messages)?;
+            Ok((connection.settle(), now_ms, epoch, fetched?))
+        })?;
+        let transaction = Transaction {
+            store: self,
+            connection: Some(connection),
+            now_ms,
+            epoch,
+        };
+        Ok((transaction, fetched))
+    }
+}
+
+/// Keys grouped by table, in the order first seen.
+fn by_table(keys: &[(Table, &[u8])]) -> Vec<(Table, Vec<Vec<u8>>)> {
+    let mut grouped: Vec<(Table, Vec<Vec<u8>>)> = Vec::new();
+    for (table, key) in keys {
+        match grouped.iter_mut().find(|(wanted, _)| wanted == table) {
+            Some((_, keys)) => keys.push(key.to_vec()),
+            None => grouped.push((*table, vec![key.to_vec()])),
+        }
+    }
+    grouped
+}
+
+/// The values of the keys (`None` where a key has none), one statement per table, sent
+/// together once prepared: one round trip.
+async fn fetch_all(
+    connection: &Object,
+    sql: &Sql,
+    by_table: &[(Table, Vec<Vec<u8>>)],
+) -> Result<Fetched, StorageError> {
+    let statements = futures_util::future::join_all(
+        by_table
+            .iter()
+            .map(|(table, _)| connection.prepare_cached(sql.get_any(*table))),
+    )
+    .await;
+    let fetches = statements
+        .into_iter()
+        .zip(by_table)
+        .map(|(statement, (_, keys))| async move { connection.query(&statement?, &[keys]).await });
+    let answers = futures_util::future::join_all(fetches).await;
+    let mut fetched = Vec::new();
+    for (answer, (table, keys)) in answers.into_iter().zip(by_table) {
+        let rows = answer.map_err(|error| client_error(&error))?;
+        let mut found = HashMap::with_capacity(rows.len());
+        for row in rows {
+            let not_bytes =
+                |_| StorageError::Corrupted("a stored key or value is not bytes".into());
+            let key: Vec<u8> = row.try_get(0).map_err(not_bytes)?;
+            let value: Vec<u8> = row.try_get(1).map_err(not_bytes)?;
+            found.insert(key, value);
+        }
+        for key in keys {
+            fetched.push(((*table, key.clone()), found.get(key).cloned()));
+        }
+    }
+    Ok(fetched)
 }
 
 /// The clock and epoch from the last row a `begin` statement returned.
@@ -109,53 +190,6 @@ impl Transaction<'_> {
             row.map(|row| row.try_get::<_, Vec<u8>>(0))
                 .transpose()
                 .map_err(|_| StorageError::Corrupted("a stored value is not bytes".into()))
-        })
-    }
-
-    /// The values of `keys` (`None` where a key has none), one statement per table, sent
-    /// together: one round trip.
-    pub(super) fn get_all(&self, keys: &[(Table, &[u8])]) -> Result<Fetched, StorageError> {
-        let connection = self.connection()?;
-        let sql = Arc::clone(&self.store.sql);
-        let mut by_table: Vec<(Table, Vec<Vec<u8>>)> = Vec::new();
-        for (table, key) in keys {
-            match by_table.iter_mut().find(|(wanted, _)| wanted == table) {
-                Some((_, keys)) => keys.push(key.to_vec()),
-                None => by_table.push((*table, vec![key.to_vec()])),
-            }
-        }
-        self.store.bridge.run(async move {
-            let statements = futures_util::future::join_all(
-                by_table
-                    .iter()
-                    .map(|(table, _)| connection.prepare_cached(sql.get_any(*table))),
-            )
-            .await;
-            let fetches = statements
-                .into_iter()
-                .zip(&by_table)
-                .map(|(statement, (_, keys))| {
-                    let connection = &connection;
-                    async move { connection.query(&statement?, &[keys]).await }
-                });
-            let answers = futures_util::future::join_all(fetches).await;
-            let mut fetched = Vec::new();
-            for (answer, (table, keys)) in answers.into_iter().zip(&by_table) {
-                let rows = answer.map_err(|error| client_error(&error))?;
-                let mut found = HashMap::with_capacity(rows.len());
-                for row in rows {
-                    let not_bytes =
-                        |_| StorageError::Corrupted("a stored key or value is not bytes".into());
-                    let key: Vec<u8> = row.try_get(0).map_err(not_bytes)?;
-                    let value: Vec<u8> = row.try_get(1).map_err(not_bytes)?;
-                    found.insert(key, value);
-                }
-                for key in keys {
-                    let value = found.get(key).cloned();
-                    fetched.push(((*table, key.clone()), value));
-                }
-            }
-            Ok(fetched)
         })
     }
 
