@@ -24,10 +24,12 @@ use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineResult, ErrorCode};
 use crate::items::purge::apply_expire;
+use crate::keys;
 use crate::poison::panic_message;
 use crate::records::ExpiryEntry;
 use crate::throughput::request_units;
 use crate::ttl::expiry::{oldest_expired, visit_expired};
+use lethedb_storage::Table;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -154,9 +156,19 @@ impl Engine {
             return Ok((0, 0.0));
         }
         let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
+        // The job reads each candidate's item again and the counters: on a shared store they
+        // come with the transaction's start instead of a round trip each under the lock.
+        let number = container.key_number();
+        let mut reads = vec![(Table::Counters, keys::counters_key(number))];
+        reads.extend(candidates.iter().filter_map(|(expiry_key, _)| {
+            let (_, suffix) = keys::split_expiry_key(expiry_key)?;
+            Some((Table::Items, keys::item_key_from_suffix(number, suffix)))
+        }));
         self.inner
             .writer
-            .write(move |context| apply_expire(context, &database_id, &container_id, candidates))
+            .write_reading(reads, move |context| {
+                apply_expire(context, &database_id, &container_id, candidates)
+            })
             .await
     }
 
