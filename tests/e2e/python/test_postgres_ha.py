@@ -275,6 +275,10 @@ def test_the_primary_killed_under_load_fails_over_with_nothing_acknowledged_lost
             assert server.process.poll() is None and server.process.pid == pids[name], f"{name} was restarted"
             container = make_client(server).get_database_client(DATABASE).get_container_client(CONTAINER)
             check_contents(container, writers)
+    except BaseException:
+        for name, server in instances.items():
+            print(f"--- instance {name} (log tail) ---\n{server.log_tail()}")
+        raise
     finally:
         stop.set()
         for server in instances.values():
