@@ -48,15 +48,21 @@ postgres_install() {
     return 1
   fi
   echo "postgres: installing Debian's postgresql package"
-  # The package would start a cluster of its own on port 5432; the tests run their own server,
-  # so service starts are refused while it installs (policy-rc.d exit 101, only if none exists).
+  postgres_apt_install postgresql
+}
+
+# Installs Debian packages as root with apt-get (updating the lists only when the first try
+# fails). A package may start a service of its own (PostgreSQL a cluster on port 5432, etcd a
+# member on 2379); the tests run their own servers, so service starts are refused while it
+# installs (policy-rc.d exit 101, only if none exists).
+postgres_apt_install() {
   local policy=/usr/sbin/policy-rc.d made_policy= status=0
   if [[ ! -e $policy ]]; then
     printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && made_policy=1
   fi
   export DEBIAN_FRONTEND=noninteractive
-  apt-get install -y -q postgresql >/dev/null ||
-    { apt-get update -q >/dev/null && apt-get install -y -q postgresql >/dev/null; } || status=$?
+  apt-get install -y -q "$@" >/dev/null ||
+    { apt-get update -q >/dev/null && apt-get install -y -q "$@" >/dev/null; } || status=$?
   [[ -n $made_policy ]] && rm -f "$policy"
   return "$status"
 }

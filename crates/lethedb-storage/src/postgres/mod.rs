@@ -51,21 +51,15 @@ pub struct PgStore {
 
 impl PgStore {
     /// Connects to the database at `url` (`postgresql://user[:password]@host[:port]/database`,
-    /// or the `key=value` form) and creates LetheDB's tables in its default schema when missing.
+    /// several `host:port` separated by commas for a replicated server, or the `key=value` form)
+    /// and creates LetheDB's tables in its default schema when missing.
     pub fn open(url: &str) -> Result<PgStore, StorageError> {
         PgStore::open_in_schema(url, POSTGRES_SCHEMA_DEFAULT)
     }
 
     /// Like [`PgStore::open`], with the tables in `schema` (tests give each store its own).
     pub fn open_in_schema(url: &str, schema: &str) -> Result<PgStore, StorageError> {
-        // The URL may hold a password: no message here repeats it.
-        let mut config: tokio_postgres::Config = url
-            .parse()
-            .map_err(|_| StorageError::Io("the PostgreSQL connection URL is not valid".into()))?;
-        config.connect_timeout(CONNECT_TIMEOUT);
-        if config.get_application_name().is_none() {
-            config.application_name("lethedb");
-        }
+        let config = connection_config(url)?;
         let target = describe(&config);
         let manager = Manager::from_config(
             config,
@@ -114,6 +108,24 @@ impl PgStore {
     pub fn target(&self) -> &str {
         &self.target
     }
+}
+
+/// The client's configuration for `url`, as tokio-postgres reads it: every host and port the
+/// URL lists, in order, and its options, `target_session_attrs` among them. Each new connection
+/// tries the hosts in turn and, with `target_session_attrs=read-write`, passes over one that
+/// answers read-only, so after a failover the pool's next connection finds the new primary (the
+/// old primary's connections closed with it, and the pool drops closed ones). Each host gets
+/// [`CONNECT_TIMEOUT`]; the application name is `lethedb` unless the URL names one.
+fn connection_config(url: &str) -> Result<tokio_postgres::Config, StorageError> {
+    // The URL may hold a password: no message here repeats it.
+    let mut config: tokio_postgres::Config = url
+        .parse()
+        .map_err(|_| StorageError::Io("the PostgreSQL connection URL is not valid".into()))?;
+    config.connect_timeout(CONNECT_TIMEOUT);
+    if config.get_application_name().is_none() {
+        config.application_name("lethedb");
+    }
+    Ok(config)
 }
 
 /// Hosts, ports and database of a configuration.

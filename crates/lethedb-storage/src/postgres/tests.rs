@@ -384,3 +384,96 @@ fn a_commit_sends_its_changes_and_commit_together_and_a_failed_change_commits_no
     assert_eq!(reader.get(Table::Catalog, b"d").expect("get"), None);
     assert_eq!(reader.get(Table::Items, b"big").expect("get"), None);
 }
+
+#[test]
+fn a_url_of_several_hosts_keeps_them_in_order_with_the_writable_one_asked_for() {
+    use tokio_postgres::config::{Host, TargetSessionAttrs};
+    let url = "postgresql://lethe:secret@10.0.0.1:5433,pg2.internal/lethedb?target_session_attrs=read-write";
+    let config = super::connection_config(url).expect("a valid URL");
+    assert_eq!(
+        config.get_hosts(),
+        [
+            Host::Tcp("10.0.0.1".into()),
+            Host::Tcp("pg2.internal".into())
+        ]
+    );
+    // A host without a port gets PostgreSQL's, 5432.
+    assert_eq!(config.get_ports(), [5433, 5432]);
+    assert_eq!(
+        config.get_target_session_attrs(),
+        TargetSessionAttrs::ReadWrite
+    );
+    assert_eq!(config.get_dbname(), Some("lethedb"));
+    assert_eq!(config.get_connect_timeout(), Some(&super::CONNECT_TIMEOUT));
+    assert_eq!(config.get_application_name(), Some("lethedb"));
+    // The log names both hosts, never the password.
+    assert_eq!(
+        super::describe(&config),
+        "postgresql://10.0.0.1:5433,pg2.internal:5432/lethedb"
+    );
+    let plain = super::connection_config("postgresql://lethe@db/lethedb?application_name=mine")
+        .expect("a valid URL");
+    assert_eq!(plain.get_target_session_attrs(), TargetSessionAttrs::Any);
+    assert_eq!(plain.get_application_name(), Some("mine"));
+    let Err(error) =
+        super::connection_config("postgresql://lethe:secret@db/x?target_session_attrs=primary")
+    else {
+        panic!("an unknown target_session_attrs is refused");
+    };
+    assert!(!error.to_string().contains("secret"), "{error}");
+}
+
+/// The database's URL with another host listed first: `first` as `host:port`.
+fn with_first_host(url: &str, first: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a postgresql:// URL");
+    let (user, hosts) = rest
+        .rsplit_once('@')
+        .map_or(("", rest), |(user, hosts)| (user, hosts));
+    let at = if user.is_empty() { "" } else { "@" };
+    format!("{scheme}://{user}{at}{first},{hosts}")
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[test]
+fn a_host_that_is_down_or_read_only_is_passed_over_for_the_writable_one() {
+    let url = database_url();
+    // Port 9 refuses at once: the primary that failed. The store opens on the next host.
+    let down_first = with_first_host(&url, "127.0.0.1:9");
+    let separator = if url.contains('?') { '&' } else { '?' };
+    let schema = Schema::new(&format!(
+        "{down_first}{separator}target_session_attrs=read-write"
+    ));
+    let store = schema.open();
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Items, b"a", b"1").expect("put");
+    txn.commit().expect("commit");
+    assert_eq!(
+        store
+            .read()
+            .expect("read")
+            .get(Table::Items, b"a")
+            .expect("get"),
+        Some(b"1".to_vec())
+    );
+    // Every session read-only, as on a standby: with read-write asked for, the connector takes
+    // no host at all (the store could not be reached)...
+    let read_only = format!("{url}{separator}options=-c%20default_transaction_read_only%3Don");
+    let refused = PgStore::open_in_schema(
+        &format!("{read_only}&target_session_attrs=read-write"),
+        &schema.name,
+    );
+    let Err(StorageError::Unavailable(message)) = refused else {
+        panic!("a read-only server is refused");
+    };
+    assert!(message.contains("could not be reached"), "{message}");
+    // ...while without it the session is taken, and only the first write (creating the
+    // tables) is refused, by PostgreSQL: read_only_sql_transaction.
+    let Err(StorageError::Unavailable(message)) = PgStore::open_in_schema(&read_only, &schema.name)
+    else {
+        panic!("a read-only session cannot create the tables");
+    };
+    assert!(message.contains("25006"), "{message}");
+}
