@@ -5,6 +5,7 @@
 //! to delete, when, how fast) are in `ttl/sweeper.rs`, not here.
 
 use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
 use std::time::Duration;
 
@@ -73,9 +74,23 @@ pub(crate) struct SweepRegistry {
     counted_at_ms: Mutex<HashMap<u32, i64>>,
     /// Per container, `(instant, deleted_total)` about once a second over the rate window.
     deletion_samples: Mutex<HashMap<u32, VecDeque<(i64, u64)>>>,
+    /// How long the sweeper's jobs waited for the writer since the loop last asked, in
+    /// nanoseconds (see `ttl/sweeper.rs`: the pacing counts only the sweeper's own work).
+    writer_wait_ns: AtomicU64,
 }
 
 impl SweepRegistry {
+    /// Adds what one of the sweeper's jobs waited for the writer.
+    pub(crate) fn note_writer_wait(&self, waited: Duration) {
+        let nanos = u64::try_from(waited.as_nanos()).unwrap_or(u64::MAX);
+        self.writer_wait_ns.fetch_add(nanos, Ordering::Relaxed);
+    }
+
+    /// What the sweeper's jobs waited for the writer since the last call.
+    pub(crate) fn take_writer_wait(&self) -> Duration {
+        Duration::from_nanos(self.writer_wait_ns.swap(0, Ordering::Relaxed))
+    }
+
     /// Notes a container's deletion total after a sweep turn, for [`SweepRegistry::deletions`].
     pub(crate) fn sample_deletions(&self, container_number: u32, now_ms: i64, deleted_total: u64) {
         let Ok(mut samples) = self.deletion_samples.lock() else {

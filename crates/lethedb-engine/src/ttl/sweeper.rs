@@ -164,12 +164,24 @@ impl Engine {
             let (_, suffix) = keys::split_expiry_key(expiry_key)?;
             Some((Table::Items, keys::item_key_from_suffix(number, suffix)))
         }));
-        self.inner
+        // The time the job waited for the writer (behind other groups, for its commit) is not
+        // work the sweeper took from anyone: the pacing leaves it out.
+        let pacer = self.inner.clock.pacer();
+        let call = pacer.stopwatch();
+        let (deleted, spent_ru, applying) = self
+            .inner
             .writer
             .write_reading(reads, move |context| {
-                apply_expire(context, &database_id, &container_id, candidates)
+                let applying = pacer.stopwatch();
+                let (deleted, spent_ru) =
+                    apply_expire(context, &database_id, &container_id, candidates)?;
+                Ok((deleted, spent_ru, applying.elapsed()))
             })
-            .await
+            .await?;
+        self.inner
+            .sweep_stats
+            .note_writer_wait(call.elapsed().saturating_sub(applying));
+        Ok((deleted, spent_ru))
     }
 
     /// Notes a turn in the container's statistics: its backlog, the age of its oldest expired
@@ -270,7 +282,11 @@ pub(crate) async fn run(engine: Engine, config: SweeperConfig, stop: Arc<Notify>
             let engine = engine.clone();
             tokio::spawn(async move { background_turn(&engine, batch_items_max).await }).await
         };
-        let Some(pause) = pacing.pause_after(&engine, &config, turn, busy, &batch) else {
+        // The turn's own work: its wall time less what its jobs waited for the writer.
+        let worked = batch
+            .elapsed()
+            .saturating_sub(engine.inner.sweep_stats.take_writer_wait());
+        let Some(pause) = pacing.pause_after(&engine, &config, turn, busy, worked) else {
             return;
         };
         pacing.report(&engine, &pacer);
@@ -363,17 +379,18 @@ impl Pacing {
         config: &SweeperConfig,
         turn: Turn,
         busy: bool,
-        batch: &Stopwatch,
+        worked: Duration,
     ) -> Option<Duration> {
         let pause = match turn {
             Ok(Ok((deleted, more))) if more => {
                 self.failures = 0;
                 self.deleted_in_window += deleted;
                 if busy {
-                    // Work one part in `busy_duty_divisor`: rest that many times as long.
-                    // A turn slowed by waiting (a shared store's lock) must not put the
-                    // sweeper to sleep for long: the rest is capped.
-                    (batch.elapsed() * config.busy_duty_divisor.saturating_sub(1))
+                    // Work one part in `busy_duty_divisor`: rest that many times as long as
+                    // the turn worked (its waits for the writer's other groups, a shared
+                    // store's lock and round trips, and commits are not work it took from
+                    // users). The rest is capped all the same.
+                    (worked * config.busy_duty_divisor.saturating_sub(1))
                         .max(config.batch_pause)
                         .min(BUSY_PAUSE_MAX)
                 } else {
