@@ -1,7 +1,8 @@
 """Stored procedures, triggers and user-defined functions as resources through the Python SDK
 (azure-cosmos 4.17.1): create, read (by id and by the `_self` of a dict), replace, delete, list
 and query each kind; a trigger's type and operation echoed as sent; a body that does not
-compile refused with 400 naming the line. Executing them is not tested here."""
+compile stored as sent (as the service does, and as the SDK's own suite expects) and refused
+with 400 naming the syntax error when a stored procedure runs."""
 
 from __future__ import annotations
 
@@ -106,29 +107,33 @@ def test_user_defined_function_crud(container):
         scripts.get_user_defined_function("double")
 
 
-def test_a_body_that_does_not_compile_is_refused_naming_its_line(container):
+def test_a_body_that_does_not_compile_is_stored_as_sent_and_fails_when_it_runs(container):
     scripts = container.scripts
-    attempts = [
-        lambda: scripts.create_stored_procedure({"id": "bad", "body": BROKEN_BODY}),
-        lambda: scripts.create_trigger({"id": "bad", "body": BROKEN_BODY,
-                                        "triggerType": TriggerType.Pre,
-                                        "triggerOperation": TriggerOperation.Create}),
-        lambda: scripts.create_user_defined_function({"id": "bad", "body": BROKEN_BODY}),
+    # What the SDK's own test_encoding stores: prose with a line and a paragraph separator.
+    prose = "Line Separator (\u2028) & Paragraph Separator (\u2029) & Next Line (\x85)"
+    created = [
+        scripts.create_stored_procedure({"id": "bad", "body": BROKEN_BODY}),
+        scripts.create_trigger({"id": "bad", "body": BROKEN_BODY,
+                                "triggerType": TriggerType.Pre,
+                                "triggerOperation": TriggerOperation.Create}),
+        scripts.create_user_defined_function({"id": "bad", "body": BROKEN_BODY}),
+        scripts.create_stored_procedure({"id": "prose", "body": prose}),
     ]
-    for attempt in attempts:
-        with pytest.raises(exceptions.CosmosHttpResponseError) as refused:
-            attempt()
-        assert refused.value.status_code == 400
-        assert "SyntaxError" in refused.value.message
-        assert "at line 3, column 8" in refused.value.message
-    # A replace is checked too, and the stored body stays.
-    scripts.create_stored_procedure({"id": "good", "body": SPROC_BODY})
+    assert [script["body"] for script in created] == [BROKEN_BODY] * 3 + [prose]
+    assert scripts.get_stored_procedure("prose")["body"] == prose
     with pytest.raises(exceptions.CosmosHttpResponseError) as refused:
-        scripts.replace_stored_procedure("good", {"id": "good", "body": BROKEN_BODY})
+        scripts.execute_stored_procedure("bad", partition_key="p")
     assert refused.value.status_code == 400
-    assert scripts.get_stored_procedure("good")["body"] == SPROC_BODY
+    assert "SyntaxError" in refused.value.message
+    # A replace may store a broken body too; a missing body is refused.
+    scripts.create_stored_procedure({"id": "good", "body": SPROC_BODY})
+    scripts.replace_stored_procedure("good", {"id": "good", "body": BROKEN_BODY})
+    assert scripts.get_stored_procedure("good")["body"] == BROKEN_BODY
+    with pytest.raises(exceptions.CosmosHttpResponseError) as refused:
+        scripts.replace_stored_procedure("good", {"id": "good"})
+    assert refused.value.status_code == 400
     # A script cannot be renamed by a replace.
     with pytest.raises(exceptions.CosmosHttpResponseError) as refused:
         scripts.replace_stored_procedure("good", {"id": "other", "body": SPROC_BODY})
     assert refused.value.status_code == 400
-    assert list(scripts.list_stored_procedures())[0]["id"] == "good"
+    assert "other" not in [s["id"] for s in scripts.list_stored_procedures()]

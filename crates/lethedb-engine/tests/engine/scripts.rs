@@ -462,3 +462,43 @@ async fn user_defined_functions_run_in_projections_filters_and_ordering() {
     assert_eq!(thrown.code, ErrorCode::ScriptFailed, "{thrown}");
     assert!(thrown.to_string().contains("no input"), "{thrown}");
 }
+
+#[tokio::test]
+async fn a_body_that_does_not_compile_is_stored_and_fails_when_it_runs() {
+    let (engine, _) = engine(None).await;
+    // As the SDKs' suites store them: a syntax error, prose with line separators, and a
+    // method's source without its object.
+    let bodies = [
+        (
+            "broken",
+            "function () {\n  var a = 1;\n  a = +;\n}",
+            "unexpected token in expression: ';'",
+        ),
+        (
+            "prose",
+            "Line Separator (\u{2028}) & Paragraph",
+            "Unexpected identifier 'Separator'",
+        ),
+        (
+            "method",
+            "serverScript() { var x = 10; }",
+            "Unexpected token '{'",
+        ),
+    ];
+    for (id, body, _) in bodies {
+        sproc(&engine, id, body).await;
+    }
+    for (id, _, reason) in bodies {
+        let error = execute(&engine, id, "p", vec![])
+            .await
+            .expect_err("does not compile");
+        assert_eq!(error.code, ErrorCode::ScriptFailed, "{id}");
+        assert!(
+            error
+                .to_string()
+                .contains(&format!("SyntaxError: {reason}")),
+            "{id}: {error}"
+        );
+    }
+    assert!(ids(&engine).await.is_empty(), "nothing written");
+}

@@ -203,23 +203,26 @@ async fn scripts_have_the_service_crud_and_system_properties() {
 }
 
 #[tokio::test]
-async fn a_script_body_must_compile_and_a_trigger_name_its_type_and_operation() {
+async fn a_script_body_is_stored_as_sent_and_a_trigger_names_its_type_and_operation() {
     let server = Server::new();
     server.setup(partitioned()).await;
+    // The service stores a body that does not compile (the SDKs' suites store such bodies and
+    // read them back); running it fails (the engine's tests).
     let broken = "function () {\n  var a = 1;\n  a = +;\n}";
     for (segment, _, mut body) in kinds() {
         body["body"] = json!(broken);
-        let refused = post(&server, segment, body.clone(), &[]).await;
-        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{segment}");
-        assert_eq!(refused.body["code"], json!("BadRequest"));
+        body["id"] = json!("broken");
+        let stored = post(&server, segment, body.clone(), &[]).await;
+        assert_eq!(stored.status, StatusCode::CREATED, "{segment}");
         assert_eq!(
-            refused.body["message"],
-            json!("Encountered exception while compiling Javascript. Exception = SyntaxError: unexpected token in expression: ';' at line 3, column 8"),
+            on_one(&server, "GET", segment, "broken", None).await.body["body"],
+            json!(broken),
             "{segment}"
         );
         body.as_object_mut().expect("object").remove("body");
         let refused = post(&server, segment, body, &[]).await;
         assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{segment}");
+        assert_eq!(refused.body["code"], json!("BadRequest"));
         assert_eq!(
             refused.body["message"],
             json!("The input content is invalid because the required properties - 'body; ' - are missing"),
@@ -229,20 +232,21 @@ async fn a_script_body_must_compile_and_a_trigger_name_its_type_and_operation() 
     let not_text = post(&server, "udfs", json!({"id": "f", "body": 7}), &[]).await;
     assert_eq!(not_text.status, StatusCode::BAD_REQUEST);
 
-    // A replace and an upsert are checked as a create is, and leave the stored body alone.
+    // A replace and an upsert are checked as a create is.
     let (segment, _, body) = kinds()[0].clone();
     assert_eq!(
         post(&server, segment, body.clone(), &[]).await.status,
         StatusCode::CREATED
     );
     let mut changed = body.clone();
-    changed["body"] = json!(broken);
+    changed.as_object_mut().expect("object").remove("body");
     assert_eq!(
         on_one(&server, "PUT", segment, "s", Some(changed.clone()))
             .await
             .status,
         StatusCode::BAD_REQUEST
     );
+    changed["body"] = json!(broken);
     assert_eq!(
         post(
             &server,
@@ -252,11 +256,11 @@ async fn a_script_body_must_compile_and_a_trigger_name_its_type_and_operation() 
         )
         .await
         .status,
-        StatusCode::BAD_REQUEST
+        StatusCode::OK
     );
     assert_eq!(
         on_one(&server, "GET", segment, "s", None).await.body["body"],
-        body["body"]
+        json!(broken)
     );
 
     // Triggers: type and operation in any case, stored as sent; .NET's and REST's spellings.
