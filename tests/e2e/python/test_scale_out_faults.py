@@ -384,6 +384,9 @@ def test_an_instance_frozen_holding_the_write_lock_stalls_writes_only_while_froz
                    for n in range(2)]
         for thread in writers:
             thread.start()
+        recorder = Recorder()
+        stop_recorded, recorded = run_recorded(recorder, [RawClient(a.endpoint, a.key, 10), RawClient(b.endpoint, b.key, 10)],
+                                               COLLECTION, [f"shared-{n}" for n in range(3)])
         time.sleep(0.5)
         for _ in range(500):
             a.process.send_signal(signal.SIGSTOP)
@@ -401,8 +404,10 @@ def test_an_instance_frozen_holding_the_write_lock_stalls_writes_only_while_froz
         time.sleep(max(0.0, frozen_at + FREEZE_SECS - time.monotonic()))
         a.process.send_signal(signal.SIGCONT)
         stop.set()
-        for thread in writers:
+        stop_recorded.set()
+        for thread in writers + recorded:
             thread.join(60)
+        assert_history_checks(recorder)
 
         def writes_again() -> bool:
             return all(RawClient(s.endpoint, s.key, 30).create_item(
