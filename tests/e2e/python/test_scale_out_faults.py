@@ -23,6 +23,8 @@ import requests
 from azure.cosmos import PartitionKey
 
 from conftest import make_client, unique_id
+from histories import Recorder, session_violations
+from history_workload import run_recorded
 from postgres_cluster import Cluster, postgres_mode, start_instance, start_pair, wait_until
 from signed_http import RawClient
 
@@ -44,6 +46,14 @@ GAP_SECS = 3.0
 
 def setup_container(server) -> None:
     make_client(server).create_database(DATABASE).create_container(CONTAINER, partition_key=PartitionKey(path="/pk"))
+
+
+def assert_history_checks(recorder: Recorder) -> None:
+    """The recorded history is linearizable per key, and each client reads its own writes."""
+    verdict = recorder.verdict()
+    assert verdict.ok, verdict.explain()
+    assert not session_violations(recorder.ops, verdict.order)
+    print(f"history: {len(recorder.ops)} operations, linearizable")
 
 
 @dataclass
@@ -119,6 +129,10 @@ def test_an_instance_killed_mid_write_loses_nothing_acknowledged(postgres, tmp_p
                    for n, s in enumerate(targets)]
         for thread in threads:
             thread.start()
+        # Beside them, clients reading and writing a few shared keys through both, recorded.
+        recorder = Recorder()
+        stop_recorded, recorded = run_recorded(recorder, [RawClient(a.endpoint, a.key, 10), RawClient(b.endpoint, b.key, 10)],
+                                               COLLECTION, [f"shared-{n}" for n in range(3)])
 
         def acked() -> int:
             return sum(len(w.acked_items) + len(w.acked_batches) for w in written)
@@ -128,8 +142,10 @@ def test_an_instance_killed_mid_write_loses_nothing_acknowledged(postgres, tmp_p
         killed_at, acked_at_kill = time.monotonic(), acked()
         time.sleep(1.5)
         stop.set()
-        for thread in threads:
+        stop_recorded.set()
+        for thread in threads + recorded:
             thread.join(30)
+        assert_history_checks(recorder)
         for w in written[WRITERS:]:
             assert not (w.doubtful_items or w.doubtful_batches or w.counter_doubtful), "B failed a write"
             assert w.last_acked_at > killed_at + 1.0, "B's writers were served after the kill"
@@ -153,6 +169,7 @@ def test_an_instance_killed_mid_write_loses_nothing_acknowledged(postgres, tmp_p
                 assert counter is not None and counter["v"] in [w.counter_acked] + w.counter_doubtful
             known |= set(w.acked_items) | set(w.doubtful_items) | {f"w{number}-counter"}
             known |= {f"{pk}-{k}" for pk in w.acked_batches + w.doubtful_batches for k in range(BATCH_SIZE)}
+        known |= {op.key for op in recorder.ops}
         assert set(found) <= known, sorted(set(found) - known)[:5]
 
         raw_b = RawClient(b.endpoint, b.key, 10)
@@ -367,6 +384,9 @@ def test_an_instance_frozen_holding_the_write_lock_stalls_writes_only_while_froz
                    for n in range(2)]
         for thread in writers:
             thread.start()
+        recorder = Recorder()
+        stop_recorded, recorded = run_recorded(recorder, [RawClient(a.endpoint, a.key, 10), RawClient(b.endpoint, b.key, 10)],
+                                               COLLECTION, [f"shared-{n}" for n in range(3)])
         time.sleep(0.5)
         for _ in range(500):
             a.process.send_signal(signal.SIGSTOP)
@@ -384,8 +404,10 @@ def test_an_instance_frozen_holding_the_write_lock_stalls_writes_only_while_froz
         time.sleep(max(0.0, frozen_at + FREEZE_SECS - time.monotonic()))
         a.process.send_signal(signal.SIGCONT)
         stop.set()
-        for thread in writers:
+        stop_recorded.set()
+        for thread in writers + recorded:
             thread.join(60)
+        assert_history_checks(recorder)
 
         def writes_again() -> bool:
             return all(RawClient(s.endpoint, s.key, 30).create_item(
