@@ -257,6 +257,41 @@ async fn read_feed_pages_exactly() {
     assert_eq!(seen, expected);
 }
 
+/// A token LetheDB never wrote is a 400 whose message opens with the service's words, which
+/// SDK tests and applications match on, whether a query or a read feed receives it.
+#[tokio::test]
+async fn a_junk_continuation_token_is_an_invalid_continuation_token() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    server.create_item(json!({"id": "a", "pk": "p"})).await;
+    for junk in ["junk", "eyJub3QiOiJhIHRva2VuIn0="] {
+        let query = server
+            .query("SELECT * FROM c", &[("x-ms-continuation", junk)])
+            .await;
+        check_error(
+            &query,
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "Invalid Continuation Token",
+        );
+        let feed = server
+            .send(
+                "GET",
+                "/dbs/db/colls/c/docs",
+                ("docs", "dbs/db/colls/c"),
+                None,
+                &[("x-ms-continuation", junk)],
+            )
+            .await;
+        check_error(
+            &feed,
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "Invalid Continuation Token",
+        );
+    }
+}
+
 #[tokio::test]
 async fn expiry_over_http_at_the_millisecond() {
     let server = Server::new();
