@@ -174,7 +174,7 @@ impl ErrorCode {
             ErrorCode::QuerySemantic => "The query is invalid.",
             ErrorCode::QueryLimit => "The query exceeds a limit.",
             ErrorCode::OrderByWithoutIndex => NO_COMPOSITE_INDEX,
-            ErrorCode::InvalidContinuation => "The continuation token is invalid.",
+            ErrorCode::InvalidContinuation => "Invalid Continuation Token.",
             ErrorCode::ChangeFeedOutsideRetention => {
                 "You must read the change feed from within the retention period. The all versions and deletes change feed starts from now or from a continuation taken within the retention period."
             }

@@ -20,8 +20,10 @@ pub enum QueryError {
     /// A named limit (query length, nesting depth, accumulated state...) was hit.
     #[error("Query limit exceeded: {0}")]
     LimitExceeded(String),
-    /// A continuation token that this query did not produce, or that was damaged.
-    #[error("Invalid continuation token: {0}")]
+    /// A continuation token that this query did not produce, or that was damaged. The words
+    /// "Invalid Continuation Token" open the message as in the service's answer, which SDK tests
+    /// and applications match on.
+    #[error("Invalid Continuation Token: {0}")]
     InvalidContinuation(String),
     /// A user-defined function threw (or did not compile); the message names it.
     #[error("{0}")]

@@ -110,3 +110,19 @@ def test_unsupported_and_invalid_queries_are_400(people):
         with pytest.raises(CosmosHttpResponseError) as failed:
             query(people, text)
         assert failed.value.status_code == 400, text
+
+
+def test_count_if_make_list_and_make_set(people):
+    """COUNTIF across partitions, added up by the SDK; MAKELIST and MAKESET in one partition.
+    Across partitions the Python SDK cannot merge lists (it does not declare ListAndSetAggregate),
+    so the service refuses them there, naming the feature."""
+    from azure.cosmos.exceptions import CosmosHttpResponseError
+    assert query(people, "SELECT VALUE COUNTIF(c.age > 50) FROM c") == [4]
+    assert query(people, "SELECT VALUE COUNTIF(c.city = 'Paris') FROM c") == [0]
+    names = query(people, "SELECT VALUE MakeList(c.name) FROM c", partition_key="a")
+    assert len(names) == 1 and sorted(names[0]) == ["Ada", "Alan"]
+    assert query(people, "SELECT VALUE MAKESET(c.city) FROM c", partition_key="a") == [["London"]]
+    with pytest.raises(CosmosHttpResponseError) as refused:
+        query(people, "SELECT VALUE MakeList(c.name) FROM c")
+    assert refused.value.status_code == 400
+    assert "ListAndSetAggregate" in str(refused.value)

@@ -24,10 +24,17 @@ use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// The item key suffix a feed token names. A token that does not decode to a well-formed suffix
+/// (partition key bytes and an id) is refused, as the service refuses a token it never wrote,
+/// rather than resumed after an arbitrary key.
 pub(crate) fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
-    base64::engine::general_purpose::URL_SAFE_NO_PAD
+    let suffix = base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(token)
-        .map_err(|_| invalid_continuation())
+        .map_err(|_| invalid_continuation())?;
+    match keys::split_item_suffix(&suffix) {
+        Some((_, id)) if !id.is_empty() => Ok(suffix),
+        _ => Err(invalid_continuation()),
+    }
 }
 
 pub(crate) fn encode_continuation(key_suffix: &[u8]) -> String {

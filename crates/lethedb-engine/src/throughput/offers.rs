@@ -2,6 +2,9 @@
 //!
 //! Throughput is stored on the database or container record itself; an offer is a view of it
 //! with an id derived from the owner (kind byte and number), so there is nothing to keep in step.
+//! A container with no throughput of its own in a database without shared throughput shows the
+//! service's default offer (manual, [`DEFAULT_OFFER_RU_PER_SEC`]) without drawing on it: this
+//! module does not rate-limit (`docs/compatibility.md`, "Default offer", says why).
 
 use crate::engine::Engine;
 use crate::error::{resource_not_found, EngineResult};
@@ -13,6 +16,10 @@ use serde_json::{json, Value};
 
 const DATABASE_OFFER: u8 = b'd';
 const CONTAINER_OFFER: u8 = b'c';
+
+/// The manual throughput the service gives a container created without throughput in a
+/// database without shared throughput.
+pub const DEFAULT_OFFER_RU_PER_SEC: u32 = 400;
 
 fn offer_id(kind: u8, number: u32) -> String {
     let mut bytes = vec![kind];
@@ -81,7 +88,13 @@ impl Engine {
                 let Some(found) = load_container(&*reader, database_id, container_id)? else {
                     continue;
                 };
-                if let Some(throughput) = &found.throughput {
+                // The service's default offer, shown (not enforced) where nothing is provisioned.
+                let shown = match (&found.throughput, &record.throughput) {
+                    (Some(own), _) => Some(*own),
+                    (None, None) => Some(Throughput::Manual(DEFAULT_OFFER_RU_PER_SEC)),
+                    (None, Some(_)) => None,
+                };
+                if let Some(throughput) = &shown {
                     offers.push(offer(
                         offer_id(CONTAINER_OFFER, found.number),
                         format!("dbs/{database_rid}/colls/{}/", found.rid()),

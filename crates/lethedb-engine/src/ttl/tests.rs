@@ -117,7 +117,6 @@ fn item_ttl_is_validated_only_while_ttl_is_on() {
     for invalid in [
         json!(0),
         json!(null),
-        json!(-5),
         json!(1.5),
         json!("5"),
         json!(2_147_483_648_i64),
@@ -134,6 +133,19 @@ fn item_ttl_is_validated_only_while_ttl_is_on() {
         assert!(validate_item_ttl(&json!({"ttl": valid}), true).is_ok());
     }
     assert!(validate_item_ttl(&json!({"id": "no ttl"}), true).is_ok());
+}
+
+#[test]
+fn a_negative_item_ttl_other_than_minus_one_is_refused_even_while_ttl_is_off() {
+    for ttl_on in [true, false] {
+        for negative in [json!(-10), json!(-2), json!(-5.0)] {
+            let document = json!({"id": "x", "ttl": negative});
+            let error = validate_item_ttl(&document, ttl_on).expect_err("refused");
+            assert_eq!(error.code, ErrorCode::InvalidTtl);
+            assert!(error.to_string().starts_with("The input ttl '-"), "{error}");
+        }
+        assert!(validate_item_ttl(&json!({"ttl": -1}), ttl_on).is_ok());
+    }
 }
 
 #[test]

@@ -257,6 +257,41 @@ async fn read_feed_pages_exactly() {
     assert_eq!(seen, expected);
 }
 
+/// A token LetheDB never wrote is a 400 whose message opens with the service's words, which
+/// SDK tests and applications match on, whether a query or a read feed receives it.
+#[tokio::test]
+async fn a_junk_continuation_token_is_an_invalid_continuation_token() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    server.create_item(json!({"id": "a", "pk": "p"})).await;
+    for junk in ["junk", "eyJub3QiOiJhIHRva2VuIn0="] {
+        let query = server
+            .query("SELECT * FROM c", &[("x-ms-continuation", junk)])
+            .await;
+        check_error(
+            &query,
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "Invalid Continuation Token",
+        );
+        let feed = server
+            .send(
+                "GET",
+                "/dbs/db/colls/c/docs",
+                ("docs", "dbs/db/colls/c"),
+                None,
+                &[("x-ms-continuation", junk)],
+            )
+            .await;
+        check_error(
+            &feed,
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "Invalid Continuation Token",
+        );
+    }
+}
+
 #[tokio::test]
 async fn expiry_over_http_at_the_millisecond() {
     let server = Server::new();
@@ -313,4 +348,58 @@ async fn expiry_over_http_at_the_millisecond() {
         "BadRequest",
         "The input ttl '0' is invalid.",
     );
+}
+
+/// A negative `ttl` other than -1 is refused even in a container without TTL, as the service
+/// refuses it in the JavaScript SDK's bulk tests: a plain create gets the 400, and so does that
+/// operation of a bulk request.
+#[tokio::test]
+async fn a_negative_item_ttl_is_refused_in_a_container_without_ttl() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let refused = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"id": "a", "pk": "A", "ttl": -10})),
+            &[("x-ms-documentdb-partitionkey", "[\"A\"]")],
+        )
+        .await;
+    check_error(
+        &refused,
+        StatusCode::BAD_REQUEST,
+        "BadRequest",
+        "The input ttl '-10' is invalid.",
+    );
+    let bulk = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!([
+                {"operationType": "Create", "partitionKey": "[\"A\"]",
+                 "resourceBody": {"id": "b", "pk": "A", "ttl": -10}},
+                {"operationType": "Create", "partitionKey": "[\"A\"]",
+                 "resourceBody": {"id": "c", "pk": "A"}},
+            ])),
+            &[
+                ("x-ms-cosmos-is-batch-request", "True"),
+                ("x-ms-cosmos-batch-atomic", "False"),
+                ("x-ms-documentdb-partitionkeyrangeid", "0"),
+            ],
+        )
+        .await;
+    assert_eq!(bulk.body[0]["statusCode"], json!(400), "{}", bulk.body);
+    assert_eq!(bulk.body[0]["subStatusCode"], json!(0), "{}", bulk.body);
+    let kept = server
+        .send(
+            "POST",
+            "/dbs/db/colls/c/docs",
+            ("docs", "dbs/db/colls/c"),
+            Some(json!({"id": "d", "pk": "A", "ttl": -1, "other": 0})),
+            &[("x-ms-documentdb-partitionkey", "[\"A\"]")],
+        )
+        .await;
+    assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.body);
 }

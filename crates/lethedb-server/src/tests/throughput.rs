@@ -268,3 +268,85 @@ async fn low_priority_writes_are_throttled_before_high_priority_ones() {
         "{high_written} high after {low_written} low"
     );
 }
+
+/// A container created without throughput in a database without shared throughput shows the
+/// service's default offer, 400 RU/s manual, which can be replaced like any offer; its requests
+/// are not limited by it. A container in a database with shared throughput shows none.
+#[tokio::test]
+async fn a_container_without_throughput_shows_the_default_offer_without_drawing_on_it() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let offers = server
+        .send("GET", "/offers", ("offers", ""), None, &[])
+        .await;
+    assert_eq!(
+        offers.body["Offers"].as_array().map(Vec::len),
+        Some(1),
+        "{}",
+        offers.body
+    );
+    let offer = offers.body["Offers"][0].clone();
+    assert_eq!(offer["content"]["offerThroughput"], json!(400));
+    let container = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(offer["offerResourceId"], container.body["_rid"]);
+    // Far more than 400 RU in one second: nothing is refused.
+    for i in 0..200 {
+        let answer = server
+            .create_item(json!({"id": format!("i{i}"), "pk": "p"}))
+            .await;
+        assert_eq!(answer.status, StatusCode::CREATED, "{}", answer.body);
+    }
+    let id = offer["id"].as_str().expect("id").to_string();
+    let mut replaced = offer.clone();
+    replaced["content"] = json!({"offerThroughput": 1000});
+    let answer = server
+        .send(
+            "PUT",
+            &format!("/offers/{id}"),
+            ("offers", &id.to_lowercase()),
+            Some(replaced),
+            &[],
+        )
+        .await;
+    assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
+    assert_eq!(answer.body["content"]["offerThroughput"], json!(1000));
+    let shared = server
+        .send(
+            "POST",
+            "/dbs",
+            ("dbs", ""),
+            Some(json!({"id": "shared"})),
+            &[("x-ms-offer-throughput", "400")],
+        )
+        .await;
+    assert_eq!(shared.status, StatusCode::CREATED);
+    let inner = server
+        .send(
+            "POST",
+            "/dbs/shared/colls",
+            ("colls", "dbs/shared"),
+            Some(partitioned()),
+            &[],
+        )
+        .await;
+    assert_eq!(inner.status, StatusCode::CREATED);
+    let offers = server
+        .send("GET", "/offers", ("offers", ""), None, &[])
+        .await;
+    let owners: Vec<Value> = offers.body["Offers"]
+        .as_array()
+        .expect("offers")
+        .iter()
+        .map(|o| o["offerResourceId"].clone())
+        .collect();
+    assert!(!owners.contains(&inner.body["_rid"]), "{}", offers.body);
+    assert_eq!(owners.len(), 2, "{}", offers.body);
+}
