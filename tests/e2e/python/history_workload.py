@@ -72,9 +72,11 @@ def one_operation(recorder: Recorder, name: str, client: RawClient, collection: 
 
 
 def recorded_loop(recorder: Recorder, name: str, clients: list, collection: str, keys: list,
-                  stop: threading.Event, seed: int) -> None:
+                  stop: threading.Event, seed: int, doubt_pause: float = 0.0) -> None:
     """Until `stop`, operations on `keys`, alternating between the instances in `clients`;
-    every written value is unique (name and sequence number), as the checker needs."""
+    every written value is unique (name and sequence number), as the checker needs. After an
+    answer in doubt with no other instance left it waits `doubt_pause` seconds, as an SDK backs
+    off a 503, so an outage of the store leaves few operations in doubt."""
     rng = random.Random(seed)
     etags: dict = {}
     number = 0
@@ -85,15 +87,20 @@ def recorded_loop(recorder: Recorder, name: str, clients: list, collection: str,
         one_operation(recorder, name, client, collection, rng.choice(keys), f"{name}-{number}", rng, etags)
         # A client leaves an instance that gave no answer (killed, frozen), as an SDK's
         # failover would: the operations in doubt stay few, so the search stays small.
-        if len(clients) > 1 and recorder.ops[before].ok is None:
-            clients = [other for other in clients if other is not client]
+        if recorder.ops[before].ok is None:
+            if len(clients) > 1:
+                clients = [other for other in clients if other is not client]
+            elif doubt_pause:
+                stop.wait(doubt_pause)
 
 
-def run_recorded(recorder: Recorder, clients: list, collection: str, keys: list, threads: int = 4):
+def run_recorded(recorder: Recorder, clients: list, collection: str, keys: list, threads: int = 4,
+                 doubt_pause: float = 0.0):
     """Starts `threads` recorded loops; answers (stop event, threads) for the caller to join."""
     stop = threading.Event()
     started = [threading.Thread(target=recorded_loop, daemon=True,
-                                args=(recorder, f"client{n}", clients, collection, keys, stop, n))
+                                args=(recorder, f"client{n}", clients, collection, keys, stop, n,
+                                      doubt_pause))
                for n in range(threads)]
     for thread in started:
         thread.start()

@@ -30,7 +30,10 @@ from azure.cosmos import PartitionKey
 from azure.cosmos.exceptions import CosmosHttpResponseError
 
 from conftest import make_client
+from histories import Recorder, session_violations
+from history_workload import run_recorded
 from postgres_cluster import start_instance, wait_until
+from signed_http import RawClient
 
 HA_URL = os.environ.get("LETHEDB_TEST_HA_POSTGRES")
 CLUSTER_FILE = os.environ.get("LETHEDB_TEST_HA_CLUSTER")
@@ -39,6 +42,10 @@ pytestmark = pytest.mark.skipif(
     not (HA_URL and CLUSTER_FILE), reason="needs the Patroni cluster: scripts/test postgres-ha")
 
 DATABASE, CONTAINER = "ha", "items"
+COLLECTION = f"dbs/{DATABASE}/colls/{CONTAINER}"
+# Keys that recorded clients read, upsert and replace with If-Match through both instances; the
+# history is checked for linearizability (histories.py).
+SHARED_KEYS = [f"shared-{n}" for n in range(3)]
 WRITERS_PER_INSTANCE = 2
 PARTITIONS_PER_WRITER = 4
 # Load is running on both instances, through every writer, before the kill.
@@ -193,10 +200,10 @@ def check_timestamps(writers: list[Writer], killed_at: float) -> None:
 
 def check_contents(container, writers: list[Writer]) -> None:
     """Every acknowledged write is there as acknowledged; a write in doubt is there whole or
-    not at all; nothing else is there."""
+    not at all; nothing else is there (but the recorded clients' shared keys)."""
     found = {item["id"]: item for item in container.query_items(
         "SELECT * FROM c", enable_cross_partition_query=True)}
-    known = set()
+    known = set(SHARED_KEYS)
     for writer in writers:
         latest = writer.latest_acks()
         for item_id, ack in latest.items():
@@ -240,6 +247,9 @@ def test_the_primary_killed_under_load_fails_over_with_nothing_acknowledged_lost
         make_client(instances["A"]).create_database(DATABASE).create_container(
             CONTAINER, partition_key=PartitionKey(path="/pk"))
         writers, threads = start_load(instances, stop)
+        recorder = Recorder()
+        raw = [RawClient(server.endpoint, server.key, 10) for server in instances.values()]
+        stop_recorded, recorded = run_recorded(recorder, raw, COLLECTION, SHARED_KEYS, doubt_pause=0.25)
 
         def acked() -> int:
             return sum(len(writer.acks) for writer in writers)
@@ -254,10 +264,16 @@ def test_the_primary_killed_under_load_fails_over_with_nothing_acknowledged_lost
         served_again = wait_until(lambda: all(w.successes_after(promoted_at) >= ACKED_AFTER_FAILOVER
                                               for w in writers), FAILOVER_SECS_MAX, 0.05)
         stop.set()
-        for thread in threads:
+        stop_recorded.set()
+        for thread in threads + recorded:
             thread.join(ANSWER_SECS_MAX * 2)
         assert served_again, {w.name: w.successes_after(promoted_at) for w in writers}
-        assert not any(thread.is_alive() for thread in threads), "a writer hangs"
+        assert not any(thread.is_alive() for thread in threads + recorded), "a writer hangs"
+        verdict = recorder.verdict()
+        assert verdict.ok, verdict.explain()
+        assert not session_violations(recorder.ops, verdict.order)
+        in_doubt = sum(1 for op in recorder.ops if op.ok is None)
+        print(f"\nhistory: {len(recorder.ops)} operations ({in_doubt} in doubt), linearizable")
 
         gaps = failover_gaps(writers, killed_at, promoted_at)
         doubtful = sum(len(attempts) for w in writers for attempts in w.doubtful.values())
