@@ -178,7 +178,12 @@ impl Counters {
 
 /// Reads a container's counters (zero before its first write).
 pub(crate) fn read_counters(reader: &dyn ReadTxn, container_number: u64) -> EngineResult<Counters> {
-    match reader.get(Table::Counters, &keys::counters_key(container_number))? {
+    decode_counters(reader.get(Table::Counters, &keys::counters_key(container_number))?)
+}
+
+/// A container's stored counter bytes, if any, as its counters (none stored: all zero).
+pub(crate) fn decode_counters(bytes: Option<Vec<u8>>) -> EngineResult<Counters> {
+    match bytes {
         None => Ok(Counters::default()),
         Some(bytes) => Counters::decode(&bytes).ok_or_else(|| corrupted("counter")),
     }

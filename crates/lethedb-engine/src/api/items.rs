@@ -200,7 +200,12 @@ impl Engine {
             if_match,
         };
         let resolved = Arc::clone(container);
-        let reads = write_reads(container, &request);
+        // Only a shared store fetches the keys a write will read; elsewhere the hint is waste.
+        let reads = if self.inner.shared {
+            write_reads(container, &request)
+        } else {
+            Vec::new()
+        };
         self.inner
             .writer
             .write_reading(reads, move |context| {

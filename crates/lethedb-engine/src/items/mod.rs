@@ -250,12 +250,14 @@ pub(crate) fn visible_record(
 
 /// One stored version of an item (visible or not), if any.
 pub(crate) fn read_record(reader: &dyn ReadTxn, key: &[u8]) -> EngineResult<Option<ItemRecord>> {
-    match reader.get(Table::Items, key)? {
-        None => Ok(None),
-        Some(bytes) => ItemRecord::decode(&bytes)
-            .map(Some)
-            .ok_or_else(|| corrupted("item")),
-    }
+    decode_record(reader.get(Table::Items, key)?)
+}
+
+/// A stored item's bytes, if any, as its record.
+pub(crate) fn decode_record(bytes: Option<Vec<u8>>) -> EngineResult<Option<ItemRecord>> {
+    bytes
+        .map(|bytes| ItemRecord::decode(&bytes).ok_or_else(|| corrupted("item")))
+        .transpose()
 }
 
 /// How the rules see a committed version of an item.

@@ -10,12 +10,12 @@ use crate::engine::Engine;
 use crate::error::{
     container_not_found, corrupted, invalid_continuation, item_not_found, EngineResult,
 };
-use crate::items::{read_record, Feed, StoredItem};
+use crate::items::{decode_record, read_record, Feed, StoredItem};
 use crate::keys;
 use crate::limits::PAGE_ITEMS_MAX;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
-use crate::records::{container_from_records, read_counters, Counters, ItemRecord};
+use crate::records::{container_from_records, decode_counters, read_counters, ItemRecord};
 use crate::scan_visit::{resumed_after, try_scan};
 use crate::ttl::expiry::record_is_expired;
 use base64::Engine as _;
@@ -118,14 +118,8 @@ impl Engine {
         {
             return self.read_item_in(&current, partition_key, id, with_lsn);
         }
-        let record = item
-            .map(|bytes| ItemRecord::decode(&bytes).ok_or_else(|| corrupted("item")))
-            .transpose()?
-            .ok_or_else(item_not_found)?;
-        let counters = counters
-            .map(|bytes| Counters::decode(&bytes).ok_or_else(|| corrupted("counter")))
-            .transpose()?
-            .unwrap_or_default();
+        let record = decode_record(item)?.ok_or_else(item_not_found)?;
+        let counters = decode_counters(counters)?;
         if record_is_expired(&current, &record, self.now_at(look.now_ms)) {
             return Err(item_not_found());
         }

@@ -159,11 +159,14 @@ impl Engine {
         // The job reads each candidate's item again and the counters: on a shared store they
         // come with the transaction's start instead of a round trip each under the lock.
         let number = container.key_number();
-        let mut reads = vec![(Table::Counters, keys::counters_key(number))];
-        reads.extend(candidates.iter().filter_map(|(expiry_key, _)| {
-            let (_, suffix) = keys::split_expiry_key(expiry_key)?;
-            Some((Table::Items, keys::item_key_from_suffix(number, suffix)))
-        }));
+        let mut reads = Vec::new();
+        if self.inner.shared {
+            reads.push((Table::Counters, keys::counters_key(number)));
+            reads.extend(candidates.iter().filter_map(|(expiry_key, _)| {
+                let (_, suffix) = keys::split_expiry_key(expiry_key)?;
+                Some((Table::Items, keys::item_key_from_suffix(number, suffix)))
+            }));
+        }
         // The time the job waited for the writer (behind other groups, for its commit) is not
         // work the sweeper took from anyone: the pacing leaves it out.
         let pacer = self.inner.clock.pacer();
