@@ -6,7 +6,9 @@
 //! transaction at a time, savepoints, a durable commit), not how any backend does it; the
 //! backends and the write transaction they share live in their own modules.
 
+use std::future::Future;
 use std::ops::{Bound, ControlFlow};
+use std::pin::Pin;
 
 /// The keyspaces the engine stores data in. Each backend keeps one table per variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -206,6 +208,9 @@ pub struct Look {
     pub epoch: Option<u64>,
 }
 
+/// A [`Look`] still on its way ([`Storage::look_async`]).
+pub type LookFuture = Pin<Box<dyn Future<Output = Result<Look, StorageError>> + Send>>;
+
 /// A storage backend.
 pub trait Storage: Send + Sync + 'static {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError>;
@@ -237,6 +242,14 @@ pub trait Storage: Send + Sync + 'static {
             now_ms: reader.store_now_ms(),
             epoch: reader.catalog_epoch(),
         })
+    }
+    /// The same look as a future, for a caller on an asynchronous runtime, where the backend
+    /// waits on a network (PostgreSQL): no thread is held while it waits. `None`: the backend
+    /// answers [`Storage::look`] from its own memory or disk without waiting on anyone; call
+    /// that instead.
+    fn look_async(&self, keys: &[(Table, &[u8])]) -> Option<LookFuture> {
+        let _ = keys;
+        None
     }
     /// Which backend this is, as a status page names it (`redb`, `memory`, `postgresql`).
     fn kind(&self) -> &'static str;

@@ -26,8 +26,8 @@ mod redb_store;
 mod write_txn;
 
 pub use api::{
-    prefix_successor, KeyRange, Look, ReadTxn, Savepoint, Snapshots, Storage, StorageError, Table,
-    Visit, WriteTxn,
+    prefix_successor, KeyRange, Look, LookFuture, ReadTxn, Savepoint, Snapshots, Storage,
+    StorageError, Table, Visit, WriteTxn,
 };
 pub use failing::{FailingStore, FaultPlan};
 pub use memory::MemoryStore;

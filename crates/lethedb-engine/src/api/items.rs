@@ -264,13 +264,15 @@ impl Engine {
 
     /// Reads one item and, from the same snapshot, the container's latest LSN: the session
     /// token a read answers with is the partition's latest, not the item's own.
-    pub fn read_item_with_lsn(
+    /// On a shared store the read is awaited, holding no thread while PostgreSQL answers.
+    pub async fn read_item_with_lsn(
         &self,
         container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
         id: &str,
     ) -> EngineResult<(StoredItem, u64)> {
-        self.read_item_in(container, partition_key, id, true)
+        self.read_item_awaiting(container, partition_key, id, true)
+            .await
     }
 
     /// Deletes one item; returns the container LSN of the deletion and its charge.

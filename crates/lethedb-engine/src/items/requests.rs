@@ -19,7 +19,7 @@ use crate::records::{container_from_records, decode_counters, read_counters, Ite
 use crate::scan_visit::{resumed_after, try_scan};
 use crate::ttl::expiry::record_is_expired;
 use base64::Engine as _;
-use lethedb_storage::{KeyRange, Table};
+use lethedb_storage::{KeyRange, Look, Table};
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -39,6 +39,43 @@ pub(crate) fn decode_continuation(token: &str) -> EngineResult<Vec<u8>> {
 
 pub(crate) fn encode_continuation(key_suffix: &[u8]) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(key_suffix)
+}
+
+/// The keys a point read on a shared store looks at, and the cache generation before it.
+struct PointLook {
+    item: Vec<u8>,
+    counters: Vec<u8>,
+    definition: Vec<u8>,
+    database: Vec<u8>,
+    generation: u64,
+}
+
+impl PointLook {
+    fn new(
+        engine: &Engine,
+        container: &Container,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+    ) -> EngineResult<PointLook> {
+        let point = container.partition_key.point_key(partition_key)?;
+        Ok(PointLook {
+            item: container.item_key(&point, id),
+            counters: keys::counters_key(container.key_number()),
+            definition: keys::container_key(&container.database_id, &container.id),
+            database: keys::database_key(&container.database_id),
+            generation: engine.inner.containers.generation.load(Ordering::SeqCst),
+        })
+    }
+
+    /// The item, its counters and its container's and database's records, in that order.
+    fn asked(&self) -> [(Table, &[u8]); 4] {
+        [
+            (Table::Items, &self.item),
+            (Table::Counters, &self.counters),
+            (Table::Catalog, &self.definition),
+            (Table::Catalog, &self.database),
+        ]
+    }
 }
 
 impl Engine {
@@ -87,20 +124,45 @@ impl Engine {
         id: &str,
         with_lsn: bool,
     ) -> EngineResult<(StoredItem, u64)> {
-        let point = container.partition_key.point_key(partition_key.clone())?;
-        let item_key = container.item_key(&point, id);
-        let counters_key = keys::counters_key(container.key_number());
-        let definition_keys = [
-            keys::container_key(&container.database_id, &container.id),
-            keys::database_key(&container.database_id),
-        ];
-        let generation = self.inner.containers.generation.load(Ordering::SeqCst);
-        let look = self.inner.store.look(&[
-            (Table::Items, &item_key),
-            (Table::Counters, &counters_key),
-            (Table::Catalog, &definition_keys[0]),
-            (Table::Catalog, &definition_keys[1]),
-        ])?;
+        let keys = PointLook::new(self, container, partition_key.clone(), id)?;
+        let look = self.inner.store.look(&keys.asked())?;
+        self.judge_point_look(container, (partition_key, id), with_lsn, &keys, look)
+    }
+
+    /// [`Engine::read_item_in`] for a caller on an asynchronous runtime: on a store that
+    /// waits on a network, the look is awaited instead of waited for on the caller's thread.
+    pub(crate) async fn read_item_awaiting(
+        &self,
+        container: &Arc<Container>,
+        partition_key: Option<PartitionKeyValue>,
+        id: &str,
+        with_lsn: bool,
+    ) -> EngineResult<(StoredItem, u64)> {
+        if self.inner.shared {
+            let keys = PointLook::new(self, container, partition_key.clone(), id)?;
+            if let Some(look) = self.inner.store.look_async(&keys.asked()) {
+                let look = look.await?;
+                return self.judge_point_look(
+                    container,
+                    (partition_key, id),
+                    with_lsn,
+                    &keys,
+                    look,
+                );
+            }
+        }
+        self.read_item_in(container, partition_key, id, with_lsn)
+    }
+
+    /// What one look found for a point read, judged by the definition the same look read.
+    fn judge_point_look(
+        &self,
+        container: &Arc<Container>,
+        (partition_key, id): (Option<PartitionKeyValue>, &str),
+        with_lsn: bool,
+        keys: &PointLook,
+        look: Look,
+    ) -> EngineResult<(StoredItem, u64)> {
         let [item, counters, definition, database]: [Option<Vec<u8>>; 4] =
             look.values
                 .try_into()
@@ -108,7 +170,7 @@ impl Engine {
         let current = self.definition_at(
             container,
             look.epoch,
-            generation,
+            keys.generation,
             (definition.as_deref(), database.as_deref()),
         )?;
         // A container recreated under the same name keeps its items elsewhere: read again,

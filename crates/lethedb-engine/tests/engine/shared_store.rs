@@ -298,11 +298,15 @@ async fn a_warm_point_read_is_one_round_trip_and_judges_by_the_definition_it_rea
     for _ in 0..2 {
         let container = b.read_container("db", "c").expect("container on b");
         b.read_item_with_lsn(&container, pk("p"), "x")
+            .await
             .expect("read");
     }
     let before = store.round_trips();
     let cached = b.container_for_point_read("db", "c").expect("cached");
-    let (item, lsn) = b.read_item_with_lsn(&cached, pk("p"), "x").expect("read");
+    let (item, lsn) = b
+        .read_item_with_lsn(&cached, pk("p"), "x")
+        .await
+        .expect("read");
     assert_eq!(
         store.round_trips() - before,
         1,
@@ -326,6 +330,7 @@ async fn a_warm_point_read_is_one_round_trip_and_judges_by_the_definition_it_rea
     assert!(Arc::ptr_eq(&stale, &cached), "b has not looked since");
     let error = b
         .read_item_with_lsn(&stale, pk("p"), "x")
+        .await
         .expect_err("expired");
     assert_eq!(error.code, ErrorCode::ItemNotFound);
     assert_eq!(store.round_trips() - before, 1);
@@ -341,15 +346,18 @@ async fn a_warm_point_read_is_one_round_trip_and_judges_by_the_definition_it_rea
     create("y").await;
     let (item, _) = b
         .read_item_with_lsn(&stale, pk("p"), "y")
+        .await
         .expect("the new one's item");
     assert_ne!(item.container.rid(), stale.rid());
     let error = b
         .read_item_with_lsn(&stale, pk("p"), "x")
+        .await
         .expect_err("gone with the old one");
     assert_eq!(error.code, ErrorCode::ItemNotFound);
     a.delete_container("db", "c").await.expect("delete");
     let error = b
         .read_item_with_lsn(&stale, pk("p"), "y")
+        .await
         .expect_err("no container");
     assert_eq!(error.code, ErrorCode::ContainerNotFound);
 }

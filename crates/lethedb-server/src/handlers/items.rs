@@ -104,12 +104,13 @@ pub async fn create(
     Ok(written_reply(context, status, &outcome))
 }
 
-pub fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
+pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let key = context.head.partition_key()?;
     let read = context
         .state
         .engine
-        .read_item_with_lsn(container, key.cloned(), context.path.id(2));
+        .read_item_with_lsn(container, key.cloned(), context.path.id(2))
+        .await;
     let (item, lsn) = match read {
         Ok(found) => found,
         Err(error) if error.code == ErrorCode::ItemNotFound => {

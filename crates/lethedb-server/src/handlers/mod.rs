@@ -98,7 +98,7 @@ async fn item_route(
         ItemOperation::Batch => batch::execute(context, container).await,
         ItemOperation::Create => items::create(context, container, WriteMode::Create).await,
         ItemOperation::Upsert => items::create(context, container, WriteMode::Upsert).await,
-        ItemOperation::Read => items::read(context, container),
+        ItemOperation::Read => items::read(context, container).await,
         ItemOperation::Replace => items::replace(context, container).await,
         ItemOperation::Patch => items::patch(context, container).await,
         ItemOperation::Delete => items::delete(context, container).await,

@@ -87,17 +87,8 @@ impl Bridge {
         T: Send + 'static,
         F: Future<Output = Result<T, StorageError>> + Send + 'static,
     {
-        let Some(runtime) = &self.runtime else {
-            return Err(unavailable("the store is closed"));
-        };
-        self.waits.fetch_add(1, Ordering::Relaxed);
         let (sender, receiver) = std::sync::mpsc::sync_channel(1);
-        let timeout = self.timeout;
-        runtime.spawn(async move {
-            let outcome = match tokio::time::timeout(timeout, work).await {
-                Ok(outcome) => outcome,
-                Err(_) => Err(unavailable("PostgreSQL did not answer in time")),
-            };
+        self.spawn_timed(work, move |outcome| {
             let _ = sender.send(outcome);
         });
         let wait = || {
@@ -105,15 +96,63 @@ impl Bridge {
                 .recv()
                 .unwrap_or_else(|_| Err(unavailable("the PostgreSQL runtime stopped")))
         };
-        // On a worker of the server's runtime (a point read), the wait is announced, so the
-        // runtime hands the worker's other tasks to another thread: a database that stops
-        // answering holds only the requests that wait on it, never every connection.
+        // On a worker of the server's runtime, the wait is announced, so the runtime hands the
+        // worker's other tasks to another thread: a database that stops answering holds only
+        // the requests that wait on it, never every connection.
         match tokio::runtime::Handle::try_current() {
             Ok(handle) if handle.runtime_flavor() == RuntimeFlavor::MultiThread => {
                 tokio::task::block_in_place(wait)
             }
             _ => wait(),
         }
+    }
+
+    /// Runs `work` on the store's runtime, at most [`OPERATION_TIMEOUT`], and returns a future
+    /// of its outcome for a caller on an asynchronous runtime (any runtime: the future only
+    /// waits for a message). No thread blocks meanwhile, so a point read costs its worker no
+    /// hand-over to another thread, as [`Bridge::run`] does; the work stays on the store's
+    /// runtime, where the connections live. Dropping the future leaves the work to finish.
+    pub(crate) fn start<T, F>(
+        &self,
+        work: F,
+    ) -> impl Future<Output = Result<T, StorageError>> + Send + 'static
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, StorageError>> + Send + 'static,
+    {
+        let (sender, receiver) = tokio::sync::oneshot::channel();
+        self.spawn_timed(work, move |outcome| {
+            let _ = sender.send(outcome);
+        });
+        async move {
+            receiver
+                .await
+                .unwrap_or_else(|_| Err(unavailable("the PostgreSQL runtime stopped")))
+        }
+    }
+
+    /// Spawns `work` on the store's runtime, bounded by the store's timeout, and hands its
+    /// outcome to `deliver` (at once, as unavailable, once the store is closed). Each call is
+    /// one wait of a caller: one round trip, once the statements are prepared.
+    fn spawn_timed<T, F>(
+        &self,
+        work: F,
+        deliver: impl FnOnce(Result<T, StorageError>) + Send + 'static,
+    ) where
+        T: Send + 'static,
+        F: Future<Output = Result<T, StorageError>> + Send + 'static,
+    {
+        let Some(runtime) = &self.runtime else {
+            return deliver(Err(unavailable("the store is closed")));
+        };
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        let timeout = self.timeout;
+        runtime.spawn(async move {
+            deliver(match tokio::time::timeout(timeout, work).await {
+                Ok(outcome) => outcome,
+                Err(_) => Err(unavailable("PostgreSQL did not answer in time")),
+            });
+        });
     }
 
     /// Runs `work` on the store's runtime without waiting for it (a snapshot's rollback).

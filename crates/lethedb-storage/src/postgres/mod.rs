@@ -23,7 +23,9 @@ mod read;
 mod sql;
 mod transaction;
 
-use crate::api::{KeyRange, Look, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn};
+use crate::api::{
+    KeyRange, Look, LookFuture, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn,
+};
 use crate::overlay::Overlay;
 use crate::write_txn::{Base, OverlayWrite};
 use bridge::{client_error, pool_error, Bridge, CONNECT_TIMEOUT, OPERATION_TIMEOUT};
@@ -155,6 +157,10 @@ impl Storage for PgStore {
 
     fn look(&self, keys: &[(Table, &[u8])]) -> Result<Look, StorageError> {
         self.backend.look(keys)
+    }
+
+    fn look_async(&self, keys: &[(Table, &[u8])]) -> Option<LookFuture> {
+        Some(self.backend.look_async(keys))
     }
 
     fn write_reading(

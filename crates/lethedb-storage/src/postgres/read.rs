@@ -9,7 +9,8 @@
 
 use super::bridge::{client_error, pool_error};
 use super::transaction::{Backend, Transaction, Unsettled};
-use crate::api::{KeyRange, Look, ReadTxn, StorageError, Table, Visit};
+use crate::api::{KeyRange, Look, LookFuture, ReadTxn, StorageError, Table, Visit};
+use std::future::Future;
 use tokio_postgres::types::ToSql;
 
 /// A snapshot.
@@ -21,17 +22,30 @@ impl Backend {
     /// One statement, outside any transaction (so it is its own snapshot): the clock, the
     /// epoch and the value of each key. One round trip once the connection has prepared it.
     pub(super) fn look(&self, keys: &[(Table, &[u8])]) -> Result<Look, StorageError> {
+        self.bridge.run(self.look_work(keys))
+    }
+
+    /// [`Backend::look`] as a future for a caller on an asynchronous runtime.
+    pub(super) fn look_async(&self, keys: &[(Table, &[u8])]) -> LookFuture {
+        Box::pin(self.bridge.start(self.look_work(keys)))
+    }
+
+    /// The look's work, to run on the store's runtime.
+    fn look_work(
+        &self,
+        keys: &[(Table, &[u8])],
+    ) -> impl Future<Output = Result<Look, StorageError>> + Send + 'static {
         let pool = self.bridge.pool.clone();
         let tables: Vec<Table> = keys.iter().map(|(table, _)| *table).collect();
         let text = self.sql.look(&tables);
         let arguments: Vec<Vec<u8>> = keys.iter().map(|(_, key)| key.to_vec()).collect();
-        self.bridge.run(async move {
+        async move {
             let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
             let look = look_row(connection.get(), &text, &arguments).await?;
             // A statement outside a transaction leaves the connection as it found it.
             drop(connection.settle());
             Ok(look)
-        })
+        }
     }
 }
 
