@@ -45,7 +45,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         let caller = authenticate(&state, &parts.method, &parts.headers, &path)?;
         resolve_resource_ids(&state.engine, &mut path).await?;
         let point_read = matches!(classified, Ok(Operation::Item(ItemOperation::Read)));
-        let checked = check_intended_container(&state, &path, &parts.headers, point_read)?;
+        let checked = check_intended_container(&state, &path, &parts.headers, point_read).await?;
         observed = Some((classified.as_ref().ok().copied(), path.clone()));
         let operation = classified?;
         let body = text_body(read_body(body).await?)?;
@@ -62,7 +62,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         if let Some(fault) = inject_fault(&state, operation, &path, &parts.headers).await {
             return Ok(fault);
         }
-        let admitted = admit(&state, (operation, &head), &path, checked)?;
+        let admitted = admit(&state, (operation, &head), &path, checked).await?;
         let context = Context {
             state: &state,
             headers: &parts.headers,
@@ -114,7 +114,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
 /// returned, so that admission does not look it up again. A point read takes the definition
 /// its instance cached (`Engine::container_for_point_read`), since it reads the current one in
 /// its own snapshot.
-fn check_intended_container(
+async fn check_intended_container(
     state: &AppState,
     path: &ResourcePath,
     headers: &HeaderMap,
@@ -131,7 +131,10 @@ fn check_intended_container(
             .engine
             .container_for_point_read(path.id(0), path.id(1))
     } else {
-        state.engine.read_container(path.id(0), path.id(1))
+        state
+            .engine
+            .read_container_awaiting(path.id(0), path.id(1))
+            .await
     };
     match found {
         Ok(container) if container.rid() != intended => {
@@ -146,7 +149,7 @@ fn check_intended_container(
 /// budget lasts (429 with a retry hint once it is spent), charged what they cost afterwards.
 /// Other operations are not metered and load nothing here; `checked` is the container the
 /// intended-container check already read, if it did.
-fn admit(
+async fn admit(
     state: &AppState,
     (operation, head): (Operation, &RequestHead<'_>),
     path: &ResourcePath,
@@ -160,7 +163,12 @@ fn admit(
         None if operation == Operation::Item(ItemOperation::Read) => state
             .engine
             .container_for_point_read(path.id(0), path.id(1))?,
-        None => state.engine.read_container(path.id(0), path.id(1))?,
+        None => {
+            state
+                .engine
+                .read_container_awaiting(path.id(0), path.id(1))
+                .await?
+        }
     };
     // Low-priority requests are throttled first (`x-ms-cosmos-priority-level`).
     let priority = match head.priority {

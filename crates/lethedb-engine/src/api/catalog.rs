@@ -200,6 +200,31 @@ impl Engine {
         self.read_container(database_id, container_id)
     }
 
+    /// [`Engine::read_container`] for a caller on an asynchronous runtime. On a shared store
+    /// whose cache holds the container, one awaited statement (the clock and the catalog
+    /// epoch, no transaction) says whether the cached definition is current, and no thread
+    /// waits for it; otherwise, and on a store this process owns, the same as
+    /// [`Engine::read_container`].
+    pub async fn read_container_awaiting(
+        &self,
+        database_id: &str,
+        container_id: &str,
+    ) -> EngineResult<Arc<Container>> {
+        let cache = &self.inner.containers;
+        if self.inner.shared && cache.get(database_id, container_id).is_some() {
+            if let Some(look) = self.inner.store.look_async(&[]) {
+                // As in `read_container`: the cache serves only the epoch the store is at, and
+                // what it then holds was cached at that epoch.
+                if cache.serves(look.await?.epoch) {
+                    if let Some(found) = cache.get(database_id, container_id) {
+                        return Ok(found);
+                    }
+                }
+            }
+        }
+        self.read_container(database_id, container_id)
+    }
+
     /// Reads a container's definition, from the cache when it is current.
     pub fn read_container(
         &self,

@@ -413,3 +413,38 @@ async fn a_write_group_waits_twice_whatever_its_size() {
         "{waits} waits for 32 creates"
     );
 }
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_admits_by_a_cached_definition_after_one_statement_that_says_it_is_current() {
+    let url = database_url();
+    let (a, b, store) = pair_counting(&url).await;
+    // Warm, as for the point read: a first look at a newer epoch only drops what was cached.
+    b.read_container_awaiting("db", "c").await.expect("warm");
+    let warm = b.read_container_awaiting("db", "c").await.expect("warm");
+    let before = store.round_trips();
+    let cached = b.read_container_awaiting("db", "c").await.expect("cached");
+    assert_eq!(store.round_trips() - before, 1, "one look at the epoch");
+    assert!(Arc::ptr_eq(&warm, &cached), "served from the cache");
+    // Another instance changes the container: the next admission sees the change.
+    a.replace_container(
+        "db",
+        "c",
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}, "defaultTtl": 7}),
+        None,
+    )
+    .await
+    .expect("replace");
+    let changed = b.read_container_awaiting("db", "c").await.expect("changed");
+    assert!(!Arc::ptr_eq(&changed, &cached));
+    assert_eq!(changed.resource["defaultTtl"], json!(7));
+    a.delete_container("db", "c").await.expect("delete");
+    let error = b
+        .read_container_awaiting("db", "c")
+        .await
+        .expect_err("deleted");
+    assert_eq!(error.code, ErrorCode::ContainerNotFound);
+}
