@@ -30,7 +30,7 @@ const ids = (items) => items.map((item) => item.id).sort();
 
 test("latest version from the beginning, now, a time, a partition key and feed ranges", async () => {
   await withDatabase(context.client, async (database) => {
-    const container = await create(database, { throughput: 30000 });
+    const container = await create(database, { throughput: 18000 });
     for (let i = 0; i < 6; i += 1) await container.items.upsert({ id: `i${i}`, pk: `p${i % 3}`, v: 1 });
     await container.items.upsert({ id: "i0", pk: "p0", v: 2 });
     await container.item("i1", "p1").delete();

@@ -31,7 +31,7 @@ const containers = {};
 
 useServer({}, async (context) => {
   const { database } = await context.client.databases.create({ id: uniqueId("db") });
-  for (const [name, throughput] of [["one", 400], ["two", 20000]]) {
+  for (const [name, throughput] of [["one", 400], ["two", 12000]]) {
     const container = await createContainer(database, `texts-${name}`, {
       throughput,
       fullTextPolicy: { defaultLanguage: "en-US", fullTextPaths: [{ path: "/text", language: "en-US" }] },
@@ -43,7 +43,7 @@ useServer({}, async (context) => {
     for (const item of items) await container.items.create(item);
     containers[name] = container;
   }
-  containers.ttl = await createContainer(database, "ttl", { throughput: 20000, defaultTtl: -1 });
+  containers.ttl = await createContainer(database, "ttl", { throughput: 12000, defaultTtl: -1 });
 });
 
 const words = (text) => text.toLowerCase().split(/\s+/).filter(Boolean);

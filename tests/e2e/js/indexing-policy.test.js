@@ -25,7 +25,7 @@ const context = useServer({}, async ({ client }) => {
 async function make(indexingPolicy, items) {
   const { container } = await database.containers.create(
     { id: uniqueId("c"), partitionKey: { paths: ["/pk"] }, ...(indexingPolicy ? { indexingPolicy } : {}) },
-    { offerThroughput: 50000 });
+    { offerThroughput: 30000 });
   for (const item of items) await container.items.create(item);
   return container;
 }

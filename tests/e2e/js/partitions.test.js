@@ -26,10 +26,11 @@ async function create(database, throughput, partitionKey = { paths: ["/pk"] }) {
   return container;
 }
 
-test("throughput gives one partition key range per 10,000 RU/s", async () => {
+test("a container starts with the service's range count: one up to 10,000 RU/s, then one per 6,000", async () => {
   await withDatabase(context.client, async (database) => {
     assert.equal((await (await create(database, 10000)).getFeedRanges()).length, 1);
-    assert.equal((await (await create(database, 50000)).getFeedRanges()).length, 5);
+    assert.equal((await (await create(database, 25100)).getFeedRanges()).length, 5);
+    assert.equal((await (await create(database, 30000)).getFeedRanges()).length, 5);
     const { container: auto } = await database.containers.create({
       id: uniqueId("c"),
       partitionKey: { paths: ["/pk"] },
@@ -41,7 +42,7 @@ test("throughput gives one partition key range per 10,000 RU/s", async () => {
 
 test("cross-partition queries page over every range", async () => {
   await withDatabase(context.client, async (database) => {
-    const container = await create(database, 50000);
+    const container = await create(database, 30000);
     await fill(container);
     for (const maxItemCount of [1, 7, 100]) {
       const iterator = container.items.query("SELECT c.id FROM c WHERE c.v > 2", { maxItemCount });
@@ -58,7 +59,7 @@ test("cross-partition queries page over every range", async () => {
 
 test("session tokens name the range that owns the item", async () => {
   await withDatabase(context.client, async (database) => {
-    const container = await create(database, 30000);
+    const container = await create(database, 18000);
     const used = new Set();
     for (let i = 0; i < 20; i += 1) {
       const { headers } = await container.items.create({ id: `i${i}`, pk: `p${i}` });
@@ -87,7 +88,7 @@ test("hierarchical prefix queries span ranges", async () => {
 
 test("a split while paging loses and repeats nothing", async () => {
   await withDatabase(context.client, async (database) => {
-    const container = await create(database, 20000);
+    const container = await create(database, 12000);
     await fill(container);
     const iterator = container.items.query("SELECT * FROM c", { maxItemCount: 7 });
     const first = await iterator.fetchNext();

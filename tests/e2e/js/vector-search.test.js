@@ -17,7 +17,7 @@ let container;
 useServer({}, async (context) => {
   const { database } = await context.client.databases.create({ id: uniqueId("db") });
   container = await createContainer(database, "vectors", {
-    throughput: 20000,
+    throughput: 12000,
     vectorEmbeddingPolicy: {
       vectorEmbeddings: [{ path: "/vector1", dataType: "float32", dimensions: 3, distanceFunction: "euclidean" }],
     },

@@ -30,7 +30,7 @@ def make(database, throughput=400, **kwargs):
 
 
 def test_latest_version_from_each_start(database):
-    container = make(database, 30000)
+    container = make(database, 18000)
     for i in range(6):
         container.upsert_item({"id": f"i{i}", "pk": f"p{i % 3}", "v": 1})
     container.upsert_item({"id": "i0", "pk": "p0", "v": 2})

@@ -70,11 +70,11 @@ def _queries():
 
 def test_a_full_text_index_answers_as_a_container_without_one(database):
     indexed = database.create_container(
-        unique_id("text-indexed"), partition_key=PartitionKey(path="/pk"), offer_throughput=20000,
+        unique_id("text-indexed"), partition_key=PartitionKey(path="/pk"), offer_throughput=12000,
         full_text_policy=FULL_TEXT_POLICY,
         indexing_policy={"fullTextIndexes": [{"path": "/text"}, {"path": "/fr"}]})
     plain = database.create_container(
-        unique_id("text-plain"), partition_key=PartitionKey(path="/pk"), offer_throughput=20000,
+        unique_id("text-plain"), partition_key=PartitionKey(path="/pk"), offer_throughput=12000,
         full_text_policy=FULL_TEXT_POLICY)
     for document in _documents(150):
         indexed.create_item(document)
@@ -102,7 +102,7 @@ def test_adding_a_full_text_index_to_a_container_keeps_its_answers(database):
     """A replace that adds the full-text indexes rebuilds the index in the background; the
     answers after the replace (the rebuild done or still running) are those before it."""
     container = database.create_container(
-        unique_id("text-added"), partition_key=PartitionKey(path="/pk"), offer_throughput=20000,
+        unique_id("text-added"), partition_key=PartitionKey(path="/pk"), offer_throughput=12000,
         full_text_policy=FULL_TEXT_POLICY)
     for document in _documents(60):
         container.create_item(document)

@@ -83,7 +83,7 @@ def make_items():
     return items
 
 
-@pytest.fixture(scope="module", params=[400, 20000], ids=["one-range", "two-ranges"])
+@pytest.fixture(scope="module", params=[400, 12000], ids=["one-range", "two-ranges"])
 def searchable(client, request):
     items = make_items()
     database = client.create_database(unique_id("hybrid"))
@@ -199,7 +199,7 @@ def test_refusals(searchable):
 
 def test_an_expired_item_is_never_a_result(database):
     container = database.create_container(unique_id("ttl"), partition_key=PartitionKey(path="/pk"),
-                                          default_ttl=-1, offer_throughput=20000)
+                                          default_ttl=-1, offer_throughput=12000)
     container.create_item({"id": "fleeting", "pk": "a", "text": "fox fox fox", "v": [1, 0], "ttl": 1})
     container.create_item({"id": "lasting", "pk": "b", "text": "a fox in the tree", "v": [0, 1]})
     container.create_item({"id": "other", "pk": "c", "text": "no such animal", "v": [-1, 0]})

@@ -15,7 +15,7 @@ REFERENCE = {"type": "Point", "coordinates": [-122.11758113953535, 47.6690108700
 
 def test_distances_within_and_validity_across_ranges(database):
     container = database.create_container(
-        unique_id("geo"), partition_key=PartitionKey(path="/pk"), offer_throughput=20000,
+        unique_id("geo"), partition_key=PartitionKey(path="/pk"), offer_throughput=12000,
         indexing_policy={"spatialIndexes": [{"path": "/location/*", "types": ["Point", "Polygon"]}]})
     for office in OFFICES:
         container.create_item(office)
@@ -87,10 +87,10 @@ def test_a_spatial_index_answers_as_a_container_without_one(database):
     orders, on a container whose policy has a spatial index and on one whose policy has none:
     the same results, and the index metrics name the spatial index where it serves the filter."""
     indexed = database.create_container(
-        unique_id("geo-indexed"), partition_key=PartitionKey(path="/pk"), offer_throughput=20000,
+        unique_id("geo-indexed"), partition_key=PartitionKey(path="/pk"), offer_throughput=12000,
         indexing_policy={"spatialIndexes": [{"path": "/location/*", "types": ["Point", "LineString", "Polygon"]}]})
     plain = database.create_container(
-        unique_id("geo-plain"), partition_key=PartitionKey(path="/pk"), offer_throughput=20000)
+        unique_id("geo-plain"), partition_key=PartitionKey(path="/pk"), offer_throughput=12000)
     documents = _places(120)
     for document in documents:
         indexed.create_item(document)

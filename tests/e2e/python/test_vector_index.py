@@ -42,7 +42,7 @@ def indexed(client, request):
     policy = {"vectorEmbeddings": [{"path": "/embedding", "dataType": "float32", "dimensions": DIMENSIONS,
                                     "distanceFunction": "euclidean"}]}
     container = database.create_container(
-        unique_id(request.param), partition_key=PartitionKey(path="/pk"), offer_throughput=20000,
+        unique_id(request.param), partition_key=PartitionKey(path="/pk"), offer_throughput=12000,
         vector_embedding_policy=policy,
         indexing_policy={"vectorIndexes": [{"path": "/embedding", "type": request.param}],
                          "excludedPaths": [{"path": "/embedding/*"}]})

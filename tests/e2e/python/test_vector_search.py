@@ -43,7 +43,7 @@ def vectors(client):
         policy = {"vectorEmbeddings": [{"path": "/embedding", "dataType": "float32", "dimensions": DIMENSIONS,
                                         "distanceFunction": function}]}
         container = database.create_container(
-            unique_id(function), partition_key=PartitionKey(path="/pk"), offer_throughput=20000,
+            unique_id(function), partition_key=PartitionKey(path="/pk"), offer_throughput=12000,
             vector_embedding_policy=policy,
             indexing_policy={"vectorIndexes": [{"path": "/embedding", "type": "flat"}],
                              "excludedPaths": [{"path": "/embedding/*"}]})

@@ -21,7 +21,7 @@ use crate::items::delete_container_items;
 use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
-use crate::partitions::ranges::{ranges_for_throughput, RangeLayout};
+use crate::partitions::ranges::{ranges_at_creation, ranges_for_throughput, RangeLayout};
 use crate::records::{
     load_container, load_database, next_sequences, store_container, store_database,
     store_sequences, ContainerRecord, DatabaseRecord,
@@ -158,8 +158,12 @@ impl Engine {
                     &catalog_etag(u64::from(number), context.now_ms),
                     context.now_ms,
                 );
-                let range_count = fixed_ranges
-                    .unwrap_or_else(|| ranges_for_throughput(throughput.or(database.throughput)));
+                // A container in a database with shared throughput is laid out by the
+                // database's, one range per partition's worth; its own, as the service creates it.
+                let range_count = fixed_ranges.unwrap_or_else(|| match throughput {
+                    Some(own) => ranges_at_creation(Some(own)),
+                    None => ranges_for_throughput(database.throughput),
+                });
                 let container = Container::new(ContainerParts {
                     database_id: database_id.clone(),
                     database_number: database.number,

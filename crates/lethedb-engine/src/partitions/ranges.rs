@@ -23,8 +23,12 @@ use serde::{Deserialize, Serialize};
 
 /// The RU/s one physical partition carries on the service.
 pub const RANGE_RU_MAX: u32 = 10_000;
-/// The most ranges one container may have here (a container at the 1,000,000 RU/s maximum).
-pub const RANGES_MAX: usize = 100;
+/// The RU/s the service gives each physical partition of a container it creates with more
+/// manual throughput than one partition carries, so that each has room to grow.
+pub const CREATED_RANGE_RU: u32 = 6_000;
+/// The most ranges one container may have here (a container created at the 1,000,000 RU/s
+/// maximum, one range per [`CREATED_RANGE_RU`]).
+pub const RANGES_MAX: usize = 167;
 
 /// One partition key range.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +183,21 @@ pub fn ranges_for_throughput(throughput: Option<Throughput>) -> usize {
     (ru.div_ceil(RANGE_RU_MAX) as usize).clamp(1, RANGES_MAX)
 }
 
+/// How many ranges a container starts with. The service lays out a container created with
+/// more manual throughput than one partition carries ([`RANGE_RU_MAX`]) as one partition per
+/// [`CREATED_RANGE_RU`]: 30,000 RU/s make 5 partitions (the Python SDK's tests create their
+/// five-partition container so, and its older suite counts the five), 18,000 make 3. Otherwise,
+/// and for autoscale, as [`ranges_for_throughput`]: one per [`RANGE_RU_MAX`]. A raise later
+/// splits only as far as [`ranges_for_throughput`] needs.
+pub fn ranges_at_creation(throughput: Option<Throughput>) -> usize {
+    match throughput {
+        Some(Throughput::Manual(ru)) if ru > RANGE_RU_MAX => {
+            (ru.div_ceil(CREATED_RANGE_RU) as usize).clamp(1, RANGES_MAX)
+        }
+        other => ranges_for_throughput(other),
+    }
+}
+
 /// An EPK interval `[start, end)` a request reads, with "FF" as the open top.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RangeFilter {
@@ -308,8 +327,23 @@ mod tests {
         );
         assert_eq!(
             ranges_for_throughput(Some(Throughput::Manual(1_000_000))),
-            RANGES_MAX
+            100
         );
+    }
+
+    #[test]
+    fn a_container_created_above_one_partition_gets_one_per_six_thousand() {
+        let manual = |ru| ranges_at_creation(Some(Throughput::Manual(ru)));
+        assert_eq!(ranges_at_creation(None), 1);
+        assert_eq!(manual(400), 1);
+        assert_eq!(manual(10_000), 1);
+        assert_eq!(manual(10_100), 2);
+        assert_eq!(manual(12_000), 2);
+        assert_eq!(manual(18_000), 3);
+        assert_eq!(manual(25_100), 5);
+        assert_eq!(manual(30_000), 5);
+        assert_eq!(manual(1_000_000), RANGES_MAX);
+        assert_eq!(ranges_at_creation(Some(Throughput::Autoscale(50_000))), 5);
     }
 
     #[test]

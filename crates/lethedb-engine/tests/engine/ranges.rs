@@ -57,7 +57,11 @@ async fn a_fixed_count_ignores_throughput_and_never_splits() {
 
 #[tokio::test]
 async fn throughput_splits_ranges_when_the_count_is_not_fixed() {
-    let engine = engine(crate::common::config(), 30_000).await;
+    // Created at 18,000 RU/s: three ranges of 6,000, as the service creates them.
+    let engine = engine(crate::common::config(), 18_000).await;
+    assert_eq!(ids(&engine), [0, 1, 2]);
+    // Up to 30,000: the three still carry it (10,000 each), so nothing splits.
+    raise(&engine, 30_000).await;
     assert_eq!(ids(&engine), [0, 1, 2]);
     raise(&engine, 40_000).await;
     // Range 0 (fewest ancestors, leftmost) halves into 3 and 4.
