@@ -185,8 +185,8 @@ pub fn ranges_for_throughput(throughput: Option<Throughput>) -> usize {
 
 /// How many ranges a container starts with. The service lays out a container created with
 /// more manual throughput than one partition carries ([`RANGE_RU_MAX`]) as one partition per
-/// [`CREATED_RANGE_RU`]: 30,000 RU/s make 5 partitions (the Python SDK's tests create their
-/// five-partition container so, and its older suite counts the five), 18,000 make 3. Otherwise,
+/// [`CREATED_RANGE_RU`]: 18,000 RU/s make 3 partitions, 30,000 make 5 (the Python SDK's test
+/// configuration names 30,000 its five-partition throughput). Otherwise,
 /// and for autoscale, as [`ranges_for_throughput`]: one per [`RANGE_RU_MAX`]. A raise later
 /// splits only as far as [`ranges_for_throughput`] needs.
 pub fn ranges_at_creation(throughput: Option<Throughput>) -> usize {
