@@ -53,8 +53,9 @@ def read_list(path):
 
 def rust_outcomes(log_path, out_path):
     """Turns libtest's `test NAME ... ok|FAILED|ignored` lines and the panic message of each
-    failure's captured output into outcome lines."""
-    result = re.compile(r"^test (\S+) \.\.\. (ok|FAILED|ignored)")
+    failure's captured output into outcome lines. Only the text a test prints is read, so this
+    needs libtest's pretty format (not `--quiet`)."""
+    result = re.compile(r"^test (\S+)(?: - should panic)? \.\.\. (ok|FAILED|ignored)")
     section = re.compile(r"^---- (\S+) stdout ----$")
     kinds = {"ok": "passed", "FAILED": "failed", "ignored": "skipped"}
     outcomes, messages, current = {}, {}, None
@@ -66,7 +67,9 @@ def rust_outcomes(log_path, out_path):
             elif match := section.match(line):
                 current = match.group(1)
             elif current and current not in messages and line.strip():
-                messages[current] = line.strip()[:300]
+                # The panic's own line names the thread and place; the message follows it.
+                if not (line.startswith("thread '") and "panicked at" in line):
+                    messages[current] = line.strip()[:300]
     with open(out_path, "w", encoding="utf-8") as out:
         for name, outcome in outcomes.items():
             out.write(f"{outcome}\t{name}\t{messages.get(name, '')}\n")
