@@ -118,9 +118,18 @@ impl Throughput {
             || max_ru > i64::from(THROUGHPUT_RU_MAX)
             || max_ru % i64::from(AUTOSCALE_RU_STEP) != 0
         {
+            let mut message = invalid_range_message(AUTOSCALE_RU_MIN, AUTOSCALE_RU_STEP);
+            // Below the minimum the service adds a sentence naming both numbers (the SDKs'
+            // autoscale tests look for it; whether it does so for a manual throughput too is
+            // not known, so that message stays as it was).
+            if max_ru < i64::from(AUTOSCALE_RU_MIN) {
+                message.push_str(&format!(
+                    " Requested throughput {max_ru} is less than required minimum throughput {AUTOSCALE_RU_MIN}."
+                ));
+            }
             return Err(EngineError::with_message(
                 ErrorCode::InvalidThroughput,
-                invalid_range_message(AUTOSCALE_RU_MIN, AUTOSCALE_RU_STEP),
+                message,
             ));
         }
         Ok(Throughput::Autoscale(max_ru as u32))
@@ -412,7 +421,11 @@ mod tests {
             ),
             (
                 Throughput::autoscale(500),
-                "between 1000 and 1000000 inclusive in increments of 1000.",
+                "between 1000 and 1000000 inclusive in increments of 1000. Requested throughput 500 is less than required minimum throughput 1000.",
+            ),
+            (
+                Throughput::autoscale(-200),
+                "between 1000 and 1000000 inclusive in increments of 1000. Requested throughput -200 is less than required minimum throughput 1000.",
             ),
             (
                 Throughput::autoscale(1500),

@@ -167,13 +167,18 @@ async fn invalid_throughput_gets_the_service_message_and_autoscale_keeps_its_upg
         check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", manual);
     }
     let autoscale = "The offer should have valid throughput values between 1000 and 1000000 inclusive in increments of 1000.";
-    for max in [500, 1500] {
+    // Below the minimum, the service's message names the number asked for and the minimum.
+    for (max, expected) in [
+        (-200, format!("{autoscale} Requested throughput -200 is less than required minimum throughput 1000.")),
+        (500, format!("{autoscale} Requested throughput 500 is less than required minimum throughput 1000.")),
+        (1500, autoscale.to_string()),
+    ] {
         let refused = create(
             "x-ms-cosmos-offer-autopilot-settings",
             json!({"maxThroughput": max}).to_string(),
         )
         .await;
-        check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", autoscale);
+        check_error(&refused, StatusCode::BAD_REQUEST, "BadRequest", &expected);
     }
     let policy = json!({"throughputPolicy": {"incrementPercent": 20}});
     let created = create(
