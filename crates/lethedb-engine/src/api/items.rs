@@ -8,7 +8,7 @@ use crate::catalog::kinds::ResourceKind;
 use crate::catalog::script_body::{TriggerOperation, TriggerType};
 use crate::container::Container;
 use crate::engine::Engine;
-use crate::error::{EngineError, EngineResult, ErrorCode};
+use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::items::batch::{check_batch_partition_key, run_batch, BatchEntry, BatchOperation};
 use crate::items::patch::{apply_patch_item, parse_patch};
 use crate::items::purge::apply_delete_partition;
@@ -19,7 +19,7 @@ use crate::items::{
 };
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::RangeFilter;
-use crate::records::{read_counters, writer_container};
+use crate::records::{decode_counters, read_counters, writer_container};
 use crate::scripts::execute::{
     transact, triggered_write, TriggeredOperation, TriggeredOutcome, TriggeredWrite,
 };
@@ -330,6 +330,21 @@ impl Engine {
     pub fn container_lsn(&self, container: &Container) -> EngineResult<u64> {
         let reader = self.inner.store.read()?;
         Ok(read_counters(&*reader, container.key_number())?.lsn)
+    }
+
+    /// [`Engine::container_lsn`] for a caller on an asynchronous runtime: on a shared store,
+    /// one awaited statement outside any transaction, holding no thread.
+    pub async fn container_lsn_awaiting(&self, container: &Container) -> EngineResult<u64> {
+        let key = keys::counters_key(container.key_number());
+        if let Some(look) = self.inner.store.look_async(&[(Table::Counters, &key)]) {
+            let [counters]: [Option<Vec<u8>>; 1] = look
+                .await?
+                .values
+                .try_into()
+                .map_err(|_| corrupted("a look's values"))?;
+            return Ok(decode_counters(counters)?.lsn);
+        }
+        self.container_lsn(container)
     }
 }
 

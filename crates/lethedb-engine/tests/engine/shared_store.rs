@@ -448,3 +448,32 @@ async fn a_write_admits_by_a_cached_definition_after_one_statement_that_says_it_
         .expect_err("deleted");
     assert_eq!(error.code, ErrorCode::ContainerNotFound);
 }
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lsn_a_missing_items_read_answers_with_is_one_awaited_statement() {
+    let url = database_url();
+    let (a, b, store) = pair_counting(&url).await;
+    let container = resolved(&a, "c");
+    let before_write = b
+        .container_lsn_awaiting(&container)
+        .await
+        .expect("lsn before");
+    a.write_item(
+        &container,
+        WriteMode::Create,
+        pk("p"),
+        json!({"id": "x", "pk": "p"}),
+        None,
+    )
+    .await
+    .expect("create");
+    let before = store.round_trips();
+    let lsn = b.container_lsn_awaiting(&container).await.expect("lsn");
+    assert_eq!(store.round_trips() - before, 1, "one statement");
+    assert!(lsn > before_write, "another instance's write is seen");
+    assert_eq!(lsn, b.container_lsn(&container).expect("lsn in a snapshot"));
+}

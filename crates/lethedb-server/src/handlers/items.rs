@@ -114,7 +114,7 @@ pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResul
     let (item, lsn) = match read {
         Ok(found) => found,
         Err(error) if error.code == ErrorCode::ItemNotFound => {
-            return Err(not_found_with_session(context, container, error));
+            return Err(not_found_with_session(context, container, error).await);
         }
         Err(error) => return Err(error.into()),
     };
@@ -146,12 +146,12 @@ pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResul
 /// A point read of an item that is not there (or has expired) answers 404 with the session
 /// the read saw, as the service does: the range's session token, `lsn` and the range id, so a
 /// session-consistent client keeps its token moving.
-fn not_found_with_session(
+async fn not_found_with_session(
     context: &Context<'_>,
     container: &Arc<Container>,
     error: lethedb_engine::EngineError,
 ) -> ApiError {
-    let Ok(lsn) = context.state.engine.container_lsn(container) else {
+    let Ok(lsn) = context.state.engine.container_lsn_awaiting(container).await else {
         return error.into();
     };
     let range = item_range(container, context.head.partition_key().ok().flatten());
