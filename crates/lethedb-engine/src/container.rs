@@ -13,6 +13,7 @@ use crate::keys::{self, ItemLayout, PartitionPlace};
 use crate::partitions::epk::{epk_point, HashScheme, EPK_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
+use crate::partitions::shards::{shard_of_point, Shard};
 use crate::rids;
 use crate::throughput::buckets::ThroughputBucket;
 use crate::throughput::{BudgetKey, Throughput};
@@ -36,6 +37,9 @@ pub struct Container {
     pub ranges: RangeLayout,
     /// How its item keys are laid out (fixed for its life; see `keys.rs`).
     pub(crate) item_layout: ItemLayout,
+    /// How many shards its counters are split into (fixed for its life; see
+    /// `partitions/shards.rs`): 1 for a container stored before shards.
+    pub(crate) shards: u16,
     pub ttl: TtlState,
     /// The container as clients see it, system properties included.
     pub resource: Value,
@@ -82,6 +86,7 @@ pub(crate) struct ContainerParts {
     pub(crate) partition_key: PartitionKeyDefinition,
     pub(crate) ranges: RangeLayout,
     pub(crate) item_layout: ItemLayout,
+    pub(crate) shards: u16,
     pub(crate) ttl: TtlState,
     pub(crate) resource: Value,
     pub(crate) throughput: Option<Throughput>,
@@ -103,6 +108,7 @@ impl Container {
             partition_key,
             ranges,
             item_layout,
+            shards,
             ttl,
             resource,
             throughput,
@@ -149,6 +155,12 @@ impl Container {
             hash_scheme,
             ranges,
             item_layout,
+            // Shards split the EPK space, so only an EPK-ordered container has several.
+            shards: if item_layout == ItemLayout::EpkOrdered {
+                shards.max(1)
+            } else {
+                1
+            },
             ttl,
             resource,
             throughput,
@@ -213,6 +225,52 @@ impl Container {
             }
         };
         PartitionPlace::new(epk_point, value.encode())
+    }
+
+    /// The counters key of one of its shards.
+    pub(crate) fn counters_key(&self, shard: Shard) -> Vec<u8> {
+        if self.shards <= 1 {
+            keys::counters_key(self.key_number())
+        } else {
+            keys::shard_counters_key(self.key_number(), shard.0)
+        }
+    }
+
+    /// The shard of an item key suffix (see [`keys::item_key_suffix`]).
+    pub(crate) fn shard_of_suffix(&self, suffix: &[u8]) -> Shard {
+        match keys::epk_point_of_suffix(suffix) {
+            Some(point) => shard_of_point(point, self.shards),
+            None => Shard(0),
+        }
+    }
+
+    /// The shard of an item key.
+    pub(crate) fn shard_of_key(&self, item_key: &[u8]) -> Shard {
+        self.shard_of_suffix(keys::item_key_suffix(item_key))
+    }
+
+    /// The shard of the logical partition `value`.
+    pub(crate) fn shard_of(&self, value: &PartitionKeyValue) -> Shard {
+        match self.partition_place(value).epk_point() {
+            Some(point) => shard_of_point(point, self.shards),
+            None => Shard(0),
+        }
+    }
+
+    /// Its shards that can hold items whose EPKs `filter` admits, in order.
+    pub(crate) fn shards_in(&self, filter: &RangeFilter) -> Vec<Shard> {
+        let all = (0..self.shards.max(1)).map(Shard);
+        if self.shards <= 1 || filter.is_everything() {
+            return all.collect();
+        }
+        let low = epk_point(&filter.start).map(|point| shard_of_point(point, self.shards));
+        let high = match filter.end.as_str() {
+            EPK_MAX => None,
+            end => epk_point(end).map(|point| shard_of_point(point, self.shards)),
+        };
+        all.filter(|shard| low.is_none_or(|low| *shard >= low))
+            .filter(|shard| high.is_none_or(|high| *shard <= high))
+            .collect()
     }
 
     /// The storage key of the item `id` in the logical partition `value`.

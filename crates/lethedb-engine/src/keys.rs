@@ -121,6 +121,11 @@ impl PartitionPlace {
         }
     }
 
+    /// The partition's EPK point, in an EPK-ordered container.
+    pub fn epk_point(&self) -> Option<u64> {
+        self.epk_point
+    }
+
     /// The partition key value's bytes.
     pub fn partition_key(&self) -> &[u8] {
         &self.partition_key
@@ -164,6 +169,11 @@ pub fn item_key(container_number: u64, place: &PartitionPlace, id: &str) -> Vec<
 }
 
 /// The EPK point of an item key's suffix, if it is EPK-ordered, and what follows the point.
+/// The EPK point an item key suffix starts with (an EPK-ordered container's), if any.
+pub fn epk_point_of_suffix(suffix: &[u8]) -> Option<u64> {
+    split_epk_point(suffix).0
+}
+
 fn split_epk_point(suffix: &[u8]) -> (Option<u64>, &[u8]) {
     match suffix.split_first() {
         Some((&EPK_ORDERED_MARKER, rest)) => match rest.split_at_checked(8) {
@@ -377,9 +387,28 @@ pub fn unique_claim_key(
     key
 }
 
-/// The counters key of a container.
+/// The counters key of a container of one shard (every container stored before shards).
 pub fn counters_key(container_number: u64) -> Vec<u8> {
     container_number.to_be_bytes().to_vec()
+}
+
+/// The marker that follows the container number in a multi-shard container's counters keys
+/// (the change-feed state's marker is `c`).
+const SHARD_COUNTERS_MARKER: u8 = b'S';
+
+/// The prefix of every shard's counters key of a multi-shard container.
+pub fn shard_counters_prefix(container_number: u64) -> Vec<u8> {
+    let mut key = counters_key(container_number);
+    key.push(SHARD_COUNTERS_MARKER);
+    key
+}
+
+/// The counters key of one shard of a multi-shard container: the prefix and the shard
+/// (2 bytes, big-endian, so the shards sort in order).
+pub fn shard_counters_key(container_number: u64, shard: u16) -> Vec<u8> {
+    let mut key = shard_counters_prefix(container_number);
+    key.extend_from_slice(&shard.to_be_bytes());
+    key
 }
 
 /// The change-index key of an item's current version: container number + LSN (big-endian, so

@@ -1,5 +1,5 @@
 //! The stored forms of resources and how they are read and written: item records, expiry
-//! entries, counters, a container's index-build state, and the catalog records of databases,
+//! entries, a container's index-build state, and the catalog records of databases,
 //! containers, child resources and the sequence numbers.
 //!
 //! Item records are a fixed binary header (last-modified milliseconds, LSN, document sequence
@@ -136,72 +136,6 @@ impl ExpiryEntry {
     }
 }
 
-/// A container's counters, changed in the same transaction as its items.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Counters {
-    /// Stored items, including expired ones the sweeper has not deleted yet.
-    pub items: u64,
-    /// Stored document bytes, likewise.
-    pub bytes: u64,
-    /// The container's log sequence number: one more for every write.
-    pub lsn: u64,
-    /// The next document number for `_rid`s.
-    pub next_document_number: u64,
-}
-
-impl Counters {
-    pub fn encode(&self) -> [u8; 32] {
-        let mut out = [0; 32];
-        for (slot, value) in [self.items, self.bytes, self.lsn, self.next_document_number]
-            .into_iter()
-            .enumerate()
-        {
-            out[slot * 8..slot * 8 + 8].copy_from_slice(&value.to_be_bytes());
-        }
-        out
-    }
-
-    pub fn decode(bytes: &[u8]) -> Option<Counters> {
-        let field = |slot: usize| -> Option<u64> {
-            Some(u64::from_be_bytes(
-                bytes.get(slot * 8..slot * 8 + 8)?.try_into().ok()?,
-            ))
-        };
-        Some(Counters {
-            items: field(0)?,
-            bytes: field(1)?,
-            lsn: field(2)?,
-            next_document_number: field(3)?,
-        })
-    }
-}
-
-/// Reads a container's counters (zero before its first write).
-pub(crate) fn read_counters(reader: &dyn ReadTxn, container_number: u64) -> EngineResult<Counters> {
-    decode_counters(reader.get(Table::Counters, &keys::counters_key(container_number))?)
-}
-
-/// A container's stored counter bytes, if any, as its counters (none stored: all zero).
-pub(crate) fn decode_counters(bytes: Option<Vec<u8>>) -> EngineResult<Counters> {
-    match bytes {
-        None => Ok(Counters::default()),
-        Some(bytes) => Counters::decode(&bytes).ok_or_else(|| corrupted("counter")),
-    }
-}
-
-/// Writes a container's counters.
-pub(crate) fn store_counters(
-    context: &mut WriteContext<'_>,
-    container_number: u64,
-    counters: &Counters,
-) -> EngineResult<()> {
-    context.put(
-        Table::Counters,
-        &keys::counters_key(container_number),
-        &counters.encode(),
-    )
-}
-
 /// Where a container's index rebuild stands, kept under `keys::index_build_key` from its
 /// first indexing-policy change on, written in the same transactions as the change and each
 /// batch of the rebuild.
@@ -284,6 +218,10 @@ pub(crate) struct ContainerRecord {
     /// for one made since (`keys::ItemLayout`).
     #[serde(default)]
     pub(crate) item_layout: u32,
+    /// How many shards split its counters (`partitions/shards.rs`): 0 (absent) for a container
+    /// stored before shards, which has one for its whole life.
+    #[serde(default)]
+    pub(crate) shards: u16,
     /// Its throughput buckets (`throughput/buckets.rs`); none for most containers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) throughput_buckets: Vec<ThroughputBucket>,
@@ -332,6 +270,7 @@ impl ContainerRecord {
             } else {
                 ItemLayout::PartitionOrdered
             },
+            shards: self.shards.max(1),
             ttl: self.ttl,
             resource: self.resource,
             throughput: self.throughput,
@@ -484,6 +423,7 @@ pub(crate) fn store_container(
         index_generation: container.index_generation,
         index_format: INDEX_FORMAT,
         item_layout: item_layout_number(container.item_layout),
+        shards: container.shards,
         throughput_buckets: container.throughput_buckets.clone(),
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;
@@ -532,13 +472,6 @@ mod tests {
             Some((-3, 9, ItemTtl::Secs(7)))
         );
         assert_eq!(ItemRecord::decode(b"short"), None);
-        let counters = Counters {
-            items: 1,
-            bytes: 2,
-            lsn: 3,
-            next_document_number: 4,
-        };
-        assert_eq!(Counters::decode(&counters.encode()), Some(counters));
         let entry = ExpiryEntry {
             lsn: 7,
             body_bytes: 8,

@@ -80,6 +80,7 @@ impl Reply {
     /// Session and LSN headers of a container-scoped response: the session token names every
     /// partition key range (`0:-1#5,1:-1#5`), as for a response that read them all.
     fn session(self, token: String, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
+        let lsn = lethedb_engine::lsn_sequence(lsn);
         self.header("x-ms-session-token", token)
             .header("lsn", lsn.to_string())
             .header("x-ms-global-committed-lsn", lsn.to_string())
@@ -224,9 +225,10 @@ pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap, 
     }
 }
 
-/// One range's session token: `range id:-1#LSN` (the `-1` is the version the SDKs expect).
+/// One range's session token: `range id:-1#LSN` (the `-1` is the version the SDKs expect),
+/// with the LSN as clients see it (an item's shard's sequence).
 fn session_token(range_id: u32, lsn: u64) -> String {
-    format!("{range_id}:-1#{lsn}")
+    format!("{range_id}:-1#{}", lethedb_engine::lsn_sequence(lsn))
 }
 
 /// The container path clients key session tokens by; they expect it as they sent it.

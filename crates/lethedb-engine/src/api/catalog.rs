@@ -22,6 +22,7 @@ use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::{ranges_at_creation, ranges_for_throughput, RangeLayout};
+use crate::partitions::shards::SHARDS_DEFAULT;
 use crate::records::{
     load_container, load_database, next_sequences, store_container, store_database,
     store_sequences, ContainerRecord, DatabaseRecord,
@@ -171,6 +172,9 @@ impl Engine {
                     ranges: RangeLayout::even(HashScheme::of(&partition_key), range_count),
                     // A new container's items are EPK-ordered, so a range reads only its share.
                     item_layout: ItemLayout::EpkOrdered,
+                    // A new container's counters are split by EPK, so writes to different
+                    // logical partitions touch different rows.
+                    shards: SHARDS_DEFAULT,
                     partition_key,
                     ttl: TtlState::new(default_ttl),
                     resource,

@@ -7,6 +7,7 @@
 use crate::catalog::kinds::ResourceKind;
 use crate::catalog::script_body::{TriggerOperation, TriggerType};
 use crate::container::Container;
+use crate::counters::{decode_counters, read_container_counters, read_counters};
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::items::batch::{check_batch_partition_key, run_batch, BatchEntry, BatchOperation};
@@ -19,7 +20,8 @@ use crate::items::{
 };
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::RangeFilter;
-use crate::records::{decode_counters, read_counters, writer_container};
+use crate::partitions::shards::Shard;
+use crate::records::writer_container;
 use crate::scripts::execute::{
     transact, triggered_write, TriggeredOperation, TriggeredOutcome, TriggeredWrite,
 };
@@ -141,15 +143,22 @@ impl Engine {
             .writer
             .write(move |context| {
                 let container = current_container(context, &resolved)?;
+                // An atomic batch is one logical partition, so one shard: its writes share
+                // the shard's next LSN.
+                let shard = partition_key.as_ref().map(|key| container.shard_of(key));
                 if atomic {
                     check_batch_partition_key(&container, partition_key.as_ref())?;
-                    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+                    let shard = shard.unwrap_or(Shard(0));
+                    let lsn = read_counters(context.reader(), &container, shard)?.lsn;
                     context.pinned_lsn = Some(lsn + 1);
                 }
                 let outcome = run_batch(context, &container, partition_key, operations, atomic);
                 context.pinned_lsn = None;
                 let (entries, succeeded) = outcome?;
-                let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+                let lsn = match shard {
+                    Some(shard) => read_counters(context.reader(), &container, shard)?.lsn,
+                    None => read_container_counters(context.reader(), &container)?.lsn,
+                };
                 Ok((entries, succeeded, lsn))
             })
             .await
@@ -326,25 +335,35 @@ impl Engine {
         Ok(keys::split_item_suffix(&suffix).map(|(_, id)| id.to_string()))
     }
 
-    /// The container's current LSN, for session tokens on reads.
+    /// The container's current version (its shards' LSNs summed), for session tokens on reads.
     pub fn container_lsn(&self, container: &Container) -> EngineResult<u64> {
         let reader = self.inner.store.read()?;
-        Ok(read_counters(&*reader, container.key_number())?.lsn)
+        Ok(read_container_counters(&*reader, container)?.lsn)
     }
 
-    /// [`Engine::container_lsn`] for a caller on an asynchronous runtime: on a shared store,
-    /// one awaited statement outside any transaction, holding no thread.
-    pub async fn container_lsn_awaiting(&self, container: &Container) -> EngineResult<u64> {
-        let key = keys::counters_key(container.key_number());
+    /// The LSN of the shard of the logical partition `partition_key` (the container's version
+    /// without one), for the session token of a point read that found nothing, for a caller on
+    /// an asynchronous runtime: on a shared store, one awaited statement outside any
+    /// transaction, holding no thread.
+    pub async fn container_lsn_awaiting(
+        &self,
+        container: &Container,
+        partition_key: Option<&PartitionKeyValue>,
+    ) -> EngineResult<u64> {
+        let Some(shard) = partition_key.map(|key| container.shard_of(key)) else {
+            return self.container_lsn(container);
+        };
+        let key = container.counters_key(shard);
         if let Some(look) = self.inner.store.look_async(&[(Table::Counters, &key)]) {
             let [counters]: [Option<Vec<u8>>; 1] = look
                 .await?
                 .values
                 .try_into()
                 .map_err(|_| corrupted("a look's values"))?;
-            return Ok(decode_counters(counters)?.lsn);
+            return Ok(decode_counters(counters, shard)?.lsn);
         }
-        self.container_lsn(container)
+        let reader = self.inner.store.read()?;
+        Ok(read_counters(&*reader, container, shard)?.lsn)
     }
 }
 

@@ -5,11 +5,12 @@
 //! nothing and does not decide what expired means.
 
 use crate::container::{Container, Usage};
+use crate::counters::read_container_counters;
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineResult};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::{read_counters, ExpiryEntry, ItemRecord};
+use crate::records::{ExpiryEntry, ItemRecord};
 use crate::scan_visit::try_scan;
 use crate::ttl::expiry::{is_expired, visit_expired};
 use lethedb_storage::{KeyRange, Table};
@@ -21,7 +22,7 @@ impl Engine {
     /// deleted them. Costs one read of the counters plus a walk over the expired backlog.
     pub(crate) fn container_usage_blocking(&self, container: &Container) -> EngineResult<Usage> {
         let reader = self.inner.store.read()?;
-        let counters = read_counters(&*reader, container.key_number())?;
+        let counters = read_container_counters(&*reader, container)?;
         let mut expired_items = 0u64;
         let mut expired_bytes = 0u64;
         visit_expired(
@@ -139,7 +140,7 @@ impl Engine {
             return self.container_usage_blocking(container);
         }
         let reader = self.inner.store.read()?;
-        let counters = read_counters(&*reader, container.key_number())?;
+        let counters = read_container_counters(&*reader, container)?;
         let items = counters.items.saturating_sub(backlog);
         let bytes = if counters.items == 0 {
             0

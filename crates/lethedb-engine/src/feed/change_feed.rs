@@ -1,26 +1,31 @@
 //! Reading the change feed: the latest-version mode from the change index, the
 //! all-versions-and-deletes mode from the change log (`change_log` writes both).
 //!
-//! A cursor is an LSN: a page holds what changed after it, in LSN order, and its ETag is the LSN
-//! of its last entry. A page never splits one LSN (the writes of one transactional batch share
-//! it), even past the page size. Nothing new is "not modified" with the container's current
-//! LSN, answered from the counters alone when the cursor is already there (an idle poll scans
-//! nothing). Before an all-versions read, the writer emits the TTL events that are due, so an
-//! expired item's delete is readable from its expiry instant on.
+//! A cursor ([`FeedCursor`]) is an LSN per shard of the read's scope: a page holds what changed
+//! after it, shard after shard, each shard's changes in LSN order (so each logical partition's
+//! in the order they happened, the only order the service promises), and its ETag is where the
+//! page stopped in each shard. A page never splits one LSN (the writes of one transactional
+//! batch share it), even past the page size. Nothing new is "not modified", answered from the
+//! shards' counters alone when the cursor is already at them (an idle poll scans nothing).
+//! Before an all-versions read, the writer emits the TTL events that are due, so an expired
+//! item's delete is readable from its expiry instant on.
 
 use crate::container::Container;
+use crate::counters::read_counters;
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::feed::change_log::{self, LogEntry, Operation};
+use crate::feed::cursor::FeedCursor;
 use crate::items::{read_record, StoredItem};
 use crate::keys;
 use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
-use crate::records::{read_counters, writer_container};
+use crate::partitions::shards::{sequence, Shard};
+use crate::records::writer_container;
 use crate::scan_visit::try_scan;
 use crate::ttl::expiry::record_is_expired;
-use lethedb_storage::{KeyRange, ReadTxn, Table};
+use lethedb_storage::{ReadTxn, Table};
 use serde_json::{json, Map, Value};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -35,7 +40,7 @@ pub enum ChangeFeedMode {
 }
 
 /// Where a read starts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ChangeFeedStart {
     Beginning,
     Now,
@@ -43,9 +48,9 @@ pub enum ChangeFeedStart {
     PointInTime {
         ms: i64,
     },
-    /// After this LSN (an earlier page's ETag).
+    /// After an earlier page's ETag.
     Continuation {
-        lsn: u64,
+        cursor: FeedCursor,
     },
 }
 
@@ -66,11 +71,11 @@ pub struct ChangeFeedRequest {
 pub struct ChangeFeedPage {
     /// Each `Documents` element as JSON bytes.
     pub entries: Vec<Vec<u8>>,
-    /// The LSN to resume after (the response's ETag).
-    pub etag_lsn: u64,
+    /// Where to resume (the response's ETag).
+    pub etag: FeedCursor,
     /// Nothing changed after the cursor.
     pub not_modified: bool,
-    /// The container's latest LSN (the session token's).
+    /// The scope's latest LSN, its shards' sequences summed (the session token's).
     pub lsn: u64,
 }
 
@@ -107,32 +112,47 @@ impl Engine {
         container: &Arc<Container>,
         request: &ChangeFeedRequest,
     ) -> EngineResult<ChangeFeedPage> {
-        let number = container.key_number();
         let reader = self.inner.store.read()?;
         let now_ms = self.now_in(&*reader);
-        let current = read_counters(&*reader, number)?.lsn;
-        let (cursor, since_ms) = match request.start {
-            ChangeFeedStart::Beginning => (0, None),
-            ChangeFeedStart::Now => (current, None),
-            ChangeFeedStart::PointInTime { ms } => (0, Some(ms)),
-            ChangeFeedStart::Continuation { lsn } => (lsn, None),
-        };
+        let mut shards = Vec::new();
+        for shard in container.shards_in(&request.filter) {
+            let current = read_counters(&*reader, container, shard)?.lsn;
+            let cursor = match &request.start {
+                ChangeFeedStart::Beginning | ChangeFeedStart::PointInTime { .. } => {
+                    shard.base_lsn()
+                }
+                ChangeFeedStart::Now => current,
+                ChangeFeedStart::Continuation { cursor } => cursor.lsn_of(shard),
+            };
+            shards.push(ShardRead {
+                shard,
+                cursor,
+                current,
+            });
+        }
         if request.mode == ChangeFeedMode::AllVersionsAndDeletes {
-            let state = change_log::read_state(&*reader, number)?;
-            if cursor < state.trimmed_lsn {
+            let state = change_log::read_state(&*reader, container.key_number())?;
+            if shards
+                .iter()
+                .any(|read| read.cursor < state.trimmed(read.shard))
+            {
                 return Err(EngineError::new(ErrorCode::ChangeFeedOutsideRetention));
             }
         }
-        let not_modified = |etag_lsn| ChangeFeedPage {
-            entries: Vec::new(),
-            etag_lsn,
-            not_modified: true,
-            lsn: current,
-        };
+        let lsn = shards.iter().map(|read| sequence(read.current)).sum();
         // An idle poll: nothing was written after the cursor, so nothing is read.
-        if cursor >= current {
-            return Ok(not_modified(cursor));
+        if shards.iter().all(|read| read.cursor >= read.current) {
+            return Ok(ChangeFeedPage {
+                entries: Vec::new(),
+                etag: cursor_of(container, &shards, |read| read.cursor),
+                not_modified: true,
+                lsn,
+            });
         }
+        let since_ms = match request.start {
+            ChangeFeedStart::PointInTime { ms } => Some(ms),
+            _ => None,
+        };
         let read = PageRead {
             reader: &*reader,
             container,
@@ -140,17 +160,36 @@ impl Engine {
             now_ms,
             since_ms,
         };
-        let (entries, last_lsn) = read.entries_after(cursor)?;
-        match last_lsn {
-            None => Ok(not_modified(current.max(cursor))),
-            Some(etag_lsn) => Ok(ChangeFeedPage {
-                entries,
-                etag_lsn,
-                not_modified: false,
-                lsn: current,
-            }),
-        }
+        let entries = read.entries_after(&mut shards)?;
+        Ok(ChangeFeedPage {
+            not_modified: entries.is_empty(),
+            entries,
+            etag: cursor_of(container, &shards, |read| read.cursor),
+            lsn,
+        })
     }
+}
+
+/// Where a read stands in one shard of its scope.
+struct ShardRead {
+    shard: Shard,
+    /// The LSN after which it reads; moved as the page takes the shard's changes.
+    cursor: u64,
+    /// The shard's latest LSN in the snapshot.
+    current: u64,
+}
+
+/// The cursor of these shards' positions.
+fn cursor_of(
+    container: &Container,
+    shards: &[ShardRead],
+    position: impl Fn(&ShardRead) -> u64,
+) -> FeedCursor {
+    let positions: Vec<(Shard, u64)> = shards
+        .iter()
+        .map(|read| (read.shard, position(read)))
+        .collect();
+    FeedCursor::of(&positions, container.shards)
 }
 
 /// One page's read of a container's change index or change log.
@@ -164,16 +203,16 @@ struct PageRead<'a> {
 }
 
 impl PageRead<'_> {
-    /// The entries after `cursor` in the request's scope, at most a page of them (but never one
-    /// LSN split), with the LSN of the last one.
-    fn entries_after(&self, cursor: u64) -> EngineResult<(Vec<Vec<u8>>, Option<u64>)> {
+    /// The entries after each shard's cursor in the request's scope, at most a page of them
+    /// (but never one LSN split), shard after shard; moves each cursor to where the page
+    /// stopped in it (a shard read to its end moves to its current LSN).
+    fn entries_after(&self, shards: &mut [ShardRead]) -> EngineResult<Vec<Vec<u8>>> {
         let container = self.container;
-        let number = container.key_number();
         let mut scope = Scope {
             matcher: RangeMatcher::new(self.request.filter.clone(), &container.partition_key),
             partition_key: self.request.partition_key.as_ref(),
             definition: &container.partition_key,
-            number,
+            number: container.key_number(),
         };
         let page_max = self
             .request
@@ -184,25 +223,33 @@ impl PageRead<'_> {
             ChangeFeedMode::LatestVersion => Table::ChangeIndex,
             ChangeFeedMode::AllVersionsAndDeletes => Table::ChangeLog,
         };
-        let range = KeyRange::between(
-            keys::change_index_from(number, cursor.saturating_add(1)),
-            keys::change_index_from(number.saturating_add(1), 0),
-        );
         let mut entries = Vec::new();
-        let mut last_lsn = None;
-        try_scan(self.reader, table, &range, &mut |key, value| {
-            let (lsn, rest) =
-                keys::split_change_index_key(key).ok_or_else(|| corrupted("change feed"))?;
-            if entries.len() >= page_max && last_lsn != Some(lsn) {
-                return Ok(ControlFlow::Break(()));
+        for read in shards.iter_mut().filter(|read| read.cursor < read.current) {
+            let range = change_log::shard_log_after(container, read.shard, read.cursor);
+            let mut reached = read.cursor;
+            let mut full = false;
+            try_scan(self.reader, table, &range, &mut |key, value| {
+                let (lsn, rest) =
+                    keys::split_change_index_key(key).ok_or_else(|| corrupted("change feed"))?;
+                if lsn > read.current {
+                    return Ok(ControlFlow::Break(()));
+                }
+                if entries.len() >= page_max && lsn != reached {
+                    full = true;
+                    return Ok(ControlFlow::Break(()));
+                }
+                if let Some(bytes) = self.entry(&mut scope, lsn, rest, value)? {
+                    entries.push(bytes);
+                }
+                reached = lsn;
+                Ok(ControlFlow::Continue(()))
+            })?;
+            read.cursor = if full { reached } else { read.current };
+            if full {
+                break;
             }
-            if let Some(bytes) = self.entry(&mut scope, lsn, rest, value)? {
-                entries.push(bytes);
-                last_lsn = Some(lsn);
-            }
-            Ok(ControlFlow::Continue(()))
-        })?;
-        Ok((entries, last_lsn))
+        }
+        Ok(entries)
     }
 
     /// The feed's entry for one change, if it is in scope and (latest version) still current.
@@ -268,10 +315,11 @@ impl Scope<'_> {
     }
 }
 
-/// An item's JSON with `_lsn` spliced in before its closing brace.
+/// An item's JSON with `_lsn` (the sequence clients see) spliced in before its closing brace.
 fn with_lsn(mut document: Vec<u8>, lsn: u64) -> Vec<u8> {
     if document.last() == Some(&b'}') {
         document.pop();
+        let lsn = sequence(lsn);
         document.extend_from_slice(format!(",\"_lsn\":{lsn}}}").as_bytes());
     }
     document
@@ -316,10 +364,13 @@ fn all_versions(container: &Arc<Container>, lsn: u64, entry: &LogEntry) -> Optio
         Operation::Delete => "delete",
     };
     metadata.insert("operationType".into(), json!(operation));
-    metadata.insert("lsn".into(), json!(lsn));
+    metadata.insert("lsn".into(), json!(sequence(lsn)));
     metadata.insert("crts".into(), json!(crts));
     if entry.operation != Operation::Create {
-        metadata.insert("previousImageLSN".into(), json!(entry.previous_lsn));
+        metadata.insert(
+            "previousImageLSN".into(),
+            json!(sequence(entry.previous_lsn)),
+        );
     }
     let mut out = Vec::new();
     if let (Some(record), Operation::Create | Operation::Replace) = (&entry.record, entry.operation)

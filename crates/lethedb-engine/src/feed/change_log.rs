@@ -12,13 +12,17 @@
 //! before the expiry instant moves the item's index entry, so nothing is emitted for it.
 
 use crate::container::Container;
+use crate::counters::ShardCounters;
 use crate::error::{corrupted, EngineResult};
 use crate::keys::{self, ExpiryClass};
-use crate::records::{read_counters, store_counters, ExpiryEntry, ItemRecord};
+use crate::partitions::ranges::RangeFilter;
+use crate::partitions::shards::Shard;
+use crate::records::{ExpiryEntry, ItemRecord};
 use crate::ttl::expiry::expired_at_ms;
 use crate::writer::WriteContext;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
 /// The most log entries one emitter run trims, so a long-idle container's first read stays short.
@@ -109,15 +113,44 @@ impl LogEntry {
 }
 
 /// A container's change-feed state: the TTL-event watermarks and the log's trimmed horizon.
-#[derive(Clone, Copy, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) struct ChangeState {
     /// Expiry-index keys of each class below these times have had their events emitted.
     pub(crate) own_emitted_ms: Option<i64>,
     pub(crate) default_emitted_ms: Option<i64>,
-    /// Every log entry at or below this LSN has been trimmed.
+    /// Every log entry at or below this LSN has been trimmed (the first shard's, in a
+    /// multi-shard container).
     pub(crate) trimmed_lsn: u64,
+    /// The other shards' trimmed LSNs, by shard, for a multi-shard container.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) trimmed_shards: BTreeMap<u16, u64>,
     /// Whether the change index covers items stored before it existed.
     pub(crate) indexed: bool,
+}
+
+impl ChangeState {
+    /// Every entry of `lsn`'s shard at or below it has been trimmed.
+    fn note_trimmed(&mut self, lsn: u64) {
+        match Shard::of_lsn(lsn) {
+            Shard(0) => self.trimmed_lsn = self.trimmed_lsn.max(lsn),
+            Shard(shard) => {
+                let trimmed = self.trimmed_shards.entry(shard).or_insert(lsn);
+                *trimmed = (*trimmed).max(lsn);
+            }
+        }
+    }
+
+    /// The LSN of `shard` at or below which its entries are trimmed.
+    pub(crate) fn trimmed(&self, shard: Shard) -> u64 {
+        match shard {
+            Shard(0) => self.trimmed_lsn,
+            Shard(other) => self
+                .trimmed_shards
+                .get(&other)
+                .copied()
+                .unwrap_or(shard.base_lsn()),
+        }
+    }
 }
 
 pub(crate) fn read_state(reader: &dyn ReadTxn, container_number: u64) -> EngineResult<ChangeState> {
@@ -272,24 +305,29 @@ pub(crate) fn ttl_events_pending(
     Ok(pending)
 }
 
-/// Whether the oldest log entry is past the container's retention (one lookup).
+/// Whether the oldest log entry of any shard is past the container's retention (a lookup
+/// per shard).
 pub(crate) fn trim_due(
     reader: &dyn ReadTxn,
     container: &Container,
     now_ms: i64,
     default_retention_ms: i64,
 ) -> EngineResult<bool> {
-    let number = container.key_number();
     let before_ms = now_ms.saturating_sub(retention_ms(container, default_retention_ms));
     let mut due = false;
-    let range = KeyRange::between(
-        keys::change_index_from(number, 0),
-        keys::change_index_from(number.saturating_add(1), 0),
-    );
-    reader.scan(Table::ChangeLog, &range, &mut |_, value| {
-        due = LogEntry::decode(value).is_some_and(|entry| entry.at_ms < before_ms);
-        ControlFlow::Break(())
-    })?;
+    for shard in container.shards_in(&RangeFilter::everything()) {
+        reader.scan(
+            Table::ChangeLog,
+            &shard_log_range(container, shard),
+            &mut |_, value| {
+                due = LogEntry::decode(value).is_some_and(|entry| entry.at_ms < before_ms);
+                ControlFlow::Break(())
+            },
+        )?;
+        if due {
+            break;
+        }
+    }
     Ok(due)
 }
 
@@ -380,12 +418,15 @@ pub(crate) fn emit_ttl_events(
     }
     let emitted = due.len() as u64;
     if !due.is_empty() {
-        let mut counters = read_counters(context.reader(), number)?;
+        let mut counters = ShardCounters::new(container);
         for (expiry_key, entry) in &due {
             let Some((_, suffix)) = keys::split_expiry_key(expiry_key) else {
                 continue;
             };
-            counters.lsn += 1;
+            // The event takes the next LSN of the item's own shard.
+            let shard_counters = counters.of(context, container.shard_of_suffix(suffix))?;
+            shard_counters.lsn += 1;
+            let lsn = shard_counters.lsn;
             let at_ms = expired_at_ms(container, expiry_key).unwrap_or(now_ms);
             let event = LogEntry {
                 operation: Operation::Delete,
@@ -395,9 +436,9 @@ pub(crate) fn emit_ttl_events(
                 item_suffix: suffix.to_vec(),
                 record: None,
             };
-            append(context, number, counters.lsn, &event)?;
+            append(context, number, lsn, &event)?;
         }
-        store_counters(context, number, &counters)?;
+        counters.store(context)?;
     }
     let advance = |reached: Reached, bound: i64, emitted: Option<i64>| match reached {
         Reached::Before(time_ms) => Some(time_ms),
@@ -416,7 +457,7 @@ pub(crate) fn emit_ttl_events(
     );
     trim(
         context,
-        number,
+        container,
         &mut state,
         now_ms.saturating_sub(retention_ms),
     )?;
@@ -424,34 +465,52 @@ pub(crate) fn emit_ttl_events(
     Ok(emitted)
 }
 
-/// Deletes the log entries older than `before_ms`, oldest first, at most [`TRIM_ENTRIES_MAX`].
+/// Deletes the log entries older than `before_ms`, each shard's oldest first, at most
+/// [`TRIM_ENTRIES_MAX`] in all.
 fn trim(
     context: &mut WriteContext<'_>,
-    container_number: u64,
+    container: &Container,
     state: &mut ChangeState,
     before_ms: i64,
 ) -> EngineResult<()> {
     let mut doomed = Vec::new();
-    let start = keys::change_index_from(container_number, 0);
-    let end = keys::change_index_from(container_number.saturating_add(1), 0);
-    context.scan(
-        Table::ChangeLog,
-        &KeyRange::between(start, end),
-        &mut |key, value| match LogEntry::decode(value) {
-            Some(entry) if entry.at_ms < before_ms && doomed.len() < TRIM_ENTRIES_MAX => {
-                doomed.push(key.to_vec());
-                ControlFlow::Continue(())
-            }
-            _ => ControlFlow::Break(()),
-        },
-    )?;
+    for shard in container.shards_in(&RangeFilter::everything()) {
+        context.scan(
+            Table::ChangeLog,
+            &shard_log_range(container, shard),
+            &mut |key, value| match LogEntry::decode(value) {
+                Some(entry) if entry.at_ms < before_ms && doomed.len() < TRIM_ENTRIES_MAX => {
+                    doomed.push(key.to_vec());
+                    ControlFlow::Continue(())
+                }
+                _ => ControlFlow::Break(()),
+            },
+        )?;
+    }
     for key in doomed {
         if let Some(lsn) = keys::change_log_lsn(&key) {
-            state.trimmed_lsn = state.trimmed_lsn.max(lsn);
+            state.note_trimmed(lsn);
         }
         context.delete(Table::ChangeLog, &key)?;
     }
     Ok(())
+}
+
+/// Every change-index or change-log key of one shard of a container: its LSNs are one run.
+pub(crate) fn shard_log_range(container: &Container, shard: Shard) -> KeyRange {
+    shard_log_after(container, shard, shard.base_lsn())
+}
+
+/// The change-index or change-log keys of one shard of a container after `lsn` (one of the
+/// shard's own).
+pub(crate) fn shard_log_after(container: &Container, shard: Shard, lsn: u64) -> KeyRange {
+    let number = container.key_number();
+    let end = if container.shards <= 1 {
+        keys::change_index_from(number.saturating_add(1), 0)
+    } else {
+        keys::change_index_from(number, Shard(shard.0 + 1).base_lsn())
+    };
+    KeyRange::between(keys::change_index_from(number, lsn.saturating_add(1)), end)
 }
 
 /// Indexes every stored item of a container under its LSN (stores written before the change

@@ -15,14 +15,15 @@
 //! users left over, as it paces deletions.
 
 use crate::container::Container;
+use crate::counters::read_container_counters;
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineResult};
 use crate::index::maintain::{replace_entries, VersionRef};
 use crate::index::policy::indexed_policy;
 use crate::keys;
 use crate::records::{
-    load_container, read_counters, read_index_build, store_container, store_index_build,
-    writer_container, IndexBuild, ItemRecord,
+    load_container, read_index_build, store_container, store_index_build, writer_container,
+    IndexBuild, ItemRecord,
 };
 use crate::throughput::request_units;
 use crate::writer::WriteContext;
@@ -51,7 +52,7 @@ pub(crate) fn start_transformation(
         return Ok((kept, existing.index_generation));
     }
     let number = existing.key_number();
-    let total = read_counters(context.reader(), number)?.items;
+    let total = read_container_counters(context.reader(), existing)?.items;
     let mut earlier: Vec<Value> = Vec::new();
     if total > 0 {
         for policy in kept.into_iter().chain([current]) {
@@ -134,7 +135,7 @@ pub(crate) fn build_batch(
             generation: 0,
             cursor: None,
             built: 0,
-            total: read_counters(context.reader(), number)?.items,
+            total: read_container_counters(context.reader(), &container)?.items,
         },
         _ => return Err(corrupted("index build state")),
     };

@@ -4,7 +4,7 @@
 //!
 //! An item is identified by its container, partition key value and id. Every write stamps the
 //! item with the writer's clock (restarting its TTL countdown), moves its expiry-index entry and
-//! updates the container's counters and its unique key claims (`unique_keys.rs`) in the same
+//! updates the counters of the item's shard and its unique key claims (`unique_keys.rs`) in the same
 //! transaction. Every mutation asks `expiry::is_expired` whether the stored version is visible,
 //! so an expired item is absent whether or not the sweeper has deleted it yet. Whether a write
 //! or delete may go ahead is decided by `items/rules.rs`; this module finds the versions the
@@ -26,12 +26,14 @@ pub use self::stored::StoredItem;
 use self::rules::{Body, Effect, Version, WriteMode};
 use self::unique_keys::{check_write, release_claims, store_claims, WriteClaims};
 use crate::container::Container;
+use crate::counters::{delete_counters, read_counters, store_counters, Counters};
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::change_log;
 use crate::index::maintain::{replace_entries, EntryChanges, VersionRef};
 use crate::keys::{self, PartitionPlace};
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::{read_counters, store_counters, Counters, ExpiryEntry, ItemRecord};
+use crate::partitions::shards::{next_document_number, Shard};
+use crate::records::{ExpiryEntry, ItemRecord};
 use crate::throughput::request_units;
 use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
@@ -102,7 +104,7 @@ pub(crate) fn delete_container_items(
         }
     }
     context.delete(Table::Counters, &keys::change_state_key(container_number))?;
-    context.delete(Table::Counters, &keys::counters_key(container_number))
+    delete_counters(context, container_number)
 }
 
 /// Removes one stored version (visible or expired) with its expiry and index entries and
@@ -280,12 +282,16 @@ pub(crate) struct WriteRequest {
 }
 
 /// What a write of `request` will read, as far as the request tells before it runs: its
-/// item and its container's counters (nothing when the body names no partition key; the
+/// item and its shard's counters (nothing when the body names no partition key; the
 /// write then fails without reading). A hint for the writer ([`crate::writer::Writer::write_reading`]).
 pub(crate) fn write_reads(container: &Container, request: &WriteRequest) -> Vec<(Table, Vec<u8>)> {
-    let mut reads = vec![(Table::Counters, keys::counters_key(container.key_number()))];
+    let mut reads = Vec::new();
     if let Ok(document_key) = rules::document_partition_key(container, &request.body.document) {
         let place = container.partition_place(&document_key);
+        reads.push((
+            Table::Counters,
+            container.counters_key(container.shard_of(&document_key)),
+        ));
         reads.push((
             Table::Items,
             keys::item_key(container.key_number(), &place, &request.body.id),
@@ -372,14 +378,20 @@ pub(crate) fn apply_write(
         // An expired version is about to go: its TTL event must be out first.
         change_log::emit_ttl_events(context, &container)?;
     }
-    let mut counters = read_counters(context.reader(), number)?;
-    let plan = plan_write(&found, effect, claims, &mut counters);
+    let shard = container.shard_of_key(&found.key);
+    let mut counters = read_counters(context.reader(), &container, shard)?;
+    let next_document = DocumentNumbering {
+        shard,
+        shards: container.shards,
+        now_ms: context.now_ms,
+    };
+    let plan = plan_write(&found, effect, claims, &mut counters, next_document);
     let replaced_bytes = found
         .replaced()
         .filter(|_| !plan.created)
         .map(|old| old.body.len());
     let (record, changes) = store_write(context, &container, &found, &plan, body, &mut counters)?;
-    store_counters(context, number, &counters)?;
+    store_counters(context, &container, shard, &counters)?;
     let request_units =
         request_units::write(replaced_bytes, Some(record.body.len()), changes.terms());
     Ok(ItemOutcome {
@@ -422,18 +434,32 @@ fn find_versions(
     })
 }
 
-/// The document number the new version takes: the replaced item's, or the container's next.
+/// Where a new document number comes from: the write's shard, at the writer's time.
+#[derive(Clone, Copy)]
+struct DocumentNumbering {
+    shard: Shard,
+    shards: u16,
+    now_ms: i64,
+}
+
+/// The document number the new version takes: the replaced item's, or its shard's next.
 fn plan_write(
     found: &Found,
     effect: Effect,
     claims: WriteClaims,
     counters: &mut Counters,
+    numbering: DocumentNumbering,
 ) -> WritePlan {
     let replaced = found.replaced().filter(|_| effect == Effect::Replace);
     let document_number = if let Some(record) = replaced {
         record.document_number
     } else {
-        counters.next_document_number += 1;
+        counters.next_document_number = next_document_number(
+            counters.next_document_number,
+            numbering.shard,
+            numbering.shards,
+            numbering.now_ms,
+        );
         counters.next_document_number
     };
     let keeps_resource_id = found
@@ -527,11 +553,12 @@ pub(crate) fn apply_delete(
     let current = visible_record(context, container, &key)?
         .map(|record| (stored_version(number, &record), record));
     let existing = rules::decide_existing(if_match.as_deref(), current)?;
-    let mut counters = read_counters(context.reader(), number)?;
+    let shard = container.shard_of_key(&key);
+    let mut counters = read_counters(context.reader(), container, shard)?;
     let changes = remove_version(context, container, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);
     change_log::log_delete(context, number, &key, existing.lsn, counters.lsn)?;
-    store_counters(context, number, &counters)?;
+    store_counters(context, container, shard, &counters)?;
     Ok(ItemDeleted {
         lsn: counters.lsn,
         request_units: request_units::write(Some(existing.body.len()), None, changes.terms()),

@@ -5,11 +5,12 @@
 
 use super::{next_lsn, remove_version};
 use crate::container::Container;
+use crate::counters::{read_counters, store_counters, ShardCounters};
 use crate::error::{corrupted, EngineResult};
 use crate::feed::change_log;
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::{read_counters, store_counters, writer_container, ExpiryEntry, ItemRecord};
+use crate::records::{writer_container, ExpiryEntry, ItemRecord};
 use crate::throughput::request_units;
 use crate::ttl::expiry::record_is_expired;
 use crate::writer::WriteContext;
@@ -37,7 +38,8 @@ pub(crate) fn apply_delete_partition(
     )?;
     // Expired versions are about to go: their TTL events must be out first.
     change_log::emit_ttl_events(context, container)?;
-    let mut counters = read_counters(context.reader(), number)?;
+    let shard = container.shard_of(&partition_key);
+    let mut counters = read_counters(context.reader(), container, shard)?;
     let mut deleted = Vec::new();
     for (key, record) in &doomed {
         if !record_is_expired(container, record, context.now_ms) {
@@ -49,7 +51,7 @@ pub(crate) fn apply_delete_partition(
     for (key, deleted_lsn) in &deleted {
         change_log::log_delete(context, number, key, *deleted_lsn, counters.lsn)?;
     }
-    store_counters(context, number, &counters)?;
+    store_counters(context, container, shard, &counters)?;
     Ok(deleted.len() as u64)
 }
 
@@ -67,7 +69,7 @@ pub(crate) fn apply_expire(
     let number = container.key_number();
     // Every expiry this purge removes has its TTL event logged first; the purge logs nothing.
     change_log::emit_ttl_events(context, &container)?;
-    let mut counters = read_counters(context.reader(), number)?;
+    let mut counters = ShardCounters::new(&container);
     let mut deleted = 0u64;
     let mut spent_ru = 0.0;
     for (expiry_key, entry) in candidates {
@@ -86,12 +88,11 @@ pub(crate) fn apply_expire(
         if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
             continue;
         }
-        let changes = remove_version(context, &container, &item_key, &record, &mut counters)?;
+        let shard_counters = counters.of(context, container.shard_of_key(&item_key))?;
+        let changes = remove_version(context, &container, &item_key, &record, shard_counters)?;
         deleted += 1;
         spent_ru += request_units::write(Some(record.body.len()), None, changes.terms());
     }
-    if deleted > 0 {
-        store_counters(context, number, &counters)?;
-    }
+    counters.store(context)?;
     Ok((deleted, spent_ru))
 }

@@ -6,6 +6,7 @@
 //! visibility `ttl/expiry.rs`, storage layout `keys.rs`.
 
 use crate::container::Container;
+use crate::counters::{decode_counters, read_container_counters, read_counters};
 use crate::engine::Engine;
 use crate::error::{
     container_not_found, corrupted, invalid_continuation, item_not_found, EngineResult,
@@ -15,7 +16,8 @@ use crate::keys;
 use crate::limits::PAGE_ITEMS_MAX;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
-use crate::records::{container_from_records, decode_counters, read_counters, ItemRecord};
+use crate::partitions::shards::Shard;
+use crate::records::{container_from_records, ItemRecord};
 use crate::scan_visit::{resumed_after, try_scan};
 use crate::ttl::expiry::record_is_expired;
 use base64::Engine as _;
@@ -44,6 +46,8 @@ pub(crate) fn encode_continuation(key_suffix: &[u8]) -> String {
 /// The keys a point read on a shared store looks at, and the cache generation before it.
 struct PointLook {
     item: Vec<u8>,
+    /// The counters of the item's shard, which the look reads.
+    shard: Shard,
     counters: Vec<u8>,
     definition: Vec<u8>,
     database: Vec<u8>,
@@ -58,9 +62,11 @@ impl PointLook {
         id: &str,
     ) -> EngineResult<PointLook> {
         let point = container.partition_key.point_key(partition_key)?;
+        let shard = container.shard_of(&point);
         Ok(PointLook {
             item: container.item_key(&point, id),
-            counters: keys::counters_key(container.key_number()),
+            shard,
+            counters: container.counters_key(shard),
             definition: keys::container_key(&container.database_id, &container.id),
             database: keys::database_key(&container.database_id),
             generation: engine.inner.containers.generation.load(Ordering::SeqCst),
@@ -97,7 +103,7 @@ impl Engine {
             return Err(item_not_found());
         }
         let lsn = if with_lsn {
-            read_counters(&*reader, container.key_number())?.lsn
+            read_counters(&*reader, container, container.shard_of(&partition_key))?.lsn
         } else {
             record.lsn
         };
@@ -181,7 +187,7 @@ impl Engine {
             return self.read_item_in(&current, partition_key, id, with_lsn);
         }
         let record = decode_record(item)?.ok_or_else(item_not_found)?;
-        let counters = decode_counters(counters)?;
+        let counters = decode_counters(counters, keys.shard)?;
         if record_is_expired(&current, &record, self.now_at(look.now_ms)) {
             return Err(item_not_found());
         }
@@ -282,7 +288,7 @@ impl Engine {
             last_key.extend_from_slice(key);
             Ok(ControlFlow::Continue(()))
         })?;
-        let lsn = read_counters(&*reader, number)?.lsn;
+        let lsn = read_container_counters(&*reader, container)?.lsn;
         let continuation = more.then(|| encode_continuation(keys::item_key_suffix(&last_key)));
         Ok(Feed {
             items,

@@ -15,6 +15,7 @@
 //! answer is not exact, or reading the entries would cost more than the scan, the page scans.
 
 use crate::container::Container;
+use crate::counters::read_container_counters;
 use crate::error::{corrupted, EngineResult};
 use crate::index::entries::lookup;
 use crate::index::plan::{accesses, range_is_empty, IndexAccess};
@@ -24,7 +25,7 @@ use crate::partitions::partition_key::PartitionKeyPart;
 use crate::partitions::ranges::RangeMatcher;
 use crate::query::scan::ScanScope;
 use crate::query::seek::{indexed_item, item_key_of, IndexTally};
-use crate::records::{read_counters, ItemRecord};
+use crate::records::ItemRecord;
 use crate::ttl::expiry::oldest_expired;
 use lethedb_query::{
     decode_scalar_key, type_bounds, CoveredAggregate, CoveredQuery, IndexConjunct, IndexProbe,
@@ -155,7 +156,7 @@ pub(crate) fn answer(
     if oldest_expired(reader, container, now_ms)?.is_some() {
         return Ok(None);
     }
-    let items = read_counters(reader, container.key_number())?.items;
+    let items = read_container_counters(reader, container)?.items;
     let mut selection = Selection {
         reader,
         container,

@@ -22,6 +22,7 @@ pub(crate) mod vector_order;
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
+use crate::counters::read_container_counters;
 use crate::engine::Engine;
 use crate::error::{invalid_continuation, EngineError, EngineResult, ErrorCode};
 use crate::keys;
@@ -32,7 +33,6 @@ use crate::partitions::ranges::RangeFilter;
 use crate::query::metrics::{measure_output, QueryMetrics};
 use crate::query::page::{PageInputs, RanPage};
 use crate::query::scan::{parts_from_values, ScanScope};
-use crate::records::read_counters;
 use crate::throughput::request_units::{self, QueryWork};
 use lethedb_query::{ClientPlan, Prepared};
 use lethedb_storage::KeyRange;
@@ -282,7 +282,7 @@ impl Engine {
             now_ms,
         };
         let ran = inputs.run(self.inner.query_verify)?;
-        let lsn = read_counters(&*reader, container.key_number())?.lsn;
+        let lsn = read_container_counters(&*reader, container)?.lsn;
         let index_utilization = request
             .populate_index_metrics
             .then(|| index_metrics::report(&prepared, container));

@@ -15,12 +15,12 @@
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
+use crate::counters::read_container_counters;
 use crate::error::{corrupted, EngineResult};
 use crate::index::policy::{CompositeIndex, Coverage};
 use crate::keys;
 use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
 use crate::query::seek::{indexed_item, item_in_scope};
-use crate::records::read_counters;
 use lethedb_query::{
     complement, encode_sort_key, sort_key_extent, sort_key_is_exact, PageRun, Prepared,
 };
@@ -451,7 +451,7 @@ impl PageScan<'_> {
         run.feed_in_sort_order()?;
         let started = Stopwatch::start();
         let loads_max =
-            read_counters(reader, self.container.key_number())?.items / 4 + WALK_LOADS_FLOOR;
+            read_container_counters(reader, self.container)?.items / 4 + WALK_LOADS_FLOOR;
         let mut walker = Walker {
             scan: self,
             reader,

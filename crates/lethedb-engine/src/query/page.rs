@@ -19,6 +19,7 @@
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
+use crate::counters::read_container_counters;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::builder::index_ready_in;
 use crate::index::plan::{self, IndexPlan, PlanScope};
@@ -30,7 +31,6 @@ use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
 use crate::query::vector_order::{vector_plan, VectorPlan};
-use crate::records::read_counters;
 use crate::search::VectorStores;
 use lethedb_query::{IndexConjunct, OrderingRules, Page, PageRun, Prepared};
 use lethedb_storage::ReadTxn;
@@ -250,7 +250,7 @@ impl PageInputs<'_> {
         if conjuncts.is_empty() {
             return Ok(None);
         }
-        let items = read_counters(self.reader, self.container.key_number())?.items;
+        let items = read_container_counters(self.reader, self.container)?.items;
         let chosen = match &self.scope.partition {
             None => self.container_plan(&conjuncts, items)?,
             Some(value) => {

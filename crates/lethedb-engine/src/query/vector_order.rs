@@ -13,12 +13,12 @@
 use crate::catalog::search_policy::vector_embeddings;
 use crate::clock::Stopwatch;
 use crate::container::Container;
+use crate::counters::read_container_counters;
 use crate::error::EngineResult;
 use crate::index::plan::IndexPlan;
 use crate::keys;
 use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
-use crate::records::read_counters;
 use crate::search::ann::AnnSpec;
 use crate::search::ann_upkeep::index_pending;
 use crate::search::kernels::Probe;
@@ -183,7 +183,7 @@ impl PageScan<'_> {
         let Some(probe) = Probe::new(&plan.search.vector, plan.search.distance) else {
             return Ok(None);
         };
-        let lsn = read_counters(reader, self.container.key_number())?.lsn;
+        let lsn = read_container_counters(reader, self.container)?.lsn;
         let set = stores.set(
             self.container.key_number(),
             &plan.search.path,

@@ -8,10 +8,11 @@
 
 use super::view::ScriptWrite;
 use crate::container::Container;
+use crate::counters::read_counters;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::{apply_delete, apply_write, read_record, StoredItem, WriteRequest};
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::{read_counters, writer_container};
+use crate::records::writer_container;
 use crate::ttl::expiry::record_is_expired;
 use crate::writer::WriteContext;
 use std::collections::HashMap;
@@ -58,7 +59,9 @@ pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineR
             return Err(conflict());
         }
     }
-    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+    // A script writes one logical partition, so one shard: its writes share the next LSN.
+    let shard = container.shard_of(&plan.partition);
+    let lsn = read_counters(context.reader(), &container, shard)?.lsn;
     context.pinned_lsn = Some(lsn + 1);
     let applied = apply_writes(context, &container, &plan.partition, plan.writes);
     context.pinned_lsn = None;
@@ -73,7 +76,7 @@ pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineR
             finals.insert(key, item);
         }
     }
-    let lsn = read_counters(context.reader(), container.key_number())?.lsn;
+    let lsn = read_counters(context.reader(), &container, shard)?.lsn;
     Ok(Committed {
         finals,
         lsn,

@@ -14,13 +14,13 @@ use super::commit::{self, CommitPlan, Committed};
 use super::view::{ScriptView, ScriptWrite, ScriptWriteError};
 use crate::catalog::script_body::TriggerOperation;
 use crate::container::Container;
+use crate::counters::read_counters;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::rules::{Effect, WriteMode};
 use crate::items::StoredItem;
 use crate::limits::SCRIPT_ATTEMPTS_MAX;
 use crate::partitions::partition_key::PartitionKeyValue;
-use crate::records::read_counters;
 use lethedb_scripts::{Failure, Invocation, Outcome};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -239,7 +239,7 @@ pub(crate) fn transact<T>(
         let value = run(&mut view)?;
         let request_units = view.request_units;
         if view.writes.is_empty() {
-            let lsn = read_counters(&*reader, container.key_number())?.lsn;
+            let lsn = read_counters(&*reader, container, container.shard_of(partition))?.lsn;
             let done = Transacted {
                 finals: HashMap::new(),
                 provisional: HashMap::new(),

@@ -37,8 +37,11 @@ pub(crate) struct Scored {
 /// The decoded vectors of one path of one container.
 pub(crate) struct VectorSet {
     dimensions: usize,
-    /// The container LSN the set reflects (`None`: never built).
+    /// The container version the set reflects (its shards' sequences summed; `None`: never
+    /// built).
     pub(crate) lsn: Option<u64>,
+    /// The LSN of each shard the set reflects, by shard.
+    pub(crate) shard_lsns: Vec<u64>,
     slots_by_key: HashMap<Vec<u8>, u32>,
     /// Each slot's item key (empty for a free slot).
     keys: Vec<Vec<u8>>,
@@ -48,7 +51,9 @@ pub(crate) struct VectorSet {
     values: Vec<f32>,
     free: Vec<u32>,
     irregular: usize,
-    /// The item keys changed after `journal_from`, with the LSN of each change, oldest first.
+    /// The item keys changed after `journal_from`, each with the container version it was
+    /// applied for (the change's own LSN in a one-shard container, whose LSN is its version;
+    /// the version a replay brought the set to in a multi-shard one), oldest first.
     journal: VecDeque<(u64, Vec<u8>)>,
     journal_from: u64,
     /// The approximate graph of a `quantizedFlat` or `diskANN` index over the slots, if the
@@ -69,6 +74,7 @@ impl VectorSet {
         VectorSet {
             dimensions,
             lsn: None,
+            shard_lsns: Vec::new(),
             slots_by_key: HashMap::new(),
             keys: Vec::new(),
             kinds: Vec::new(),

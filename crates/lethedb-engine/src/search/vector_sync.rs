@@ -10,10 +10,12 @@
 //! expiry on the documents it loads, so a container whose TTL changes answers as a scan does.
 
 use crate::container::Container;
+use crate::counters::{read_container_counters, read_shard_lsns};
 use crate::error::{corrupted, EngineResult};
-use crate::feed::change_log::{read_state, LogEntry, Operation};
+use crate::feed::change_log::{read_state, shard_log_after, LogEntry, Operation};
 use crate::keys;
-use crate::records::{read_counters, ItemRecord};
+use crate::partitions::shards::Shard;
+use crate::records::ItemRecord;
 use crate::scan_visit::try_scan;
 use crate::search::vector_set::VectorSet;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
@@ -25,7 +27,7 @@ const LEFTOVER_SHARE: usize = 4;
 const LEFTOVERS_MIN: usize = 1_024;
 
 /// Brings `set`, the vectors at `path` of `container`, to the snapshot `reader` whose container
-/// LSN is `lsn` (the set must not be ahead of it).
+/// version is `lsn` (the set must not be ahead of it).
 pub(crate) fn sync(
     set: &mut VectorSet,
     reader: &dyn ReadTxn,
@@ -33,52 +35,71 @@ pub(crate) fn sync(
     path: &[String],
     lsn: u64,
 ) -> EngineResult<()> {
-    let number = container.key_number();
+    if set.lsn == Some(lsn) {
+        return Ok(());
+    }
+    let targets = read_shard_lsns(reader, container)?;
     let replay = match set.lsn {
-        Some(from) if from == lsn => return Ok(()),
-        Some(from) => read_state(reader, number)?.trimmed_lsn <= from,
-        None => false,
+        Some(_) if set.shard_lsns.len() == targets.len() => {
+            let state = read_state(reader, container.key_number())?;
+            targets
+                .iter()
+                .zip(&set.shard_lsns)
+                .all(|((shard, _), from)| state.trimmed(*shard) <= *from)
+        }
+        _ => false,
     };
     if replay {
-        replay_log(set, reader, container, path, lsn)?;
-        let items = read_counters(reader, number)?.items as usize;
+        replay_log(set, reader, container, path, (lsn, &targets))?;
+        let items = read_container_counters(reader, container)?.items as usize;
         if set.len() <= items + items / LEFTOVER_SHARE + LEFTOVERS_MIN {
             return Ok(());
         }
     }
-    rebuild(set, reader, container, path, lsn)
+    rebuild(set, reader, container, path, (lsn, &targets))
 }
 
-/// Applies the change log's entries after the set's LSN up to `lsn`.
+/// Applies each shard's change-log entries after the set's LSN of the shard up to the
+/// snapshot's (`target`: the snapshot's version and shard LSNs).
 fn replay_log(
     set: &mut VectorSet,
     reader: &dyn ReadTxn,
     container: &Container,
     path: &[String],
-    lsn: u64,
+    (lsn, targets): (u64, &[(Shard, u64)]),
 ) -> EngineResult<()> {
     let number = container.key_number();
-    let from = set.lsn.unwrap_or(0).saturating_add(1);
-    let range = KeyRange::between(
-        keys::change_log_key(number, from, 0),
-        keys::change_index_from(number, lsn.saturating_add(1)),
-    );
-    try_scan(reader, Table::ChangeLog, &range, &mut |key, value| {
-        let entry = LogEntry::decode(value).ok_or_else(|| corrupted("change log"))?;
-        let at = keys::change_log_lsn(key).ok_or_else(|| corrupted("change log"))?;
-        let item_key = keys::item_key_from_suffix(number, &entry.item_suffix);
-        match (entry.operation, &entry.record) {
-            (Operation::Delete, _) if entry.ttl_expired => {}
-            (Operation::Delete, _) => set.remove(&item_key, at),
-            (_, Some(record)) => {
-                let document = record.document().ok_or_else(|| corrupted("item"))?;
-                set.put(&item_key, at, &document, path);
-            }
-            (_, None) => return Err(corrupted("change log")),
+    let sharded = container.shards > 1;
+    for (index, (shard, target)) in targets.iter().enumerate() {
+        let from = set.shard_lsns[index];
+        if from >= *target {
+            continue;
         }
-        Ok(ControlFlow::Continue(()))
-    })?;
+        let range = shard_log_after(container, *shard, from);
+        try_scan(reader, Table::ChangeLog, &range, &mut |key, value| {
+            let at = keys::change_log_lsn(key).ok_or_else(|| corrupted("change log"))?;
+            if at > *target {
+                return Ok(ControlFlow::Break(()));
+            }
+            let entry = LogEntry::decode(value).ok_or_else(|| corrupted("change log"))?;
+            let item_key = keys::item_key_from_suffix(number, &entry.item_suffix);
+            // A multi-shard container's changes are journaled under the version this replay
+            // reaches: a reader of an earlier snapshot then reloads every item it changed.
+            let noted = if sharded { lsn } else { at };
+            match (entry.operation, &entry.record) {
+                (Operation::Delete, _) if entry.ttl_expired => {}
+                (Operation::Delete, _) => set.remove(&item_key, noted),
+                (_, Some(record)) => {
+                    let document = record.document().ok_or_else(|| corrupted("item"))?;
+                    set.put(&item_key, noted, &document, path);
+                }
+                (_, None) => return Err(corrupted("change log")),
+            }
+            Ok(ControlFlow::Continue(()))
+        })?;
+    }
     set.lsn = Some(lsn);
+    set.shard_lsns = targets.iter().map(|(_, target)| *target).collect();
     Ok(())
 }
 
@@ -88,7 +109,7 @@ fn rebuild(
     reader: &dyn ReadTxn,
     container: &Container,
     path: &[String],
-    lsn: u64,
+    (lsn, targets): (u64, &[(Shard, u64)]),
 ) -> EngineResult<()> {
     set.clear(lsn);
     let prefix = keys::container_items_prefix(container.key_number());
@@ -105,5 +126,6 @@ fn rebuild(
     )?;
     set.clear_journal(lsn);
     set.lsn = Some(lsn);
+    set.shard_lsns = targets.iter().map(|(_, target)| *target).collect();
     Ok(())
 }

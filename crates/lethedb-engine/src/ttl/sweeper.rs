@@ -156,16 +156,24 @@ impl Engine {
             return Ok((0, 0.0));
         }
         let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
-        // The job reads each candidate's item again and the counters: on a shared store they
-        // come with the transaction's start instead of a round trip each under the lock.
+        // The job reads each candidate's item again and the counters of its shard: on a
+        // shared store they come with the transaction's start instead of a round trip each
+        // under the lock.
         let number = container.key_number();
         let mut reads = Vec::new();
         if self.inner.shared {
-            reads.push((Table::Counters, keys::counters_key(number)));
-            reads.extend(candidates.iter().filter_map(|(expiry_key, _)| {
-                let (_, suffix) = keys::split_expiry_key(expiry_key)?;
-                Some((Table::Items, keys::item_key_from_suffix(number, suffix)))
-            }));
+            let mut shards = std::collections::BTreeSet::new();
+            for (expiry_key, _) in &candidates {
+                if let Some((_, suffix)) = keys::split_expiry_key(expiry_key) {
+                    shards.insert(container.shard_of_suffix(suffix));
+                    reads.push((Table::Items, keys::item_key_from_suffix(number, suffix)));
+                }
+            }
+            reads.extend(
+                shards
+                    .into_iter()
+                    .map(|shard| (Table::Counters, container.counters_key(shard))),
+            );
         }
         // The time the job waited for the writer (behind other groups, for its commit) is not
         // work the sweeper took from anyone: the pacing leaves it out.

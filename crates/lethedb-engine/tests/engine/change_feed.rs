@@ -8,7 +8,7 @@ use lethedb_engine::BatchOperation;
 use lethedb_engine::RangeFilter;
 use lethedb_engine::{
     ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart, Engine, EngineConfig,
-    ErrorCode, ManualClock, WriteMode,
+    ErrorCode, FeedCursor, ManualClock, WriteMode,
 };
 use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
@@ -105,9 +105,10 @@ fn ids(page: &ChangeFeedPage) -> Vec<String> {
 async fn after(
     engine: &Engine,
     mode: ChangeFeedMode,
-    lsn: u64,
+    cursor: &FeedCursor,
 ) -> Result<ChangeFeedPage, lethedb_engine::EngineError> {
-    read(engine, mode, ChangeFeedStart::Continuation { lsn }, None).await
+    let cursor = cursor.clone();
+    read(engine, mode, ChangeFeedStart::Continuation { cursor }, None).await
 }
 
 const LATEST: ChangeFeedMode = ChangeFeedMode::LatestVersion;
@@ -131,19 +132,20 @@ async fn latest_version_gives_current_versions_in_lsn_order() {
     assert_eq!(ids(&page), ["c", "a"]);
     let docs = documents(&page);
     assert_eq!(docs[1]["v"], json!(2));
-    assert_eq!(docs[1]["_lsn"], json!(page.etag_lsn));
+    // The delete of "b" took the partition's next LSN after "a"'s second version.
+    assert_eq!(docs[1]["_lsn"], json!(page.lsn - 1));
     assert!(!page.not_modified);
     // Nothing new after the page: 304 with the container's LSN, even after a delete.
-    let again = after(&engine, LATEST, page.etag_lsn).await.expect("page");
+    let again = after(&engine, LATEST, &page.etag).await.expect("page");
     assert!(again.not_modified);
-    assert_eq!(again.etag_lsn, page.lsn);
+    assert_eq!(again.etag, page.etag);
     // Now: nothing until the next write, which then comes alone.
     let now = read(&engine, LATEST, ChangeFeedStart::Now, None)
         .await
         .expect("now");
     assert!(now.not_modified);
     upsert(&engine, json!({"id": "d", "pk": "q"})).await;
-    let next = after(&engine, LATEST, now.etag_lsn).await.expect("next");
+    let next = after(&engine, LATEST, &now.etag).await.expect("next");
     assert_eq!(ids(&next), ["d"]);
     // A point in time: the versions written at or after it.
     let since = read(
@@ -154,7 +156,10 @@ async fn latest_version_gives_current_versions_in_lsn_order() {
     )
     .await
     .expect("since");
-    assert_eq!(ids(&since), ["c", "a", "d"]);
+    // Each logical partition's changes in order; the partitions' shards in shard order.
+    let in_p: Vec<String> = ids(&since).into_iter().filter(|id| id != "d").collect();
+    assert_eq!(in_p, ["c", "a"]);
+    assert_eq!(ids(&since).len(), 3);
     // One logical partition.
     let scoped = read_scoped(&engine, LATEST, ChangeFeedStart::Beginning, None, Some("q"))
         .await
@@ -189,7 +194,7 @@ async fn pages_never_split_a_transaction() {
         &engine,
         LATEST,
         ChangeFeedStart::Continuation {
-            lsn: first.etag_lsn,
+            cursor: first.etag.clone(),
         },
         Some(2),
     )
@@ -211,7 +216,7 @@ async fn all_versions_logs_creates_replaces_and_deletes() {
         .delete_item(&resolved(&engine, "c"), pk("p"), "a", None)
         .await
         .expect("delete");
-    let page = after(&engine, ALL, now.etag_lsn).await.expect("page");
+    let page = after(&engine, ALL, &now.etag).await.expect("page");
     let entries = documents(&page);
     let operations: Vec<&str> = entries
         .iter()
@@ -263,15 +268,19 @@ async fn ttl_deletes_are_readable_at_the_expiry_instant_once_and_not_for_rewrite
         .expect("now");
     upsert(&engine, json!({"id": "gone", "pk": "p", "ttl": 10})).await;
     upsert(&engine, json!({"id": "kept", "pk": "p", "ttl": 10})).await;
-    let cursor = ChangeFeedStart::Continuation { lsn: now.etag_lsn };
+    let cursor = ChangeFeedStart::Continuation {
+        cursor: now.etag.clone(),
+    };
     // One millisecond before expiry "kept" is rewritten: its old expiry must emit nothing.
     clock.advance_ms(9_999);
     upsert(&engine, json!({"id": "kept", "pk": "p", "ttl": 10, "v": 2})).await;
-    let before = read(&engine, ALL, cursor, None).await.expect("before");
+    let before = read(&engine, ALL, cursor.clone(), None)
+        .await
+        .expect("before");
     assert!(ttl_deletes(&before).is_empty());
     // At the instant: the event is there, though nothing purged the item.
     clock.advance_ms(1);
-    let at = read(&engine, ALL, cursor, None).await.expect("at");
+    let at = read(&engine, ALL, cursor.clone(), None).await.expect("at");
     let expiry_secs = (START_MS + 10_000) / 1000;
     assert_eq!(ttl_deletes(&at), [("gone".to_string(), expiry_secs)]);
     // A latest-version reader never sees it again.
@@ -295,7 +304,7 @@ async fn a_sweep_before_any_reader_still_logs_the_event() {
     clock.advance_ms(5_000);
     let (deleted, _) = engine.sweep_once(1000).await.expect("sweep");
     assert_eq!(deleted, 1);
-    let page = after(&engine, ALL, now.etag_lsn).await.expect("page");
+    let page = after(&engine, ALL, &now.etag).await.expect("page");
     assert_eq!(
         ttl_deletes(&page),
         [("a".to_string(), (START_MS + 5_000) / 1000)]
@@ -321,13 +330,13 @@ async fn turning_ttl_on_late_emits_every_old_expiry_at_once() {
         )
         .await
         .expect("ttl on");
-    let page = after(&engine, ALL, now.etag_lsn).await.expect("page");
+    let page = after(&engine, ALL, &now.etag).await.expect("page");
     let mut gone: Vec<String> = ttl_deletes(&page).into_iter().map(|(id, _)| id).collect();
     gone.sort();
     assert_eq!(gone, ["a", "b", "c"]);
     // Their LSNs come after the cursor handed out before.
     for entry in documents(&page) {
-        assert!(entry["metadata"]["lsn"].as_u64().expect("lsn") > now.etag_lsn);
+        assert!(entry["metadata"]["lsn"].as_u64().expect("lsn") > now.lsn);
     }
 }
 
@@ -342,9 +351,7 @@ async fn the_log_is_trimmed_past_its_retention() {
     // before it is outside the retention period.
     clock.advance_ms(61 * 60_000);
     upsert(&engine, json!({"id": "new", "pk": "p"})).await;
-    let refused = after(&engine, ALL, now.etag_lsn)
-        .await
-        .expect_err("trimmed");
+    let refused = after(&engine, ALL, &now.etag).await.expect_err("trimmed");
     assert_eq!(refused.code, ErrorCode::ChangeFeedOutsideRetention);
     let latest = read(&engine, LATEST, ChangeFeedStart::Beginning, None)
         .await
@@ -362,7 +369,9 @@ async fn survives(engine: &Engine, clock: &ManualClock, minutes_later: i64) -> b
     read(
         engine,
         ALL,
-        ChangeFeedStart::Continuation { lsn: now.etag_lsn },
+        ChangeFeedStart::Continuation {
+            cursor: now.etag.clone(),
+        },
         None,
     )
     .await
@@ -427,17 +436,17 @@ async fn a_mass_expiry_is_logged_whole_over_several_bounded_jobs() {
         .expect("container");
     clock.advance_ms(10_000);
     let (_, commits_before, _) = engine.writer_stats();
-    let mut cursor = now.etag_lsn;
+    let mut cursor = now.etag.clone();
     let mut seen = std::collections::BTreeSet::new();
     loop {
-        let page = after(&engine, ALL, cursor).await.expect("page");
+        let page = after(&engine, ALL, &cursor).await.expect("page");
         if page.not_modified {
             break;
         }
         for (id, _) in ttl_deletes(&page) {
             assert!(seen.insert(id.clone()), "{id} logged twice");
         }
-        cursor = page.etag_lsn;
+        cursor = page.etag.clone();
     }
     assert_eq!(seen.len(), 4_500);
     // In more than one job: 2,700 (the share, finished to its millisecond), then 1,800.

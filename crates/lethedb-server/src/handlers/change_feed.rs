@@ -10,11 +10,11 @@ use crate::request::header;
 use crate::respond::Reply;
 use axum::http::StatusCode;
 use lethedb_engine::{
-    request_units, ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Container,
+    request_units, ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Container, FeedCursor,
 };
 use std::sync::Arc;
 
-/// The start position: a continuation (`If-None-Match: "<lsn>"`) wins over a point in time
+/// The start position: a continuation (`If-None-Match`: an earlier page's ETag) wins over a point in time
 /// (`If-Modified-Since`, which the SDKs send on every request); `*` is now; neither is the
 /// beginning.
 fn start(context: &Context<'_>) -> ApiResult<ChangeFeedStart> {
@@ -29,12 +29,9 @@ fn start(context: &Context<'_>) -> ApiResult<ChangeFeedStart> {
         if trimmed == "*" {
             return Ok(ChangeFeedStart::Now);
         }
-        let lsn = trimmed
-            .trim_start_matches("W/")
-            .trim_matches('"')
-            .parse::<u64>()
-            .map_err(|_| invalid("If-None-Match", value))?;
-        return Ok(ChangeFeedStart::Continuation { lsn });
+        let cursor = FeedCursor::parse(trimmed.trim_start_matches("W/").trim_matches('"'))
+            .ok_or_else(|| invalid("If-None-Match", value))?;
+        return Ok(ChangeFeedStart::Continuation { cursor });
     }
     if let Some(value) = header(context.headers, "if-modified-since") {
         let time =
@@ -70,7 +67,7 @@ pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResul
         .engine
         .read_change_feed(container, request)
         .await?;
-    let etag = format!("\"{}\"", page.etag_lsn);
+    let etag = format!("\"{}\"", page.etag);
     let reply = if page.not_modified {
         Reply::empty(StatusCode::NOT_MODIFIED).charge(1.0)
     } else {

@@ -136,7 +136,7 @@ pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResul
     let charge = request_units::read(item.record.body.len());
     // A read always returns the document, whatever `Prefer` says, and the LSN of the write
     // that made this version (`x-ms-item-lsn`, beside the container's `lsn`).
-    let item_lsn = item.record.lsn.to_string();
+    let item_lsn = lethedb_engine::lsn_sequence(item.record.lsn).to_string();
     Ok(
         item_reply(context, StatusCode::OK, &item, (lsn, range), false, charge)
             .header("x-ms-item-lsn", item_lsn),
@@ -151,7 +151,13 @@ async fn not_found_with_session(
     container: &Arc<Container>,
     error: lethedb_engine::EngineError,
 ) -> ApiError {
-    let Ok(lsn) = context.state.engine.container_lsn_awaiting(container).await else {
+    let partition_key = context.head.partition_key().ok().flatten();
+    let Ok(lsn) = context
+        .state
+        .engine
+        .container_lsn_awaiting(container, partition_key)
+        .await
+    else {
         return error.into();
     };
     let range = item_range(container, context.head.partition_key().ok().flatten());
