@@ -236,6 +236,17 @@ impl Container {
         }
     }
 
+    /// The lock key of one of its shards (`Writer::write_in_shards`): its number and the shard.
+    pub(crate) fn shard_lock(&self, shard: Shard) -> u64 {
+        (self.key_number() << 16) | u64::from(shard.0)
+    }
+
+    /// Whether `other`, a definition read again by name, has the same shards as this one: a
+    /// write whose shard locks came from this definition may then go ahead under them.
+    pub(crate) fn same_shards(&self, other: &Container) -> bool {
+        self.number == other.number && self.shards == other.shards
+    }
+
     /// The shard of an item key suffix (see [`keys::item_key_suffix`]).
     pub(crate) fn shard_of_suffix(&self, suffix: &[u8]) -> Shard {
         match keys::epk_point_of_suffix(suffix) {

@@ -227,6 +227,19 @@ pub trait Storage: Send + Sync + 'static {
         let _ = keys;
         self.write()
     }
+    /// [`Storage::write_reading`] for a transaction that writes only within the shards whose
+    /// lock keys are `shards` (the engine's: one per shard of a container, see its
+    /// `partitions/shards.rs`): a shared store takes only their locks, so transactions of
+    /// disjoint shards, from any process, commit side by side; a store with one writer ignores
+    /// them. The caller promises to write nothing another shard's transaction may write.
+    fn write_reading_shards(
+        &self,
+        shards: &[u64],
+        keys: &[(Table, &[u8])],
+    ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        let _ = shards;
+        self.write_reading(keys)
+    }
     /// Whether other processes may write to this store too (PostgreSQL): then what a process
     /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].
     fn is_shared(&self) -> bool {

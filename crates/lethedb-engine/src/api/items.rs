@@ -9,10 +9,11 @@ use crate::catalog::script_body::{TriggerOperation, TriggerType};
 use crate::container::Container;
 use crate::counters::{decode_counters, read_container_counters, read_counters};
 use crate::engine::Engine;
-use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
+use crate::error::{corrupted, writer_busy, EngineError, EngineResult, ErrorCode};
 use crate::items::batch::{check_batch_partition_key, run_batch, BatchEntry, BatchOperation};
 use crate::items::patch::{apply_patch_item, parse_patch};
 use crate::items::purge::apply_delete_partition;
+use crate::items::rules::document_partition_key;
 use crate::items::rules::{prepare_body, WriteMode};
 use crate::items::{
     apply_delete, apply_write, write_reads, Feed, ItemDeleted, ItemOutcome, StoredItem,
@@ -139,10 +140,16 @@ impl Engine {
         atomic: bool,
     ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
         let resolved = Arc::clone(container);
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = current_container(context, &resolved)?;
+        // Only an atomic batch is known to stay in one logical partition.
+        let point = atomic
+            .then(|| point_of(container, partition_key.as_ref()))
+            .flatten();
+        self.write_in_partition(
+            container,
+            point.as_ref(),
+            Vec::new(),
+            move |context, locked| {
+                let container = container_in_shards(context, &resolved, locked)?;
                 // An atomic batch is one logical partition, so one shard: its writes share
                 // the shard's next LSN.
                 let shard = partition_key.as_ref().map(|key| container.shard_of(key));
@@ -160,8 +167,9 @@ impl Engine {
                     None => read_container_counters(context.reader(), &container)?.lsn,
                 };
                 Ok((entries, succeeded, lsn))
-            })
-            .await
+            },
+        )
+        .await
     }
 
     /// Patches one visible item; returns the new version.
@@ -175,10 +183,13 @@ impl Engine {
     ) -> EngineResult<ItemOutcome> {
         let (operations, condition) = parse_patch(&body)?;
         let (resolved, id) = (Arc::clone(container), id.to_string());
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = current_container(context, &resolved)?;
+        let point = point_of(container, partition_key.as_ref());
+        self.write_in_partition(
+            container,
+            point.as_ref(),
+            Vec::new(),
+            move |context, locked| {
+                let container = container_in_shards(context, &resolved, locked)?;
                 apply_patch_item(
                     context,
                     container,
@@ -188,8 +199,9 @@ impl Engine {
                     condition.as_deref(),
                     if_match,
                 )
-            })
-            .await
+            },
+        )
+        .await
     }
 
     /// Creates, upserts or replaces an item. `partition_key` is the request's header value, if
@@ -215,13 +227,12 @@ impl Engine {
         } else {
             Vec::new()
         };
-        self.inner
-            .writer
-            .write_reading(reads, move |context| {
-                let container = current_container(context, &resolved)?;
-                apply_write(context, container, request)
-            })
-            .await
+        let point = document_partition_key(container, &request.body.document).ok();
+        self.write_in_partition(container, point.as_ref(), reads, move |context, locked| {
+            let container = container_in_shards(context, &resolved, locked)?;
+            apply_write(context, container, request)
+        })
+        .await
     }
 
     /// Writes an item as an import does (`--seed` of an export): upserted with the instant it
@@ -293,13 +304,17 @@ impl Engine {
         if_match: Option<String>,
     ) -> EngineResult<ItemDeleted> {
         let (resolved, id) = (Arc::clone(container), id.to_string());
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = current_container(context, &resolved)?;
+        let point = point_of(container, partition_key.as_ref());
+        self.write_in_partition(
+            container,
+            point.as_ref(),
+            Vec::new(),
+            move |context, locked| {
+                let container = container_in_shards(context, &resolved, locked)?;
                 apply_delete(context, &container, partition_key, &id, if_match)
-            })
-            .await
+            },
+        )
+        .await
     }
 
     /// Deletes every item of one logical partition (expired ones too) in one transaction;
@@ -310,13 +325,20 @@ impl Engine {
         partition_key: PartitionKeyValue,
     ) -> EngineResult<u64> {
         let resolved = Arc::clone(container);
-        self.inner
-            .writer
-            .write(move |context| {
-                let container = current_container(context, &resolved)?;
+        let point = container
+            .partition_key
+            .require_full(partition_key.clone())
+            .ok();
+        self.write_in_partition(
+            container,
+            point.as_ref(),
+            Vec::new(),
+            move |context, locked| {
+                let container = container_in_shards(context, &resolved, locked)?;
                 apply_delete_partition(context, &container, partition_key)
-            })
-            .await
+            },
+        )
+        .await
     }
 
     /// The id of the item whose `_rid` is `rid`, for clients that address items by `_self`.
@@ -378,4 +400,67 @@ fn current_container(
     resolved: &Container,
 ) -> EngineResult<Arc<Container>> {
     writer_container(context, &resolved.database_id, &resolved.id)
+}
+
+/// The one logical partition a point operation names (its header's key, or the container's
+/// only partition when it has no partition key), if it names one.
+fn point_of(
+    container: &Container,
+    partition_key: Option<&PartitionKeyValue>,
+) -> Option<PartitionKeyValue> {
+    container
+        .partition_key
+        .point_key(partition_key.cloned())
+        .ok()
+}
+
+/// [`current_container`] for a job queued under `resolved`'s shard locks
+/// (`Writer::write_in_shards`): a container re-created under the same name since has other
+/// shards, which the job does not hold, so it is refused as busy and the client's retry
+/// resolves the new one.
+fn container_in_shards(
+    context: &mut WriteContext<'_>,
+    resolved: &Container,
+    locked: bool,
+) -> EngineResult<Arc<Container>> {
+    let container = current_container(context, resolved)?;
+    if locked && !resolved.same_shards(&container) {
+        return Err(writer_busy());
+    }
+    Ok(container)
+}
+
+impl Engine {
+    /// Queues an item operation: under the lock of the shard of `partition_key` alone when the
+    /// store is shared and the key is known (so writes to other shards, from any process,
+    /// commit beside it), else under the store's. `operation` gets the container read again
+    /// and whether the job holds shard locks (for [`container_in_shards`]).
+    async fn write_in_partition<T, F>(
+        &self,
+        container: &Container,
+        partition_key: Option<&PartitionKeyValue>,
+        prefetch: Vec<(Table, Vec<u8>)>,
+        operation: F,
+    ) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteContext<'_>, bool) -> EngineResult<T> + Send + 'static,
+    {
+        let writer = &self.inner.writer;
+        match partition_key.filter(|_| self.inner.shared) {
+            Some(key) => {
+                let shard = container.shard_lock(container.shard_of(key));
+                writer
+                    .write_in_shards(vec![shard], prefetch, move |context| {
+                        operation(context, true)
+                    })
+                    .await
+            }
+            None => {
+                writer
+                    .write_reading(prefetch, move |context| operation(context, false))
+                    .await
+            }
+        }
+    }
 }

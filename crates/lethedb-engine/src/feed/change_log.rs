@@ -12,13 +12,13 @@
 //! before the expiry instant moves the item's index entry, so nothing is emitted for it.
 
 use crate::container::Container;
-use crate::counters::ShardCounters;
+use crate::counters::{Counters, ShardCounters};
 use crate::error::{corrupted, EngineResult};
 use crate::keys::{self, ExpiryClass};
 use crate::partitions::ranges::RangeFilter;
 use crate::partitions::shards::Shard;
 use crate::records::{ExpiryEntry, ItemRecord};
-use crate::ttl::expiry::expired_at_ms;
+use crate::ttl::expiry::{expired_at_ms, expiry_placement};
 use crate::writer::WriteContext;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde::{Deserialize, Serialize};
@@ -463,6 +463,44 @@ pub(crate) fn emit_ttl_events(
     )?;
     store_state(context, number, &state)?;
     Ok(emitted)
+}
+
+/// Logs the TTL delete event of one expired version that a write of its logical partition is
+/// about to remove, unless the emitter has already (its expiry-index entry lies below its
+/// class's watermark): what [`emit_ttl_events`] would log for it, under the next LSN of its
+/// shard (`counters`). The version's expiry-index entry goes with it, so the emitter never logs
+/// it again. It touches nothing outside the version's shard but reads the container's
+/// watermarks, which only a container-wide job moves.
+pub(crate) fn emit_ttl_event_of(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+    item_key: &[u8],
+    record: &ItemRecord,
+    counters: &mut Counters,
+) -> EngineResult<()> {
+    let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) else {
+        return Ok(());
+    };
+    let state = read_state(context.reader(), container.key_number())?;
+    let emitted = match class {
+        ExpiryClass::Own => state.own_emitted_ms,
+        ExpiryClass::Default => state.default_emitted_ms,
+    };
+    if emitted.is_some_and(|emitted| time_ms < emitted) {
+        return Ok(());
+    }
+    let suffix = keys::item_key_suffix(item_key);
+    let expiry_key = keys::expiry_key(container.key_number(), class, time_ms, suffix);
+    counters.lsn += 1;
+    let event = LogEntry {
+        operation: Operation::Delete,
+        ttl_expired: true,
+        previous_lsn: record.lsn,
+        at_ms: expired_at_ms(container, &expiry_key).unwrap_or(context.now_ms),
+        item_suffix: suffix.to_vec(),
+        record: None,
+    };
+    append(context, container.key_number(), counters.lsn, &event)
 }
 
 /// Deletes the log entries older than `before_ms`, each shard's oldest first, at most

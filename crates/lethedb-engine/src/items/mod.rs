@@ -374,12 +374,12 @@ pub(crate) fn apply_write(
         renamed,
     )?;
     // Validation is over: from here on the operation writes.
-    if found.existing.is_some() && !found.visible {
-        // An expired version is about to go: its TTL event must be out first.
-        change_log::emit_ttl_events(context, &container)?;
-    }
     let shard = container.shard_of_key(&found.key);
     let mut counters = read_counters(context.reader(), &container, shard)?;
+    if let Some(expired) = found.existing.as_ref().filter(|_| !found.visible) {
+        // An expired version is about to go: its TTL event must be out first.
+        change_log::emit_ttl_event_of(context, &container, &found.key, expired, &mut counters)?;
+    }
     let next_document = DocumentNumbering {
         shard,
         shards: container.shards,

@@ -36,13 +36,14 @@ pub(crate) fn apply_delete_partition(
             Ok(ControlFlow::Continue(()))
         },
     )?;
-    // Expired versions are about to go: their TTL events must be out first.
-    change_log::emit_ttl_events(context, container)?;
     let shard = container.shard_of(&partition_key);
     let mut counters = read_counters(context.reader(), container, shard)?;
     let mut deleted = Vec::new();
     for (key, record) in &doomed {
-        if !record_is_expired(container, record, context.now_ms) {
+        if record_is_expired(container, record, context.now_ms) {
+            // An expired version is about to go: its TTL event must be out first.
+            change_log::emit_ttl_event_of(context, container, key, record, &mut counters)?;
+        } else {
             deleted.push((key, record.lsn));
         }
         remove_version(context, container, key, record, &mut counters)?;

@@ -190,11 +190,21 @@ impl Engine {
     fn commit_view(&self, plan: CommitPlan) -> EngineResult<Committed> {
         let engine = self.clone();
         tokio::runtime::Handle::current().block_on(async move {
-            engine
-                .inner
-                .writer
-                .write(move |context| commit::apply(context, plan))
-                .await
+            let writer = &engine.inner.writer;
+            // A script writes one logical partition: on a shared store, under its shard's lock
+            // alone (`commit::apply` refuses a container that has other shards since).
+            if engine.inner.shared {
+                let shards = vec![plan.shard_lock];
+                writer
+                    .write_in_shards(shards, Vec::new(), move |context| {
+                        commit::apply(context, plan)
+                    })
+                    .await
+            } else {
+                writer
+                    .write(move |context| commit::apply(context, plan))
+                    .await
+            }
         })
     }
 }
@@ -368,6 +378,8 @@ fn plan_of(container: &Container, view: ScriptView<'_>) -> CommitPlan {
         database_id: container.database_id.clone(),
         container_id: container.id.clone(),
         container_number: container.number,
+        shards: container.shards,
+        shard_lock: container.shard_lock(container.shard_of(&view.partition)),
         partition: view.partition.clone(),
         reads: view.reads,
         writes: view.writes,

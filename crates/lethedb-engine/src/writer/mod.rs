@@ -1,4 +1,5 @@
-//! The single writer: one thread applies every mutation, many requests per durable commit.
+//! The writer: one thread (a lane) applies every mutation, many requests per durable commit;
+//! on a shared store, a few lanes, one per run of shards (`lanes.rs`).
 //!
 //! Requests queue jobs on a bounded channel ([`WRITER_QUEUE_JOBS_MAX`] by default); when it is
 //! full a write is refused at once with `WriterBusy` (the server answers 429 and the SDKs retry)
@@ -21,15 +22,19 @@
 //! and keeps nothing in memory, so the group answers `StorageUnavailable` and the next one tries
 //! again.
 //!
-//! On a shared store, several processes each run a writer like this one; the store makes them
-//! take turns (one write transaction at a time), and each group takes its time and the catalog's
-//! epoch from the store, so cached definitions another process changed are dropped first.
+//! On a shared store, several processes each run a writer like this one, each with several
+//! lanes; the store's locks make them take turns where they meet (a group that may write
+//! anything waits for every other; groups of disjoint shards commit side by side), and each
+//! group takes its time and the catalog's epoch from the store, so cached definitions another
+//! process or lane changed are dropped first.
 
 mod context;
+mod lanes;
 mod stats;
 
 pub use context::WriteContext;
 use context::{Applied, ApplyJob, Finish};
+pub use lanes::WRITER_LANES_SHARED;
 pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 
 use crate::clock::{Clock, Stopwatch};
@@ -42,6 +47,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
 
 /// The most operations one durable commit carries unless configured otherwise.
 pub const WRITE_BATCH_MAX_DEFAULT: usize = 512;
@@ -61,6 +67,9 @@ struct Job {
     /// Keys the operation will read, fetched for the whole group with its start (a hint: see
     /// [`lethedb_storage::Storage::write_reading`]).
     prefetch: Vec<(Table, Vec<u8>)>,
+    /// The lock keys of the shards the operation writes within (`Container::shard_lock`),
+    /// when it writes nothing outside them; `None`: it may write anything.
+    shards: Option<Vec<u64>>,
 }
 
 /// An operation on the whole store (a snapshot taken or restored), run between groups with no
@@ -74,9 +83,10 @@ enum Message {
     Store(StoreJob),
 }
 
-/// The handle requests use to reach the writer thread.
+/// The handle requests use to reach the writer's lanes (`lanes.rs`).
 pub struct Writer {
-    sender: mpsc::SyncSender<Message>,
+    /// Each lane's queue; the first takes every job that may write anything.
+    lanes: Vec<mpsc::SyncSender<Message>>,
     pub stats: Arc<WriterStats>,
     pub(crate) poison: Arc<Poison>,
     /// How long the change log keeps entries of containers without a `changeFeedPolicy`.
@@ -90,52 +100,63 @@ impl Writer {
             .store(retention_ms.max(60_000), Ordering::Relaxed);
     }
 
-    /// Starts the writer thread with room for `queue_jobs_max` waiting jobs.
-    /// `on_catalog_change` runs after a commit that changed the catalog.
-    /// `store_offset_ms` is where the writer leaves the store's clock minus `clock`, when the
-    /// store keeps the time (see `Engine::now_ms`).
+    /// Starts the writer's lanes (one, or [`WRITER_LANES_SHARED`] on a shared store), each with
+    /// room for `queue_jobs_max` waiting jobs. `on_catalog_change` runs after a commit that
+    /// changed the catalog. `store_offset_ms` is where the writer leaves the store's clock minus
+    /// `clock`, when the store keeps the time (see `Engine::now_ms`). The handle returned ends
+    /// when every lane has.
     pub fn start(
         store: Arc<dyn Storage>,
         clock: Arc<dyn Clock>,
         store_offset_ms: Arc<AtomicI64>,
         write_batch_max: usize,
         queue_jobs_max: usize,
-        on_catalog_change: impl Fn() + Send + 'static,
-    ) -> EngineResult<(Writer, std::thread::JoinHandle<()>)> {
-        let (sender, receiver) = mpsc::sync_channel::<Message>(queue_jobs_max.max(1));
+        on_catalog_change: impl Fn() + Send + Sync + 'static,
+    ) -> EngineResult<(Writer, JoinHandle<()>)> {
+        let lane_count = lanes::lane_count(&*store);
         let stats = Arc::new(WriterStats::default());
         let poison = Arc::new(Poison::default());
         let change_log_retention_ms = Arc::new(AtomicI64::new(
             CHANGE_LOG_RETENTION_MINUTES_DEFAULT.saturating_mul(60_000),
         ));
-        let thread = Thread {
-            store,
-            catalog_epoch: AtomicU64::new(0),
-            store_offset_ms,
-            clock,
-            write_batch_max: write_batch_max.max(1),
-            stats: Arc::clone(&stats),
-            poison: Arc::clone(&poison),
-            change_log_retention_ms: Arc::clone(&change_log_retention_ms),
+        let on_catalog_change: Arc<dyn Fn() + Send + Sync> = Arc::new(on_catalog_change);
+        let mut lanes = Vec::with_capacity(lane_count);
+        let mut receivers = Vec::with_capacity(lane_count);
+        for _ in 0..lane_count {
+            let (sender, receiver) = mpsc::sync_channel::<Message>(queue_jobs_max.max(1));
+            lanes.push(sender);
+            receivers.push(receiver);
+        }
+        let mut handles = Vec::with_capacity(lane_count);
+        for (index, receiver) in receivers.into_iter().enumerate() {
+            let thread = Thread {
+                store: Arc::clone(&store),
+                catalog_epoch: AtomicU64::new(0),
+                store_offset_ms: Arc::clone(&store_offset_ms),
+                clock: Arc::clone(&clock),
+                write_batch_max: write_batch_max.max(1),
+                stats: Arc::clone(&stats),
+                poison: Arc::clone(&poison),
+                change_log_retention_ms: Arc::clone(&change_log_retention_ms),
+            };
+            let callback = Arc::clone(&on_catalog_change);
+            let name = if index == 0 {
+                "lethedb-writer".to_string()
+            } else {
+                format!("lethedb-writer-{index}")
+            };
+            handles.push(lanes::spawn(name, move || {
+                thread.run(receiver, move || callback());
+            })?);
+        }
+        let handle = lanes::joined(handles)?;
+        let writer = Writer {
+            lanes,
+            stats,
+            poison,
+            change_log_retention_ms,
         };
-        let handle = std::thread::Builder::new()
-            .name("lethedb-writer".into())
-            .spawn(move || thread.run(receiver, on_catalog_change))
-            .map_err(|error| {
-                EngineError::with_message(
-                    ErrorCode::WriterStopped,
-                    format!("cannot start the writer: {error}"),
-                )
-            })?;
-        Ok((
-            Writer {
-                sender,
-                stats,
-                poison,
-                change_log_retention_ms,
-            },
-            handle,
-        ))
+        Ok((writer, handle))
     }
 
     /// Queues an operation and waits until it is durable (or failed). Refused at once with
@@ -153,6 +174,37 @@ impl Writer {
     /// shared store saves a round trip per key.
     pub async fn write_reading<T, F>(
         &self,
+        prefetch: Vec<(Table, Vec<u8>)>,
+        operation: F,
+    ) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteContext<'_>) -> EngineResult<T> + Send + 'static,
+    {
+        self.queue(None, prefetch, operation).await
+    }
+
+    /// [`Writer::write_reading`] for an operation that writes only within the shards whose
+    /// lock keys are `shards` (`Container::shard_lock`): a group made only of such jobs takes
+    /// only their shards' locks on a shared store, so groups of other shards, from any process,
+    /// commit beside it. The operation must check that its container is still the one the keys
+    /// were taken from.
+    pub(crate) async fn write_in_shards<T, F>(
+        &self,
+        shards: Vec<u64>,
+        prefetch: Vec<(Table, Vec<u8>)>,
+        operation: F,
+    ) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteContext<'_>) -> EngineResult<T> + Send + 'static,
+    {
+        self.queue(Some(shards), prefetch, operation).await
+    }
+
+    async fn queue<T, F>(
+        &self,
+        shards: Option<Vec<u64>>,
         prefetch: Vec<(Table, Vec<u8>)>,
         operation: F,
     ) -> EngineResult<T>
@@ -179,9 +231,11 @@ impl Writer {
             }),
             abandon: Box::new(move |error| answer_once(&abandon_reply, Err(error))),
             prefetch,
+            shards,
         };
+        let lane = &self.lanes[lanes::lane_of(job.shards.as_deref(), self.lanes.len())];
         self.stats.queued.fetch_add(1, Ordering::Relaxed);
-        if let Err(refused) = self.sender.try_send(Message::Write(job)) {
+        if let Err(refused) = lane.try_send(Message::Write(job)) {
             self.stats.queued.fetch_sub(1, Ordering::Relaxed);
             return Err(match refused {
                 mpsc::TrySendError::Full(_) => writer_busy(),
@@ -210,7 +264,7 @@ impl Writer {
             catalog_changed();
             drop(reply.send(outcome));
         });
-        self.sender
+        self.lanes[0]
             .send(Message::Store(job))
             .map_err(|_| self.stopped())?;
         answer.await.unwrap_or_else(|_| Err(self.stopped()))
@@ -337,7 +391,16 @@ impl Thread {
                 keys.map(|(table, key)| (*table, key.as_slice()))
             })
             .collect();
-        let txn = match self.store.write_reading(&reads) {
+        // A group of jobs that each write only within their shards locks only those.
+        let shards: Option<Vec<u64>> = batch.iter().try_fold(Vec::new(), |mut all, job| {
+            all.extend(job.shards.as_ref()?);
+            Some(all)
+        });
+        let begun = match &shards {
+            Some(shards) => self.store.write_reading_shards(shards, &reads),
+            None => self.store.write_reading(&reads),
+        };
+        let txn = match begun {
             Ok(txn) => txn,
             Err(error) => {
                 let refusal = match error {

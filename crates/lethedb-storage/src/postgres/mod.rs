@@ -3,13 +3,18 @@
 //!
 //! - **Snapshots** are `REPEATABLE READ, READ ONLY` transactions on a pooled connection; they
 //!   never wait for writers.
-//! - **Writes** run in a `READ COMMITTED` transaction that first takes the store-wide advisory
-//!   lock (see `sql.rs`): the writers of every instance apply one group at a time, so
-//!   each sees every earlier commit, as the single writer of one process does. The pending
-//!   changes are sent at commit, pipelined, and acknowledged only once `COMMIT` succeeded.
-//! - **Time**: each transaction reads the store's clock once, as it begins (after the lock, for
-//!   writers), never below a floor that every commit raises. [`ReadTxn::store_now_ms`] hands it
-//!   to the engine, which judges expiry by it, so every instance agrees on the instant.
+//! - **Writes** run in a `READ COMMITTED` transaction that first takes advisory locks (see
+//!   `sql.rs`): the store-wide lock exclusively, so the writers of every instance apply one
+//!   such group at a time and each sees every earlier commit, as the single writer of one
+//!   process does; or, for a group that writes only within some shards
+//!   ([`Storage::write_reading_shards`]), the store-wide lock shared and each shard's lock
+//!   exclusively, so groups of disjoint shards commit side by side and each sees every earlier
+//!   commit of its shards. The pending changes are sent at commit, pipelined, and acknowledged
+//!   only once `COMMIT` succeeded.
+//! - **Time**: each transaction reads the store's clock once, as it begins (after the locks,
+//!   for writers), never below the floors that commits raise (one row per instance, so
+//!   instances never wait for each other's). [`ReadTxn::store_now_ms`] hands it to the engine,
+//!   which judges expiry by it, so every instance agrees on the instant.
 //! - **The catalog epoch** counts commits that changed [`Table::Catalog`]; every transaction
 //!   reads it with the clock ([`ReadTxn::catalog_epoch`]), so an instance can tell a cached
 //!   definition from a current one without asking again.
@@ -81,16 +86,23 @@ impl PgStore {
         let store = PgStore {
             backend: Backend {
                 bridge: Bridge::new(pool)?,
-                sql: Arc::new(Sql::new(schema)),
+                sql: Arc::new(Sql::new(schema, &instance_name())),
             },
             target,
         };
         let pool = store.backend.bridge.pool.clone();
         let create = store.backend.sql.create_schema.clone();
+        let prune = store.backend.sql.prune_floors.clone();
         store.backend.bridge.run(async move {
             let connection = pool.get().await.map_err(|error| pool_error(&error))?;
             connection
                 .batch_execute(&create)
+                .await
+                .map_err(|error| client_error(&error))?;
+            // Every instance that ever opened the store left a floor row; all but the highest
+            // are no floor at all.
+            connection
+                .batch_execute(&prune)
                 .await
                 .map_err(|error| client_error(&error))
         })?;
@@ -110,6 +122,15 @@ impl PgStore {
     pub fn target(&self) -> &str {
         &self.target
     }
+}
+
+/// A name for this instance's clock floor row that no other open store has: the process id
+/// hashed with a key the standard library draws at random for each hasher it makes.
+fn instance_name() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
+    hasher.write_u32(std::process::id());
+    format!("{:016x}", hasher.finish())
 }
 
 /// The client's configuration for `url`, as tokio-postgres reads it: every host and port the
@@ -170,6 +191,19 @@ impl Storage for PgStore {
         let (transaction, fetched) = self
             .backend
             .begin_fetching(&self.backend.sql.begin_write, keys)?;
+        Ok(Box::new(OverlayWrite::new(PgBase {
+            transaction,
+            prefetched: fetched.into_iter().collect(),
+        })))
+    }
+
+    fn write_reading_shards(
+        &self,
+        shards: &[u64],
+        keys: &[(Table, &[u8])],
+    ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        let begin = self.backend.sql.begin_write_shards(shards);
+        let (transaction, fetched) = self.backend.begin_fetching(&begin, keys)?;
         Ok(Box::new(OverlayWrite::new(PgBase {
             transaction,
             prefetched: fetched.into_iter().collect(),

@@ -34,6 +34,15 @@ pub(crate) struct Sql {
     /// The clock and the catalog epoch as two columns (see `begin_read`).
     clock_columns: String,
     pub(crate) begin_write: String,
+    /// The start of a transaction that writes only some shards: the store-wide lock shared;
+    /// [`Sql::begin_write_shards`] adds the shards' own locks and the clock.
+    begin_shared: String,
+    /// The clock and epoch statement.
+    clock: String,
+    /// What each shard's lock key is derived from, with the shard's number after it.
+    shard_lock_prefix: String,
+    /// Deletes the floor rows below the highest (kept: the highest is the floor).
+    pub(crate) prune_floors: String,
     pub(crate) create_schema: String,
     gets: Vec<String>,
     get_anys: Vec<String>,
@@ -53,42 +62,55 @@ fn lock_key(name: &str) -> i64 {
     (hash >> 1) as i64
 }
 
+/// The statements that create a store's schema and tables where missing (`s`: the schema's
+/// quoted name), under a lock so that instances starting together do not race.
+fn create_schema(schema: &str, s: &str) -> String {
+    let schema_lock = lock_key(&format!("lethedb-schema:{schema}"));
+    let mut create = format!(
+        "BEGIN; SET LOCAL client_min_messages = warning; \
+         SELECT pg_advisory_xact_lock({schema_lock}); CREATE SCHEMA IF NOT EXISTS {s}; \
+         CREATE TABLE IF NOT EXISTS {s}.meta (name text PRIMARY KEY, value int8 NOT NULL); \
+         INSERT INTO {s}.meta (name, value) VALUES ('schema_version', 1), \
+         ('catalog_epoch', 0), ('clock_floor_ms', 0) ON CONFLICT (name) DO NOTHING; "
+    );
+    for table in Table::ALL {
+        create.push_str(&format!(
+            "CREATE TABLE IF NOT EXISTS {s}.{} (k bytea PRIMARY KEY, v bytea NOT NULL); ",
+            TABLE_NAMES[table as usize]
+        ));
+    }
+    create.push_str("COMMIT");
+    create
+}
+
 /// Quotes an identifier for SQL.
 fn quote(identifier: &str) -> String {
     format!("\"{}\"", identifier.replace('"', "\"\""))
 }
 
 impl Sql {
-    pub(crate) fn new(schema: &str) -> Sql {
+    /// The statements of a store in `schema`, for the instance `instance` (a name no other
+    /// open store shares: it names this instance's clock floor row).
+    pub(crate) fn new(schema: &str, instance: &str) -> Sql {
         let s = quote(schema);
+        let floor_name = format!("clock_floor_ms:{}", instance.replace('\'', ""));
         let name = |table: Table| format!("{s}.{}", TABLE_NAMES[table as usize]);
-        // The store-wide advisory lock every write transaction holds: writers on every instance
-        // apply one group at a time, as the single writer of one process does.
+        // The store-wide advisory lock every write transaction holds: exclusively (writers on
+        // every instance then apply one group at a time, as the single writer of one process
+        // does), or shared, by a transaction that writes only its shards and holds their own
+        // locks (`begin_write_shards`).
         let write_lock = lock_key(&format!("lethedb-write:{schema}"));
-        let schema_lock = lock_key(&format!("lethedb-schema:{schema}"));
-        // The store's clock, read once per transaction: PostgreSQL's, never below the floor
-        // every commit raises (so time does not run back after a failover to a replica whose
-        // clock is behind), with the catalog epoch beside it.
+        // The store's clock, read once per transaction: PostgreSQL's, never below the floors
+        // that commits raise (so time does not run back after a failover to a replica whose
+        // clock is behind), with the catalog epoch beside it. Each instance raises a floor row
+        // of its own (`clock_floor_ms:<instance>`), so commits of different instances never
+        // wait for one row; the clock is the highest of them.
         let clock_columns = format!(
             "greatest((extract(epoch FROM clock_timestamp()) * 1000)::int8, \
-             (SELECT value FROM {s}.meta WHERE name = 'clock_floor_ms')), \
+             (SELECT max(value) FROM {s}.meta WHERE name LIKE 'clock\\_floor\\_ms%')), \
              (SELECT value FROM {s}.meta WHERE name = 'catalog_epoch')"
         );
         let clock = format!("SELECT {clock_columns}");
-        let mut create_schema = format!(
-            "BEGIN; SET LOCAL client_min_messages = warning; \
-             SELECT pg_advisory_xact_lock({schema_lock}); CREATE SCHEMA IF NOT EXISTS {s}; \
-             CREATE TABLE IF NOT EXISTS {s}.meta (name text PRIMARY KEY, value int8 NOT NULL); \
-             INSERT INTO {s}.meta (name, value) VALUES ('schema_version', 1), \
-             ('catalog_epoch', 0), ('clock_floor_ms', 0) ON CONFLICT (name) DO NOTHING; "
-        );
-        for table in Table::ALL {
-            create_schema.push_str(&format!(
-                "CREATE TABLE IF NOT EXISTS {} (k bytea PRIMARY KEY, v bytea NOT NULL); ",
-                name(table)
-            ));
-        }
-        create_schema.push_str("COMMIT");
         Sql {
             schema: s.clone(),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; {clock}"),
@@ -96,7 +118,12 @@ impl Sql {
             begin_write: format!(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({write_lock}); {clock}"
             ),
-            create_schema,
+            begin_shared: format!(
+                "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared({write_lock}); "
+            ),
+            clock,
+            shard_lock_prefix: format!("lethedb-shard:{schema}:"),
+            create_schema: create_schema(schema, &s),
             gets: Table::ALL
                 .iter()
                 .map(|&t| format!("SELECT v FROM {} WHERE k = $1", name(t)))
@@ -120,12 +147,36 @@ impl Sql {
                 .map(|&t| format!("DELETE FROM {} WHERE k = ANY($1::bytea[])", name(t)))
                 .collect(),
             raise_floor: format!(
-                "UPDATE {s}.meta SET value = greatest(value, $1) WHERE name = 'clock_floor_ms'"
+                "INSERT INTO {s}.meta (name, value) VALUES ('{floor_name}', $1) \
+                 ON CONFLICT (name) DO UPDATE SET value = greatest({s}.meta.value, EXCLUDED.value)"
+            ),
+            prune_floors: format!(
+                "DELETE FROM {s}.meta WHERE name LIKE 'clock\\_floor\\_ms:%' AND value < \
+                 (SELECT max(value) FROM {s}.meta WHERE name LIKE 'clock\\_floor\\_ms%')"
             ),
             bump_epoch: format!(
                 "UPDATE {s}.meta SET value = value + 1 WHERE name = 'catalog_epoch'"
             ),
         }
+    }
+
+    /// The start of a write transaction that writes only what the shard locks `shards` cover:
+    /// the store-wide lock shared (so catalog changes, which take it exclusively, wait), then
+    /// each shard's lock in ascending order (so two transactions never wait on each other in a
+    /// cycle), then the clock. Transactions of disjoint shards run side by side.
+    pub(crate) fn begin_write_shards(&self, shards: &[u64]) -> String {
+        let mut keys: Vec<i64> = shards
+            .iter()
+            .map(|shard| lock_key(&format!("{}{shard}", self.shard_lock_prefix)))
+            .collect();
+        keys.sort_unstable();
+        keys.dedup();
+        let mut text = self.begin_shared.clone();
+        for key in keys {
+            text.push_str(&format!("SELECT pg_advisory_xact_lock({key}); "));
+        }
+        text.push_str(&self.clock);
+        text
     }
 
     /// A look ([`crate::Storage::look`]): the clock and epoch, then the value of one key per
@@ -206,7 +257,7 @@ mod tests {
 
     #[test]
     fn scan_pages_bind_only_the_bounds_they_have() {
-        let sql = Sql::new("lethedb");
+        let sql = Sql::new("lethedb", "test");
         let (text, parameters) = sql.scan_page(Table::Items, &KeyRange::prefix(b"ab"), false);
         assert_eq!(
             text,
@@ -228,7 +279,18 @@ mod tests {
     #[test]
     fn names_are_quoted_and_locks_differ_per_schema() {
         assert_eq!(quote("we\"ird"), "\"we\"\"ird\"");
-        assert_ne!(Sql::new("a").begin_write, Sql::new("b").begin_write);
+        assert_ne!(
+            Sql::new("a", "i").begin_write,
+            Sql::new("b", "i").begin_write
+        );
+        let shards = Sql::new("a", "i").begin_write_shards(&[7, 3, 7]);
+        assert_eq!(
+            shards.matches("pg_advisory_xact_lock(").count(),
+            2,
+            "{shards}"
+        );
+        assert!(shards.contains("pg_advisory_xact_lock_shared("), "{shards}");
+        assert_ne!(shards, Sql::new("b", "i").begin_write_shards(&[7, 3]));
         assert!(lock_key("a") >= 0 && lock_key("b") >= 0);
     }
 }

@@ -159,6 +159,70 @@ fn write_transactions_of_two_stores_take_turns() {
     );
 }
 
+/// Begins a write transaction on `store` in a thread (of the shards given, or store-wide),
+/// writes `key`, commits, and returns how long the start waited.
+fn write_in_thread(
+    store: &Arc<PgStore>,
+    shards: Option<Vec<u64>>,
+    key: &'static [u8],
+) -> std::thread::JoinHandle<Duration> {
+    let store = Arc::clone(store);
+    std::thread::spawn(move || {
+        let started = Instant::now();
+        let mut txn = match &shards {
+            Some(shards) => store.write_reading_shards(shards, &[]).expect("write"),
+            None => store.write().expect("write"),
+        };
+        let waited = started.elapsed();
+        txn.put(Table::Counters, key, b"1").expect("put");
+        txn.commit().expect("commit");
+        waited
+    })
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[test]
+fn writes_of_other_shards_commit_beside_an_open_one_and_the_same_shard_or_the_store_waits() {
+    let url = database_url();
+    let schema = Schema::new(&url);
+    let first = schema.open();
+    let second = Arc::new(schema.open());
+    let mut open = first.write_reading_shards(&[7, 1], &[]).expect("write");
+    open.put(Table::Counters, b"a", b"1").expect("put");
+    let other_shard = write_in_thread(&second, Some(vec![2]), b"b");
+    let same_shard = write_in_thread(&second, Some(vec![3, 7]), b"c");
+    let whole_store = write_in_thread(&second, None, b"d");
+    let other_waited = other_shard.join().expect("thread");
+    std::thread::sleep(Duration::from_millis(300));
+    open.commit().expect("commit");
+    let (same_waited, store_waited) = (
+        same_shard.join().expect("thread"),
+        whole_store.join().expect("thread"),
+    );
+    assert!(
+        other_waited < Duration::from_millis(250),
+        "another shard's write waited for the open one ({other_waited:?})"
+    );
+    assert!(
+        same_waited >= Duration::from_millis(250),
+        "a write of a shard held by an open transaction began ({same_waited:?})"
+    );
+    assert!(
+        store_waited >= Duration::from_millis(250),
+        "a store-wide write began beside an open shard write ({store_waited:?})"
+    );
+    let read = first.read().expect("snapshot");
+    for key in [b"a", b"b", b"c", b"d"] {
+        assert_eq!(
+            read.get(Table::Counters, key).expect("get"),
+            Some(b"1".to_vec())
+        );
+    }
+}
+
 #[cfg_attr(
     not(lethedb_test_postgres),
     ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
