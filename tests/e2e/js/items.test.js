@@ -179,8 +179,9 @@ test("an item over 2 MiB is 413", () =>
     assert.equal((await container.items.create({ id: "large", pk: "p", blob: "x".repeat(1024 * 1024) })).statusCode, 201);
   }));
 
-// Ids the service accepts although they need escaping in a URL path ('/', '\\', '?' and '#' it refuses).
-const AWKWARD_IDS = ["with space", "ünïcødé-日本", "plus+sign", "percent%20", "quote'd\"double", "colon:semi;comma,",
+// Ids the service accepts although they need escaping in a URL path ('/', '\\' and '#' it refuses;
+// '?' it refuses in other resources' ids, not in an item's, as the SDK's own tests show).
+const AWKWARD_IDS = ["question?mark", "with space", "ünïcødé-日本", "plus+sign", "percent%20", "quote'd\"double", "colon:semi;comma,",
   "amp&eq=", "tilde~star*", "@at$dollar", "(paren)[bracket]{brace}", "emoji🐎", "..."];
 
 test("ids that need escaping round-trip through create, read, replace, query and delete", () =>
