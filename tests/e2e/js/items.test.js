@@ -232,6 +232,24 @@ test("a batch replace whose body has another id renames the item", () =>
     assert.deepEqual(resources, ["new"]);
   }));
 
+// The SDK's bulk with `continueOnError: false` sends `x-ms-cosmos-batch-continue-on-error: false`:
+// after the first failed operation the service attempts none of the rest and answers each 424,
+// as the SDK's own bulk test expects; by default every operation runs.
+test("bulk with continueOnError false answers 424 for the operations after a failure", () =>
+  withContainer(async (container) => {
+    const operations = (suffix) => [
+      { operationType: "Create", resourceBody: { id: `first${suffix}`, pk: "p" } },
+      { operationType: "Create", resourceBody: { id: `bad${suffix}`, pk: "p", ttl: -10 } },
+      { operationType: "Create", resourceBody: { id: `after${suffix}`, pk: "p" } },
+    ];
+    const stopped = await container.items.bulk(operations("-stop"), { continueOnError: false });
+    assert.deepEqual(stopped.map((result) => result.statusCode), [201, 400, 424]);
+    const continued = await container.items.bulk(operations("-go"));
+    assert.deepEqual(continued.map((result) => result.statusCode), [201, 400, 201]);
+    const { resources } = await container.items.query("SELECT VALUE c.id FROM c").fetchAll();
+    assert.deepEqual(resources.sort(), ["after-go", "first-go", "first-stop"]);
+  }));
+
 test("an upsert with If-Match creates a missing item and checks an existing one", () =>
   withContainer(async (container) => {
     const ifMatch = (condition) => ({ accessCondition: { type: "IfMatch", condition } });
