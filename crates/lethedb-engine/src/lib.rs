@@ -46,7 +46,9 @@ pub use error::{EngineError, EngineResult, ErrorCode};
 pub use feed::change_feed::{ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart};
 pub use feed::cursor::FeedCursor;
 pub use index::check::IndexCheck;
-pub use items::batch::{entry_request_units, parse_batch, BatchEffect, BatchEntry, BatchOperation};
+pub use items::batch::{
+    entry_request_units, parse_batch, BatchEffect, BatchEntry, BatchMode, BatchOperation,
+};
 pub use items::patch::{apply_patch, parse_patch};
 pub use items::rules::WriteMode;
 pub use items::{Feed, ItemDeleted, ItemOutcome, StoredItem};

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::ast::{for_each_child, for_each_query_expr};
-use crate::ast::{BinaryOp, Expr, Query, Source};
+use crate::ast::{BinaryOp, Expr, Query, SortKey, Source, UnaryOp};
 use crate::context::{Context, LikePatterns, UdfHost};
 use crate::error::QueryError;
 use crate::functions;
@@ -44,7 +44,10 @@ pub struct PreparedInner {
     pub(crate) query: Query,
     pub(crate) plan: QueryPlan,
     pub(crate) context: Context,
+    /// The text and bound values (`Prepared::fingerprint`).
     pub(crate) fingerprint: u64,
+    /// What continuation tokens are bound to (`fingerprints`).
+    pub(crate) token_fingerprint: u64,
     pub(crate) mode: Mode,
     /// The query as the client wrote it, when a container's computed properties rewrote it
     /// (see `computed.rs`): the client plan describes the written text, whose rewritten
@@ -136,16 +139,7 @@ pub(crate) fn prepare_parsed(
     } else {
         Mode::Stream
     };
-    // The token fingerprint covers the text and the bound values, so a token is honoured only
-    // by the very query that made it.
-    let mut sorted_parameters: Vec<(&String, &Value)> = bound.iter().collect();
-    sorted_parameters.sort_by(|a, b| a.0.cmp(b.0));
-    let parameters_text = sorted_parameters
-        .iter()
-        .map(|(name, value)| format!("{name}={}", value::canonical_key(Some(value))))
-        .collect::<Vec<_>>()
-        .join("\u{0}");
-    let fingerprint = token::fingerprint(&[text.as_bytes(), parameters_text.as_bytes()]);
+    let (fingerprint, token_fingerprint) = fingerprints(&query, text, mode, &bound);
     Ok(PreparedInner {
         query,
         plan,
@@ -159,6 +153,7 @@ pub(crate) fn prepare_parsed(
             full_text: Arc::default(),
         },
         fingerprint,
+        token_fingerprint,
         mode,
         written: None,
         ranking,
@@ -188,8 +183,8 @@ impl Prepared {
         &self.inner.query
     }
 
-    /// A hash of the query's text and bound parameter values (what continuation tokens are
-    /// checked against): equal for two preparations of the same query.
+    /// A hash of the query's text and bound parameter values: equal for two preparations of the
+    /// same query. Continuation tokens are checked against a hash of their own (`fingerprints`).
     pub fn fingerprint(&self) -> u64 {
         self.inner.fingerprint
     }
@@ -303,6 +298,105 @@ pub(crate) fn pinned_values(
         values.push(pinned);
     }
     Some(values)
+}
+
+/// Two hashes of the query: of its text and bound parameter values, equal for two preparations
+/// of the same query; and of what a continuation token is bound to, which is the same except,
+/// for an ORDER BY page, the conditions an SDK adds to the filter when it resumes.
+///
+/// Resuming an ORDER BY query across ranges, the SDKs (the JavaScript SDK from 4.x, the .NET
+/// SDK) fill the `{documentdb-formattableorderbyquery-filter}` placeholder of the client plan's
+/// range query with a comparison of the ORDER BY items against the last values they returned
+/// (`c.sequence >= 4`) instead of `true`, and send the range's token with that text. An ORDER BY
+/// token holds the last row's position in the sort, not a count of the rows before it, and every
+/// row after that position passes such a condition, so the position means the same under either
+/// text. Everything else stays bound: the source and joins, the projection, DISTINCT, TOP,
+/// OFFSET/LIMIT (the token's count of rows produced is relative to them; the SDKs apply what is
+/// left of them on the client and never rewrite them in the range query), the ORDER BY items and
+/// directions, and any other condition. Other pages (streamed, materialized) bind the exact
+/// text: their positions (a key, a row count, an index into the result) depend on the filter.
+fn fingerprints(
+    query: &Query,
+    text: &str,
+    mode: Mode,
+    bound: &HashMap<String, Value>,
+) -> (u64, u64) {
+    let mut sorted_parameters: Vec<(&String, &Value)> = bound.iter().collect();
+    sorted_parameters.sort_by(|a, b| a.0.cmp(b.0));
+    let parameters_text = sorted_parameters
+        .iter()
+        .map(|(name, value)| format!("{name}={}", value::canonical_key(Some(value))))
+        .collect::<Vec<_>>()
+        .join("\u{0}");
+    let exact = token::fingerprint(&[text.as_bytes(), parameters_text.as_bytes()]);
+    if mode != Mode::Ordered {
+        return (exact, exact);
+    }
+    let mut shape = query.clone();
+    shape.filter = query
+        .filter
+        .as_ref()
+        .and_then(|filter| without_resume_conditions(filter, &query.order_by));
+    // The mode's name sets this text apart from every text hashed as written.
+    let shape_text = format!("ordered\u{0}{shape}");
+    let bound = token::fingerprint(&[shape_text.as_bytes(), parameters_text.as_bytes()]);
+    (exact, bound)
+}
+
+/// `filter` without its top-level AND terms that are resume conditions, or `None` when none is
+/// left.
+fn without_resume_conditions(filter: &Expr, keys: &[SortKey]) -> Option<Expr> {
+    let mut kept = Vec::new();
+    collect_kept_terms(filter, keys, &mut kept);
+    kept.into_iter()
+        .reduce(|left, right| Expr::Binary(BinaryOp::And, Box::new(left), Box::new(right)))
+}
+
+fn collect_kept_terms(expr: &Expr, keys: &[SortKey], kept: &mut Vec<Expr>) {
+    match expr {
+        Expr::Binary(BinaryOp::And, left, right) => {
+            collect_kept_terms(left, keys, kept);
+            collect_kept_terms(right, keys, kept);
+        }
+        _ if is_resume_condition(expr, keys) => {}
+        _ => kept.push(expr.clone()),
+    }
+}
+
+/// `true`, or comparisons of ORDER BY items with constants joined by AND, OR and NOT: the
+/// shapes of the filters the SDKs resume with. A comparison with a parameter is not one (no
+/// SDK writes one), so it stays bound with the parameter's value.
+fn is_resume_condition(expr: &Expr, keys: &[SortKey]) -> bool {
+    let is_key = |expr: &Expr| keys.iter().any(|key| key.expr == *expr);
+    match expr {
+        Expr::Literal(Value::Bool(true)) => true,
+        Expr::Unary(UnaryOp::Not, inner) => is_resume_condition(inner, keys),
+        Expr::Binary(BinaryOp::And | BinaryOp::Or, left, right) => {
+            is_resume_condition(left, keys) && is_resume_condition(right, keys)
+        }
+        Expr::Binary(
+            BinaryOp::Equal
+            | BinaryOp::NotEqual
+            | BinaryOp::Less
+            | BinaryOp::LessOrEqual
+            | BinaryOp::Greater
+            | BinaryOp::GreaterOrEqual,
+            left,
+            right,
+        ) => (is_key(left) && is_constant(right)) || (is_constant(left) && is_key(right)),
+        _ => false,
+    }
+}
+
+/// A value written out in the text: a literal, a signed number, or an array or object of them.
+fn is_constant(expr: &Expr) -> bool {
+    match expr {
+        Expr::Literal(_) | Expr::Undefined => true,
+        Expr::Unary(UnaryOp::Negate | UnaryOp::Plus, inner) => is_constant(inner),
+        Expr::Array(items) => items.iter().all(is_constant),
+        Expr::Object(members) => members.iter().all(|(_, value)| is_constant(value)),
+        _ => false,
+    }
 }
 
 /// The alias of a root source that binds the whole document (`FROM c`), if that is the source.

@@ -1,8 +1,8 @@
 //! Continuation tokens: where a page ended, as opaque text the client sends back.
 //!
 //! A token is base64url (no padding) of a small JSON object that carries a fingerprint of the
-//! query and its parameters, so a token from another query is refused instead of silently
-//! resuming at a wrong place. Decoding never panics: damaged text is `InvalidContinuation`.
+//! query and its parameters (what it covers is `prepared.rs`'s `fingerprints`), so a token
+//! from another query is refused instead of silently resuming at a wrong place. Decoding never panics: damaged text is `InvalidContinuation`.
 //! This module knows nothing of how positions are used; `paging.rs` does.
 
 use serde_json::{json, Value};

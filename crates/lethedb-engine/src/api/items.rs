@@ -10,7 +10,9 @@ use crate::container::Container;
 use crate::counters::{decode_counters, read_container_counters, read_counters};
 use crate::engine::Engine;
 use crate::error::{corrupted, writer_busy, EngineError, EngineResult, ErrorCode};
-use crate::items::batch::{check_batch_partition_key, run_batch, BatchEntry, BatchOperation};
+use crate::items::batch::{
+    check_batch_partition_key, run_batch, BatchEntry, BatchMode, BatchOperation,
+};
 use crate::items::patch::{apply_patch_item, parse_patch};
 use crate::items::purge::apply_delete_partition;
 use crate::items::rules::document_partition_key;
@@ -128,8 +130,8 @@ impl Engine {
 
     /// Runs a batch in one writer job. Atomic: all or nothing, and on failure the failing
     /// operation's error with "not attempted" for every other; every write of a committed
-    /// atomic batch takes the same, next LSN (as the service's batch does). Non-atomic: each
-    /// operation on its own. A failure of the service rather than of an operation fails the
+    /// atomic batch takes the same, next LSN (as the service's batch does). Bulk: each operation
+    /// on its own, or, told to stop on an error, none after the first failure (`BatchMode`). A failure of the service rather than of an operation fails the
     /// whole request. Returns the entries, whether the batch succeeded, and the container's
     /// LSN after it (for the session token).
     pub async fn execute_batch(
@@ -137,10 +139,11 @@ impl Engine {
         container: &Arc<Container>,
         partition_key: Option<PartitionKeyValue>,
         operations: Vec<BatchOperation>,
-        atomic: bool,
+        mode: BatchMode,
     ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
         let resolved = Arc::clone(container);
         // Only an atomic batch is known to stay in one logical partition.
+        let atomic = mode == BatchMode::Atomic;
         let point = atomic
             .then(|| point_of(container, partition_key.as_ref()))
             .flatten();
@@ -159,7 +162,7 @@ impl Engine {
                     let lsn = read_counters(context.reader(), &container, shard)?.lsn;
                     context.pinned_lsn = Some(lsn + 1);
                 }
-                let outcome = run_batch(context, &container, partition_key, operations, atomic);
+                let outcome = run_batch(context, &container, partition_key, operations, mode);
                 context.pinned_lsn = None;
                 let (entries, succeeded) = outcome?;
                 let lsn = match shard {

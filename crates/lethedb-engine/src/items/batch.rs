@@ -1,7 +1,7 @@
 //! Transactional batches and bulk: several item operations on one partition key in one writer
 //! job. An atomic batch commits all of its operations or none (a savepoint undoes what earlier
 //! operations wrote when a later one fails); a non-atomic one (bulk) reports each operation's
-//! own outcome. Each operation follows exactly the rules of its single-item counterpart.
+//! own outcome, or, told to stop on an error, attempts none after the first failure. Each operation follows exactly the rules of its single-item counterpart.
 
 use crate::container::Container;
 use crate::error::{EngineError, EngineResult, ErrorCode};
@@ -56,6 +56,20 @@ pub struct BatchOutcome {
 /// atomic batch did not attempt because another failed carries
 /// [`ErrorCode::BatchOperationNotAttempted`].
 pub type BatchEntry = Result<BatchOutcome, EngineError>;
+
+/// How a batch treats a failed operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BatchMode {
+    /// A transactional batch: one failure undoes every operation, and each other one is "not
+    /// attempted" (424).
+    Atomic,
+    /// Bulk: every operation runs, and each reports its own outcome.
+    ContinueOnError,
+    /// Bulk with `x-ms-cosmos-batch-continue-on-error: false`: the operations before the first
+    /// failure keep their effects and outcomes, and those after it are "not attempted" (424),
+    /// as the service answers them.
+    StopOnError,
+}
 
 /// What a failed operation costs: one unit, as the service charges; one not attempted is free.
 const FAILED_OPERATION_REQUEST_UNITS: f64 = 1.0;
@@ -263,7 +277,7 @@ pub(crate) fn run_batch(
     container: &Arc<Container>,
     partition_key: Option<PartitionKeyValue>,
     operations: Vec<BatchOperation>,
-    atomic: bool,
+    mode: BatchMode,
 ) -> EngineResult<(Vec<BatchEntry>, bool)> {
     let batch_savepoint = context.savepoint();
     let count = operations.len();
@@ -281,18 +295,28 @@ pub(crate) fn run_batch(
                     context.rollback_to(batch_savepoint);
                     return Err(error);
                 }
-                if atomic {
-                    context.rollback_to(batch_savepoint);
-                    let mut all: Vec<BatchEntry> = (0..count)
-                        .map(|_| Err(EngineError::new(ErrorCode::BatchOperationNotAttempted)))
-                        .collect();
-                    all[index] = Err(error);
-                    return Ok((all, false));
+                match mode {
+                    BatchMode::Atomic => {
+                        context.rollback_to(batch_savepoint);
+                        let mut all: Vec<BatchEntry> =
+                            (0..count).map(|_| not_attempted()).collect();
+                        all[index] = Err(error);
+                        return Ok((all, false));
+                    }
+                    BatchMode::StopOnError => {
+                        results.push(Err(error));
+                        results.extend((index + 1..count).map(|_| not_attempted()));
+                        break;
+                    }
+                    BatchMode::ContinueOnError => results.push(Err(error)),
                 }
-                results.push(Err(error));
             }
         }
     }
     context.release(batch_savepoint);
     Ok((results, true))
+}
+
+fn not_attempted() -> BatchEntry {
+    Err(EngineError::new(ErrorCode::BatchOperationNotAttempted))
 }

@@ -16,7 +16,7 @@
 use crate::container::Container;
 use crate::error::{item_conflict, item_not_found, precondition_failed};
 use crate::error::{EngineError, EngineResult, ErrorCode};
-use crate::limits::{validate_id, ITEM_BYTES_MAX};
+use crate::limits::{validate_item_id, ITEM_BYTES_MAX};
 use crate::partitions::partition_key::{PartitionKeyValue, PARTITION_KEY_BYTES_MAX};
 use crate::records::SYSTEM_PROPERTIES;
 use crate::{rids, ttl};
@@ -97,7 +97,7 @@ pub(crate) fn prepare_body(body: Value) -> EngineResult<Body> {
         return Err(EngineError::new(ErrorCode::InvalidDocument));
     };
     let id = body_id(&map)?;
-    validate_id(&id)?;
+    validate_item_id(&id)?;
     for name in SYSTEM_PROPERTIES {
         map.shift_remove(name);
     }

@@ -129,6 +129,39 @@ fn invalid_definition(why: &str) -> EngineError {
     )
 }
 
+/// One path of a partition key definition, refused with the service's message when it does not
+/// start with `/`, does not parse, or holds whitespace inside an unquoted name (`/id ds`).
+/// The position the service names is where it stopped reading; here it is the first character
+/// found wrong, which for these cases is where the service's parser stops as far as its
+/// messages in the SDKs' tests show (an uncertain detail).
+fn parse_key_path(text: &str) -> EngineResult<Vec<String>> {
+    let refused = |position: usize| {
+        EngineError::with_message(
+            ErrorCode::InvalidPartitionKeyDefinition,
+            format!(
+                "The partition key component definition path '{text}' could not be accepted, failed near position '{position}'. Partition key paths must contain only valid characters and not contain a trailing slash or wildcard character."
+            ),
+        )
+    };
+    if !text.starts_with('/') {
+        return Err(refused(0));
+    }
+    let names = parse_path(text).ok_or_else(|| refused(text.len()))?;
+    // An unquoted name is trimmed, so whitespace inside it is whitespace between two words.
+    let inner_space = text.char_indices().skip(1).find(|&(at, character)| {
+        character.is_whitespace() && !text[..at].contains(['"', '\'']) && {
+            let segment_start = text[..at].rfind('/').map_or(0, |slash| slash + 1);
+            let before = text[segment_start..at].trim();
+            let after = text[at..].split('/').next().unwrap_or_default().trim();
+            !before.is_empty() && !after.is_empty()
+        }
+    });
+    match inner_space {
+        Some((at, _)) => Err(refused(at)),
+        None => Ok(names),
+    }
+}
+
 /// The definition's kind (`Hash` or `MultiHash`) and hash version, with their defaults, checked
 /// against each other and against the number of paths.
 fn kind_and_version(
@@ -208,11 +241,7 @@ impl PartitionKeyDefinition {
             let Value::String(text) = raw else {
                 return Err(invalid_definition("each path must be a string"));
             };
-            paths.push(
-                parse_path(text).ok_or_else(|| {
-                    invalid_definition(&format!("the path '{text}' is not valid"))
-                })?,
-            );
+            paths.push(parse_key_path(text)?);
             path_strings.push(Value::String(text.clone()));
         }
         let mut resource = Map::new();
@@ -341,6 +370,27 @@ pub(crate) fn parse_path(text: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_definition_path_with_a_space_inside_a_name_or_without_a_slash_is_refused() {
+        let message = |path: &str| {
+            PartitionKeyDefinition::from_container_body(Some(&json!({"paths": [path]})))
+                .err()
+                .map(|error| (error.code, error.message))
+        };
+        let refusal = |path: &str, position: usize| {
+            Some((
+                ErrorCode::InvalidPartitionKeyDefinition,
+                Some(format!("The partition key component definition path '{path}' could not be accepted, failed near position '{position}'. Partition key paths must contain only valid characters and not contain a trailing slash or wildcard character.")),
+            ))
+        };
+        assert_eq!(message("/id ds"), refusal("/id ds", 3));
+        assert_eq!(message("/a/b c/d"), refusal("/a/b c/d", 4));
+        assert_eq!(message("id"), refusal("id", 0));
+        for accepted in ["/id", "/ padded ", "/\"a b\"/c", "/'x y'"] {
+            assert_eq!(message(accepted), None, "{accepted}");
+        }
+    }
 
     #[test]
     fn paths_with_quoted_segments_parse_as_the_service_reads_them() {

@@ -2,6 +2,7 @@
 //! each operation on its own; partition deletes.
 
 use crate::common::{engine_with_container, pk, resolved};
+use lethedb_engine::BatchMode;
 use lethedb_engine::RangeFilter;
 
 use lethedb_engine::ErrorCode;
@@ -72,7 +73,12 @@ async fn a_successful_batch_applies_every_operation_in_order() {
     ]))
     .expect("parse");
     let (results, succeeded, _) = engine
-        .execute_batch(&resolved(&engine, "c"), pk("p"), operations, true)
+        .execute_batch(
+            &resolved(&engine, "c"),
+            pk("p"),
+            operations,
+            BatchMode::Atomic,
+        )
         .await
         .expect("batch");
     assert!(succeeded);
@@ -112,7 +118,12 @@ async fn a_failing_operation_undoes_the_whole_batch() {
     ]))
     .expect("parse");
     let (results, succeeded, _) = engine
-        .execute_batch(&resolved(&engine, "c"), pk("p"), operations, true)
+        .execute_batch(
+            &resolved(&engine, "c"),
+            pk("p"),
+            operations,
+            BatchMode::Atomic,
+        )
         .await
         .expect("batch");
     assert!(!succeeded);
@@ -160,7 +171,12 @@ async fn bulk_operations_succeed_or_fail_one_by_one_with_their_own_keys() {
     ]))
     .expect("parse");
     let (results, _, _) = engine
-        .execute_batch(&resolved(&engine, "c"), None, operations, false)
+        .execute_batch(
+            &resolved(&engine, "c"),
+            None,
+            operations,
+            BatchMode::ContinueOnError,
+        )
         .await
         .expect("bulk");
     assert_eq!(
@@ -172,6 +188,42 @@ async fn bulk_operations_succeed_or_fail_one_by_one_with_their_own_keys() {
         ]
     );
     assert_eq!(ids(&engine).await, vec!["a", "b", "existing"]);
+}
+
+#[tokio::test]
+async fn bulk_told_to_stop_on_an_error_attempts_nothing_after_the_first_failure() {
+    let engine = engine().await;
+    let operations = parse_batch(&json!([
+        {"operationType": "Create", "partitionKey": "[\"x\"]", "resourceBody": {"id": "a", "pk": "x"}},
+        {"operationType": "Create", "partitionKey": "[\"p\"]", "resourceBody": {"id": "existing", "pk": "p"}},
+        {"operationType": "Create", "partitionKey": "[\"y\"]", "resourceBody": {"id": "b", "pk": "y"}},
+        {"operationType": "Delete", "partitionKey": "[\"p\"]", "id": "existing"}
+    ]))
+    .expect("parse");
+    let (results, succeeded, _) = engine
+        .execute_batch(
+            &resolved(&engine, "c"),
+            None,
+            operations,
+            BatchMode::StopOnError,
+        )
+        .await
+        .expect("bulk");
+    assert!(succeeded, "a bulk request itself succeeds");
+    assert_eq!(
+        outcomes(&results),
+        vec![
+            Ok(BatchEffect::Created),
+            Err(ErrorCode::ItemIdConflict),
+            Err(ErrorCode::BatchOperationNotAttempted),
+            Err(ErrorCode::BatchOperationNotAttempted)
+        ]
+    );
+    assert_eq!(
+        ids(&engine).await,
+        vec!["a", "existing"],
+        "what came before the failure stays; nothing after it ran"
+    );
 }
 
 #[tokio::test]

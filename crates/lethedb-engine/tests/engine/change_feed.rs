@@ -4,6 +4,7 @@
 //! on late, whether the sweeper ran before or not), and retention.
 
 use crate::common::{pk, resolved};
+use lethedb_engine::BatchMode;
 use lethedb_engine::BatchOperation;
 use lethedb_engine::RangeFilter;
 use lethedb_engine::{
@@ -181,7 +182,12 @@ async fn pages_never_split_a_transaction() {
         })
         .collect();
     engine
-        .execute_batch(&resolved(&engine, "c"), pk("p"), operations, true)
+        .execute_batch(
+            &resolved(&engine, "c"),
+            pk("p"),
+            operations,
+            BatchMode::Atomic,
+        )
         .await
         .expect("batch");
     upsert(&engine, json!({"id": "last", "pk": "p"})).await;

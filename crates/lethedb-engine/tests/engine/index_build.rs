@@ -5,6 +5,7 @@
 //! helpers here serve `write_charges.rs` too.
 
 use crate::common::*;
+use lethedb_engine::BatchMode;
 use lethedb_engine::{
     BatchOperation, Container, Engine, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode,
 };
@@ -298,7 +299,7 @@ async fn random_write(engine: &Engine, rng: &mut Rng, step: u64) {
                 },
             ];
             engine
-                .execute_batch(&container, pk("p"), operations, false)
+                .execute_batch(&container, pk("p"), operations, BatchMode::ContinueOnError)
                 .await
                 .map(drop)
         }

@@ -5,6 +5,7 @@
 //! the snapshot the resolved container describes.
 
 use crate::common::{engine_with_container, pk, resolved};
+use lethedb_engine::BatchMode;
 use lethedb_engine::{
     parse_batch, Container, Engine, EngineResult, ErrorCode, ManualClock, PartitionKeyValue,
     RangeFilter, WriteMode,
@@ -60,11 +61,21 @@ async fn every_write(engine: &Engine, container: &Arc<Container>) -> Vec<EngineR
             .map(drop),
         engine.delete_partition(container, key).await.map(drop),
         engine
-            .execute_batch(container, pk("p"), batch().expect("batch"), true)
+            .execute_batch(
+                container,
+                pk("p"),
+                batch().expect("batch"),
+                BatchMode::Atomic,
+            )
             .await
             .map(drop),
         engine
-            .execute_batch(container, None, batch().expect("bulk"), false)
+            .execute_batch(
+                container,
+                None,
+                batch().expect("bulk"),
+                BatchMode::ContinueOnError,
+            )
             .await
             .map(drop),
     ]

@@ -4,6 +4,7 @@
 //! container. A refused write changes nothing.
 
 use crate::common::{config, engine_on_store, pk, resolved};
+use lethedb_engine::BatchMode;
 use lethedb_engine::{
     parse_batch, BatchEntry, Engine, ErrorCode, ManualClock, PartitionKeyValue, RangeFilter,
     ResourceKind, ResourceParent, TriggeredOperation, TriggeredWrite, WriteMode,
@@ -307,7 +308,7 @@ async fn a_batch_that_breaks_a_unique_key_fails_whole_and_bulk_fails_one() {
         let operations = parse_batch(&operations).expect("parse");
         let (results, succeeded, _) = world
             .engine
-            .execute_batch(&container, pk("p"), operations, true)
+            .execute_batch(&container, pk("p"), operations, BatchMode::Atomic)
             .await
             .expect("batch");
         assert!(!succeeded);
@@ -328,7 +329,7 @@ async fn a_batch_that_breaks_a_unique_key_fails_whole_and_bulk_fails_one() {
     .expect("parse");
     let (results, _, _) = world
         .engine
-        .execute_batch(&container, pk("p"), bulk, false)
+        .execute_batch(&container, pk("p"), bulk, BatchMode::ContinueOnError)
         .await
         .expect("bulk");
     assert_eq!(failures(&results), [None, Some(ErrorCode::ItemIdConflict)]);

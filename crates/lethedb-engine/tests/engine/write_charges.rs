@@ -5,6 +5,7 @@
 
 use crate::common::*;
 use crate::index_build::{build_to_the_end, create, current, document, replace_policy, START_MS};
+use lethedb_engine::BatchMode;
 use lethedb_engine::{BatchOperation, ManualClock, WriteMode};
 use serde_json::json;
 use std::sync::Arc;
@@ -59,7 +60,7 @@ async fn writes_are_charged_by_size_and_by_the_terms_the_policy_indexes() {
         partition_key: None,
     }];
     let (entries, _, _) = engine
-        .execute_batch(&container, pk("p"), operations, true)
+        .execute_batch(&container, pk("p"), operations, BatchMode::Atomic)
         .await
         .expect("batch");
     assert_eq!(entries[0].as_ref().expect("created").request_units, 7.15);

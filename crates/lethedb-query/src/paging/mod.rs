@@ -133,7 +133,7 @@ impl PageRun {
             ));
         }
         let position = continuation
-            .map(|text| token::decode(text, prepared.fingerprint))
+            .map(|text| token::decode(text, prepared.token_fingerprint))
             .transpose()?;
         let page_items_max = match prepared.plan.top {
             Some(top) if ranking::is_component_query(&prepared.query) => {
@@ -259,7 +259,7 @@ impl PageRun {
 
     /// Ends the page, after the engine got `Break` or ran out of documents (`exhausted`).
     pub fn finish(self, exhausted: bool) -> Result<Page, QueryError> {
-        let fingerprint = self.prepared.fingerprint;
+        let fingerprint = self.prepared.token_fingerprint;
         let scan_ended = exhausted || self.stopped;
         let (items, next) = match self.state {
             RunState::Stream(run) => run.finish(scan_ended, self.last_key),

@@ -10,8 +10,9 @@ use crate::error::{ApiResult, Code};
 use crate::json_text::{write_array, ObjectWriter};
 use crate::request::{header, parse_json};
 use crate::respond::Reply;
+use axum::http::HeaderMap;
 use axum::http::StatusCode;
-use lethedb_engine::{entry_request_units, BatchEffect};
+use lethedb_engine::{entry_request_units, BatchEffect, BatchMode};
 use lethedb_engine::{request_units, Container};
 use std::sync::Arc;
 
@@ -24,21 +25,30 @@ fn success_status(effect: BatchEffect) -> StatusCode {
     }
 }
 
+/// Transactional unless the client asks for bulk (non-atomic) explicitly; bulk goes on after a
+/// failed operation unless `x-ms-cosmos-batch-continue-on-error` is false (the JavaScript SDK's
+/// `continueOnError: false`).
+fn batch_mode(headers: &HeaderMap) -> BatchMode {
+    let is_true =
+        |name: &str| header(headers, name).map(|value| value.eq_ignore_ascii_case("true"));
+    match (
+        is_true("x-ms-cosmos-batch-atomic"),
+        is_true("x-ms-cosmos-batch-continue-on-error"),
+    ) {
+        (None | Some(true), _) => BatchMode::Atomic,
+        (Some(false), Some(false)) => BatchMode::StopOnError,
+        (Some(false), _) => BatchMode::ContinueOnError,
+    }
+}
+
 pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
     let head = context.head;
     let operations = lethedb_engine::parse_batch(&parse_json(context.body)?)?;
-    // Transactional unless the client asks for bulk (non-atomic) explicitly.
-    let atomic = header(context.headers, "x-ms-cosmos-batch-atomic")
-        .is_none_or(|v| v.eq_ignore_ascii_case("true"));
+    let mode = batch_mode(context.headers);
     let (results, succeeded, lsn) = context
         .state
         .engine
-        .execute_batch(
-            container,
-            head.partition_key()?.cloned(),
-            operations,
-            atomic,
-        )
+        .execute_batch(container, head.partition_key()?.cloned(), operations, mode)
         .await?;
     let minimal = head.prefers_minimal;
     let charge: f64 = results.iter().map(entry_request_units).sum();
@@ -88,4 +98,38 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
         }
         _ => reply.scoped_to(container, context.path, lsn, head.range_id),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn mode(pairs: &[(&'static str, &'static str)]) -> BatchMode {
+        let mut headers = HeaderMap::new();
+        for (name, value) in pairs {
+            headers.insert(*name, HeaderValue::from_static(value));
+        }
+        batch_mode(&headers)
+    }
+
+    #[test]
+    fn bulk_stops_on_an_error_only_when_told_to() {
+        const ATOMIC: &str = "x-ms-cosmos-batch-atomic";
+        const CONTINUE: &str = "x-ms-cosmos-batch-continue-on-error";
+        assert_eq!(mode(&[]), BatchMode::Atomic);
+        assert_eq!(
+            mode(&[(ATOMIC, "True"), (CONTINUE, "false")]),
+            BatchMode::Atomic
+        );
+        assert_eq!(mode(&[(ATOMIC, "False")]), BatchMode::ContinueOnError);
+        assert_eq!(
+            mode(&[(ATOMIC, "False"), (CONTINUE, "true")]),
+            BatchMode::ContinueOnError
+        );
+        assert_eq!(
+            mode(&[(ATOMIC, "False"), (CONTINUE, "false")]),
+            BatchMode::StopOnError
+        );
+    }
 }

@@ -160,6 +160,10 @@ fn the_body_rules() {
     check(json!({"id": 5}), Err(ErrorCode::InvalidDocument));
     check(json!({"id": ""}), Err(ErrorCode::InvalidId));
     check(json!({"id": "a/b"}), Err(ErrorCode::InvalidId));
+    check(json!({"id": "a\\b"}), Err(ErrorCode::InvalidId));
+    check(json!({"id": "a#b"}), Err(ErrorCode::InvalidId));
+    // An item's id may hold a `?`, as on the service; other resources' ids may not.
+    check(json!({"id": "a?b"}), Ok("a?b"));
     check(json!({"id": "i".repeat(256)}), Err(ErrorCode::InvalidId));
     check(json!({"id": "i".repeat(255)}), Ok(&"i".repeat(255)));
     check(

@@ -9,7 +9,7 @@ use crate::clock::{Clock, ManualClock};
 use crate::container::Container;
 use crate::engine::{Engine, EngineConfig};
 use crate::error::ErrorCode;
-use crate::items::batch::parse_batch;
+use crate::items::batch::{parse_batch, BatchMode};
 use crate::items::rules::WriteMode;
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
@@ -267,7 +267,9 @@ async fn step(engine: &Engine, clock: &ManualClock, rng: &mut Rng) {
                 {"operationType": "Upsert", "resourceBody": other},
             ]))
             .expect("batch");
-            let batch = engine.execute_batch(&container, pk, operations, true).await;
+            let batch = engine
+                .execute_batch(&container, pk, operations, BatchMode::Atomic)
+                .await;
             (batch.map(drop), Ok(()))
         }
         7 if rng.below(8) == 0 => {
