@@ -192,10 +192,13 @@ fn writes_of_other_shards_commit_beside_an_open_one_and_the_same_shard_or_the_st
     let second = Arc::new(schema.open());
     let mut open = first.write_reading_shards(&[7, 1], &[]).expect("write");
     open.put(Table::Counters, b"a", b"1").expect("put");
-    let other_shard = write_in_thread(&second, Some(vec![2]), b"b");
+    let other_waited = write_in_thread(&second, Some(vec![2]), b"b")
+        .join()
+        .expect("thread");
+    // Started after: PostgreSQL queues a shared request behind a waiting exclusive one, so a
+    // store-wide writer waiting first would hold the other shard's writer back too.
     let same_shard = write_in_thread(&second, Some(vec![3, 7]), b"c");
     let whole_store = write_in_thread(&second, None, b"d");
-    let other_waited = other_shard.join().expect("thread");
     std::thread::sleep(Duration::from_millis(300));
     open.commit().expect("commit");
     let (same_waited, store_waited) = (
