@@ -13,6 +13,8 @@ use serde_json::Value;
 use crate::ast::Expr;
 use crate::builtins::Builtin;
 use crate::error::QueryError;
+use crate::full_text::FullTextPolicy;
+use crate::functions::text::terms;
 use crate::paging::{Page, PageRun};
 use crate::prepared::{document_path, root_alias, Mode, Prepared};
 use crate::sargable::{exact_conjuncts, IndexConjunct};
@@ -28,6 +30,12 @@ pub enum CoveredAggregate {
     Min(Vec<String>),
     /// `MAX(path)`: undefined if any selected value is an array or object, else the greatest.
     Max(Vec<String>),
+    /// `SUM(_FullTextWordCount(path))`: the words of the texts at the path, stemmed in the
+    /// path's language (the hybrid pipelines' statistics query).
+    FullTextWords(Vec<String>),
+    /// `COUNTIF(FullTextContains(path, 'term'))`: the documents whose text at the path holds
+    /// every one of these stems (the term's words, in the path's language; none: no document).
+    FullTextHits(Vec<String>, Vec<String>),
 }
 
 /// A query an index can answer: its aggregates, in the order of the plan's aggregate calls,
@@ -64,7 +72,7 @@ impl Prepared {
         let aggregates = plan
             .aggregates
             .iter()
-            .map(|call| covered_call(call, alias))
+            .map(|call| covered_call(call, alias, &inner.context.full_text))
             .collect::<Option<Vec<_>>>()?;
         let conjuncts = match &query.filter {
             None => Vec::new(),
@@ -78,7 +86,7 @@ impl Prepared {
 }
 
 /// One aggregate call as an index answers it, if it can.
-fn covered_call(call: &Expr, alias: &str) -> Option<CoveredAggregate> {
+fn covered_call(call: &Expr, alias: &str, full_text: &FullTextPolicy) -> Option<CoveredAggregate> {
     let Expr::Call {
         builtin: Some(builtin),
         args,
@@ -106,6 +114,44 @@ fn covered_call(call: &Expr, alias: &str) -> Option<CoveredAggregate> {
         },
         Builtin::Min => path().map(CoveredAggregate::Min),
         Builtin::Max => path().map(CoveredAggregate::Max),
+        Builtin::Sum | Builtin::CountIf => full_text_call(*builtin, argument, alias, full_text),
+        _ => None,
+    }
+}
+
+/// `SUM(_FullTextWordCount(path))` or `COUNTIF(FullTextContains(path, 'term'))` (the hybrid
+/// statistics query's aggregates) over a path from the root that the evaluator stems in the
+/// path's own language, as its full-text entries are stemmed.
+fn full_text_call(
+    aggregate: Builtin,
+    argument: &Expr,
+    alias: &str,
+    full_text: &FullTextPolicy,
+) -> Option<CoveredAggregate> {
+    let Expr::Call {
+        builtin: Some(inner),
+        args,
+        ..
+    } = argument
+    else {
+        return None;
+    };
+    let text = args.first()?;
+    let path = document_path(text, alias).filter(|path| !path.is_empty())?;
+    let language = full_text.language_of_path(&path);
+    if full_text.language_of(Some(text)) != language {
+        return None;
+    }
+    match (aggregate, inner, args.as_slice()) {
+        (Builtin::Sum, Builtin::FullTextWordCount, [_]) => {
+            Some(CoveredAggregate::FullTextWords(path))
+        }
+        (Builtin::CountIf, Builtin::FullTextContains, [_, Expr::Literal(Value::String(term))]) => {
+            let mut stems = terms(term, language);
+            stems.sort_unstable();
+            stems.dedup();
+            Some(CoveredAggregate::FullTextHits(path, stems))
+        }
         _ => None,
     }
 }
