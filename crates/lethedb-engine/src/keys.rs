@@ -353,7 +353,34 @@ pub fn index_full_text_statistics_prefix(container_number: u64, path: &[String])
 }
 
 /// Where the kind byte sits in every index key of a container.
-pub const INDEX_KIND_OFFSET: usize = 8;
+const INDEX_KIND_OFFSET: usize = 8;
+
+/// The full-text statistics counter an index entry moves, and by how much: one document for a
+/// stem's impact entry (prefix, stem; then count, words and document: 16 bytes), the text's
+/// words for a length entry (prefix; then document and words: 12 bytes); none for any other.
+pub fn full_text_statistics_counter(key: &[u8]) -> Option<(Vec<u8>, i64)> {
+    let (tail, amount) = match *key.get(INDEX_KIND_OFFSET)? {
+        INDEX_KIND_FULL_TEXT_IMPACT => (16, 1),
+        INDEX_KIND_FULL_TEXT_LENGTH => {
+            let words: [u8; 4] = key.get(key.len().checked_sub(4)?..)?.try_into().ok()?;
+            (12, i64::from(u32::from_be_bytes(words)))
+        }
+        _ => return None,
+    };
+    let mut counter = key.get(..key.len().checked_sub(tail)?)?.to_vec();
+    counter[INDEX_KIND_OFFSET] = INDEX_KIND_FULL_TEXT_STATISTICS;
+    Some((counter, amount))
+}
+
+/// A full-text impact entry's parts after its stem's prefix (`prefix_bytes` long): how often
+/// the text holds the stem, the text's word count and the document number.
+pub fn full_text_impact_parts(key: &[u8], prefix_bytes: usize) -> Option<(u32, u32, u64)> {
+    let tail = key.get(prefix_bytes..)?;
+    let count = u32::from_be_bytes(tail.get(..4)?.try_into().ok()?);
+    let words = u32::from_be_bytes(tail.get(4..8)?.try_into().ok()?);
+    let document = u64::from_be_bytes(tail.get(8..16)?.try_into().ok()?);
+    Some((!count, words, !document))
+}
 
 /// Container number, `kind`, the path's segment count, then each segment length-prefixed.
 fn path_prefix(container_number: u64, kind: u8, path: &[String]) -> Vec<u8> {

@@ -106,7 +106,10 @@ fn full_text_entries(
         let mut at = 0;
         while at < stems.len() {
             let stem = &stems[at];
-            let count = stems[at..].iter().take_while(|other| *other == stem).count();
+            let count = stems[at..]
+                .iter()
+                .take_while(|other| *other == stem)
+                .count();
             at += count;
             let stem_key = full_text_stem_key(stem);
             out.push([prefix.as_slice(), &stem_key, &number.to_be_bytes()].concat());

@@ -128,9 +128,16 @@ pub(crate) fn replace_entries(
         context.put(Table::Index, key, &[])?;
     }
     apply_statistics(context, counted)?;
+    // The impact and length entries ride with the stem entries: a write is charged for the
+    // terms it indexes, as before they were kept.
+    let charged = |keys: &[Vec<u8>]| {
+        keys.iter()
+            .filter(|key| keys::full_text_statistics_counter(key).is_none())
+            .count() as u64
+    };
     Ok(EntryChanges {
-        added: added.len() as u64,
-        removed: removed.len() as u64,
+        added: charged(&added),
+        removed: charged(&removed),
     })
 }
 
@@ -209,7 +216,7 @@ fn statistics_changes(
     let mut changes: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
     for (keys, sign, stored_before) in [(removed, -1, true), (added, 1, false)] {
         for key in keys {
-            let Some((counter, amount)) = statistics_counter(key) else {
+            let Some((counter, amount)) = keys::full_text_statistics_counter(key) else {
                 continue;
             };
             if !ready && context.get(Table::Index, key)?.is_some() != stored_before {
@@ -219,23 +226,6 @@ fn statistics_changes(
         }
     }
     Ok(changes)
-}
-
-/// The statistics counter an index entry moves, and by how much: one document for a stem's
-/// impact entry (prefix, stem; then count, words and document: 16 bytes), the text's words for
-/// a length entry (prefix; then document and words: 12 bytes); none for any other entry.
-fn statistics_counter(key: &[u8]) -> Option<(Vec<u8>, i64)> {
-    let (tail, amount) = match *key.get(keys::INDEX_KIND_OFFSET)? {
-        keys::INDEX_KIND_FULL_TEXT_IMPACT => (16, 1),
-        keys::INDEX_KIND_FULL_TEXT_LENGTH => {
-            let words: [u8; 4] = key.get(key.len().checked_sub(4)?..)?.try_into().ok()?;
-            (12, i64::from(u32::from_be_bytes(words)))
-        }
-        _ => return None,
-    };
-    let mut counter = key.get(..key.len().checked_sub(tail)?)?.to_vec();
-    counter[keys::INDEX_KIND_OFFSET] = keys::INDEX_KIND_FULL_TEXT_STATISTICS;
-    Some((counter, amount))
 }
 
 /// Adds each change to its stored counter (eight bytes, big-endian; absent is zero, and a

@@ -28,8 +28,8 @@ use crate::query::seek::{indexed_item, item_key_of, IndexTally};
 use crate::records::{read_counters, ItemRecord};
 use crate::ttl::expiry::oldest_expired;
 use lethedb_query::{
-    decode_scalar_key, full_text_stem_key, type_bounds, CoveredAggregate, CoveredQuery, IndexConjunct, IndexProbe,
-    Prepared, ProbeKind,
+    decode_scalar_key, full_text_stem_key, type_bounds, CoveredAggregate, CoveredQuery,
+    IndexConjunct, IndexProbe, Prepared, ProbeKind,
 };
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
