@@ -1,5 +1,7 @@
 //! Aggregates an index can answer without loading documents (`Prepared::covered_aggregates`):
-//! `COUNT` of a constant or of a path, `MIN` and `MAX` of a path, in a query over the whole
+//! `COUNT` of a constant or of a path, `MIN` and `MAX` of a path, and the hybrid statistics
+//! query's `SUM(_FullTextWordCount(path))` and `COUNTIF(FullTextContains(path, 'term'))` (when
+//! the evaluator stems the path in its own language), in a query over the whole
 //! document (no JOIN) that is nothing but those aggregates (no GROUP BY, DISTINCT, ORDER BY,
 //! TOP or OFFSET), whose filter is absent or made only of conjuncts an index serves exactly
 //! (`sargable::exact_conjuncts`). The engine computes each aggregate's value from index entries
@@ -169,5 +171,50 @@ impl PageRun {
         let mut page = self.finish(true)?;
         page.documents_scanned = documents_loaded;
         Ok(page)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prepare;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    fn covered(text: &str) -> Option<CoveredQuery> {
+        let policy = FullTextPolicy::from_container(&json!({"fullTextPolicy": {
+            "defaultLanguage": "en-US",
+            "fullTextPaths": [{"path": "/fr", "language": "fr-FR"}]}}));
+        prepare(text, &[], 0)
+            .unwrap_or_else(|error| panic!("{text}: {error}"))
+            .with_full_text(Arc::new(policy))
+            .covered_aggregates()
+    }
+
+    #[test]
+    fn the_hybrid_statistics_query_is_covered_in_each_paths_language() {
+        let found = covered(
+            "SELECT COUNT(1) AS documentCount, [{\"totalWordCount\": SUM(_FullTextWordCount(c.fr)), \"hitCounts\": [COUNTIF(FullTextContains(c.fr, \"Maisons rouges\")), COUNTIF(FullTextContains(c.fr, \"...\"))]}] AS fullTextStatistics FROM c",
+        )
+        .unwrap_or_else(|| panic!("covered"));
+        let fr = vec!["fr".to_string()];
+        assert_eq!(
+            found.aggregates,
+            vec![
+                CoveredAggregate::Count,
+                CoveredAggregate::FullTextWords(fr.clone()),
+                CoveredAggregate::FullTextHits(fr.clone(), vec!["maison".into(), "roug".into()]),
+                CoveredAggregate::FullTextHits(fr, Vec::new()),
+            ]
+        );
+        // Another function, a term that is not a literal, a path the evaluator would stem in
+        // the default language (`c["fr"]`): not covered.
+        for text in [
+            "SELECT VALUE SUM(LENGTH(c.fr)) FROM c",
+            "SELECT VALUE COUNTIF(FullTextContains(c.fr, c.t)) FROM c",
+            "SELECT VALUE COUNTIF(FullTextContains(c[\"fr\"], 'maison')) FROM c",
+        ] {
+            assert_eq!(covered(text), None, "{text}");
+        }
     }
 }
