@@ -231,6 +231,7 @@ impl Stream {
 /// The documents a walk has loaded, and the best rows of them.
 struct Walk<'a, 'r> {
     reader: &'a dyn ReadTxn,
+    scan: &'a PageScan<'a>,
     container: &'a Container,
     scope: &'a ScanScope,
     visit: ItemVisit<'a>,
@@ -260,10 +261,11 @@ impl Walk<'_, '_> {
         if self.run.rows_matched() == matched {
             return Ok(());
         }
-        let record = ItemRecord::decode(&value).ok_or_else(|| corrupted("item"))?;
-        let body = record.document().ok_or_else(|| corrupted("item"))?;
+        // The page parsed it a moment ago: the document cache holds it.
+        let (_, lsn, _) = ItemRecord::decode_header(&value).ok_or_else(|| corrupted("item"))?;
+        let document_value = self.scan.document(&key, lsn, &value)?;
         self.best.push(Reverse(Ranked {
-            score: rank.score(&body),
+            score: rank.score(&document_value),
             document,
         }));
         if self.best.len() > rows {
@@ -336,6 +338,7 @@ impl PageScan<'_> {
         let rows = usize::try_from(rank.rows).unwrap_or(usize::MAX);
         let mut walk = Walk {
             reader,
+            scan: self,
             container: self.container,
             scope,
             visit: self.visitor(scope),
