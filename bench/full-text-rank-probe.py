@@ -8,9 +8,13 @@ as against the service: the query plan, the global statistics query and the comp
 of every range. The terms are one document's rarest and commonest words. Issue 27's target is
 the query within 20 point reads at 100,000 items.
 
-Usage: bench/full-text-rank-probe.py BINARY [ITEMS] [SAMPLES] [--indexed-only]   (defaults
-100,000 items, 20 samples; run it with a Python that has `requests` and the azure-cosmos SDK
-importable, e.g. the SDK suite's venv `target/sdk-suite-venv/bin/python` with
+With --phases, each figure also has the median time of each kind of request the SDK sent
+per query (the query plan, the global statistics query, the component query, other), timed
+around the SDK's own HTTP send.
+
+Usage: bench/full-text-rank-probe.py BINARY [ITEMS] [SAMPLES] [--indexed-only] [--phases]
+(defaults 100,000 items, 20 samples; run it with a Python that has `requests` and the
+azure-cosmos SDK importable, e.g. the SDK suite's venv `target/sdk-suite-venv/bin/python` with
 PYTHONPATH=SDIST_DIR). Prints one JSON object.
 """
 
@@ -29,6 +33,35 @@ import threading
 import time
 
 from azure.cosmos import CosmosClient
+from azure.cosmos import _synchronized_request
+
+# Seconds per kind of request of the query being timed (--phases).
+PHASES: dict[str, float] = {}
+
+
+def _kind(request, request_data) -> str:
+    """The kind of one request the SDK sends for a ranked query."""
+    if request.headers.get("x-ms-cosmos-is-query-plan-request"):
+        return "plan"
+    text = json.dumps(request_data) if request_data is not None else ""
+    if "documentCount" in text:
+        return "statistics"
+    if "_FullTextScore" in text:
+        return "component"
+    return "other"
+
+
+def _timed(send):
+    def timed(client, request_params, global_endpoint_manager, connection_policy, pipeline_client,
+              request, request_data, **kwargs):
+        started = time.perf_counter()
+        try:
+            return send(client, request_params, global_endpoint_manager, connection_policy,
+                        pipeline_client, request, request_data, **kwargs)
+        finally:
+            kind = _kind(request, request_data)
+            PHASES[kind] = PHASES.get(kind, 0.0) + time.perf_counter() - started
+    return timed
 
 _sibling = importlib.util.spec_from_file_location(
     "full_text_probe", pathlib.Path(__file__).resolve().parent / "full-text-probe.py")
@@ -48,7 +81,7 @@ def ranked(container, rare: str, common: str) -> tuple[float, int]:
 def figures(raw, client, container_id: str, items: int, samples: int) -> dict:
     container = client.get_database_client("bench").get_container_client(container_id)
     rng = random.Random(7)
-    reads, searches = [], []
+    reads, searches, phases = [], [], []
     for _ in range(samples):
         n = rng.randrange(items)
         started = time.perf_counter()
@@ -56,13 +89,21 @@ def figures(raw, client, container_id: str, items: int, samples: int) -> dict:
         reads.append(time.perf_counter() - started)
         assert answer.status_code == 200, answer.text
         words = probe.word_numbers(n)
+        PHASES.clear()
         seconds, rows = ranked(container, f"w{max(words)}", f"w{min(words)}")
         assert rows == 10, rows
         searches.append(seconds)
+        phases.append(dict(PHASES))
     read_ms = statistics.median(reads) * 1000
     search_ms = statistics.median(searches) * 1000
-    return {"point_read_ms_median": round(read_ms, 2), "bm25_top10_ms_median": round(search_ms, 2),
-            "bm25_top10_over_point_read": round(search_ms / read_ms, 2)}
+    report = {"point_read_ms_median": round(read_ms, 2), "bm25_top10_ms_median": round(search_ms, 2),
+              "bm25_top10_over_point_read": round(search_ms / read_ms, 2)}
+    kinds = sorted({kind for sample in phases for kind in sample})
+    if "--phases" in sys.argv:
+        report["phase_ms_median"] = {
+            kind: round(statistics.median(sample.get(kind, 0.0) for sample in phases) * 1000, 2)
+            for kind in kinds}
+    return report
 
 
 def main() -> None:
@@ -71,6 +112,8 @@ def main() -> None:
     binary = arguments[0]
     items = int(arguments[1]) if len(arguments) > 1 else 100_000
     samples = int(arguments[2]) if len(arguments) > 2 else 20
+    if "--phases" in sys.argv:
+        _synchronized_request.SynchronizedRequest = _timed(_synchronized_request.SynchronizedRequest)
     work = pathlib.Path(tempfile.mkdtemp())
     probe.seed(work, with_plain)
     server = subprocess.Popen([binary, "serve", "--bind", "127.0.0.1:0", "--no-rate-limit", "--data-dir",

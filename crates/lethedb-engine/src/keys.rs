@@ -297,6 +297,15 @@ pub const INDEX_KIND_SPATIAL: u8 = b'S';
 /// The kind byte of a full-text index entry (one distinct stem of the text at one path).
 pub const INDEX_KIND_FULL_TEXT: u8 = b'F';
 
+/// The kind byte of a full-text impact entry: one distinct stem of the text at one path with
+/// how often the text holds it and how many words the text has, so that BM25 needs no document.
+pub const INDEX_KIND_FULL_TEXT_IMPACT: u8 = b'I';
+/// The kind byte of a full-text length entry: one per text at one path, with its word count.
+pub const INDEX_KIND_FULL_TEXT_LENGTH: u8 = b'L';
+/// The kind byte of a full-text statistics counter: how many texts at one path hold a stem
+/// (the key ends with the stem) or, with no stem, how many words the texts at the path have.
+pub const INDEX_KIND_FULL_TEXT_STATISTICS: u8 = b'N';
+
 /// The kind byte of a container's index-build state (one key: `index_build_key`), kept
 /// with its entries so that deleting the container's index clears it too.
 pub const INDEX_KIND_BUILD: u8 = b'T';
@@ -328,6 +337,59 @@ pub fn index_spatial_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
 /// (`lethedb_query::full_text_stem_key`) and the document number (`index/entries.rs`).
 pub fn index_full_text_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
     path_prefix(container_number, INDEX_KIND_FULL_TEXT, path)
+}
+
+/// The prefix of the full-text impact entries of one path, laid out as
+/// [`index_path_prefix`] with its own kind. Then come the stem's key, the complement of the
+/// stem's count in the text (four bytes), the text's word count (four bytes) and the complement
+/// of the document number, so that a stem's entries come from the likeliest best score down:
+/// the most occurrences first, then the shortest text, then the latest document (the order of
+/// ties in a descending ORDER BY).
+pub fn index_full_text_impact_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
+    path_prefix(container_number, INDEX_KIND_FULL_TEXT_IMPACT, path)
+}
+
+/// The prefix of the full-text length entries of one path. Then come the document number and
+/// the text's word count (four bytes).
+pub fn index_full_text_length_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
+    path_prefix(container_number, INDEX_KIND_FULL_TEXT_LENGTH, path)
+}
+
+/// The prefix of the full-text statistics counters of one path: alone, the key of the path's
+/// word total; followed by a stem's key, that of the stem's document count. Values are eight
+/// bytes, big-endian.
+pub fn index_full_text_statistics_prefix(container_number: u64, path: &[String]) -> Vec<u8> {
+    path_prefix(container_number, INDEX_KIND_FULL_TEXT_STATISTICS, path)
+}
+
+/// Where the kind byte sits in every index key of a container.
+const INDEX_KIND_OFFSET: usize = 8;
+
+/// The full-text statistics counter an index entry moves, and by how much: one document for a
+/// stem's impact entry (prefix, stem; then count, words and document: 16 bytes), the text's
+/// words for a length entry (prefix; then document and words: 12 bytes); none for any other.
+pub fn full_text_statistics_counter(key: &[u8]) -> Option<(Vec<u8>, i64)> {
+    let (tail, amount) = match *key.get(INDEX_KIND_OFFSET)? {
+        INDEX_KIND_FULL_TEXT_IMPACT => (16, 1),
+        INDEX_KIND_FULL_TEXT_LENGTH => {
+            let words: [u8; 4] = key.get(key.len().checked_sub(4)?..)?.try_into().ok()?;
+            (12, i64::from(u32::from_be_bytes(words)))
+        }
+        _ => return None,
+    };
+    let mut counter = key.get(..key.len().checked_sub(tail)?)?.to_vec();
+    counter[INDEX_KIND_OFFSET] = INDEX_KIND_FULL_TEXT_STATISTICS;
+    Some((counter, amount))
+}
+
+/// A full-text impact entry's parts after its stem's prefix (`prefix_bytes` long): how often
+/// the text holds the stem, the text's word count and the document number.
+pub fn full_text_impact_parts(key: &[u8], prefix_bytes: usize) -> Option<(u32, u32, u64)> {
+    let tail = key.get(prefix_bytes..)?;
+    let count = u32::from_be_bytes(tail.get(..4)?.try_into().ok()?);
+    let words = u32::from_be_bytes(tail.get(4..8)?.try_into().ok()?);
+    let document = u64::from_be_bytes(tail.get(8..16)?.try_into().ok()?);
+    Some((!count, words, !document))
 }
 
 /// Container number, `kind`, the path's segment count, then each segment length-prefixed.

@@ -209,7 +209,8 @@ pub(crate) struct ContainerRecord {
     /// 0 for a container stored before items kept index entries: its items have none, so it
     /// loads as if its policy had just replaced one that indexes nothing, and the builder
     /// writes its entries in the background (`index/builder.rs`); 1 for one stored before
-    /// spatial entries, 2 before full-text entries (`ContainerRecord::earlier_policies`);
+    /// spatial entries, 2 before full-text entries, 3 before full-text frequencies
+    /// (`ContainerRecord::earlier_policies`);
     /// `INDEX_FORMAT` once it has.
     #[serde(default)]
     pub(crate) index_format: u32,
@@ -239,14 +240,16 @@ fn item_layout_number(layout: ItemLayout) -> u32 {
 }
 
 /// The `index_format` of a container whose items all keep their index entries, spatial and
-/// full-text ones included.
-const INDEX_FORMAT: u32 = 3;
+/// full-text ones included, with the full-text impact and length entries and statistics.
+const INDEX_FORMAT: u32 = 4;
 
 /// The `index_format` of a container stored before items kept spatial entries.
 const INDEX_FORMAT_WITHOUT_SPATIAL: u32 = 1;
 
-/// The `index_format` of a container stored before items kept full-text entries.
-const INDEX_FORMAT_WITHOUT_FULL_TEXT: u32 = 2;
+/// The `index_format` of a container stored before full-text entries kept how often a text
+/// holds each stem, its word count and the path's statistics (2 and below: before any
+/// full-text entry): its full-text entries are built again, as for a container without them.
+const INDEX_FORMAT_WITHOUT_TEXT_FREQUENCIES: u32 = 3;
 
 impl ContainerRecord {
     /// The container this record describes, under its database's shared throughput.
@@ -298,7 +301,7 @@ impl ContainerRecord {
         let mut lacks_entries = false;
         for (name, format) in [
             ("spatialIndexes", INDEX_FORMAT_WITHOUT_SPATIAL),
-            ("fullTextIndexes", INDEX_FORMAT_WITHOUT_FULL_TEXT),
+            ("fullTextIndexes", INDEX_FORMAT_WITHOUT_TEXT_FREQUENCIES),
         ] {
             let has_index = policy
                 .get(name)

@@ -50,6 +50,7 @@ mod sargable;
 mod scoring;
 mod sort_key;
 mod subquery;
+mod text_rank;
 mod token;
 mod value;
 mod vector_search;
@@ -82,6 +83,7 @@ pub use sort_key::{
     complement, decode_scalar_key, encode_sort_key, number_bytes, sort_key_extent,
     sort_key_is_exact, string_prefix_key, type_bounds, SORT_KEY_TEXT_BYTES_MAX,
 };
+pub use text_rank::TextRank;
 pub use token::CONTINUATION_CHARS_MAX;
 pub use value::{canonical_key, total_order, type_rank};
 pub use vector_search::VectorSearch;

@@ -93,7 +93,7 @@ impl Prepared {
 
 /// Whether each document gives the query at most one row: a whole-document source without
 /// JOIN.
-fn one_row_each(query: &Query) -> bool {
+pub(crate) fn one_row_each(query: &Query) -> bool {
     query
         .from
         .as_ref()
@@ -101,7 +101,7 @@ fn one_row_each(query: &Query) -> bool {
 }
 
 /// Whether `expr` is made of literals and parameters only (its value is known before any row).
-fn is_constant(expr: &Expr) -> bool {
+pub(crate) fn is_constant(expr: &Expr) -> bool {
     match expr {
         Expr::Literal(_) | Expr::Parameter(_) => true,
         Expr::Array(items) => items.iter().all(is_constant),

@@ -71,6 +71,8 @@ pub(crate) fn check(reader: &dyn ReadTxn, container: &Container) -> EngineResult
         keys::INDEX_KIND_COMPOSITE,
         keys::INDEX_KIND_SPATIAL,
         keys::INDEX_KIND_FULL_TEXT,
+        keys::INDEX_KIND_FULL_TEXT_IMPACT,
+        keys::INDEX_KIND_FULL_TEXT_LENGTH,
     ] {
         let mut prefix = keys::container_items_prefix(number);
         prefix.push(kind);

@@ -83,7 +83,9 @@ pub(crate) fn entries(
 
 /// One entry per distinct stem of the text at each full-text index's path, stemmed in that
 /// index's language as `FullTextContains` stems it (`lethedb_query::full_text_terms`); a value
-/// that is no string has none, as no full-text predicate is true of it.
+/// that is no string has none, as no full-text predicate is true of it. Each stem also has an
+/// impact entry (how often the text holds it and the text's word count, which is all BM25
+/// reads of a document) and each text one length entry (its word count, for the path's total).
 fn full_text_entries(
     container_number: u64,
     policy: &IndexPolicy,
@@ -94,16 +96,39 @@ fn full_text_entries(
         let Some(Value::String(text)) = lookup(version.document.as_object(), path) else {
             continue;
         };
-        let prefix = keys::index_full_text_prefix(container_number, path);
         let mut stems = full_text_terms(text, *language);
+        // Texts far below 4 GiB words: a count saturates rather than wraps.
+        let words = u32::try_from(stems.len()).unwrap_or(u32::MAX);
         stems.sort_unstable();
-        stems.dedup();
-        for stem in stems {
-            let mut key = prefix.clone();
-            key.extend_from_slice(&full_text_stem_key(&stem));
-            key.extend_from_slice(&version.document_number.to_be_bytes());
-            out.push(key);
+        let number = version.document_number;
+        let prefix = keys::index_full_text_prefix(container_number, path);
+        let impact = keys::index_full_text_impact_prefix(container_number, path);
+        let mut at = 0;
+        while at < stems.len() {
+            let stem = &stems[at];
+            let count = stems[at..]
+                .iter()
+                .take_while(|other| *other == stem)
+                .count();
+            at += count;
+            let stem_key = full_text_stem_key(stem);
+            out.push([prefix.as_slice(), &stem_key, &number.to_be_bytes()].concat());
+            let count = u32::try_from(count).unwrap_or(u32::MAX);
+            out.push(
+                [
+                    impact.as_slice(),
+                    &stem_key,
+                    &(!count).to_be_bytes(),
+                    &words.to_be_bytes(),
+                    &(!number).to_be_bytes(),
+                ]
+                .concat(),
+            );
         }
+        let mut length = keys::index_full_text_length_prefix(container_number, path);
+        length.extend_from_slice(&number.to_be_bytes());
+        length.extend_from_slice(&words.to_be_bytes());
+        out.push(length);
     }
 }
 

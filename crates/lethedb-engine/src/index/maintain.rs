@@ -12,12 +12,13 @@ use crate::container::Container;
 use crate::error::{corrupted, EngineResult};
 use crate::index::entries::{entries, IndexedVersion};
 use crate::index::policy::IndexPolicy;
+use crate::keys;
 use crate::records::ItemRecord;
 use crate::writer::WriteContext;
 use lethedb_storage::Table;
 use serde_json::Value;
 use std::cmp::Ordering;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// How many index entries a write added and removed: the service charges writes per indexed
 /// term added and removed.
@@ -119,15 +120,24 @@ pub(crate) fn replace_entries(
         }
         Some(version) => transforming_difference(container, &version, new)?,
     };
+    let counted = statistics_changes(context, container.index_ready(), &removed, &added)?;
     for key in &removed {
         context.delete(Table::Index, key)?;
     }
     for key in &added {
         context.put(Table::Index, key, &[])?;
     }
+    apply_statistics(context, counted)?;
+    // The impact and length entries ride with the stem entries: a write is charged for the
+    // terms it indexes, as before they were kept.
+    let charged = |keys: &[Vec<u8>]| {
+        keys.iter()
+            .filter(|key| keys::full_text_statistics_counter(key).is_none())
+            .count() as u64
+    };
     Ok(EntryChanges {
-        added: added.len() as u64,
-        removed: removed.len() as u64,
+        added: charged(&added),
+        removed: charged(&removed),
     })
 }
 
@@ -189,4 +199,76 @@ fn transforming_difference(
         .collect();
     let added = new.into_iter().filter(|key| !every.contains(key)).collect();
     Ok((removed, added))
+}
+
+/// The change of each full-text statistics counter (`keys::index_full_text_statistics_prefix`)
+/// that writing `added` and deleting `removed` makes: a stem's impact entry counts one document
+/// for the stem, a length entry its text's words for the path. While a policy change's rebuild
+/// runs the difference is not what is stored (an entry deleted may be absent, one written may be
+/// there already), so each full-text entry is looked up first: the counters then follow what
+/// is stored, and are exact once the rebuild ends.
+fn statistics_changes(
+    context: &mut WriteContext<'_>,
+    ready: bool,
+    removed: &[Vec<u8>],
+    added: &[Vec<u8>],
+) -> EngineResult<BTreeMap<Vec<u8>, i64>> {
+    let mut changes: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
+    for (keys, sign, stored_before) in [(removed, -1, true), (added, 1, false)] {
+        for key in keys {
+            let Some((counter, amount)) = keys::full_text_statistics_counter(key) else {
+                continue;
+            };
+            if !ready && context.get(Table::Index, key)?.is_some() != stored_before {
+                continue;
+            }
+            *changes.entry(counter).or_default() += sign * amount;
+        }
+    }
+    Ok(changes)
+}
+
+/// Adds each change to its stored counter (eight bytes, big-endian; absent is zero, and a
+/// counter back at zero is deleted).
+fn apply_statistics(
+    context: &mut WriteContext<'_>,
+    changes: BTreeMap<Vec<u8>, i64>,
+) -> EngineResult<()> {
+    for (counter, change) in changes {
+        if change == 0 {
+            continue;
+        }
+        let stored = match context.get(Table::Index, &counter)? {
+            None => 0,
+            Some(bytes) => u64::from_be_bytes(
+                bytes
+                    .as_slice()
+                    .try_into()
+                    .map_err(|_| corrupted("full-text statistics"))?,
+            ),
+        };
+        let value = stored.saturating_add_signed(change);
+        if value == 0 {
+            context.delete(Table::Index, &counter)?;
+        } else {
+            context.put(Table::Index, &counter, &value.to_be_bytes())?;
+        }
+    }
+    Ok(())
+}
+
+/// A full-text statistics counter as stored (absent is zero).
+pub(crate) fn read_statistics_counter(
+    reader: &dyn lethedb_storage::ReadTxn,
+    counter: &[u8],
+) -> EngineResult<u64> {
+    match reader.get(Table::Index, counter)? {
+        None => Ok(0),
+        Some(bytes) => Ok(u64::from_be_bytes(
+            bytes
+                .as_slice()
+                .try_into()
+                .map_err(|_| corrupted("full-text statistics"))?,
+        )),
+    }
 }

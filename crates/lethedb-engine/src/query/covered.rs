@@ -18,6 +18,7 @@ use crate::container::Container;
 use crate::counters::read_container_counters;
 use crate::error::{corrupted, EngineResult};
 use crate::index::entries::lookup;
+use crate::index::maintain::read_statistics_counter;
 use crate::index::plan::{accesses, range_is_empty, IndexAccess};
 use crate::items::StoredItem;
 use crate::keys;
@@ -28,8 +29,8 @@ use crate::query::seek::{indexed_item, item_key_of, IndexTally};
 use crate::records::ItemRecord;
 use crate::ttl::expiry::oldest_expired;
 use lethedb_query::{
-    decode_scalar_key, type_bounds, CoveredAggregate, CoveredQuery, IndexConjunct, IndexProbe,
-    Prepared, ProbeKind,
+    decode_scalar_key, full_text_stem_key, type_bounds, CoveredAggregate, CoveredQuery,
+    IndexConjunct, IndexProbe, Prepared, ProbeKind,
 };
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde_json::Value;
@@ -46,6 +47,9 @@ const RANK_ARRAY: u8 = 5;
 pub(crate) struct CoveredPlan {
     query: CoveredQuery,
     accesses: Vec<IndexAccess>,
+    /// Whether it reads the full-text statistics (`index/maintain.rs`): its scope is then the
+    /// whole container, without a filter, and its `COUNT` is the container's item count.
+    statistics: bool,
 }
 
 /// The covered plan of a page of `prepared`, if its shape, the policy and the scope allow one
@@ -64,11 +68,25 @@ pub(crate) fn covered_plan(
     let readable = |path: &Vec<String>| {
         policy.coverage(path).is_indexed() && !path.iter().any(|name| name == "[]")
     };
+    let statistics = query.aggregates.iter().any(|aggregate| {
+        matches!(
+            aggregate,
+            CoveredAggregate::FullTextWords(_) | CoveredAggregate::FullTextHits(..)
+        )
+    });
+    // The statistics are kept for the whole container: a narrower scope or a filter scans.
+    let whole = scope.partition.is_none() && scope.filter.is_everything();
+    if statistics && (!whole || !query.conjuncts.is_empty()) {
+        return None;
+    }
     let paths_indexed = query.aggregates.iter().all(|aggregate| match aggregate {
-        CoveredAggregate::Count => readable(&vec!["id".to_string()]),
+        CoveredAggregate::Count => statistics || readable(&vec!["id".to_string()]),
         CoveredAggregate::CountDefined(path)
         | CoveredAggregate::Min(path)
         | CoveredAggregate::Max(path) => readable(path),
+        CoveredAggregate::FullTextWords(path) | CoveredAggregate::FullTextHits(path, _) => {
+            policy.full_text_language(path).is_some()
+        }
     });
     if !paths_indexed {
         return None;
@@ -81,7 +99,11 @@ pub(crate) fn covered_plan(
         None => {}
     }
     let accesses = accesses(container, &query.conjuncts);
-    (accesses.len() == query.conjuncts.len()).then_some(CoveredPlan { query, accesses })
+    (accesses.len() == query.conjuncts.len()).then_some(CoveredPlan {
+        query,
+        accesses,
+        statistics,
+    })
 }
 
 /// For a page scoped to one logical partition whose key is one indexed path: the equality of
@@ -175,6 +197,12 @@ pub(crate) fn answer(
         return Ok(None);
     }
     for aggregate in &plan.query.aggregates {
+        if plan.statistics {
+            let value = statistics_value(reader, container, aggregate, items)?;
+            selection.answer.index.lookups += 1;
+            selection.answer.values.push(value);
+            continue;
+        }
         let Some(value) = selection.value(aggregate)? else {
             return Ok(None);
         };
@@ -263,6 +291,66 @@ impl Selection<'_> {
     }
 }
 
+/// One aggregate of the hybrid pipelines' statistics query over the whole container (no item
+/// expired: `answer`), from the container's counters: `COUNT` is its item count, a word total
+/// and a stem's document count are the full-text statistics the writer keeps
+/// (`index/maintain.rs`); a term of several words is the documents holding all of them, read
+/// from the smallest of its stems' entries.
+fn statistics_value(
+    reader: &dyn ReadTxn,
+    container: &Container,
+    aggregate: &CoveredAggregate,
+    items: u64,
+) -> EngineResult<Option<Value>> {
+    let number = container.key_number();
+    let count = match aggregate {
+        CoveredAggregate::Count => items,
+        CoveredAggregate::FullTextWords(path) => {
+            let counter = keys::index_full_text_statistics_prefix(number, path);
+            read_statistics_counter(reader, &counter)?
+        }
+        CoveredAggregate::FullTextHits(path, stems) => match stems.as_slice() {
+            [] => 0,
+            [stem] => {
+                let mut counter = keys::index_full_text_statistics_prefix(number, path);
+                counter.extend_from_slice(&full_text_stem_key(stem));
+                read_statistics_counter(reader, &counter)?
+            }
+            stems => documents_holding_all(reader, number, path, stems)?,
+        },
+        // Not part of a statistics plan (`covered_plan`).
+        _ => return Err(corrupted("full-text statistics plan")),
+    };
+    Ok(Some(Value::from(count)))
+}
+
+/// How many documents have an entry of every one of `stems` at `path`.
+fn documents_holding_all(
+    reader: &dyn ReadTxn,
+    number: u64,
+    path: &[String],
+    stems: &[String],
+) -> EngineResult<u64> {
+    let prefix = keys::index_full_text_prefix(number, path);
+    let mut kept: Option<Vec<u64>> = None;
+    for stem in stems {
+        let range = KeyRange::prefix(&[prefix.as_slice(), &full_text_stem_key(stem)].concat());
+        let mut named = Vec::new();
+        reader.scan(Table::Index, &range, &mut |key, _| {
+            named.extend(keys::index_entry_document(key));
+            ControlFlow::Continue(())
+        })?;
+        kept = Some(match kept {
+            None => named,
+            Some(kept) => kept
+                .into_iter()
+                .filter(|document| named.binary_search(document).is_ok())
+                .collect(),
+        });
+    }
+    Ok(kept.map_or(0, |kept| kept.len() as u64))
+}
+
 impl Selection<'_> {
     /// One aggregate's value (`Some(None)` is undefined), or `None` when it cannot be given.
     fn value(&mut self, aggregate: &CoveredAggregate) -> EngineResult<Option<Option<Value>>> {
@@ -271,6 +359,8 @@ impl Selection<'_> {
             CoveredAggregate::CountDefined(path) => self.count(path, 1),
             CoveredAggregate::Min(path) => self.extreme(path, false),
             CoveredAggregate::Max(path) => self.extreme(path, true),
+            // Answered by `statistics_value`.
+            CoveredAggregate::FullTextWords(_) | CoveredAggregate::FullTextHits(..) => Ok(None),
         }
     }
 

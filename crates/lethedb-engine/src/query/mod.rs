@@ -18,6 +18,7 @@ pub(crate) mod ordering;
 pub(crate) mod page;
 pub(crate) mod scan;
 pub(crate) mod seek;
+pub(crate) mod text_rank;
 pub(crate) mod vector_order;
 
 use crate::clock::Stopwatch;

@@ -30,9 +30,10 @@ use crate::query::entry_order::{entry_walk, resumed_walk, EntryWalk};
 use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
 use crate::query::seek::{candidate_keys, IndexTally};
+use crate::query::text_rank::text_rank_plan;
 use crate::query::vector_order::{vector_plan, VectorPlan};
 use crate::search::VectorStores;
-use lethedb_query::{IndexConjunct, OrderingRules, Page, PageRun, Prepared};
+use lethedb_query::{IndexConjunct, OrderingRules, Page, PageRun, Prepared, TextRank};
 use lethedb_storage::ReadTxn;
 use std::sync::Arc;
 use std::time::Duration;
@@ -50,6 +51,8 @@ enum Access {
     EntryScan(EntryWalk),
     /// An `ORDER BY VectorDistance(...)` page fed from the container's vector set.
     Vector(VectorPlan),
+    /// The hybrid pipelines' full-text component page fed from the full-text impact entries.
+    TextRank(TextRank),
 }
 
 impl Access {
@@ -58,9 +61,11 @@ impl Access {
     fn baseline(&self) -> Option<Access> {
         match self {
             Access::Scan | Access::EntryScan(_) => None,
-            Access::Index(_) | Access::Walk(_) | Access::Covered(_) | Access::Vector(_) => {
-                Some(Access::Scan)
-            }
+            Access::Index(_)
+            | Access::Walk(_)
+            | Access::Covered(_)
+            | Access::Vector(_)
+            | Access::TextRank(_) => Some(Access::Scan),
             Access::Entries(walk) => Some(Access::EntryScan(walk.clone())),
         }
     }
@@ -177,6 +182,9 @@ impl PageInputs<'_> {
         if let Some(walk) = order_walk(self.prepared, self.container) {
             accesses.push(Access::Walk(walk));
         }
+        if let Some(rank) = self.text_rank() {
+            accesses.push(Access::TextRank(rank));
+        }
         Ok(accesses)
     }
 
@@ -209,6 +217,10 @@ impl PageInputs<'_> {
         let walk = order_walk(self.prepared, self.container);
         if let Some(index) = self.index_plan(walk.as_ref())? {
             return Ok(self.entry_order(index));
+        }
+        // A selective filter is served first, as above; otherwise the ranking's entries.
+        if let Some(rank) = self.text_rank() {
+            return Ok(Access::TextRank(rank));
         }
         Ok(match walk {
             Some(walk) => Access::Walk(walk),
@@ -394,6 +406,16 @@ impl PageInputs<'_> {
                     (tally, IndexTally::default())
                 }
             }
+            Access::TextRank(rank) => {
+                if let Some(fed) = scan.text_rank(self.reader, self.scope, rank, run)? {
+                    fed
+                } else {
+                    // The entries cannot decide this page: the scan does.
+                    *run = self.start()?;
+                    let tally = scan.run(self.reader, self.scope, run)?;
+                    (tally, IndexTally::default())
+                }
+            }
             // Answered by `run_covered`, which reads no documents.
             Access::Covered(_) => (ScanTally::default(), IndexTally::default()),
         })
@@ -401,6 +423,15 @@ impl PageInputs<'_> {
 }
 
 impl PageInputs<'_> {
+    /// The full-text ranking the index can serve on this page: a first page only (a resumed
+    /// one scans from its token).
+    fn text_rank(&self) -> Option<TextRank> {
+        self.continuation
+            .is_none()
+            .then(|| text_rank_plan(self.prepared, self.container))
+            .flatten()
+    }
+
     /// A fresh run of this page.
     fn start(&self) -> EngineResult<PageRun> {
         Ok(self

@@ -40,7 +40,7 @@ fn forget_the_index(store: &MemoryStore) {
     }
     for (key, value) in containers {
         let mut record: Value = serde_json::from_slice(&value).expect("record");
-        assert_eq!(record["index_format"], json!(3));
+        assert_eq!(record["index_format"], json!(4));
         record
             .as_object_mut()
             .expect("object")

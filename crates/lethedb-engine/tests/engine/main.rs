@@ -15,6 +15,7 @@ mod entry_order;
 mod epk;
 mod faults;
 mod full_text_index;
+mod full_text_rank;
 mod golden_verify;
 mod index_build;
 mod index_plan;

@@ -153,19 +153,41 @@ fn texts_under_a_full_text_path_have_one_entry_per_distinct_stem_in_its_language
         key.extend_from_slice(&7u64.to_be_bytes());
         key
     };
+    let impact_entry = |path: &[&str], stem: &str, count: u32, words: u32| {
+        let path: Vec<String> = path.iter().map(ToString::to_string).collect();
+        let mut key = keys::index_full_text_impact_prefix(3, &path);
+        key.extend_from_slice(&full_text_stem_key(stem));
+        key.extend_from_slice(&(!count).to_be_bytes());
+        key.extend_from_slice(&words.to_be_bytes());
+        key.extend_from_slice(&(!7u64).to_be_bytes());
+        key
+    };
+    let length_entry = |path: &[&str], words: u32| {
+        let path: Vec<String> = path.iter().map(ToString::to_string).collect();
+        let mut key = keys::index_full_text_length_prefix(3, &path);
+        key.extend_from_slice(&7u64.to_be_bytes());
+        key.extend_from_slice(&words.to_be_bytes());
+        key
+    };
     let document = json!({"id": "a", "t": "Maisons, maison!", "o": {"u": "Running runs"}});
     let mut expected = vec![
         path_entry(&["id"], Some(json!("a"))),
         path_entry(&["_ts"], Some(json!(1_700_000_000))),
         stem_entry(&["t"], "maison"),
+        impact_entry(&["t"], "maison", 2, 2),
+        length_entry(&["t"], 2),
         stem_entry(&["o", "u"], "run"),
+        impact_entry(&["o", "u"], "run", 2, 2),
+        length_entry(&["o", "u"], 2),
     ];
     expected.sort();
     assert_eq!(entries_of(&full_text("fr-FR"), document.clone()), expected);
-    // In Spanish "maisons" keeps its s: two stems.
+    // In Spanish "maisons" keeps its s: two stems, each once in the text's two words.
     let spanish = entries_of(&full_text("es-ES"), document);
     assert!(spanish.contains(&stem_entry(&["t"], "maisons")));
-    assert_eq!(spanish.len(), expected.len() + 1);
+    assert!(spanish.contains(&impact_entry(&["t"], "maisons", 1, 2)));
+    assert!(spanish.contains(&impact_entry(&["t"], "maison", 1, 2)));
+    assert_eq!(spanish.len(), expected.len() + 2);
     // A value that is no string has none, nor has any text under mode none.
     let number = json!({"id": "a", "t": 5, "o": {"u": ["run"]}});
     assert_eq!(entries_of(&full_text("fr-FR"), number).len(), 2);
