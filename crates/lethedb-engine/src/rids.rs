@@ -159,5 +159,11 @@ mod tests {
         let database = decode_rid(&database_rid(3)).unwrap_or_default();
         assert_ne!(user_rid(&database, 4), container_rid(3, 4));
         assert!(has_length(&user_rid(&database, 4), CONTAINER_RID_BYTES));
+        // A client encryption key's rid has a length of its own.
+        let key = marked_child_rid(&database, 0x0A, 4);
+        assert!(has_length(&key, DATABASE_CHILD_RID_BYTES));
+        for other in [CONTAINER_RID_BYTES, DOCUMENT_RID_BYTES] {
+            assert!(!has_length(&key, other));
+        }
     }
 }
