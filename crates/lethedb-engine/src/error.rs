@@ -58,6 +58,9 @@ pub enum ErrorCode {
     InvalidUniqueKeyPolicy,
     /// A container replace would change the unique key policy, which is fixed at creation.
     UniqueKeyPolicyChanged,
+    /// A client encryption policy is invalid, names a client encryption key the database does
+    /// not have, or a container replace would change it.
+    InvalidClientEncryptionPolicy,
     /// A stored procedure's, trigger's or user-defined function's body does not compile as
     /// JavaScript.
     InvalidScript,
@@ -161,6 +164,9 @@ impl ErrorCode {
             ErrorCode::InvalidIndexingPolicy => "The indexing policy is invalid.",
             ErrorCode::InvalidUniqueKeyPolicy => "The unique key policy is invalid.",
             ErrorCode::UniqueKeyPolicyChanged => UNIQUE_KEY_POLICY_FIXED,
+            ErrorCode::InvalidClientEncryptionPolicy => {
+                "The client encryption policy is invalid."
+            }
             ErrorCode::InvalidScript => {
                 "Encountered exception while compiling Javascript. Exception = SyntaxError"
             }

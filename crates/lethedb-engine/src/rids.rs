@@ -5,7 +5,9 @@
 //! procedures, triggers, user-defined functions, conflicts) are 16 bytes too: the container's 8
 //! and an 8-byte number whose top byte marks the kind, so they never collide with items. A user
 //! is its database's 4 bytes and a 4-byte number with the top bit clear (so never a container);
-//! a permission adds an 8-byte marked number to its user's 8. This module only encodes bytes.
+//! a permission adds an 8-byte marked number to its user's 8, and a client encryption key an
+//! 8-byte marked number to its database's 4 (12 bytes, a length no other resource has). This
+//! module only encodes bytes.
 
 use base64::Engine as _;
 
@@ -27,6 +29,8 @@ pub fn decode_rid(rid: &str) -> Option<Vec<u8>> {
 pub(crate) const DATABASE_RID_BYTES: usize = 4;
 /// The length in bytes of a container's (or a user's) rid.
 pub(crate) const CONTAINER_RID_BYTES: usize = 8;
+/// The length in bytes of a client encryption key's rid: its database's and a marked number.
+pub(crate) const DATABASE_CHILD_RID_BYTES: usize = DATABASE_RID_BYTES + 8;
 /// The length in bytes of an item's (or any grandchild's) rid.
 pub(crate) const DOCUMENT_RID_BYTES: usize = 16;
 
@@ -155,5 +159,11 @@ mod tests {
         let database = decode_rid(&database_rid(3)).unwrap_or_default();
         assert_ne!(user_rid(&database, 4), container_rid(3, 4));
         assert!(has_length(&user_rid(&database, 4), CONTAINER_RID_BYTES));
+        // A client encryption key's rid has a length of its own.
+        let key = marked_child_rid(&database, 0x0A, 4);
+        assert!(has_length(&key, DATABASE_CHILD_RID_BYTES));
+        for other in [CONTAINER_RID_BYTES, DOCUMENT_RID_BYTES] {
+            assert!(!has_length(&key, other));
+        }
     }
 }

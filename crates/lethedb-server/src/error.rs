@@ -159,6 +159,7 @@ error_table! {
     Engine(InvalidUniqueKeyPolicy)      => BAD_REQUEST,           0,    "BadRequest",            Shown;
     // 403: the service's answer to a container replace that changes the unique key policy.
     Engine(UniqueKeyPolicyChanged)      => FORBIDDEN,             0,    "Forbidden",             Shown;
+    Engine(InvalidClientEncryptionPolicy) => BAD_REQUEST,         0,    "BadRequest",            Shown;
     Engine(InvalidScript)               => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidThroughput)           => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidBatch)                => BAD_REQUEST,           0,    "BadRequest",            Shown;

@@ -12,6 +12,8 @@
 //!   has one grammar (an array of parts) whoever reads it.
 //! - A container's stored procedures, triggers and user-defined functions are below it: read
 //!   with `Read`, created, replaced and deleted with `All`.
+//! - A database's client encryption keys are below it: read with `Read`, created and replaced
+//!   with `All`; a token on one of its containers is refused them.
 //! - No token ever allows users, permissions, offers, or listing and creating databases.
 //!
 //! An Entra ID token is judged by [`entra_allows`]: data operations and metadata reads, never

@@ -27,7 +27,8 @@ pub enum Operation {
     /// `GET /`: the account.
     ReadAccount,
     /// A verb on a catalog resource: databases, containers, offers and the child kinds of the
-    /// engine's generic catalog (users, permissions, scripts, conflicts). Upserts are POSTs with
+    /// engine's generic catalog (users, permissions, scripts, conflicts, client encryption
+    /// keys). Upserts are POSTs with
     /// `x-ms-documentdb-is-upsert`; only the verbs of the resource's row are classified.
     Resource(Resource, Verb),
     /// A container's partition key ranges (`GET .../pkranges`).
@@ -194,6 +195,15 @@ impl Resource {
                 ResourceKind::Conflict => row(
                     "Conflict",
                     &[Feed, Query, Read],
+                    Tokens::Scoped,
+                    Entra::Reads,
+                ),
+                // The SDKs create, read, rewrap (replace) and list client encryption keys; none
+                // deletes or upserts one, and a key goes only with its database. A token on a
+                // container of the database is refused them (403), as the SDKs' tests expect.
+                ResourceKind::ClientEncryptionKey => row(
+                    "ClientEncryptionKey",
+                    &[Feed, Query, Create, Read, Replace],
                     Tokens::Scoped,
                     Entra::Reads,
                 ),

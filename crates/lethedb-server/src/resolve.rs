@@ -1,6 +1,7 @@
 //! Paths addressed by resource ids (`dbs/{rid}/colls/{rid}/docs/{rid}`,
-//! `dbs/{rid}/users/{rid}/permissions/{rid}`, `dbs/{rid}/colls/{rid}/sprocs/{rid}` and the
-//! container's other children, as clients build them from `_self`) turned into
+//! `dbs/{rid}/users/{rid}/permissions/{rid}`, `dbs/{rid}/clientencryptionkeys/{rid}`,
+//! `dbs/{rid}/colls/{rid}/sprocs/{rid}` and the container's other children, as clients build
+//! them from `_self`) turned into
 //! paths addressed by ids, which is what the engine and the handlers take.
 //!
 //! Resolution reads the catalog, so it runs only after the request is authenticated: a caller
@@ -25,6 +26,16 @@ pub async fn resolve_resource_ids(engine: &Engine, path: &mut ResourcePath) -> A
     path.set_id(0, database_id.clone());
     if types.get(1) == Some(&"users") && path.segments.len() >= 4 {
         return resolve_user_ids(engine, path, database_id, &types).await;
+    }
+    let keys = ResourceKind::ClientEncryptionKey;
+    if types.get(1) == Some(&keys.path_segment()) && path.segments.len() >= 4 {
+        let parent = ResourceParent::Database { database_id };
+        let key_id = engine
+            .resource_id_by_rid(keys, &parent, path.id(1))
+            .await?
+            .ok_or_else(|| ApiError::from_code(Code::Engine(ErrorCode::ResourceNotFound)))?;
+        path.set_id(1, key_id);
+        return Ok(());
     }
     if types.get(1) == Some(&"colls") && path.segments.len() >= 4 {
         let container_id = engine

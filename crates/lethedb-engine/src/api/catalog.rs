@@ -3,9 +3,10 @@
 //! lookups and usage walks are scans under the scan bound; `read_database` and
 //! `read_container` are the non-blocking fast paths (a cache or one point get).
 
+use crate::catalog::encryption_policy::check_policy_unchanged;
 use crate::catalog::indexing_policy::{add_container_system_properties, container_resource};
 use crate::catalog::kinds::ParentLevel;
-use crate::catalog::resource::delete_children;
+use crate::catalog::resource::{check_encryption_keys_exist, delete_children};
 use crate::catalog::search_policy::check_replace_keeps_vectors;
 use crate::catalog::shared::{body_id, body_object, id_with_rid};
 use crate::catalog::unique_key_policy::check_unchanged;
@@ -146,6 +147,7 @@ impl Engine {
                 if context.get(Table::Catalog, &key)?.is_some() {
                     return Err(conflict());
                 }
+                check_encryption_keys_exist(context.reader(), &database_id, &resource)?;
                 let mut sequences = next_sequences(context)?;
                 sequences.containers += 1;
                 let number = sequences.containers;
@@ -266,9 +268,9 @@ impl Engine {
     }
 
     /// Replaces a container's mutable settings: indexing policy and `defaultTtl`. The id, the
-    /// partition key and the unique key policy cannot change. A new `defaultTtl` applies to
-    /// every item at once; a new indexing policy is built in the background
-    /// (`index/builder.rs`).
+    /// partition key, the unique key policy and the client encryption policy cannot change. A
+    /// new `defaultTtl` applies to every item at once; a new indexing policy is built in the
+    /// background (`index/builder.rs`).
     pub async fn replace_container(
         &self,
         database_id: &str,
@@ -307,6 +309,7 @@ impl Engine {
                 let (mut resource, default_ttl) =
                     container_resource(&body, &container_id, &existing.partition_key)?;
                 check_unchanged(&existing.unique_keys, &resource)?;
+                check_policy_unchanged(&existing.resource, &resource)?;
                 check_replace_keeps_vectors(&existing.resource, &resource)?;
                 let database_rid = rids::database_rid(existing.database_number);
                 add_container_system_properties(

@@ -5,6 +5,7 @@
 //! Pure functions of a request body; nothing here reads or writes storage or decides TTL
 //! behaviour beyond parsing `defaultTtl`.
 
+use crate::catalog::encryption_policy::{normalize_client_encryption_policy, POLICY_PROPERTY};
 use crate::catalog::index_paths::{check_path, PathList};
 use crate::catalog::search_policy::check_search_policies;
 use crate::catalog::unique_key_policy::normalize_unique_key_policy;
@@ -218,6 +219,9 @@ pub(crate) fn container_resource(
     }
     let unique_key_policy = normalize_unique_key_policy(body.get("uniqueKeyPolicy"))?;
     resource.insert("uniqueKeyPolicy".into(), unique_key_policy);
+    if let Some(policy) = normalize_client_encryption_policy(body, partition_key)? {
+        resource.insert(POLICY_PROPERTY.into(), policy);
+    }
     // Properties the service keeps as the client set them, with its defaults otherwise.
     let defaults = [
         (

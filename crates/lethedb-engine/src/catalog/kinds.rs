@@ -17,6 +17,10 @@ pub enum ResourceKind {
     Trigger,
     UserDefinedFunction,
     Conflict,
+    /// A database's client encryption key: the wrapped data encryption key and the metadata
+    /// its client needs to unwrap it. The encryption itself is the SDKs'; the service only keeps
+    /// the key's metadata.
+    ClientEncryptionKey,
 }
 
 /// What a child resource hangs under.
@@ -28,13 +32,14 @@ pub(crate) enum ParentLevel {
 }
 
 impl ResourceKind {
-    pub const ALL: [ResourceKind; 6] = [
+    pub const ALL: [ResourceKind; 7] = [
         ResourceKind::User,
         ResourceKind::Permission,
         ResourceKind::StoredProcedure,
         ResourceKind::Trigger,
         ResourceKind::UserDefinedFunction,
         ResourceKind::Conflict,
+        ResourceKind::ClientEncryptionKey,
     ];
 
     /// The name of the list in a read feed's body (`{"Users": [...], "_count": n}`).
@@ -46,6 +51,7 @@ impl ResourceKind {
             ResourceKind::Trigger => "Triggers",
             ResourceKind::UserDefinedFunction => "UserDefinedFunctions",
             ResourceKind::Conflict => "Conflicts",
+            ResourceKind::ClientEncryptionKey => "ClientEncryptionKeys",
         }
     }
 
@@ -58,6 +64,7 @@ impl ResourceKind {
             ResourceKind::Trigger => "triggers",
             ResourceKind::UserDefinedFunction => "udfs",
             ResourceKind::Conflict => "conflicts",
+            ResourceKind::ClientEncryptionKey => "clientencryptionkeys",
         }
     }
 
@@ -98,7 +105,7 @@ impl ResourceKind {
 
     pub(crate) fn parent_level(self) -> ParentLevel {
         match self {
-            ResourceKind::User => ParentLevel::Database,
+            ResourceKind::User | ResourceKind::ClientEncryptionKey => ParentLevel::Database,
             ResourceKind::Permission => ParentLevel::User,
             ResourceKind::StoredProcedure
             | ResourceKind::Trigger
@@ -116,11 +123,13 @@ impl ResourceKind {
             ResourceKind::Trigger => b't',
             ResourceKind::UserDefinedFunction => b'f',
             ResourceKind::Conflict => b'x',
+            ResourceKind::ClientEncryptionKey => b'k',
         }
     }
 
-    /// The marker in the top byte of a grandchild's rid number, so siblings of different kinds
-    /// (and items) never share a rid. Users have none: their rid has its own shape.
+    /// The marker in the top byte of a grandchild's (or a client encryption key's) rid number,
+    /// so siblings of different kinds (and items) never share a rid. Users have none: their rid
+    /// has its own shape.
     pub(crate) fn rid_marker(self) -> u8 {
         match self {
             ResourceKind::User => 0,
@@ -129,6 +138,7 @@ impl ResourceKind {
             ResourceKind::UserDefinedFunction => 0x06,
             ResourceKind::Trigger => 0x07,
             ResourceKind::StoredProcedure => 0x08,
+            ResourceKind::ClientEncryptionKey => 0x0A,
         }
     }
 
@@ -136,6 +146,7 @@ impl ResourceKind {
     pub(crate) fn rid_bytes(self) -> usize {
         match self {
             ResourceKind::User => rids::CONTAINER_RID_BYTES,
+            ResourceKind::ClientEncryptionKey => rids::DATABASE_CHILD_RID_BYTES,
             _ => rids::DOCUMENT_RID_BYTES,
         }
     }

@@ -7,6 +7,7 @@
 //! `resource.rs`, the generic catalog of child resources). Listing and finding by `_rid` are
 //! shared with it (`shared.rs`). This module does not touch items one by one.
 
+pub(crate) mod encryption_policy;
 pub(crate) mod index_paths;
 pub(crate) mod indexing_policy;
 pub(crate) mod kinds;

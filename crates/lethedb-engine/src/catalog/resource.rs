@@ -1,5 +1,6 @@
-//! The generic catalog of child resources: users and permissions under a database and a user,
-//! stored procedures, triggers, user-defined functions and conflicts under a container.
+//! The generic catalog of child resources: users and client encryption keys under a database,
+//! permissions under a user, stored procedures, triggers, user-defined functions and conflicts
+//! under a container.
 //!
 //! Every kind shares the same rules, written once here: the id rules, the system properties
 //! (`_rid`, `_self`, `_etag`, `_ts`), conflicts on an id already taken, create, read, replace
@@ -10,6 +11,7 @@
 //! means (a script's text, a permission's mode) is not decided here: a script's body is checked
 //! by `script_body.rs` before it reaches the writer, on the blocking pool since it compiles.
 
+use super::encryption_policy::{key_ids, unknown_key};
 use super::kinds::{ParentLevel, ResourceKind, ResourceParent};
 use super::script_body::check_script_body;
 use super::shared::{body_id, list_records};
@@ -90,6 +92,23 @@ fn store_record(
         &keys::resource_key(kind.key_marker(), parent_ids, id),
         &bytes,
     )
+}
+
+/// Checks that every client encryption key a container's resource names in its client
+/// encryption policy exists in its database, as the service checks when the container is
+/// created.
+pub(crate) fn check_encryption_keys_exist(
+    reader: &dyn ReadTxn,
+    database_id: &str,
+    container_resource: &Value,
+) -> EngineResult<()> {
+    for id in key_ids(container_resource) {
+        let kind = ResourceKind::ClientEncryptionKey;
+        if load_record(reader, kind, &[database_id], id)?.is_none() {
+            return Err(unknown_key(id));
+        }
+    }
+    Ok(())
 }
 
 /// What a child takes from its parent: the parent's rid bytes and `_self` link.

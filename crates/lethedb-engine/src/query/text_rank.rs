@@ -17,11 +17,12 @@
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
+use crate::counters::read_container_counters;
 use crate::error::{corrupted, EngineResult};
 use crate::keys;
 use crate::query::scan::{ItemVisit, PageScan, ScanScope, ScanTally};
 use crate::query::seek::{item_key_of, IndexTally};
-use crate::records::{read_counters, ItemRecord};
+use crate::records::ItemRecord;
 use lethedb_query::{full_text_stem_key, PageRun, Prepared, TextRank};
 use lethedb_storage::{prefix_successor, KeyRange, ReadTxn, Table};
 use std::cmp::{Ordering, Reverse};
@@ -333,7 +334,7 @@ impl PageScan<'_> {
                 &mut reads,
             )?);
         }
-        let items = read_counters(reader, self.container.key_number())?.items;
+        let items = read_container_counters(reader, self.container)?.items;
         let offered_max = (items / OFFERED_SHARE_DIVISOR).max(OFFERED_MIN);
         let rows = usize::try_from(rank.rows).unwrap_or(usize::MAX);
         let mut walk = Walk {

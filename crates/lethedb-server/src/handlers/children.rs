@@ -1,6 +1,6 @@
 //! The child resources the engine's generic catalog holds, served the same way for every kind:
-//! a database's users, a container's stored procedures, triggers, user-defined functions and
-//! conflicts. Create (201), upsert (201 or 200), read, replace and delete (204), the read feed
+//! a database's users and client encryption keys, a container's stored procedures, triggers,
+//! user-defined functions and conflicts. Create (201), upsert (201 or 200), read, replace and delete (204), the read feed
 //! and the query, each answering the resource with its `_etag` as the `etag` header.
 //!
 //! What a body must hold is the engine's to check (a script's body compiles, a trigger names
@@ -17,12 +17,14 @@ use axum::http::StatusCode;
 use lethedb_engine::{request_units, EngineError, ErrorCode, ResourceKind, ResourceParent};
 use serde_json::Value;
 
-/// The parent the path names for a resource of `kind`: the database of a user, the user of a
-/// permission, the container of the others.
+/// The parent the path names for a resource of `kind`: the database of a user or a client
+/// encryption key, the user of a permission, the container of the others.
 pub fn parent(context: &Context<'_>, kind: ResourceKind) -> ResourceParent {
     let id = |index: usize| context.path.id(index).to_string();
     match kind {
-        ResourceKind::User => ResourceParent::Database { database_id: id(0) },
+        ResourceKind::User | ResourceKind::ClientEncryptionKey => {
+            ResourceParent::Database { database_id: id(0) }
+        }
         ResourceKind::Permission => ResourceParent::User {
             database_id: id(0),
             user_id: id(1),

@@ -72,6 +72,12 @@ const TABLE: &[(&str, &str)] = &[
     ("DeletePermission", "nnnnnnnnn"),
     ("QueryConflicts", "yynnnnyyy"),
     ("ReadConflict", "yynnnnyyy"),
+    // Keys are the database's: no token on a container reaches them; Entra ID reads them.
+    ("ReadClientEncryptionKeyFeed", "nnnnnnnny"),
+    ("QueryClientEncryptionKeys", "nnnnnnnny"),
+    ("CreateClientEncryptionKey", "nnnnnnnnn"),
+    ("ReadClientEncryptionKey", "nnnnnnnny"),
+    ("ReplaceClientEncryptionKey", "nnnnnnnnn"),
     ("ExecuteStoredProcedure", "nynnnnnyy"),
     ("CreateStoredProcedure", "nynnnnyyn"),
     ("QueryStoredProcedures", "yynnnnyyn"),

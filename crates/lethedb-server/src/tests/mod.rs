@@ -8,6 +8,7 @@ mod binary_bodies;
 mod bodies;
 mod change_feed;
 mod children;
+mod client_encryption;
 mod compatibility;
 mod container_policies;
 mod containers;

@@ -144,6 +144,36 @@ pub(super) const ROUTES: &[Row] = &[
     ("GET", "/dbs/d/colls/c/conflicts", &[], "ReadConflictFeed"),
     ("POST", "/dbs/d/colls/c/conflicts", QUERY, "QueryConflicts"),
     ("GET", "/dbs/d/colls/c/conflicts/x", &[], "ReadConflict"),
+    (
+        "GET",
+        "/dbs/d/clientencryptionkeys",
+        &[],
+        "ReadClientEncryptionKeyFeed",
+    ),
+    (
+        "POST",
+        "/dbs/d/clientencryptionkeys",
+        QUERY,
+        "QueryClientEncryptionKeys",
+    ),
+    (
+        "POST",
+        "/dbs/d/clientencryptionkeys",
+        &[],
+        "CreateClientEncryptionKey",
+    ),
+    (
+        "GET",
+        "/dbs/d/clientencryptionkeys/k",
+        &[],
+        "ReadClientEncryptionKey",
+    ),
+    (
+        "PUT",
+        "/dbs/d/clientencryptionkeys/k",
+        &[],
+        "ReplaceClientEncryptionKey",
+    ),
     ("POST", "/dbs/d/users", &[], "CreateUser"),
     ("POST", "/dbs/d/users", QUERY, "QueryUsers"),
     ("POST", "/dbs/d/users", UPSERT, "UpsertUser"),
@@ -335,6 +365,13 @@ fn requests_that_name_no_operation_get_404_or_405() {
         ("PUT", "/dbs/d/colls/c/triggers", "triggers"),
         ("POST", "/dbs/d/colls/c/triggers/t", "triggers"),
         ("PATCH", "/dbs/d/colls/c/udfs/f", "udfs"),
+        // No SDK deletes a client encryption key: it goes with its database.
+        (
+            "DELETE",
+            "/dbs/d/clientencryptionkeys/k",
+            "clientencryptionkeys",
+        ),
+        ("PUT", "/dbs/d/clientencryptionkeys", "clientencryptionkeys"),
     ] {
         assert_eq!(
             classified(method, path, &[]),
@@ -348,7 +385,7 @@ fn requests_that_name_no_operation_get_404_or_405() {
 
 /// Every operation's name as metrics and logs have always spelled it, in `Operation::all()`'s
 /// order. A change here breaks dashboards.
-const NAMES: [&str; 68] = [
+const NAMES: [&str; 73] = [
     "ReadAccount",
     "ReadDatabaseFeed",
     "QueryDatabases",
@@ -416,6 +453,11 @@ const NAMES: [&str; 68] = [
     "ReadConflictFeed",
     "QueryConflicts",
     "ReadConflict",
+    "ReadClientEncryptionKeyFeed",
+    "QueryClientEncryptionKeys",
+    "CreateClientEncryptionKey",
+    "ReadClientEncryptionKey",
+    "ReplaceClientEncryptionKey",
     "ExecuteStoredProcedure",
 ];
 
@@ -499,6 +541,8 @@ fn every_operation_keeps_its_name_and_has_one_kind() {
         "ReplaceUserDefinedFunction",
         "UpsertUserDefinedFunction",
         "DeleteUserDefinedFunction",
+        "CreateClientEncryptionKey",
+        "ReplaceClientEncryptionKey",
         "ExecuteStoredProcedure",
     ];
     expected.sort_unstable();
