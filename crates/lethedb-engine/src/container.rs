@@ -241,6 +241,14 @@ impl Container {
         (self.key_number() << 16) | u64::from(shard.0)
     }
 
+    /// Whether every item write of one logical partition stays within its shard, so it may run
+    /// under that shard's lock alone (`Writer::write_in_shards`). Not while its index keeps
+    /// full-text statistics counters, which every write of a text updates whatever its shard
+    /// (`index/maintain.rs`), nor while a rebuild may still meet an earlier policy's.
+    pub(crate) fn writes_stay_in_shards(&self) -> bool {
+        self.index_policy.full_text_indexes().is_empty() && self.earlier_index_policies.is_empty()
+    }
+
     /// Whether `other`, a definition read again by name, has the same shards as this one: a
     /// write whose shard locks came from this definition may then go ahead under them.
     pub(crate) fn same_shards(&self, other: &Container) -> bool {

@@ -419,15 +419,16 @@ fn point_of(
 
 /// [`current_container`] for a job queued under `resolved`'s shard locks
 /// (`Writer::write_in_shards`): a container re-created under the same name since has other
-/// shards, which the job does not hold, so it is refused as busy and the client's retry
-/// resolves the new one.
+/// shards, which the job does not hold, and one whose writes no longer stay in their shards
+/// needs the store's lock, so either is refused as busy and the client's retry resolves the
+/// definition again.
 fn container_in_shards(
     context: &mut WriteContext<'_>,
     resolved: &Container,
     locked: bool,
 ) -> EngineResult<Arc<Container>> {
     let container = current_container(context, resolved)?;
-    if locked && !resolved.same_shards(&container) {
+    if locked && !(resolved.same_shards(&container) && container.writes_stay_in_shards()) {
         return Err(writer_busy());
     }
     Ok(container)
@@ -435,8 +436,8 @@ fn container_in_shards(
 
 impl Engine {
     /// Queues an item operation: under the lock of the shard of `partition_key` alone when the
-    /// store is shared and the key is known (so writes to other shards, from any process,
-    /// commit beside it), else under the store's. `operation` gets the container read again
+    /// store is shared, the key is known and the container's writes stay in their shards (so
+    /// writes to other shards, from any process, commit beside it), else under the store's. `operation` gets the container read again
     /// and whether the job holds shard locks (for [`container_in_shards`]).
     async fn write_in_partition<T, F>(
         &self,
@@ -450,7 +451,8 @@ impl Engine {
         F: FnOnce(&mut WriteContext<'_>, bool) -> EngineResult<T> + Send + 'static,
     {
         let writer = &self.inner.writer;
-        match partition_key.filter(|_| self.inner.shared) {
+        let shard_local = self.inner.shared && container.writes_stay_in_shards();
+        match partition_key.filter(|_| shard_local) {
             Some(key) => {
                 let shard = container.shard_lock(container.shard_of(key));
                 writer

@@ -25,9 +25,10 @@ pub(crate) struct CommitPlan {
     /// The container the script ran against: a container deleted and recreated meanwhile is
     /// another one.
     pub(crate) container_number: u32,
-    /// How many shards it has, and the lock of the one the script's logical partition is in.
+    /// How many shards it has, and the lock of the one the script's logical partition is in
+    /// when its writes stay in their shards (`Container::writes_stay_in_shards`).
     pub(crate) shards: u16,
-    pub(crate) shard_lock: u64,
+    pub(crate) shard_lock: Option<u64>,
     pub(crate) partition: PartitionKeyValue,
     pub(crate) reads: HashMap<Vec<u8>, Option<u64>>,
     pub(crate) writes: Vec<ScriptWrite>,
@@ -51,7 +52,9 @@ pub(crate) fn conflict() -> EngineError {
 /// Applies `plan` inside the writer; see the module's doc.
 pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineResult<Committed> {
     let container = writer_container(context, &plan.database_id, &plan.container_id)?;
-    if container.number != plan.container_number || container.shards != plan.shards {
+    let still_local = plan.shard_lock.is_none() || container.writes_stay_in_shards();
+    if container.number != plan.container_number || container.shards != plan.shards || !still_local
+    {
         return Err(conflict());
     }
     for (key, seen) in &plan.reads {

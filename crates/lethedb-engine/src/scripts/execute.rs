@@ -193,8 +193,8 @@ impl Engine {
             let writer = &engine.inner.writer;
             // A script writes one logical partition: on a shared store, under its shard's lock
             // alone (`commit::apply` refuses a container that has other shards since).
-            if engine.inner.shared {
-                let shards = vec![plan.shard_lock];
+            if let Some(shard) = plan.shard_lock.filter(|_| engine.inner.shared) {
+                let shards = vec![shard];
                 writer
                     .write_in_shards(shards, Vec::new(), move |context| {
                         commit::apply(context, plan)
@@ -379,7 +379,9 @@ fn plan_of(container: &Container, view: ScriptView<'_>) -> CommitPlan {
         container_id: container.id.clone(),
         container_number: container.number,
         shards: container.shards,
-        shard_lock: container.shard_lock(container.shard_of(&view.partition)),
+        shard_lock: container
+            .writes_stay_in_shards()
+            .then(|| container.shard_lock(container.shard_of(&view.partition))),
         partition: view.partition.clone(),
         reads: view.reads,
         writes: view.writes,
