@@ -12,7 +12,9 @@ use crate::items::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::search::VectorStores;
 use crate::throughput::Budgets;
 use crate::ttl::sweep_stats::{SweepRegistry, SweeperConfig};
-use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
+use crate::writer::{
+    Writer, WRITER_LANES_SHARED_DEFAULT, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT,
+};
 use lethedb_storage::{ReadTxn, Storage};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -33,6 +35,9 @@ pub struct EngineConfig {
     pub write_batch_max: usize,
     /// The most writes that may wait for the writer before more are refused (429).
     pub writer_queue_jobs_max: usize,
+    /// How many lanes the writer runs on a shared store (`writer/lanes.rs`); a store with one
+    /// writer always has one.
+    pub writer_lanes: usize,
     pub sweeper: SweeperConfig,
     /// RU/s for containers with no throughput of their own or shared; `None`: unlimited.
     pub default_throughput_ru: Option<u32>,
@@ -67,6 +72,7 @@ impl EngineConfig {
             wire_status,
             write_batch_max: WRITE_BATCH_MAX_DEFAULT,
             writer_queue_jobs_max: WRITER_QUEUE_JOBS_MAX,
+            writer_lanes: WRITER_LANES_SHARED_DEFAULT,
             sweeper: SweeperConfig::default(),
             default_throughput_ru: None,
             rate_limit: true,

@@ -146,6 +146,12 @@ pub struct ServeArgs {
     /// The most writes one durable commit carries (1 turns group commit off).
     #[arg(long, env = "LETHEDB_WRITE_BATCH_MAX", default_value_t = 512)]
     pub write_batch_max: usize,
+    /// With --postgres: how many write transactions this process keeps in flight at once, each
+    /// for its own shards (docs/scale-out.md); more help where commits wait on the disk or the
+    /// network rather than on the CPU.
+    #[arg(long, env = "LETHEDB_WRITER_LANES", default_value_t = 1,
+          value_parser = clap::value_parser!(u16).range(1..=64))]
+    pub writer_lanes: u16,
     /// Never answer 429: charges are still computed and reported (like the emulator's switch).
     #[arg(long, env = "LETHEDB_NO_RATE_LIMIT")]
     pub no_rate_limit: bool,

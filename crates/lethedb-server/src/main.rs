@@ -193,6 +193,7 @@ fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
 fn engine_config(args: &ServeArgs) -> EngineConfig {
     EngineConfig {
         write_batch_max: args.write_batch_max,
+        writer_lanes: usize::from(args.writer_lanes),
         default_throughput_ru: args.default_throughput,
         rate_limit: !args.no_rate_limit,
         document_cache_bytes: args.document_cache_mb.saturating_mul(1024 * 1024),

@@ -36,6 +36,7 @@ impl Engine {
             Arc::clone(&store_offset_ms),
             config.write_batch_max,
             config.writer_queue_jobs_max,
+            config.writer_lanes,
             move || invalidated.invalidate(),
         )?;
         let change_log_retention_ms = config

@@ -2,8 +2,8 @@
 //! queue.
 //!
 //! A store with one writer (redb, memory) gets one lane: every job goes through it in order,
-//! as the module's documentation says. A shared store (PostgreSQL) gets
-//! [`WRITER_LANES_SHARED`]: a job that writes only within some shards
+//! as the module's documentation says. A shared store (PostgreSQL) gets as many as configured
+//! ([`WRITER_LANES_SHARED_DEFAULT`]): a job that writes only within some shards
 //! (`Writer::write_in_shards`) goes to the lane its shards map to, so one shard's jobs keep
 //! their order, and the lanes' transactions, each holding only its shards' locks, commit side
 //! by side; every other job (catalog changes, the sweeper's purges, anything that may write
@@ -18,9 +18,13 @@ use crate::error::{EngineError, EngineResult, ErrorCode};
 use lethedb_storage::Storage;
 use std::thread::JoinHandle;
 
-/// Lanes of a writer on a shared store: enough for several transactions of disjoint shards in
-/// flight while each waits on the network, few enough that each still groups several jobs.
-pub const WRITER_LANES_SHARED: usize = 4;
+/// Lanes of a writer on a shared store unless configured otherwise (`--writer-lanes`): one.
+/// On the 2-core development machine, where PostgreSQL, the instances and the load share the
+/// cores, more lanes split the groups (3.8 writes per commit against 15.6 with one) and gave no
+/// more creates per second, for one instance or two (`bench/results/postgres.md`); where
+/// commits wait on the disk or the network rather than the CPU, more lanes keep several
+/// transactions of disjoint shards in flight.
+pub const WRITER_LANES_SHARED_DEFAULT: usize = 1;
 
 /// The lane a job goes to: the one its shards map to, or the first when it names none or
 /// shards of several lanes.
@@ -40,10 +44,10 @@ pub(super) fn lane_of(shards: Option<&[u64]>, lanes: usize) -> usize {
     chosen.unwrap_or(0)
 }
 
-/// How many lanes a writer on `store` runs.
-pub(super) fn lane_count(store: &dyn Storage) -> usize {
+/// How many lanes a writer on `store` runs: `shared_lanes` (at least one) on a shared store.
+pub(super) fn lane_count(store: &dyn Storage, shared_lanes: usize) -> usize {
     if store.is_shared() {
-        WRITER_LANES_SHARED
+        shared_lanes.max(1)
     } else {
         1
     }

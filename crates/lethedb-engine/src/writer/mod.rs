@@ -34,7 +34,7 @@ mod stats;
 
 pub use context::WriteContext;
 use context::{Applied, ApplyJob, Finish};
-pub use lanes::WRITER_LANES_SHARED;
+pub use lanes::WRITER_LANES_SHARED_DEFAULT;
 pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 
 use crate::clock::{Clock, Stopwatch};
@@ -100,7 +100,7 @@ impl Writer {
             .store(retention_ms.max(60_000), Ordering::Relaxed);
     }
 
-    /// Starts the writer's lanes (one, or [`WRITER_LANES_SHARED`] on a shared store), each with
+    /// Starts the writer's lanes (one, or `shared_lanes` on a shared store), each with
     /// room for `queue_jobs_max` waiting jobs. `on_catalog_change` runs after a commit that
     /// changed the catalog. `store_offset_ms` is where the writer leaves the store's clock minus
     /// `clock`, when the store keeps the time (see `Engine::now_ms`). The handle returned ends
@@ -111,9 +111,10 @@ impl Writer {
         store_offset_ms: Arc<AtomicI64>,
         write_batch_max: usize,
         queue_jobs_max: usize,
+        shared_lanes: usize,
         on_catalog_change: impl Fn() + Send + Sync + 'static,
     ) -> EngineResult<(Writer, JoinHandle<()>)> {
-        let lane_count = lanes::lane_count(&*store);
+        let lane_count = lanes::lane_count(&*store, shared_lanes);
         let stats = Arc::new(WriterStats::default());
         let poison = Arc::new(Poison::default());
         let change_log_retention_ms = Arc::new(AtomicI64::new(

@@ -52,17 +52,25 @@ async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
         std::process::id(),
         NEXT.fetch_add(1, Ordering::SeqCst)
     );
-    let open = |offset: i64, store: Arc<PgStore>| {
+    let open = |offset: i64, store: Arc<PgStore>, writer_lanes: usize| {
         Engine::open(
             store,
             Arc::new(ManualClock::new(real_now_ms() + offset)),
-            crate::common::config(),
+            lethedb_engine::EngineConfig {
+                writer_lanes,
+                ..crate::common::config()
+            },
         )
         .expect("engine")
     };
     let store = || Arc::new(PgStore::open_in_schema(url, &schema).expect("store"));
     let second = store();
-    let (a, b) = (open(SKEW_MS, store()), open(-SKEW_MS, Arc::clone(&second)));
+    // The first engine writes through four lanes (transactions of disjoint shards side by
+    // side), the second through one, so every test here races both shapes.
+    let (a, b) = (
+        open(SKEW_MS, store(), 4),
+        open(-SKEW_MS, Arc::clone(&second), 1),
+    );
     a.create_database(json!({"id": "db"}), None)
         .await
         .expect("db");
