@@ -10,7 +10,7 @@
 
 #![no_main]
 
-use lethedb_engine::parse_batch;
+use lethedb_engine::{parse_batch, BatchMode};
 use lethedb_fuzz::{partition_key_of, same_snapshot, snapshot, Harness, DATABASE};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
@@ -31,7 +31,7 @@ fuzz_target!(|data: &[u8]| {
             &container,
             partition_key_of(&json!("a")),
             operations.clone(),
-            true,
+            BatchMode::Atomic,
         ));
         match atomic {
             Ok((entries, true, _)) => {
@@ -62,9 +62,12 @@ fuzz_target!(|data: &[u8]| {
             }
         }
         let middle = snapshot(harness, "v2");
-        if let Ok((entries, _, _)) =
-            harness.block_on(engine.execute_batch(&container, None, operations, false))
-        {
+        if let Ok((entries, _, _)) = harness.block_on(engine.execute_batch(
+            &container,
+            None,
+            operations,
+            BatchMode::ContinueOnError,
+        )) {
             assert_eq!(entries.len(), count);
         }
         let after = snapshot(harness, "v2");

@@ -16,7 +16,9 @@
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use lethedb_engine::RangeFilter;
-use lethedb_engine::{ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, QueryOutcome, QueryRequest};
+use lethedb_engine::{
+    ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, FeedCursor, QueryOutcome, QueryRequest,
+};
 use lethedb_fuzz::{base_documents, partition_key_of, Harness, DATABASE, NOW_MS};
 use libfuzzer_sys::fuzz_target;
 use serde_json::{json, Value};
@@ -204,15 +206,16 @@ fn feeds(harness: &Harness, data: &[u8], text: Option<&str>, size: usize, scoped
     }
     let mut starts = vec![
         ChangeFeedStart::Continuation {
-            lsn: u64::from_le_bytes(number),
+            cursor: FeedCursor::single(u64::from_le_bytes(number)),
         },
         ChangeFeedStart::PointInTime {
             ms: i64::from_le_bytes(number),
         },
     ];
-    // The server's own form: `If-None-Match: "<lsn>"`, and a point in time in milliseconds.
-    if let Some(lsn) = text.and_then(|text| text.trim().trim_matches('"').parse::<u64>().ok()) {
-        starts.push(ChangeFeedStart::Continuation { lsn });
+    // The server's own form: `If-None-Match` with a page's ETag (a bare LSN, or a position
+    // per shard), and a point in time in milliseconds.
+    if let Some(cursor) = text.and_then(|text| FeedCursor::parse(text.trim().trim_matches('"'))) {
+        starts.push(ChangeFeedStart::Continuation { cursor });
     }
     if let Some(ms) = text.and_then(|text| text.trim().parse::<i64>().ok()) {
         starts.push(ChangeFeedStart::PointInTime { ms });
@@ -224,7 +227,7 @@ fn feeds(harness: &Harness, data: &[u8], text: Option<&str>, size: usize, scoped
         ] {
             let request = ChangeFeedRequest {
                 mode,
-                start,
+                start: start.clone(),
                 partition_key: None,
                 filter: RangeFilter::everything(),
                 page_items_max: Some(size),
