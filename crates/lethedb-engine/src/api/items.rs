@@ -141,7 +141,6 @@ impl Engine {
         operations: Vec<BatchOperation>,
         mode: BatchMode,
     ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
-        let resolved = Arc::clone(container);
         // Only an atomic batch is known to stay in one logical partition.
         let atomic = mode == BatchMode::Atomic;
         let point = atomic
@@ -151,8 +150,7 @@ impl Engine {
             container,
             point.as_ref(),
             Vec::new(),
-            move |context, locked| {
-                let container = container_in_shards(context, &resolved, locked)?;
+            move |context, container| {
                 // An atomic batch is one logical partition, so one shard: its writes share
                 // the shard's next LSN.
                 let shard = partition_key.as_ref().map(|key| container.shard_of(key));
@@ -185,14 +183,13 @@ impl Engine {
         if_match: Option<String>,
     ) -> EngineResult<ItemOutcome> {
         let (operations, condition) = parse_patch(&body)?;
-        let (resolved, id) = (Arc::clone(container), id.to_string());
+        let id = id.to_string();
         let point = point_of(container, partition_key.as_ref());
         self.write_in_partition(
             container,
             point.as_ref(),
             Vec::new(),
-            move |context, locked| {
-                let container = container_in_shards(context, &resolved, locked)?;
+            move |context, container| {
                 apply_patch_item(
                     context,
                     container,
@@ -223,7 +220,6 @@ impl Engine {
             body: prepare_body(body)?,
             if_match,
         };
-        let resolved = Arc::clone(container);
         // Only a shared store fetches the keys a write will read; elsewhere the hint is waste.
         let reads = if self.inner.shared {
             write_reads(container, &request)
@@ -231,10 +227,12 @@ impl Engine {
             Vec::new()
         };
         let point = document_partition_key(container, &request.body.document).ok();
-        self.write_in_partition(container, point.as_ref(), reads, move |context, locked| {
-            let container = container_in_shards(context, &resolved, locked)?;
-            apply_write(context, container, request)
-        })
+        self.write_in_partition(
+            container,
+            point.as_ref(),
+            reads,
+            move |context, container| apply_write(context, container, request),
+        )
         .await
     }
 
@@ -306,14 +304,13 @@ impl Engine {
         id: &str,
         if_match: Option<String>,
     ) -> EngineResult<ItemDeleted> {
-        let (resolved, id) = (Arc::clone(container), id.to_string());
+        let id = id.to_string();
         let point = point_of(container, partition_key.as_ref());
         self.write_in_partition(
             container,
             point.as_ref(),
             Vec::new(),
-            move |context, locked| {
-                let container = container_in_shards(context, &resolved, locked)?;
+            move |context, container| {
                 apply_delete(context, &container, partition_key, &id, if_match)
             },
         )
@@ -327,7 +324,6 @@ impl Engine {
         container: &Arc<Container>,
         partition_key: PartitionKeyValue,
     ) -> EngineResult<u64> {
-        let resolved = Arc::clone(container);
         let point = container
             .partition_key
             .require_full(partition_key.clone())
@@ -336,10 +332,7 @@ impl Engine {
             container,
             point.as_ref(),
             Vec::new(),
-            move |context, locked| {
-                let container = container_in_shards(context, &resolved, locked)?;
-                apply_delete_partition(context, &container, partition_key)
-            },
+            move |context, container| apply_delete_partition(context, &container, partition_key),
         )
         .await
     }
@@ -435,21 +428,27 @@ fn container_in_shards(
 }
 
 impl Engine {
-    /// Queues an item operation: under the lock of the shard of `partition_key` alone when the
-    /// store is shared, the key is known and the container's writes stay in their shards (so
-    /// writes to other shards, from any process, commit beside it), else under the store's. `operation` gets the container read again
-    /// and whether the job holds shard locks (for [`container_in_shards`]).
+    /// Queues an item operation on `container`: under the lock of the shard of
+    /// `partition_key` alone when the store is shared, the key is known and the container's
+    /// writes stay in their shards (so writes to other shards, from any process, commit beside
+    /// it), else under the store's. `operation` gets the container as the writer reads it again
+    /// ([`container_in_shards`]).
     async fn write_in_partition<T, F>(
         &self,
-        container: &Container,
+        container: &Arc<Container>,
         partition_key: Option<&PartitionKeyValue>,
         prefetch: Vec<(Table, Vec<u8>)>,
         operation: F,
     ) -> EngineResult<T>
     where
         T: Send + 'static,
-        F: FnOnce(&mut WriteContext<'_>, bool) -> EngineResult<T> + Send + 'static,
+        F: FnOnce(&mut WriteContext<'_>, Arc<Container>) -> EngineResult<T> + Send + 'static,
     {
+        let resolved = Arc::clone(container);
+        let operation = move |context: &mut WriteContext<'_>, locked: bool| {
+            let current = container_in_shards(context, &resolved, locked)?;
+            operation(context, current)
+        };
         let writer = &self.inner.writer;
         let shard_local = self.inner.shared && container.writes_stay_in_shards();
         match partition_key.filter(|_| shard_local) {
