@@ -236,9 +236,10 @@ impl Container {
         }
     }
 
-    /// The lock key of one of its shards (`Writer::write_in_shards`): its number and the shard.
+    /// The lock key of one of its shards (`Writer::write_in_shards`): the shard's bucket
+    /// (`partitions/buckets.rs`), so a lock and the rows it guards have one number.
     pub(crate) fn shard_lock(&self, shard: Shard) -> u64 {
-        (self.key_number() << 16) | u64::from(shard.0)
+        crate::partitions::buckets::bucket_number(self.key_number(), shard)
     }
 
     /// Whether every item write of one logical partition stays within its shard, so it may run

@@ -473,6 +473,12 @@ pub fn shard_counters_key(container_number: u64, shard: u16) -> Vec<u8> {
     key
 }
 
+/// The shard of a multi-shard container's counters key, if the key is one.
+pub fn shard_of_counters_key(key: &[u8]) -> Option<u16> {
+    let tail: [u8; 3] = key.get(CONTAINER_PREFIX_BYTES..)?.try_into().ok()?;
+    (tail[0] == SHARD_COUNTERS_MARKER).then(|| u16::from_be_bytes([tail[1], tail[2]]))
+}
+
 /// The change-index key of an item's current version: container number + LSN (big-endian, so
 /// one container's versions sort by LSN) + the item key's suffix.
 pub fn change_index_key(container_number: u64, lsn: u64, item_suffix: &[u8]) -> Vec<u8> {

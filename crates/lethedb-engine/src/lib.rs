@@ -57,6 +57,7 @@ pub use lethedb_scripts::Limits as ScriptLimits;
 pub use limits::{
     ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, SCANS_CONCURRENT_MAX,
 };
+pub use partitions::buckets::{Buckets, BUCKETS_VERSION};
 pub use partitions::epk::{even_boundaries, prefix_range, HashScheme};
 pub use partitions::partition_key::{PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue};
 pub use partitions::ranges::RangeFilter;

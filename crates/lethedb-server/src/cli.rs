@@ -152,6 +152,12 @@ pub struct ServeArgs {
     #[arg(long, env = "LETHEDB_WRITER_LANES", default_value_t = 1,
           value_parser = clap::value_parser!(u16).range(1..=64))]
     pub writer_lanes: u16,
+    /// With --postgres, for a store this process creates: hash-partition its per-item tables
+    /// by bucket into this many partitions (0: plain tables; docs/scale-out.md). A store
+    /// created earlier keeps its layout.
+    #[arg(long, env = "LETHEDB_POSTGRES_PARTITIONS", default_value_t = 0,
+          value_parser = clap::value_parser!(u16).range(0..=1024))]
+    pub postgres_partitions: u16,
     /// Never answer 429: charges are still computed and reported (like the emulator's switch).
     #[arg(long, env = "LETHEDB_NO_RATE_LIMIT")]
     pub no_rate_limit: bool,

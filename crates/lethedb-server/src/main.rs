@@ -18,7 +18,7 @@ use lethedb_server::tls::{self, TlsMaterial};
 use lethedb_server::{
     app, metrics_router, probe_router, secrets, wire_status, AppState, Endpoint, MetricsRoute,
 };
-use lethedb_storage::{MemoryStore, PgStore, RedbStore, Storage};
+use lethedb_storage::{MemoryStore, PgOptions, PgStore, RedbStore, Storage};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -90,7 +90,7 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
         return Ok((Arc::new(MemoryStore::new()), "in-memory".to_string()));
     }
     if let Some(url) = args.postgres.as_deref() {
-        let store = PgStore::open(url).context("cannot open the PostgreSQL store")?;
+        let store = open_postgres(url, args.postgres_partitions)?;
         // Named without its password.
         let name = store.target().to_string();
         return Ok((Arc::new(store), name));
@@ -122,9 +122,7 @@ fn offline_store(
     create: bool,
 ) -> anyhow::Result<Arc<dyn Storage>> {
     if let Some(url) = postgres {
-        return Ok(Arc::new(
-            PgStore::open(url).context("cannot open the PostgreSQL store")?,
-        ));
+        return Ok(Arc::new(open_postgres(url, 0)?));
     }
     let file = data_dir.join(STORE_FILE);
     if create {
@@ -430,4 +428,13 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     }
     tracing::info!("LetheDB stopped");
     Ok(())
+}
+
+/// The PostgreSQL store at `url`, its keys placed in the engine's buckets (a store created now
+/// hash-partitioned into `partitions` when not 0).
+fn open_postgres(url: &str, partitions: u16) -> anyhow::Result<PgStore> {
+    let mut options = PgOptions::new(Arc::new(lethedb_engine::Buckets));
+    options.partitions = partitions;
+    PgStore::open_with(url, lethedb_storage::POSTGRES_SCHEMA_DEFAULT, options)
+        .context("cannot open the PostgreSQL store")
 }

@@ -17,6 +17,7 @@
 //! The interface is in `api.rs`; this file is only the front door.
 
 mod api;
+mod distribution;
 mod failing;
 mod memory;
 mod overlay;
@@ -29,9 +30,10 @@ pub use api::{
     prefix_successor, KeyRange, Look, LookFuture, ReadTxn, Savepoint, Snapshots, Storage,
     StorageError, Table, Visit, WriteTxn,
 };
+pub use distribution::{range_within, Distribution, OneBucket};
 pub use failing::{FailingStore, FaultPlan};
 pub use memory::MemoryStore;
-pub use postgres::{PgStore, POSTGRES_SCHEMA_DEFAULT};
+pub use postgres::{PgOptions, PgStore, POSTGRES_SCHEMA_DEFAULT};
 pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 
 #[cfg(test)]

@@ -64,6 +64,13 @@ pub fn shard_of_point(point: u64, shards: u16) -> Shard {
     Shard((point >> (64 - bits)) as u16)
 }
 
+/// The shard a multi-shard container's document number names (its low bits). Any other
+/// container's numbers count up, so this is only a spread of them.
+pub fn shard_of_document_number(number: u64) -> Shard {
+    // The field is SHARD_BITS (< 16) wide.
+    Shard((number & ((1 << SHARD_BITS) - 1)) as u16)
+}
+
 /// The document number after `last` (the shard's latest, 0 before its first): the next in a
 /// one-shard container; in a multi-shard one, the shard in the low bits and, above them, the
 /// larger of the next count and the clock's milliseconds (scaled so a shard may take several

@@ -33,6 +33,7 @@ mod resolved_container;
 mod resources;
 mod script_resources;
 mod scripts;
+mod shared_buckets;
 mod shared_store;
 mod spatial_index;
 mod sweeper;

@@ -10,8 +10,8 @@
 //! (`LETHEDB_TEST_POSTGRES_REQUIRED`) a missing database fails them.
 
 use crate::common::{pk, resolved};
-use lethedb_engine::{Engine, ErrorCode, ManualClock, WriteMode};
-use lethedb_storage::PgStore;
+use lethedb_engine::{Buckets, Engine, ErrorCode, ManualClock, WriteMode};
+use lethedb_storage::{PgOptions, PgStore};
 use serde_json::json;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -23,7 +23,7 @@ const SKEW_MS: i64 = 3_600_000;
 /// The test database. These tests run only in a build that names one (`build.rs` sets the
 /// cfg); the postgres stage's `LETHEDB_TEST_POSTGRES_REQUIRED` runs them even without, so
 /// that a missing database fails here.
-fn database_url() -> String {
+pub(crate) fn database_url() -> String {
     std::env::var("LETHEDB_TEST_POSTGRES")
         .ok()
         .filter(|url| !url.is_empty())
@@ -45,7 +45,7 @@ async fn pair(url: &str) -> (Engine, Engine) {
 }
 
 /// [`pair`], with the second engine's store, whose round trips a test counts.
-async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
+pub(crate) async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
     static NEXT: AtomicU32 = AtomicU32::new(0);
     let schema = format!(
         "engine_{}_{}",
@@ -63,7 +63,13 @@ async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
         )
         .expect("engine")
     };
-    let store = || Arc::new(PgStore::open_in_schema(url, &schema).expect("store"));
+    // The store a server opens: keys placed in the engine's buckets, here in tables
+    // hash-partitioned by bucket, so every test of this file also runs on that layout.
+    let store = || {
+        let mut options = PgOptions::new(Arc::new(Buckets));
+        options.partitions = 4;
+        Arc::new(PgStore::open_with(url, &schema, options).expect("store"))
+    };
     let second = store();
     // The first engine writes through four lanes (transactions of disjoint shards side by
     // side), the second through one, so every test here races both shapes.

@@ -24,9 +24,13 @@
 //! store: the next transaction takes a fresh connection and reads everything again.
 
 mod bridge;
+mod commit;
 mod read;
+mod schema;
 mod sql;
 mod transaction;
+
+pub use schema::PgOptions;
 
 use crate::api::{
     KeyRange, Look, LookFuture, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn,
@@ -34,21 +38,19 @@ use crate::api::{
 use crate::overlay::Overlay;
 use crate::write_txn::{Base, OverlayWrite};
 use bridge::{client_error, pool_error, Bridge, CONNECT_TIMEOUT, OPERATION_TIMEOUT};
-use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use deadpool_postgres::{Manager, ManagerConfig, Pool, RecyclingMethod, Runtime};
 use read::PgRead;
 use sql::Sql;
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio_postgres::NoTls;
-use transaction::{Backend, Transaction};
+use transaction::{Backend, Transaction, Unsettled};
 
 /// The schema LetheDB keeps its tables in unless told otherwise.
 pub const POSTGRES_SCHEMA_DEFAULT: &str = "lethedb";
 /// Connections one instance keeps at most: snapshots of concurrent requests and scans, and the
 /// writer's.
 const POOL_SIZE_MAX: usize = 32;
-/// Rows one pipelined statement of a commit carries at most.
-const COMMIT_ROWS_PER_STATEMENT: usize = 1_000;
 
 /// A store kept in PostgreSQL.
 pub struct PgStore {
@@ -66,6 +68,12 @@ impl PgStore {
 
     /// Like [`PgStore::open`], with the tables in `schema` (tests give each store its own).
     pub fn open_in_schema(url: &str, schema: &str) -> Result<PgStore, StorageError> {
+        PgStore::open_with(url, schema, PgOptions::default())
+    }
+
+    /// Like [`PgStore::open_in_schema`], with the tables laid out as `options` say (a LetheDB
+    /// server passes the engine's placement of keys into buckets).
+    pub fn open_with(url: &str, schema: &str, options: PgOptions) -> Result<PgStore, StorageError> {
         let config = connection_config(url)?;
         let target = describe(&config);
         let manager = Manager::from_config(
@@ -87,26 +95,42 @@ impl PgStore {
             backend: Backend {
                 bridge: Bridge::new(pool)?,
                 sql: Arc::new(Sql::new(schema, &instance_name())),
+                distribution: Arc::clone(&options.distribution),
+                statements: Arc::default(),
             },
             target,
         };
         let pool = store.backend.bridge.pool.clone();
-        let create = store.backend.sql.create_schema.clone();
-        let prune = store.backend.sql.prune_floors.clone();
+        let sql = Arc::clone(&store.backend.sql);
+        let schema = schema.to_string();
         store.backend.bridge.run(async move {
-            let connection = pool.get().await.map_err(|error| pool_error(&error))?;
-            connection
-                .batch_execute(&create)
-                .await
-                .map_err(|error| client_error(&error))?;
+            // A failure inside the schema's transaction leaves the connection in it: closed.
+            let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
+            schema::prepare(connection.get(), &sql, &schema, &options).await?;
             // Every instance that ever opened the store left a floor row; all but the highest
             // are no floor at all.
             connection
-                .batch_execute(&prune)
+                .get()
+                .batch_execute(&sql.prune_floors)
                 .await
-                .map_err(|error| client_error(&error))
+                .map_err(|error| client_error(&error))?;
+            drop(connection.settle());
+            Ok(())
         })?;
         Ok(store)
+    }
+
+    /// How many statements on per-item tables so far named one bucket, how many spanned
+    /// several, and how many commits wrote rows of several buckets: tests check that an
+    /// operation on one logical partition sends only the first kind, in commits of one bucket.
+    pub fn bucket_statements(&self) -> (u64, u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        let statements = &self.backend.statements;
+        (
+            statements.one.load(Relaxed),
+            statements.several.load(Relaxed),
+            statements.commits_across.load(Relaxed),
+        )
     }
 
     /// How many times callers have waited on PostgreSQL since the store opened: one round trip
@@ -234,14 +258,6 @@ struct PgBase<'a> {
     prefetched: HashMap<(Table, Vec<u8>), Option<Vec<u8>>>,
 }
 
-/// One table's pending changes as statement arguments.
-struct TableChanges {
-    table: Table,
-    put_keys: Vec<Vec<u8>>,
-    put_values: Vec<Vec<u8>>,
-    delete_keys: Vec<Vec<u8>>,
-}
-
 impl Base for PgBase<'_> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         if let Some(value) = self.prefetched.get(&(table, key.to_vec())) {
@@ -271,138 +287,20 @@ impl Base for PgBase<'_> {
     }
 
     fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
-        let mut catalog_changed = false;
-        let mut changes = Vec::new();
-        for (table, pending) in overlay.into_tables() {
-            if pending.is_empty() {
-                continue;
-            }
-            catalog_changed |= table == Table::Catalog;
-            let mut table_changes = TableChanges {
-                table,
-                put_keys: Vec::new(),
-                put_values: Vec::new(),
-                delete_keys: Vec::new(),
-            };
-            for (key, change) in pending {
-                match change {
-                    Some(value) => {
-                        table_changes.put_keys.push(key);
-                        table_changes.put_values.push(value);
-                    }
-                    None => table_changes.delete_keys.push(key),
-                }
-            }
-            changes.push(table_changes);
-        }
         let transaction = self.transaction;
+        let (writes, catalog_changed) = commit::writes_of(transaction.store, overlay);
         let connection = transaction.connection()?;
         let sql = Arc::clone(&transaction.store.sql);
         let now_ms = transaction.now_ms;
         transaction.store.bridge.run(async move {
-            apply_and_commit(&connection, &sql, &changes, now_ms, catalog_changed).await
+            commit::apply_and_commit(&connection, &sql, &writes, now_ms, catalog_changed).await
         })?;
         transaction.finish();
         Ok(())
     }
 }
 
-/// Sends every change of a commit, the meta updates and `COMMIT`, pipelined on one connection
-/// (one round trip); fails if any statement failed. A statement that failed aborts the
-/// transaction, and PostgreSQL answers the `COMMIT` of an aborted transaction by rolling it
-/// back, so nothing of a failed commit stays, though its `COMMIT` reports no error.
-async fn apply_and_commit(
-    connection: &Object,
-    sql: &Sql,
-    changes: &[TableChanges],
-    now_ms: i64,
-    catalog_changed: bool,
-) -> Result<(), StorageError> {
-    type Pending<'a> = std::pin::Pin<
-        Box<dyn std::future::Future<Output = Result<u64, tokio_postgres::Error>> + Send + 'a>,
-    >;
-    // Every statement is prepared first (from the connection's cache after its first commit):
-    // an execution whose statement were still being prepared would go out after `COMMIT`.
-    let prepared = prepare_commit(connection, sql, changes, catalog_changed).await?;
-    let mut prepared = prepared.iter();
-    let mut next = || {
-        prepared
-            .next()
-            .ok_or_else(|| StorageError::Io("a commit statement was not prepared".into()))
-    };
-    let mut statements: Vec<Pending<'_>> = Vec::new();
-    for change in changes {
-        if !change.put_keys.is_empty() {
-            let statement = next()?;
-            for (keys, values) in change
-                .put_keys
-                .chunks(COMMIT_ROWS_PER_STATEMENT)
-                .zip(change.put_values.chunks(COMMIT_ROWS_PER_STATEMENT))
-            {
-                statements.push(Box::pin(async move {
-                    connection.execute(statement, &[&keys, &values]).await
-                }));
-            }
-        }
-        if !change.delete_keys.is_empty() {
-            let statement = next()?;
-            for keys in change.delete_keys.chunks(COMMIT_ROWS_PER_STATEMENT) {
-                statements.push(Box::pin(async move {
-                    connection.execute(statement, &[&keys]).await
-                }));
-            }
-        }
-    }
-    let floor = next()?;
-    statements.push(Box::pin(async move {
-        connection.execute(floor, &[&now_ms]).await
-    }));
-    if catalog_changed {
-        let epoch = next()?;
-        statements.push(Box::pin(
-            async move { connection.execute(epoch, &[]).await },
-        ));
-    }
-    statements.push(Box::pin(async move {
-        connection.batch_execute("COMMIT").await.map(|()| 0)
-    }));
-    for outcome in futures_util::future::join_all(statements).await {
-        outcome.map_err(|error| client_error(&error))?;
-    }
-    Ok(())
-}
-
-/// The statements a commit executes, prepared, in the order [`apply_and_commit`] takes them:
-/// per table its upsert and its delete (each only where it has rows), the floor, the epoch.
-async fn prepare_commit(
-    connection: &Object,
-    sql: &Sql,
-    changes: &[TableChanges],
-    catalog_changed: bool,
-) -> Result<Vec<tokio_postgres::Statement>, StorageError> {
-    let mut texts: Vec<&str> = Vec::new();
-    for change in changes {
-        if !change.put_keys.is_empty() {
-            texts.push(sql.upsert(change.table));
-        }
-        if !change.delete_keys.is_empty() {
-            texts.push(sql.delete(change.table));
-        }
-    }
-    texts.push(&sql.raise_floor);
-    if catalog_changed {
-        texts.push(&sql.bump_epoch);
-    }
-    futures_util::future::join_all(
-        texts
-            .into_iter()
-            .map(|text| connection.prepare_cached(text)),
-    )
-    .await
-    .into_iter()
-    .collect::<Result<Vec<_>, _>>()
-    .map_err(|error| client_error(&error))
-}
-
+#[cfg(test)]
+mod layout_tests;
 #[cfg(test)]
 mod tests;

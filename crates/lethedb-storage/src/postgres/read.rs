@@ -38,7 +38,14 @@ impl Backend {
         let pool = self.bridge.pool.clone();
         let tables: Vec<Table> = keys.iter().map(|(table, _)| *table).collect();
         let text = self.sql.look(&tables);
-        let arguments: Vec<Vec<u8>> = keys.iter().map(|(_, key)| key.to_vec()).collect();
+        let arguments: Vec<(Vec<u8>, Option<i64>)> = keys
+            .iter()
+            .map(|(table, key)| (key.to_vec(), self.bucket(*table, key)))
+            .collect();
+        let mut buckets: Vec<i64> = arguments.iter().filter_map(|(_, bucket)| *bucket).collect();
+        buckets.sort_unstable();
+        buckets.dedup();
+        self.statements.count(buckets.len());
         async move {
             let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
             let look = look_row(connection.get(), &text, &arguments).await?;
@@ -53,16 +60,20 @@ impl Backend {
 async fn look_row(
     connection: &deadpool_postgres::Object,
     text: &str,
-    arguments: &[Vec<u8>],
+    arguments: &[(Vec<u8>, Option<i64>)],
 ) -> Result<Look, StorageError> {
     let statement = connection
         .prepare_cached(text)
         .await
         .map_err(|error| client_error(&error))?;
-    let parameters: Vec<&(dyn ToSql + Sync)> = arguments
-        .iter()
-        .map(|argument| argument as &(dyn ToSql + Sync))
-        .collect();
+    // A key of a distributed table is followed by its bucket (`Sql::look`).
+    let mut parameters: Vec<&(dyn ToSql + Sync)> = Vec::new();
+    for (key, bucket) in arguments {
+        parameters.push(key);
+        if let Some(bucket) = bucket {
+            parameters.push(bucket);
+        }
+    }
     let row = connection
         .query_one(&statement, &parameters)
         .await

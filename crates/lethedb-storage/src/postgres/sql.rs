@@ -1,17 +1,20 @@
 //! The SQL this backend sends, built once per store for its schema.
 //!
-//! Every [`Table`] is a PostgreSQL table of `(k bytea PRIMARY KEY, v bytea)`: `bytea` compares
-//! bytewise (then by length), exactly the order the engine's keys are designed for, so every
-//! range scan is a B-tree range scan. Values are the engine's bytes unchanged: an item's value
-//! is a small header and the JSON exactly as the client sent it (member order, duplicate names,
+//! The catalog is a table of `(k bytea PRIMARY KEY, v bytea)`; every other [`Table`] adds the
+//! key's bucket, `dk` (`schema.rs`), and every statement on one names the bucket of its rows
+//! where they share one, so it reads one partition of a partitioned table and can be routed to
+//! one node of a distributed one. `bytea` compares bytewise (then by length), exactly the order
+//! the engine's keys are designed for, and the key leads the primary key, so every range scan
+//! is a B-tree range scan. Values are the engine's bytes unchanged: an item's value is a small
+//! header and the JSON exactly as the client sent it (member order, duplicate names,
 //! `\u0000`), never re-encoded. `meta` holds the store-wide numbers: the catalog epoch and the
-//! clock floor.
+//! clock floors.
 
 use crate::api::{KeyRange, Table};
 use std::ops::Bound;
 
 /// The names of the tables, indexed like [`Table::ALL`].
-const TABLE_NAMES: [&str; 8] = [
+pub(crate) const TABLE_NAMES: [&str; 8] = [
     "catalog",
     "items",
     "expiry",
@@ -29,7 +32,8 @@ pub(crate) const SCAN_PAGE_MAX: i64 = 512;
 
 /// Statements that do not depend on arguments, built for one schema.
 pub(crate) struct Sql {
-    schema: String,
+    /// The schema's quoted name.
+    pub(crate) schema: String,
     pub(crate) begin_read: String,
     /// The clock and the catalog epoch as two columns (see `begin_read`).
     clock_columns: String,
@@ -43,17 +47,13 @@ pub(crate) struct Sql {
     shard_lock_prefix: String,
     /// Deletes the floor rows below the highest (kept: the highest is the floor).
     pub(crate) prune_floors: String,
-    pub(crate) create_schema: String,
-    gets: Vec<String>,
-    get_anys: Vec<String>,
-    upserts: Vec<String>,
-    deletes: Vec<String>,
+    rows: RowStatements,
     pub(crate) raise_floor: String,
     pub(crate) bump_epoch: String,
 }
 
 /// A 63-bit FNV-1a hash, for advisory lock keys derived from names.
-fn lock_key(name: &str) -> i64 {
+pub(crate) fn lock_key(name: &str) -> i64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in name.bytes() {
         hash ^= u64::from(byte);
@@ -62,29 +62,93 @@ fn lock_key(name: &str) -> i64 {
     (hash >> 1) as i64
 }
 
-/// The statements that create a store's schema and tables where missing (`s`: the schema's
-/// quoted name), under a lock so that instances starting together do not race.
-fn create_schema(schema: &str, s: &str) -> String {
-    let schema_lock = lock_key(&format!("lethedb-schema:{schema}"));
-    let mut create = format!(
-        "BEGIN; SET LOCAL client_min_messages = warning; \
-         SELECT pg_advisory_xact_lock({schema_lock}); CREATE SCHEMA IF NOT EXISTS {s}; \
-         CREATE TABLE IF NOT EXISTS {s}.meta (name text PRIMARY KEY, value int8 NOT NULL); \
-         INSERT INTO {s}.meta (name, value) VALUES ('schema_version', 1), \
-         ('catalog_epoch', 0), ('clock_floor_ms', 0) ON CONFLICT (name) DO NOTHING; "
-    );
-    for table in Table::ALL {
-        create.push_str(&format!(
-            "CREATE TABLE IF NOT EXISTS {s}.{} (k bytea PRIMARY KEY, v bytea NOT NULL); ",
-            TABLE_NAMES[table as usize]
-        ));
+/// The statements on rows of each table, indexed like [`Table::ALL`].
+struct RowStatements {
+    gets: Vec<String>,
+    get_anys: Vec<String>,
+    upserts: Vec<String>,
+    deletes: Vec<String>,
+    /// Upserts and deletes of rows of several buckets, for a transaction that spans them.
+    upserts_across: Vec<String>,
+    deletes_across: Vec<String>,
+}
+
+/// A table's qualified name in the schema `s` (quoted).
+fn name(s: &str, table: Table) -> String {
+    format!("{s}.{}", TABLE_NAMES[table as usize])
+}
+
+impl RowStatements {
+    fn new(s: &str) -> RowStatements {
+        RowStatements {
+            gets: statements(|t| {
+                if t.is_distributed() {
+                    format!("SELECT v FROM {} WHERE k = $1 AND dk = $2", name(s, t))
+                } else {
+                    format!("SELECT v FROM {} WHERE k = $1", name(s, t))
+                }
+            }),
+            get_anys: statements(|t| {
+                if t.is_distributed() {
+                    format!(
+                        "SELECT k, v FROM {} WHERE dk = $1 AND k = ANY($2::bytea[])",
+                        name(s, t)
+                    )
+                } else {
+                    format!("SELECT k, v FROM {} WHERE k = ANY($1::bytea[])", name(s, t))
+                }
+            }),
+            upserts: statements(|t| {
+                if t.is_distributed() {
+                    format!(
+                        "INSERT INTO {} (dk, k, v) SELECT $1::int8, * FROM \
+                 unnest($2::bytea[], $3::bytea[]) ON CONFLICT (k, dk) DO UPDATE SET v = EXCLUDED.v",
+                        name(s, t)
+                    )
+                } else {
+                    format!(
+                        "INSERT INTO {} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
+                 ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+                        name(s, t)
+                    )
+                }
+            }),
+            deletes: statements(|t| {
+                if t.is_distributed() {
+                    format!(
+                        "DELETE FROM {} WHERE dk = $1 AND k = ANY($2::bytea[])",
+                        name(s, t)
+                    )
+                } else {
+                    format!("DELETE FROM {} WHERE k = ANY($1::bytea[])", name(s, t))
+                }
+            }),
+            // A key names its bucket, so `dk = ANY(...) AND k = ANY(...)` matches exactly the
+            // rows of the keys, whichever bucket each is in.
+            upserts_across: statements(|t| {
+                format!(
+                "INSERT INTO {} (dk, k, v) SELECT * FROM \
+                 unnest($1::int8[], $2::bytea[], $3::bytea[]) ON CONFLICT (k, dk) DO UPDATE SET v = EXCLUDED.v",
+                name(s, t)
+            )
+            }),
+            deletes_across: statements(|t| {
+                format!(
+                    "DELETE FROM {} WHERE dk = ANY($1::int8[]) AND k = ANY($2::bytea[])",
+                    name(s, t)
+                )
+            }),
+        }
     }
-    create.push_str("COMMIT");
-    create
+}
+
+/// One statement per table, indexed like [`Table::ALL`].
+fn statements(text: impl Fn(Table) -> String) -> Vec<String> {
+    Table::ALL.iter().map(|&table| text(table)).collect()
 }
 
 /// Quotes an identifier for SQL.
-fn quote(identifier: &str) -> String {
+pub(crate) fn quote(identifier: &str) -> String {
     format!("\"{}\"", identifier.replace('"', "\"\""))
 }
 
@@ -94,7 +158,6 @@ impl Sql {
     pub(crate) fn new(schema: &str, instance: &str) -> Sql {
         let s = quote(schema);
         let floor_name = format!("clock_floor_ms:{}", instance.replace('\'', ""));
-        let name = |table: Table| format!("{s}.{}", TABLE_NAMES[table as usize]);
         // The store-wide advisory lock every write transaction holds: exclusively (writers on
         // every instance then apply one group at a time, as the single writer of one process
         // does), or shared, by a transaction that writes only its shards and holds their own
@@ -123,29 +186,7 @@ impl Sql {
             ),
             clock,
             shard_lock_prefix: format!("lethedb-shard:{schema}:"),
-            create_schema: create_schema(schema, &s),
-            gets: Table::ALL
-                .iter()
-                .map(|&t| format!("SELECT v FROM {} WHERE k = $1", name(t)))
-                .collect(),
-            get_anys: Table::ALL
-                .iter()
-                .map(|&t| format!("SELECT k, v FROM {} WHERE k = ANY($1::bytea[])", name(t)))
-                .collect(),
-            upserts: Table::ALL
-                .iter()
-                .map(|&t| {
-                    format!(
-                        "INSERT INTO {} (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) \
-                         ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
-                        name(t)
-                    )
-                })
-                .collect(),
-            deletes: Table::ALL
-                .iter()
-                .map(|&t| format!("DELETE FROM {} WHERE k = ANY($1::bytea[])", name(t)))
-                .collect(),
+            rows: RowStatements::new(&s),
             raise_floor: format!(
                 "INSERT INTO {s}.meta (name, value) VALUES ('{floor_name}', $1) \
                  ON CONFLICT (name) DO UPDATE SET value = greatest({s}.meta.value, EXCLUDED.value)"
@@ -181,43 +222,72 @@ impl Sql {
 
     /// A look ([`crate::Storage::look`]): the clock and epoch, then the value of one key per
     /// table in `tables` (`$1`, `$2`, ... in that order; NULL where there is none), in one row.
+    /// A key of a distributed table takes two parameters, its key and then its bucket.
     pub(crate) fn look(&self, tables: &[Table]) -> String {
         let mut text = format!("SELECT {}", self.clock_columns);
-        for (position, table) in tables.iter().enumerate() {
-            text.push_str(&format!(
-                ", (SELECT v FROM {}.{} WHERE k = ${})",
-                self.schema,
-                TABLE_NAMES[*table as usize],
-                position + 1
-            ));
+        let mut parameter = 0;
+        for table in tables {
+            let name = TABLE_NAMES[*table as usize];
+            parameter += 1;
+            if table.is_distributed() {
+                text.push_str(&format!(
+                    ", (SELECT v FROM {}.{name} WHERE k = ${parameter} AND dk = ${})",
+                    self.schema,
+                    parameter + 1
+                ));
+                parameter += 1;
+            } else {
+                text.push_str(&format!(
+                    ", (SELECT v FROM {}.{name} WHERE k = ${parameter})",
+                    self.schema
+                ));
+            }
         }
         text
     }
 
+    /// The value of the key `$1` (of a distributed table: in the bucket `$2`).
     pub(crate) fn get(&self, table: Table) -> &str {
-        &self.gets[table as usize]
+        &self.rows.gets[table as usize]
     }
 
-    /// The rows of the keys in `$1` (an array), in no particular order.
+    /// The rows of the keys in an array (of a distributed table: `$2`, all of the bucket
+    /// `$1`), in no particular order.
     pub(crate) fn get_any(&self, table: Table) -> &str {
-        &self.get_anys[table as usize]
+        &self.rows.get_anys[table as usize]
     }
 
+    /// Writes rows: of a distributed table, all of the bucket `$1`, keys `$2`, values `$3`;
+    /// of the catalog, keys `$1`, values `$2`.
     pub(crate) fn upsert(&self, table: Table) -> &str {
-        &self.upserts[table as usize]
+        &self.rows.upserts[table as usize]
     }
 
+    /// Deletes keys: of a distributed table, all of the bucket `$1`, keys `$2`; of the
+    /// catalog, keys `$1`.
     pub(crate) fn delete(&self, table: Table) -> &str {
-        &self.deletes[table as usize]
+        &self.rows.deletes[table as usize]
+    }
+
+    /// Writes rows of a distributed table in several buckets: `$1` each row's bucket.
+    pub(crate) fn upsert_across(&self, table: Table) -> &str {
+        &self.rows.upserts_across[table as usize]
+    }
+
+    /// Deletes keys of a distributed table in several buckets: `$1` the buckets.
+    pub(crate) fn delete_across(&self, table: Table) -> &str {
+        &self.rows.deletes_across[table as usize]
     }
 
     /// One page of a scan: the rows of `range` in order (descending when `reverse`), at most
-    /// `$n` of them, the bounds bound as parameters in the order returned.
+    /// `$n` of them, the bounds bound as parameters in the order returned, then, when the
+    /// range lies in one `bucket`, the bucket, then the row limit.
     pub(crate) fn scan_page(
         &self,
         table: Table,
         range: &KeyRange,
         reverse: bool,
+        bucket: Option<i64>,
     ) -> (String, Vec<Vec<u8>>) {
         let mut conditions = Vec::new();
         let mut parameters = Vec::new();
@@ -234,13 +304,17 @@ impl Sql {
         };
         bound(&range.start, ">=", ">");
         bound(&range.end, "<=", "<");
+        let mut limit = parameters.len() + 1;
+        if bucket.is_some() && table.is_distributed() {
+            conditions.push(format!("dk = ${limit}"));
+            limit += 1;
+        }
         let filter = if conditions.is_empty() {
             String::new()
         } else {
             format!("WHERE {}", conditions.join(" AND "))
         };
         let order = if reverse { "DESC" } else { "ASC" };
-        let limit = parameters.len() + 1;
         (
             format!(
                 "SELECT k, v FROM {}.{} {filter} ORDER BY k {order} LIMIT ${limit}",
@@ -258,7 +332,7 @@ mod tests {
     #[test]
     fn scan_pages_bind_only_the_bounds_they_have() {
         let sql = Sql::new("lethedb", "test");
-        let (text, parameters) = sql.scan_page(Table::Items, &KeyRange::prefix(b"ab"), false);
+        let (text, parameters) = sql.scan_page(Table::Items, &KeyRange::prefix(b"ab"), false, None);
         assert_eq!(
             text,
             "SELECT k, v FROM \"lethedb\".items WHERE k >= $1 AND k < $2 ORDER BY k ASC LIMIT $3"
@@ -268,12 +342,19 @@ mod tests {
             start: Bound::Unbounded,
             end: Bound::Unbounded,
         };
-        let (text, parameters) = sql.scan_page(Table::Expiry, &everything, true);
+        let (text, parameters) = sql.scan_page(Table::Expiry, &everything, true, None);
         assert_eq!(
             text,
             "SELECT k, v FROM \"lethedb\".expiry  ORDER BY k DESC LIMIT $1"
         );
         assert!(parameters.is_empty());
+        let (text, _) = sql.scan_page(Table::ChangeLog, &KeyRange::prefix(b"ab"), false, Some(7));
+        assert!(
+            text.ends_with("WHERE k >= $1 AND k < $2 AND dk = $3 ORDER BY k ASC LIMIT $4"),
+            "{text}"
+        );
+        let (text, _) = sql.scan_page(Table::Catalog, &KeyRange::prefix(b"ab"), false, Some(7));
+        assert!(text.ends_with("k < $2 ORDER BY k ASC LIMIT $3"), "{text}");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //! reports them as ignored, with the reason (the crate's `build.rs` sets the cfg they need). In
 //! the `postgres` stage (`LETHEDB_TEST_POSTGRES_REQUIRED`) a missing database fails them.
 
-use super::PgStore;
+use super::{PgOptions, PgStore};
 use crate::model_test::{collect, expected, run_model};
 use crate::{KeyRange, Storage, StorageError, Table};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 /// The test database. These tests run only in a build that names one (`build.rs` sets the
 /// cfg); the postgres stage's `LETHEDB_TEST_POSTGRES_REQUIRED` runs them even without, so
 /// that a missing database fails here.
-fn database_url() -> String {
+pub(super) fn database_url() -> String {
     std::env::var("LETHEDB_TEST_POSTGRES")
         .ok()
         .filter(|url| !url.is_empty())
@@ -25,13 +25,19 @@ fn database_url() -> String {
 }
 
 /// A schema no other test uses; dropped when the guard goes.
-struct Schema {
+pub(super) struct Schema {
     url: String,
-    name: String,
+    pub(super) name: String,
+    /// How its tables are laid out.
+    pub(super) options: PgOptions,
 }
 
 impl Schema {
-    fn new(url: &str) -> Schema {
+    pub(super) fn new(url: &str) -> Schema {
+        Schema::with(url, PgOptions::default())
+    }
+
+    pub(super) fn with(url: &str, options: PgOptions) -> Schema {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         Schema {
             url: url.to_string(),
@@ -40,15 +46,17 @@ impl Schema {
                 std::process::id(),
                 NEXT.fetch_add(1, Ordering::SeqCst)
             ),
+            options,
         }
     }
 
-    fn open(&self) -> PgStore {
-        PgStore::open_in_schema(&self.url, &self.name).expect("open the PostgreSQL store")
+    pub(super) fn open(&self) -> PgStore {
+        PgStore::open_with(&self.url, &self.name, self.options.clone())
+            .expect("open the PostgreSQL store")
     }
 
     /// Runs SQL on the store's own connection pool (for what no trait method does).
-    fn execute(&self, store: &PgStore, sql: &str) {
+    pub(super) fn execute(&self, store: &PgStore, sql: &str) {
         let pool = store.backend.bridge.pool.clone();
         let sql = sql.to_string();
         store
@@ -67,7 +75,7 @@ impl Schema {
 
 impl Drop for Schema {
     fn drop(&mut self) {
-        if let Ok(store) = PgStore::open_in_schema(&self.url, &self.name) {
+        if let Ok(store) = PgStore::open_with(&self.url, &self.name, self.options.clone()) {
             let sql = format!("DROP SCHEMA IF EXISTS \"{}\" CASCADE", self.name);
             self.execute(&store, &sql);
         }

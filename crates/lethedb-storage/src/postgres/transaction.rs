@@ -11,10 +11,12 @@ use super::bridge::{client_error, unavailable};
 use super::sql::Sql;
 use super::sql::{SCAN_PAGE_FIRST, SCAN_PAGE_MAX};
 use crate::api::{KeyRange, StorageError, Table, Visit};
+use crate::distribution::Distribution;
 use crate::overlay::BaseEntry;
 use deadpool_postgres::Object;
 use std::collections::{HashMap, VecDeque};
 use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use tokio_postgres::types::ToSql;
 use tokio_postgres::SimpleQueryMessage;
@@ -28,6 +30,32 @@ pub(super) type Fetched = Vec<((Table, Vec<u8>), Option<Vec<u8>>)>;
 pub(super) struct Backend {
     pub(super) bridge: Bridge,
     pub(super) sql: Arc<Sql>,
+    /// Where each key lies (its `dk`).
+    pub(super) distribution: Arc<dyn Distribution>,
+    /// Statements sent that read or wrote rows of distributed tables, by how many buckets.
+    pub(super) statements: Arc<BucketStatements>,
+}
+
+/// How many statements on distributed tables named one bucket and how many spanned several
+/// (the router-ready property, counted for tests).
+#[derive(Default)]
+pub(super) struct BucketStatements {
+    pub(super) one: AtomicU64,
+    pub(super) several: AtomicU64,
+    /// Commits whose writes, all statements together, spanned several buckets.
+    pub(super) commits_across: AtomicU64,
+}
+
+impl BucketStatements {
+    /// Counts one statement that touched `buckets` distinct buckets (0: none distributed).
+    pub(super) fn count(&self, buckets: usize) {
+        let counter = match buckets {
+            0 => return,
+            1 => &self.one,
+            _ => &self.several,
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
 }
 
 impl Backend {
@@ -67,7 +95,7 @@ impl Backend {
         let pool = self.bridge.pool.clone();
         let begin = begin.to_string();
         let sql = Arc::clone(&self.sql);
-        let by_table = by_table(keys);
+        let by_table = self.by_bucket(keys);
         let (connection, now_ms, epoch, fetched) = self.bridge.run(async move {
             let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
             let object = connection.get();
@@ -90,38 +118,65 @@ impl Backend {
     }
 }
 
-/// Keys grouped by table, in the order first seen.
-fn by_table(keys: &[(Table, &[u8])]) -> Vec<(Table, Vec<Vec<u8>>)> {
-    let mut grouped: Vec<(Table, Vec<Vec<u8>>)> = Vec::new();
-    for (table, key) in keys {
-        match grouped.iter_mut().find(|(wanted, _)| wanted == table) {
-            Some((_, keys)) => keys.push(key.to_vec()),
-            None => grouped.push((*table, vec![key.to_vec()])),
-        }
+/// Keys of one table and one bucket (`None`: the catalog's).
+pub(super) type BucketKeys = (Table, Option<i64>, Vec<Vec<u8>>);
+
+impl Backend {
+    /// The bucket of a key of `table`, `None` for the catalog's.
+    pub(super) fn bucket(&self, table: Table, key: &[u8]) -> Option<i64> {
+        table
+            .is_distributed()
+            .then(|| self.distribution.bucket(table, key))
     }
-    grouped
+
+    /// Keys grouped by table and bucket, in the order first seen; each group is one
+    /// statement, which names its bucket.
+    fn by_bucket(&self, keys: &[(Table, &[u8])]) -> Vec<BucketKeys> {
+        let mut grouped: Vec<BucketKeys> = Vec::new();
+        for (table, key) in keys {
+            let bucket = self.bucket(*table, key);
+            match grouped
+                .iter_mut()
+                .find(|(wanted, at, _)| wanted == table && *at == bucket)
+            {
+                Some((_, _, keys)) => keys.push(key.to_vec()),
+                None => grouped.push((*table, bucket, vec![key.to_vec()])),
+            }
+        }
+        for (_, bucket, _) in &grouped {
+            self.statements.count(usize::from(bucket.is_some()));
+        }
+        grouped
+    }
 }
 
-/// The values of the keys (`None` where a key has none), one statement per table, sent
-/// together once prepared: one round trip.
+/// The values of the keys (`None` where a key has none), one statement per table and bucket,
+/// sent together once prepared: one round trip.
 async fn fetch_all(
     connection: &Object,
     sql: &Sql,
-    by_table: &[(Table, Vec<Vec<u8>>)],
+    by_table: &[BucketKeys],
 ) -> Result<Fetched, StorageError> {
     let statements = futures_util::future::join_all(
         by_table
             .iter()
-            .map(|(table, _)| connection.prepare_cached(sql.get_any(*table))),
+            .map(|(table, _, _)| connection.prepare_cached(sql.get_any(*table))),
     )
     .await;
-    let fetches = statements
-        .into_iter()
-        .zip(by_table)
-        .map(|(statement, (_, keys))| async move { connection.query(&statement?, &[keys]).await });
+    let fetches =
+        statements
+            .into_iter()
+            .zip(by_table)
+            .map(|(statement, (_, bucket, keys))| async move {
+                let statement = statement?;
+                match bucket {
+                    Some(bucket) => connection.query(&statement, &[bucket, keys]).await,
+                    None => connection.query(&statement, &[keys]).await,
+                }
+            });
     let answers = futures_util::future::join_all(fetches).await;
     let mut fetched = Vec::new();
-    for (answer, (table, keys)) in answers.into_iter().zip(by_table) {
+    for (answer, (table, _, keys)) in answers.into_iter().zip(by_table) {
         let rows = answer.map_err(|error| client_error(&error))?;
         let mut found = HashMap::with_capacity(rows.len());
         for row in rows {
@@ -178,15 +233,18 @@ impl Transaction<'_> {
         let connection = self.connection()?;
         let sql = Arc::clone(&self.store.sql);
         let key = key.to_vec();
+        let bucket = self.store.bucket(table, &key);
+        self.store.statements.count(usize::from(bucket.is_some()));
         self.store.bridge.run(async move {
             let statement = connection
                 .prepare_cached(sql.get(table))
                 .await
                 .map_err(|error| client_error(&error))?;
-            let row = connection
-                .query_opt(&statement, &[&key])
-                .await
-                .map_err(|error| client_error(&error))?;
+            let row = match &bucket {
+                Some(bucket) => connection.query_opt(&statement, &[&key, bucket]).await,
+                None => connection.query_opt(&statement, &[&key]).await,
+            }
+            .map_err(|error| client_error(&error))?;
             row.map(|row| row.try_get::<_, Vec<u8>>(0))
                 .transpose()
                 .map_err(|_| StorageError::Corrupted("a stored value is not bytes".into()))
@@ -195,9 +253,14 @@ impl Transaction<'_> {
 
     /// The committed entries of `range`, fetched a page at a time as the caller goes.
     pub(super) fn pages(&self, table: Table, range: &KeyRange, reverse: bool) -> Pages<'_> {
+        let bucket = table
+            .is_distributed()
+            .then(|| self.store.distribution.range_bucket(table, range))
+            .flatten();
         Pages {
             transaction: self,
             table,
+            bucket,
             rest: range.clone(),
             reverse,
             page: VecDeque::new(),
@@ -284,6 +347,8 @@ impl Drop for Unsettled {
 pub(super) struct Pages<'a> {
     transaction: &'a Transaction<'a>,
     table: Table,
+    /// The one bucket the whole range lies in, if one does: every page names it.
+    bucket: Option<i64>,
     /// What is left of the range after the pages fetched so far.
     rest: KeyRange,
     reverse: bool,
@@ -299,8 +364,15 @@ impl Pages<'_> {
             self.transaction
                 .store
                 .sql
-                .scan_page(self.table, &self.rest, self.reverse);
+                .scan_page(self.table, &self.rest, self.reverse, self.bucket);
         let limit = self.page_rows;
+        let bucket = self.bucket;
+        let buckets = match (self.table.is_distributed(), bucket) {
+            (false, _) => 0,
+            (true, Some(_)) => 1,
+            (true, None) => 2,
+        };
+        self.transaction.store.statements.count(buckets);
         let rows = self.transaction.store.bridge.run(async move {
             let statement = connection
                 .prepare_cached(&text)
@@ -308,6 +380,11 @@ impl Pages<'_> {
                 .map_err(|error| client_error(&error))?;
             let mut parameters: Vec<&(dyn ToSql + Sync)> =
                 bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
+            if let Some(bucket) = &bucket {
+                if buckets == 1 {
+                    parameters.push(bucket);
+                }
+            }
             parameters.push(&limit);
             let rows = connection
                 .query(&statement, &parameters)
