@@ -20,6 +20,7 @@ mod index_curve;
 mod load;
 mod open_loop;
 mod pg;
+mod pg_cost;
 mod pg_sections;
 mod report;
 mod resources;

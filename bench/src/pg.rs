@@ -118,6 +118,8 @@ pub struct PgServers {
     /// The URL the run was given (the databases are created and dropped through it).
     admin_url: String,
     database: String,
+    /// The URL of the run's database.
+    pub url: String,
 }
 
 impl PgServers {
@@ -144,6 +146,7 @@ impl PgServers {
             servers: Vec::new(),
             admin_url,
             database,
+            url: url.clone(),
         };
         let count = instances.max(1).to_string();
         let mut args = vec!["--throughput-instances", count.as_str()];

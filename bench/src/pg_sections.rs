@@ -14,6 +14,7 @@ use crate::cosmos::Client;
 use crate::data::DataSet;
 use crate::load::load_items;
 use crate::pg::PgServers;
+use crate::pg_cost::{self, PgCost};
 use crate::report::{mb, whole, Measured, Report, Row};
 use crate::resources::{create_container, ensure_database};
 use crate::servers::{Kind, Launch};
@@ -66,7 +67,7 @@ pub async fn workload_rows(
             "== {} on PostgreSQL, {instances} instance(s)",
             workload.name()
         );
-        let (measured, load_per_sec) = measure(
+        let (measured, load_per_sec, cost) = measure(
             launch,
             report,
             workload,
@@ -90,6 +91,7 @@ pub async fn workload_rows(
         if let Some(rate) = load_per_sec {
             let _ = write!(note, "; preload {rate:.0} creates/s through instance 0");
         }
+        let _ = write!(note, "; {}", pg_cost::describe(&cost));
         report.rows.push(Row {
             workload: row_name(workload, instances),
             lethedb: Some(measured),
@@ -101,7 +103,7 @@ pub async fn workload_rows(
 }
 
 /// Runs one workload against `instances` fresh instances on a fresh database; also returns the
-/// preload's creates per second, when there was one.
+/// preload's creates per second, when there was one, and what the run cost (`pg_cost.rs`).
 async fn measure(
     launch: &Launch,
     report: &mut Report,
@@ -109,7 +111,7 @@ async fn measure(
     config: &RunConfig,
     load_clients: usize,
     instances: usize,
-) -> anyhow::Result<(Measured, Option<f64>)> {
+) -> anyhow::Result<(Measured, Option<f64>, Value)> {
     let name = format!("pg{instances}-{}", workload.name());
     let cluster =
         PgServers::start(launch, &mut |s| report.started(s), &name, instances, &[]).await?;
@@ -137,14 +139,25 @@ async fn measure(
         )
         .await?;
         let load_per_sec = (items > 0).then(|| items as f64 / load.elapsed.as_secs_f64().max(1e-9));
-        let summary = workload::run_on(&endpoints, &paths, workload, config).await?;
-        Ok::<_, anyhow::Error>((summary, load_per_sec))
+        let pids = cluster.servers.iter().map(|s| s.child.id()).collect();
+        // The probe starts when the warm-up ends, as the summary's count does.
+        let probe = async {
+            tokio::time::sleep(config.warmup).await;
+            PgCost::start(&cluster.url, pids).await
+        };
+        let (summary, cost) = tokio::join!(
+            workload::run_on(&endpoints, &paths, workload, config),
+            probe
+        );
+        let summary = summary?;
+        let cost = cost?.finish(summary.operations).await?;
+        Ok::<_, anyhow::Error>((summary, load_per_sec, cost))
     }
     .await;
     let peak_rss_bytes = cluster.peak_rss_bytes();
     let writes_per_commit = cluster.writes_per_commit().await;
     cluster.stop()?;
-    let (summary, load_per_sec) = outcome?;
+    let (summary, load_per_sec, cost) = outcome?;
     Ok((
         Measured {
             summary,
@@ -152,6 +165,7 @@ async fn measure(
             writes_per_commit,
         },
         load_per_sec,
+        cost,
     ))
 }
 

@@ -268,7 +268,7 @@ fn thread_cpu_secs(pid: u32) -> Vec<(String, f64)> {
     by_name
 }
 
-fn process_cpu_secs(pid: &str) -> Option<f64> {
+pub(crate) fn process_cpu_secs(pid: &str) -> Option<f64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     parse_stat(&stat).map(|(_, secs)| secs)
 }
