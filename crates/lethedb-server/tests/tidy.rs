@@ -162,7 +162,10 @@ fn library_files() -> Vec<PathBuf> {
 /// Whether a file is test code: an integration test, or a unit-test module of its own.
 fn is_test_file(path: &Path) -> bool {
     path.components().any(|c| c.as_os_str() == "tests")
-        || path.file_name().is_some_and(|name| name == "tests.rs")
+        || path.file_name().is_some_and(|name| {
+            let name = name.to_string_lossy();
+            name == "tests.rs" || name.ends_with("_tests.rs") || name.ends_with("_test.rs")
+        })
         || path.components().any(|c| c.as_os_str() == "fuzz")
 }
 

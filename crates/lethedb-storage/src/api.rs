@@ -240,6 +240,21 @@ pub trait Storage: Send + Sync + 'static {
         let _ = shards;
         self.write_reading(keys)
     }
+    /// [`Storage::write_reading_shards`] that takes only the shards' locks free at once and
+    /// says which (sorted): the caller runs only the work of those shards in the transaction
+    /// and leaves the rest for a later one, so that it never waits behind another process's
+    /// transaction while it has work it could do. When none is free it waits for them all, as
+    /// [`Storage::write_reading_shards`] does. A store with one writer takes them all.
+    fn write_reading_free_shards(
+        &self,
+        shards: &[u64],
+        keys: &[(Table, &[u8])],
+    ) -> Result<(Box<dyn WriteTxn + '_>, Vec<u64>), StorageError> {
+        let mut all = shards.to_vec();
+        all.sort_unstable();
+        all.dedup();
+        Ok((self.write_reading_shards(shards, keys)?, all))
+    }
     /// Whether other processes may write to this store too (PostgreSQL): then what a process
     /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].
     fn is_shared(&self) -> bool {

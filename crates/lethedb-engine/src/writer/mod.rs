@@ -29,11 +29,13 @@
 //! process or lane changed are dropped first.
 
 mod context;
+mod job;
 mod lanes;
 mod stats;
 
 pub use context::WriteContext;
-use context::{Applied, ApplyJob, Finish};
+use context::{Applied, Finish};
+use job::{Job, Message, StoreJob};
 pub use lanes::WRITER_LANES_SHARED_DEFAULT;
 pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 
@@ -57,31 +59,6 @@ pub const WRITER_QUEUE_JOBS_MAX: usize = 4 * WRITE_BATCH_MAX_DEFAULT;
 /// How long a client is told to wait before retrying a write the full queue refused: about
 /// one group commit, after which the queue has room again.
 pub const WRITER_BUSY_RETRY_AFTER_MS: i64 = 10;
-
-/// One queued mutation.
-struct Job {
-    apply: ApplyJob,
-    /// Answers the request when `apply` never ran to its end (a panic, a poisoned engine); it
-    /// shares the reply with `apply`, so the answer survives a panic inside `apply`.
-    abandon: Box<dyn FnOnce(EngineError) + Send>,
-    /// Keys the operation will read, fetched for the whole group with its start (a hint: see
-    /// [`lethedb_storage::Storage::write_reading`]).
-    prefetch: Vec<(Table, Vec<u8>)>,
-    /// The lock keys of the shards the operation writes within (`Container::shard_lock`),
-    /// when it writes nothing outside them; `None`: it may write anything.
-    shards: Option<Vec<u64>>,
-}
-
-/// An operation on the whole store (a snapshot taken or restored), run between groups with no
-/// transaction open; it drops the catalog's cached definitions (the callback) before it
-/// answers.
-type StoreJob = Box<dyn FnOnce(&dyn Storage, &dyn Fn()) + Send>;
-
-/// What the writer thread receives.
-enum Message {
-    Write(Job),
-    Store(StoreJob),
-}
 
 /// The handle requests use to reach the writer's lanes (`lanes.rs`).
 pub struct Writer {
@@ -312,11 +289,19 @@ impl Thread {
     fn run(self, receiver: mpsc::Receiver<Message>, on_catalog_change: impl Fn()) {
         let mut containers = HashMap::new();
         let mut batch = Vec::with_capacity(self.write_batch_max);
-        while let Ok(first) = receiver.recv() {
+        // Jobs a group left for the next because another process held their shards; they go
+        // first in the next group, so one shard's jobs keep their order.
+        let mut deferred = Vec::new();
+        loop {
             let mut store_job = None;
-            match first {
-                Message::Write(job) => batch.push(job),
-                Message::Store(job) => store_job = Some(job),
+            if deferred.is_empty() {
+                match receiver.recv() {
+                    Ok(Message::Write(job)) => batch.push(job),
+                    Ok(Message::Store(job)) => store_job = Some(job),
+                    Err(_) => return,
+                }
+            } else {
+                batch.append(&mut deferred);
             }
             while store_job.is_none() && batch.len() < self.write_batch_max {
                 match receiver.try_recv() {
@@ -325,8 +310,23 @@ impl Thread {
                     Err(_) => break,
                 }
             }
-            self.run_group(&mut batch, &mut containers, &on_catalog_change);
+            self.run_group(
+                &mut batch,
+                &mut deferred,
+                &mut containers,
+                &on_catalog_change,
+            );
             if let Some(job) = store_job {
+                // An operation on the store follows every write queued before it.
+                while !deferred.is_empty() {
+                    batch.append(&mut deferred);
+                    self.run_group(
+                        &mut batch,
+                        &mut deferred,
+                        &mut containers,
+                        &on_catalog_change,
+                    );
+                }
                 containers.clear();
                 job(&*self.store, &on_catalog_change);
             }
@@ -338,6 +338,7 @@ impl Thread {
     fn run_group(
         &self,
         batch: &mut Vec<Job>,
+        deferred: &mut Vec<Job>,
         containers: &mut HashMap<(String, String), Arc<Container>>,
         on_catalog_change: &dyn Fn(),
     ) {
@@ -354,7 +355,11 @@ impl Thread {
             }
             return;
         }
-        self.commit_group(batch, containers, on_catalog_change);
+        self.commit_group(batch, deferred, containers, on_catalog_change);
+        // Left for the next group, which counts them again.
+        self.stats
+            .queued
+            .fetch_add(deferred.len() as u64, Ordering::Relaxed);
     }
 
     /// Applies and commits one group, answering every job. Cached container definitions are
@@ -364,10 +369,11 @@ impl Thread {
     fn commit_group(
         &self,
         batch: &mut Vec<Job>,
+        deferred: &mut Vec<Job>,
         containers: &mut HashMap<(String, String), Arc<Container>>,
         on_catalog_change: &dyn Fn(),
     ) {
-        let Some(context) = self.begin(batch, containers, on_catalog_change) else {
+        let Some(context) = self.begin(batch, deferred, containers, on_catalog_change) else {
             return;
         };
         let Some((context, finishes)) = self.apply_all(context, batch, on_catalog_change) else {
@@ -378,10 +384,14 @@ impl Thread {
     }
 
     /// Begins the group's transaction, with the group's instant and the definitions cached
-    /// by earlier groups. When the store refuses, every job is answered and `None` returned.
+    /// by earlier groups. A group of jobs that each write only within their shards takes the
+    /// shards free at once and moves the jobs of the others to `deferred` (on a shared store;
+    /// it waits only when none is free). When the store refuses, every job is answered and
+    /// `None` returned.
     fn begin<'a>(
         &'a self,
         batch: &mut Vec<Job>,
+        deferred: &mut Vec<Job>,
         containers: &mut HashMap<(String, String), Arc<Container>>,
         on_catalog_change: &dyn Fn(),
     ) -> Option<WriteContext<'a>> {
@@ -392,33 +402,26 @@ impl Thread {
                 keys.map(|(table, key)| (*table, key.as_slice()))
             })
             .collect();
-        // A group of jobs that each write only within their shards locks only those.
-        let shards: Option<Vec<u64>> = batch.iter().try_fold(Vec::new(), |mut all, job| {
-            all.extend(job.shards.as_ref()?);
-            Some(all)
-        });
-        let begun = match &shards {
-            Some(shards) => self.store.write_reading_shards(shards, &reads),
-            None => self.store.write_reading(&reads),
+        let begun = match &job::group_shards(batch) {
+            Some(shards) if job::each_in_one_shard(batch) => self
+                .store
+                .write_reading_free_shards(shards, &reads)
+                .map(|(txn, acquired)| (txn, Some(acquired))),
+            Some(shards) => self
+                .store
+                .write_reading_shards(shards, &reads)
+                .map(|txn| (txn, None)),
+            None => self.store.write_reading(&reads).map(|txn| (txn, None)),
         };
         let txn = match begun {
-            Ok(txn) => txn,
-            Err(error) => {
-                let refusal = match error {
-                    StorageError::Poisoned => {
-                        self.poison.set(error.to_string());
-                        store_poisoned(&error.to_string())
-                    }
-                    other => {
-                        tracing::error!(error = %other, "cannot begin a write transaction");
-                        EngineError::from(&other)
-                    }
-                };
-                containers.clear();
-                on_catalog_change();
-                for job in batch.drain(..) {
-                    (job.abandon)(refusal.clone());
+            Ok((txn, acquired)) => {
+                if let Some(acquired) = acquired {
+                    job::defer_unheld(batch, deferred, &acquired);
                 }
+                txn
+            }
+            Err(error) => {
+                self.refuse_group(&error, batch, containers, on_catalog_change);
                 return None;
             }
         };
@@ -451,6 +454,31 @@ impl Thread {
             catalog_changed: false,
             failure: None,
         })
+    }
+
+    /// Answers every job of a group whose transaction the store would not begin.
+    fn refuse_group(
+        &self,
+        error: &StorageError,
+        batch: &mut Vec<Job>,
+        containers: &mut HashMap<(String, String), Arc<Container>>,
+        on_catalog_change: &dyn Fn(),
+    ) {
+        let refusal = match error {
+            StorageError::Poisoned => {
+                self.poison.set(error.to_string());
+                store_poisoned(&error.to_string())
+            }
+            other => {
+                tracing::error!(error = %other, "cannot begin a write transaction");
+                EngineError::from(other)
+            }
+        };
+        containers.clear();
+        on_catalog_change();
+        for job in batch.drain(..) {
+            (job.abandon)(refusal.clone());
+        }
     }
 
     /// Applies every job of the group, each inside its savepoint. A job that panics poisons

@@ -212,7 +212,7 @@ impl Storage for PgStore {
         &self,
         keys: &[(Table, &[u8])],
     ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
-        let (transaction, fetched) = self
+        let (transaction, fetched, _) = self
             .backend
             .begin_fetching(&self.backend.sql.begin_write, keys)?;
         Ok(Box::new(OverlayWrite::new(PgBase {
@@ -227,11 +227,41 @@ impl Storage for PgStore {
         keys: &[(Table, &[u8])],
     ) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
         let begin = self.backend.sql.begin_write_shards(shards);
-        let (transaction, fetched) = self.backend.begin_fetching(&begin, keys)?;
+        let (transaction, fetched, _) = self.backend.begin_fetching(&begin, keys)?;
         Ok(Box::new(OverlayWrite::new(PgBase {
             transaction,
             prefetched: fetched.into_iter().collect(),
         })))
+    }
+
+    fn write_reading_free_shards(
+        &self,
+        shards: &[u64],
+        keys: &[(Table, &[u8])],
+    ) -> Result<(Box<dyn WriteTxn + '_>, Vec<u64>), StorageError> {
+        let begin = self.backend.sql.begin_write_free_shards(shards);
+        let (mut transaction, fetched, acquired) = self.backend.begin_fetching(&begin, keys)?;
+        let acquired = acquired.unwrap_or_default();
+        if !acquired.is_empty() {
+            // The keys were fetched after the tries: those of the shards it holds are current.
+            let transaction = PgBase {
+                transaction,
+                prefetched: fetched.into_iter().collect(),
+            };
+            return Ok((Box::new(OverlayWrite::new(transaction)), acquired));
+        }
+        // None was free: wait for them all, holding none, so no cycle can form. What was
+        // fetched before the wait may have changed since, so nothing of it is kept.
+        let wait = self.backend.sql.wait_for_shards_then_clock(shards);
+        self.backend.continue_with(&mut transaction, &wait)?;
+        let mut all = shards.to_vec();
+        all.sort_unstable();
+        all.dedup();
+        let transaction = PgBase {
+            transaction,
+            prefetched: HashMap::new(),
+        };
+        Ok((Box::new(OverlayWrite::new(transaction)), all))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
@@ -302,5 +332,7 @@ impl Base for PgBase<'_> {
 
 #[cfg(test)]
 mod layout_tests;
+#[cfg(test)]
+mod shard_tests;
 #[cfg(test)]
 mod tests;

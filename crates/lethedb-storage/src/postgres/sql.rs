@@ -206,18 +206,50 @@ impl Sql {
     /// each shard's lock in ascending order (so two transactions never wait on each other in a
     /// cycle), then the clock. Transactions of disjoint shards run side by side.
     pub(crate) fn begin_write_shards(&self, shards: &[u64]) -> String {
-        let mut keys: Vec<i64> = shards
-            .iter()
-            .map(|shard| lock_key(&format!("{}{shard}", self.shard_lock_prefix)))
-            .collect();
-        keys.sort_unstable();
-        keys.dedup();
         let mut text = self.begin_shared.clone();
-        for key in keys {
-            text.push_str(&format!("SELECT pg_advisory_xact_lock({key}); "));
-        }
+        text.push_str(&self.wait_for_shards(shards));
         text.push_str(&self.clock);
         text
+    }
+
+    /// The locks of `shards`, each waited for in ascending order of its key (so two
+    /// transactions never wait on each other in a cycle).
+    fn wait_for_shards(&self, shards: &[u64]) -> String {
+        let mut keys: Vec<i64> = shards.iter().map(|shard| self.shard_lock(*shard)).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        keys.iter()
+            .map(|key| format!("SELECT pg_advisory_xact_lock({key}); "))
+            .collect()
+    }
+
+    /// What a transaction that holds no shard lock yet runs to wait for all of `shards`, then
+    /// the clock read again after them.
+    pub(crate) fn wait_for_shards_then_clock(&self, shards: &[u64]) -> String {
+        let mut text = self.wait_for_shards(shards);
+        text.push_str(&self.clock);
+        text
+    }
+
+    fn shard_lock(&self, shard: u64) -> i64 {
+        lock_key(&format!("{}{shard}", self.shard_lock_prefix))
+    }
+
+    /// [`Sql::begin_write_shards`] that only tries each shard's lock, and returns, in a row
+    /// whose first column is `acquired`, the shards it got (comma-separated; NULL for none),
+    /// before the clock's row. Trying never waits, so it takes them in any order.
+    pub(crate) fn begin_write_free_shards(&self, shards: &[u64]) -> String {
+        let pairs: Vec<String> = shards
+            .iter()
+            .map(|shard| format!("({shard}::int8, {}::int8)", self.shard_lock(*shard)))
+            .collect();
+        format!(
+            "{}SELECT 'acquired', string_agg(s::text, ',' ORDER BY s) FROM (VALUES {}) AS t(s, k) \
+             WHERE pg_try_advisory_xact_lock(k); {}",
+            self.begin_shared,
+            pairs.join(", "),
+            self.clock
+        )
     }
 
     /// A look ([`crate::Storage::look`]): the clock and epoch, then the value of one key per
@@ -372,6 +404,14 @@ mod tests {
         );
         assert!(shards.contains("pg_advisory_xact_lock_shared("), "{shards}");
         assert_ne!(shards, Sql::new("b", "i").begin_write_shards(&[7, 3]));
+        let free = Sql::new("a", "i").begin_write_free_shards(&[7, 3]);
+        assert_eq!(
+            free.matches("pg_try_advisory_xact_lock(").count(),
+            1,
+            "{free}"
+        );
+        assert!(free.contains("(7::int8, "), "{free}");
+        assert!(!free.contains("pg_advisory_xact_lock("), "{free}");
         assert!(lock_key("a") >= 0 && lock_key("b") >= 0);
     }
 }

@@ -86,17 +86,18 @@ impl Backend {
 
     /// Like [`Backend::begin`], fetching the committed values of `keys` inside the new
     /// transaction in the same round trip: the start goes out first (so the fetch runs after
-    /// the lock a write transaction takes), the fetch right behind it.
+    /// the lock a write transaction takes), the fetch right behind it. Also the shards the
+    /// start's `acquired` row names, when it has one (`Sql::begin_write_free_shards`).
     pub(super) fn begin_fetching(
         &self,
         begin: &str,
         keys: &[(Table, &[u8])],
-    ) -> Result<(Transaction<'_>, Fetched), StorageError> {
+    ) -> Result<(Transaction<'_>, Fetched, Option<Vec<u64>>), StorageError> {
         let pool = self.bridge.pool.clone();
         let begin = begin.to_string();
         let sql = Arc::clone(&self.sql);
         let by_table = self.by_bucket(keys);
-        let (connection, now_ms, epoch, fetched) = self.bridge.run(async move {
+        let (connection, now_ms, epoch, fetched, acquired) = self.bridge.run(async move {
             let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
             let object = connection.get();
             let (begun, fetched) = futures_util::future::join(
@@ -106,7 +107,8 @@ impl Backend {
             .await;
             let messages = begun.map_err(|error| client_error(&error))?;
             let (now_ms, epoch) = clock_row(&messages)?;
-            Ok((connection.settle(), now_ms, epoch, fetched?))
+            let acquired = acquired_row(&messages)?;
+            Ok((connection.settle(), now_ms, epoch, fetched?, acquired))
         })?;
         let transaction = Transaction {
             store: self,
@@ -114,7 +116,28 @@ impl Backend {
             now_ms,
             epoch,
         };
-        Ok((transaction, fetched))
+        Ok((transaction, fetched, acquired))
+    }
+
+    /// Runs `text` inside an open transaction and takes the clock and epoch from its last row
+    /// (a transaction that waited for locks after it began reads the clock again).
+    pub(super) fn continue_with(
+        &self,
+        transaction: &mut Transaction<'_>,
+        text: &str,
+    ) -> Result<(), StorageError> {
+        let connection = transaction.connection()?;
+        let text = text.to_string();
+        let (now_ms, epoch) = self.bridge.run(async move {
+            let messages = connection
+                .simple_query(&text)
+                .await
+                .map_err(|error| client_error(&error))?;
+            clock_row(&messages)
+        })?;
+        transaction.now_ms = now_ms;
+        transaction.epoch = epoch;
+        Ok(())
     }
 }
 
@@ -213,6 +236,26 @@ fn clock_row(messages: &[SimpleQueryMessage]) -> Result<(i64, u64), StorageError
     let epoch = u64::try_from(number(1)?)
         .map_err(|_| StorageError::Corrupted("the catalog epoch is negative".into()))?;
     Ok((number(0)?, epoch))
+}
+
+/// The shards named by a start's `acquired` row (`None`: it has no such row).
+fn acquired_row(messages: &[SimpleQueryMessage]) -> Result<Option<Vec<u64>>, StorageError> {
+    let Some(row) = messages.iter().find_map(|message| match message {
+        SimpleQueryMessage::Row(row) if row.get(0) == Some("acquired") => Some(row),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    let list = row.get(1).unwrap_or("");
+    list.split(',')
+        .filter(|shard| !shard.is_empty())
+        .map(|shard| {
+            shard
+                .parse()
+                .map_err(|_| StorageError::Corrupted("a shard lock answer is not a number".into()))
+        })
+        .collect::<Result<Vec<u64>, _>>()
+        .map(Some)
 }
 
 pub(super) struct Transaction<'a> {
