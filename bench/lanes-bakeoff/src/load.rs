@@ -4,7 +4,7 @@
 //! measured window acknowledged and committed; the process's bytes written to disk and CPU time
 //! are counted from before the store opened to after it settled and closed, per create.
 
-use crate::measure::{cpu_seconds, directory_bytes, write_bytes};
+use crate::measure::{cpu_seconds, directory_bytes, peak_resident_bytes, write_bytes};
 use crate::shape::{document, next_random, Create, Indexing};
 use crate::stores::{open, Engine, Opened, Pending};
 use std::path::PathBuf;
@@ -36,6 +36,7 @@ pub struct Outcome {
     pub bytes_written_per_write: f64,
     pub cpu_microseconds_per_write: f64,
     pub store_bytes_per_item: f64,
+    pub peak_resident_mib: f64,
     pub items: u64,
 }
 
@@ -228,6 +229,7 @@ pub fn run(config: &RunConfig) -> Result<Outcome, String> {
         bytes_written_per_write: (bytes_after - bytes_before) as f64 / items.max(1) as f64,
         cpu_microseconds_per_write: (cpu_after - cpu_before) * 1e6 / items.max(1) as f64,
         store_bytes_per_item: directory_bytes(&config.directory) as f64 / items.max(1) as f64,
+        peak_resident_mib: peak_resident_bytes() as f64 / 1024.0 / 1024.0,
         items,
     })
 }

@@ -83,7 +83,7 @@ fn one(options: &Options) -> Result<(), String> {
     }
     println!(
         "result engine={} lanes={} writes_per_s={:.1} writes_per_commit={:.2} rows_per_write={:.2} \
-         bytes_written_per_write={:.0} cpu_us_per_write={:.1} store_bytes_per_item={:.0} items={}",
+         bytes_written_per_write={:.0} cpu_us_per_write={:.1} store_bytes_per_item={:.0} peak_rss_mib={:.0} items={}",
         config.engine.name(),
         config.lanes,
         outcome.writes_per_second,
@@ -92,6 +92,7 @@ fn one(options: &Options) -> Result<(), String> {
         outcome.bytes_written_per_write,
         outcome.cpu_microseconds_per_write,
         outcome.store_bytes_per_item,
+        outcome.peak_resident_mib,
         outcome.items,
     );
     Ok(())

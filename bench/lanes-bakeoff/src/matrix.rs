@@ -10,12 +10,13 @@ use crate::Options;
 use std::process::Command;
 
 /// The figures a run reports, in the table's order.
-const FIGURES: [(&str, &str); 6] = [
+const FIGURES: [(&str, &str); 7] = [
     ("writes_per_s", "durable writes/s"),
     ("writes_per_commit", "writes per commit"),
     ("bytes_written_per_write", "bytes written per write"),
     ("cpu_us_per_write", "CPU µs per write"),
     ("store_bytes_per_item", "store bytes per item"),
+    ("peak_rss_mib", "peak RSS MiB"),
     ("rows_per_write", "rows per write"),
 ];
 

@@ -1,5 +1,6 @@
 //! What the process has cost so far: bytes it caused to be written to storage
-//! (`write_bytes` of `/proc/self/io`), CPU seconds of all its threads (`getrusage`), and the
+//! (`write_bytes` of `/proc/self/io`), CPU seconds of all its threads and its peak resident
+//! memory (`getrusage`), and the
 //! disk space a store's files take (allocated blocks, so sparse or preallocated space counts as
 //! the file system counts it).
 
@@ -16,14 +17,24 @@ pub fn write_bytes() -> Result<u64, String> {
 
 /// User and system CPU seconds of every thread of this process.
 pub fn cpu_seconds() -> f64 {
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // getrusage fills the struct it is given; RUSAGE_SELF cannot fail with a valid pointer.
-    let usage = unsafe {
-        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
-        usage.assume_init()
-    };
+    let usage = usage();
     let seconds = |time: libc::timeval| time.tv_sec as f64 + time.tv_usec as f64 / 1e6;
     seconds(usage.ru_utime) + seconds(usage.ru_stime)
+}
+
+/// The most memory the process has held resident so far, in bytes.
+pub fn peak_resident_bytes() -> u64 {
+    // Linux reports it in KiB.
+    usage().ru_maxrss.max(0) as u64 * 1024
+}
+
+fn usage() -> libc::rusage {
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // getrusage fills the struct it is given; RUSAGE_SELF cannot fail with a valid pointer.
+    unsafe {
+        libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr());
+        usage.assume_init()
+    }
 }
 
 /// The disk space every file under `directory` takes.

@@ -186,14 +186,22 @@ pub struct FjallStore {
 }
 
 impl FjallStore {
-    pub fn open(path: &Path, cache_bytes: u64) -> Result<FjallStore, String> {
+    /// Opens the database with `memory_bytes` for its block cache and memtables together: half
+    /// for the cache, and a memtable bound per keyspace so that the seven of them hold at most
+    /// the other half (fjall's defaults are 64 MiB per keyspace and no bound on the total).
+    pub fn open(path: &Path, memory_bytes: u64) -> Result<FjallStore, String> {
+        let memtable_bytes = (memory_bytes / 2 / Table::ALL.len() as u64).max(1024 * 1024);
         let database = fjall::Database::builder(path)
-            .cache_size(cache_bytes)
+            .cache_size(memory_bytes / 2)
             .open()
             .map_err(text)?;
         let keyspaces = Table::ALL
             .iter()
-            .map(|table| database.keyspace(table.name(), fjall::KeyspaceCreateOptions::default))
+            .map(|table| {
+                database.keyspace(table.name(), || {
+                    fjall::KeyspaceCreateOptions::default().max_memtable_size(memtable_bytes)
+                })
+            })
             .collect::<Result<Vec<_>, _>>()
             .map_err(text)?;
         Ok(FjallStore {
@@ -319,7 +327,8 @@ pub enum Opened {
 }
 
 /// Opens the store(s) of `engine` for `lanes` lanes under `directory`; the page cache budget is
-/// split among the files so that every candidate holds the same memory.
+/// split among the files, and fjall's between its cache and memtables, so that every candidate
+/// is given the same memory.
 pub fn open(
     engine: Engine,
     lanes: usize,
