@@ -5,7 +5,7 @@
 //! are counted from before the store opened to after it settled and closed, per create.
 
 use crate::measure::{cpu_seconds, directory_bytes, peak_resident_bytes, write_bytes};
-use crate::shape::{document, next_random, Create, Indexing};
+use crate::shape::{document, next_random, Create, Indexing, Payload};
 use crate::stores::{open, Engine, Opened, Pending};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -21,6 +21,7 @@ pub struct RunConfig {
     pub clients: usize,
     pub partitions: u16,
     pub item_bytes: usize,
+    pub payload: Payload,
     pub warmup: Duration,
     pub duration: Duration,
     pub directory: PathBuf,
@@ -141,7 +142,14 @@ fn client(
             next_random(&mut seed) >> 8
         );
         let value = next_random(&mut seed) % 1000;
-        let (body, payload) = document(&id, partition, value, config.item_bytes, &mut seed);
+        let (body, payload) = document(
+            &id,
+            partition,
+            value,
+            config.item_bytes,
+            config.payload,
+            &mut seed,
+        );
         let create = Create {
             partition,
             id,
@@ -164,6 +172,7 @@ fn client(
 struct ClientConfig {
     partitions: u16,
     item_bytes: usize,
+    payload: Payload,
 }
 
 /// Runs one configuration on a fresh store and measures it.
@@ -195,6 +204,7 @@ pub fn run(config: &RunConfig) -> Result<Outcome, String> {
     let client_config = Arc::new(ClientConfig {
         partitions: config.partitions,
         item_bytes: config.item_bytes,
+        payload: config.payload,
     });
     let clients: Vec<_> = (0..config.clients)
         .map(|number| {

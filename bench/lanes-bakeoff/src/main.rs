@@ -12,7 +12,7 @@ mod shape;
 mod stores;
 
 use load::{run, RunConfig};
-use shape::Indexing;
+use shape::{Indexing, Payload};
 use std::path::PathBuf;
 use std::time::Duration;
 use stores::Engine;
@@ -62,6 +62,10 @@ fn run_config(options: &Options) -> Result<RunConfig, String> {
         clients: options.number("clients", 32)? as usize,
         partitions: options.number("partitions", 16)? as u16,
         item_bytes: options.number("item-bytes", 1024)? as usize,
+        payload: match options.text("payload", "random").as_str() {
+            "repeated" => Payload::Repeated,
+            _ => Payload::Random,
+        },
         warmup: Duration::from_secs(options.number("warmup-s", 2)?),
         duration: Duration::from_secs(options.number("duration-s", 8)?),
         directory: PathBuf::from(options.text("dir", "tmp/lanes-bakeoff")),

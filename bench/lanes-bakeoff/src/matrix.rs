@@ -4,7 +4,7 @@
 //! all of them; then the median of each figure as a Markdown table. Also the list of rows one
 //! create writes, with their sizes.
 
-use crate::shape::{create_rows, document, Counters, Create, Indexing};
+use crate::shape::{create_rows, document, Counters, Create, Indexing, Payload};
 use crate::stores::Engine;
 use crate::Options;
 use std::process::Command;
@@ -67,6 +67,7 @@ fn run_child(
         "partitions",
         "item-bytes",
         "indexing",
+        "payload",
         "cache-mib",
     ] {
         let value = options.text(name, "");
@@ -151,7 +152,7 @@ pub fn matrix(options: &Options) -> Result<(), String> {
 pub fn print_shape() {
     let mut seed = 42;
     let id = "0001-000000000001-00abcdef0123456789".to_string();
-    let (body, payload) = document(&id, 3, 500, 1024, &mut seed);
+    let (body, payload) = document(&id, 3, 500, 1024, Payload::Random, &mut seed);
     let create = Create {
         partition: 3,
         id,

@@ -328,14 +328,26 @@ fn index_entries(
     ]
 }
 
-/// A document of `item_bytes` bytes: the fixed fields, then a `payload` string of letters and
-/// digits that do not repeat (so that a store that compresses gains nothing a real, varied
-/// document would not give it). Returns the body and the payload.
+/// What fills a document's `payload`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Payload {
+    /// Letters and digits that do not repeat: a store that compresses gains nothing a real,
+    /// varied document would not give it, and each item's `payload` index entry lands at its
+    /// own place in the index.
+    Random,
+    /// One letter repeated, as `lethedb-bench`'s items are: every item's `payload` index entry
+    /// has the same value, so they are appended in document-number order.
+    Repeated,
+}
+
+/// A document of `item_bytes` bytes: the fixed fields, then a `payload` string. Returns the
+/// body and the payload.
 pub fn document(
     id: &str,
     partition: u16,
     value: u64,
     item_bytes: usize,
+    fill: Payload,
     seed: &mut u64,
 ) -> (Vec<u8>, String) {
     const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -345,6 +357,9 @@ pub fn document(
     );
     let pad = item_bytes.saturating_sub(head.len() + 2);
     let mut payload = String::with_capacity(pad);
+    if fill == Payload::Repeated {
+        payload.extend(std::iter::repeat_n('x', pad));
+    }
     while payload.len() < pad {
         let random = next_random(seed);
         for shift in 0..10 {
