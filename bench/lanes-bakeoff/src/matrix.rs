@@ -24,7 +24,10 @@ const FIGURES: [(&str, &str); 7] = [
 /// repeat another (one lane of separate files is one file; one fjall lane has no one to share
 /// a sync with).
 fn configurations(options: &Options) -> Result<Vec<(Engine, u64)>, String> {
-    let engines = options.text("engines", "redb-one,redb-files,fjall,fjall-own-sync");
+    let engines = options.text(
+        "engines",
+        "redb-one,redb-files,fjall,fjall-own-sync,fjall-blobs",
+    );
     let lanes = options.text("lane-counts", "1,2,4");
     let mut out = Vec::new();
     for name in engines.split(',') {
@@ -33,7 +36,10 @@ fn configurations(options: &Options) -> Result<Vec<(Engine, u64)>, String> {
             let count: u64 = count
                 .parse()
                 .map_err(|_| format!("bad lane count {count}"))?;
-            let repeats = count == 1 && matches!(engine, Engine::RedbFiles | Engine::FjallOwnSync);
+            // fjall-blobs differs from fjall in how it stores, not in how lanes commit: one lane says it.
+            let repeats = (count == 1
+                && matches!(engine, Engine::RedbFiles | Engine::FjallOwnSync))
+                || (count > 1 && engine == Engine::FjallBlobs);
             if !repeats {
                 out.push((engine, count));
             }

@@ -31,14 +31,19 @@ pub enum Engine {
     Fjall,
     /// One fjall database; each lane commits its batch and syncs the journal itself.
     FjallOwnSync,
+    /// As `Fjall`, with the items and the change log (the tables whose values are whole
+    /// records) in key-value separated keyspaces: their values go to blob files once, and
+    /// compaction rewrites only keys and pointers.
+    FjallBlobs,
 }
 
 impl Engine {
-    pub const ALL: [Engine; 4] = [
+    pub const ALL: [Engine; 5] = [
         Engine::RedbOne,
         Engine::RedbFiles,
         Engine::Fjall,
         Engine::FjallOwnSync,
+        Engine::FjallBlobs,
     ];
 
     pub fn name(self) -> &'static str {
@@ -47,6 +52,7 @@ impl Engine {
             Engine::RedbFiles => "redb-files",
             Engine::Fjall => "fjall",
             Engine::FjallOwnSync => "fjall-own-sync",
+            Engine::FjallBlobs => "fjall-blobs",
         }
     }
 
@@ -189,7 +195,7 @@ impl FjallStore {
     /// Opens the database with `memory_bytes` for its block cache and memtables together: half
     /// for the cache, and a memtable bound per keyspace so that the seven of them hold at most
     /// the other half (fjall's defaults are 64 MiB per keyspace and no bound on the total).
-    pub fn open(path: &Path, memory_bytes: u64) -> Result<FjallStore, String> {
+    pub fn open(path: &Path, memory_bytes: u64, blobs: bool) -> Result<FjallStore, String> {
         let memtable_bytes = (memory_bytes / 2 / Table::ALL.len() as u64).max(1024 * 1024);
         let database = fjall::Database::builder(path)
             .cache_size(memory_bytes / 2)
@@ -198,8 +204,13 @@ impl FjallStore {
         let keyspaces = Table::ALL
             .iter()
             .map(|table| {
+                let whole_records = matches!(table, Table::Items | Table::ChangeLog);
+                let separation = (blobs && whole_records)
+                    .then(|| fjall::KvSeparationOptions::default().separation_threshold(512));
                 database.keyspace(table.name(), || {
-                    fjall::KeyspaceCreateOptions::default().max_memtable_size(memtable_bytes)
+                    fjall::KeyspaceCreateOptions::default()
+                        .max_memtable_size(memtable_bytes)
+                        .with_kv_separation(separation)
                 })
             })
             .collect::<Result<Vec<_>, _>>()
@@ -351,8 +362,9 @@ pub fn open(
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Opened::Redb),
-        Engine::Fjall | Engine::FjallOwnSync => {
-            FjallStore::open(&directory.join("fjall"), cache_bytes as u64)
+        Engine::Fjall | Engine::FjallOwnSync | Engine::FjallBlobs => {
+            let blobs = engine == Engine::FjallBlobs;
+            FjallStore::open(&directory.join("fjall"), cache_bytes as u64, blobs)
                 .map(|store| Opened::Fjall(Arc::new(store)))
         }
     }
@@ -370,7 +382,9 @@ impl Opened {
     ) -> Result<u64, String> {
         match self {
             Opened::Redb(files) => commit_redb(&files[lane % files.len()], group, now_ms, indexing),
-            Opened::Fjall(store) => store.commit(group, now_ms, indexing, engine == Engine::Fjall),
+            Opened::Fjall(store) => {
+                store.commit(group, now_ms, indexing, engine != Engine::FjallOwnSync)
+            }
         }
     }
 
