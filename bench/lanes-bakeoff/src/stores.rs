@@ -7,8 +7,9 @@
 //! fsync). fjall appends a batch to its journal under the journal's lock and syncs with
 //! `PersistMode::SyncAll`, also under that lock, so lanes never sync side by side there; the
 //! `fjall` candidate therefore shares one sync among the lanes whose batches are already in the
-//! journal ([`SyncGate`]), and `fjall-own-sync` lets each lane sync for itself. Nothing here
-//! measures; `load.rs` does.
+//! journal ([`SyncGate`]), `fjall-own-sync` lets each lane sync for itself, and `fjall-blobs`
+//! is `fjall` with the tables of whole records key-value separated. Nothing here measures;
+//! `load.rs` does.
 
 use crate::shape::{
     counters_key, create_rows, item_key, shard_of, Counters, Create, Indexing, Table,
