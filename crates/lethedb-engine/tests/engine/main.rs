@@ -34,6 +34,7 @@ mod resources;
 mod script_resources;
 mod scripts;
 mod shared_store;
+mod shared_sweep;
 mod spatial_index;
 mod sweeper;
 mod ttl_overview;

@@ -23,14 +23,14 @@ const SKEW_MS: i64 = 3_600_000;
 /// The test database. These tests run only in a build that names one (`build.rs` sets the
 /// cfg); the postgres stage's `LETHEDB_TEST_POSTGRES_REQUIRED` runs them even without, so
 /// that a missing database fails here.
-fn database_url() -> String {
+pub(crate) fn database_url() -> String {
     std::env::var("LETHEDB_TEST_POSTGRES")
         .ok()
         .filter(|url| !url.is_empty())
         .expect("LETHEDB_TEST_POSTGRES is not set, and the postgres stage requires it")
 }
 
-fn real_now_ms() -> i64 {
+pub(crate) fn real_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
@@ -46,12 +46,21 @@ async fn pair(url: &str) -> (Engine, Engine) {
 
 /// [`pair`], with the second engine's store, whose round trips a test counts.
 async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
+    pair_in(url, &fresh_schema()).await
+}
+
+/// A schema no other test uses.
+pub(crate) fn fresh_schema() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let schema = format!(
+    format!(
         "engine_{}_{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::SeqCst)
-    );
+    )
+}
+
+/// [`pair_counting`] in `schema`, where a test may open a store of its own beside the engines.
+pub(crate) async fn pair_in(url: &str, schema: &str) -> (Engine, Engine, Arc<PgStore>) {
     let open = |offset: i64, store: Arc<PgStore>, writer_lanes: usize| {
         Engine::open(
             store,
@@ -63,7 +72,7 @@ async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
         )
         .expect("engine")
     };
-    let store = || Arc::new(PgStore::open_in_schema(url, &schema).expect("store"));
+    let store = || Arc::new(PgStore::open_in_schema(url, schema).expect("store"));
     let second = store();
     // The first engine writes through four lanes (transactions of disjoint shards side by
     // side), the second through one, so every test here races both shapes.
