@@ -1,7 +1,9 @@
 //! The sweeper's delete jobs: a chosen batch of expired entries handed to the writer, in one
 //! job that may write anything (under the store's lock on a shared store), or, on a shared
-//! store, one job per shard under that shard's lock alone, so that a mass expiry never holds
-//! back writes to other shards or containers on any process.
+//! store, in jobs that each lock only the shards of their items, one after another on each of
+//! the writer's lanes, so that a mass expiry holds back a write to another partition for at
+//! most one small job of that partition's shard, and writes to other containers not at all,
+//! on any process.
 //!
 //! It does not choose the batch or pace the turns (`ttl/sweeper.rs`), nor decide what a job
 //! deletes (`items/purge.rs` checks every candidate again inside the transaction).
@@ -14,6 +16,7 @@ use crate::items::purge::{apply_expire, apply_expire_in_shards};
 use crate::keys;
 use crate::partitions::shards::Shard;
 use crate::records::ExpiryEntry;
+use crate::writer::Writer;
 use lethedb_storage::Table;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -144,50 +147,32 @@ impl Engine {
             .await
     }
 
-    /// Deletes the chosen entries in one writer job per shard, each under that shard's lock
-    /// alone (`Writer::write_in_shards`). The jobs are queued together, so the writer may still
-    /// commit them in one group (a group locks the shards of its jobs, no others). A job that
-    /// fails fails the turn, as the one job of [`Engine::expire_in_container`] would; the
-    /// other shards' deletions stand, since every one of them is final anyway.
+    /// Deletes the chosen entries in jobs that each lock only the shards of their items
+    /// (`Writer::write_in_shards`; [`plan_shard_jobs`] cuts them). Each of the writer's lanes
+    /// gets a chain of jobs, one after another, and the lanes' chains run side by side: queued
+    /// all at once, a lane would commit its jobs in one group holding every shard of the batch.
+    /// A job that fails fails the turn, as the one job of [`Engine::expire_in_container`]
+    /// would; the deletions already committed stand, since every one of them is final anyway.
     async fn expire_in_shards(
         &self,
         container: &Arc<Container>,
         candidates: Vec<(Vec<u8>, ExpiryEntry)>,
         pacer: &Pacer,
     ) -> EngineResult<Purged> {
-        let mut by_shard: BTreeMap<Shard, Vec<(Vec<u8>, ExpiryEntry)>> = BTreeMap::new();
-        for candidate in candidates {
-            if let Some((_, suffix)) = keys::split_expiry_key(&candidate.0) {
-                let shard = container.shard_of_suffix(suffix);
-                by_shard.entry(shard).or_default().push(candidate);
-            }
-        }
-        let mut jobs = tokio::task::JoinSet::new();
-        for (shard, group) in by_shard {
-            // Its items, its shard's counters and the TTL-event watermarks, with the start.
-            let mut reads = purge_reads(container, &group, &mut BTreeSet::new());
-            reads.push((Table::Counters, container.counters_key(shard)));
-            reads.push((
-                Table::Counters,
-                keys::change_state_key(container.key_number()),
-            ));
-            let lock = container.shard_lock(shard);
+        let mut chains = tokio::task::JoinSet::new();
+        for chain in plan_shard_jobs(container, candidates, &self.inner.writer) {
             let (engine, resolved, pacer) = (self.clone(), Arc::clone(container), pacer.clone());
-            jobs.spawn(async move {
-                let writer = &engine.inner.writer;
-                writer
-                    .write_in_shards(vec![lock], reads, move |context| {
-                        let applying = pacer.stopwatch();
-                        let (deleted, spent_ru) =
-                            apply_expire_in_shards(context, &resolved, group)?;
-                        Ok(Purged::new(deleted, spent_ru, applying.elapsed()))
-                    })
-                    .await
+            chains.spawn(async move {
+                let mut total = Purged::new(0, 0.0, Duration::ZERO);
+                for job in chain {
+                    total.add(engine.purge_shards(&resolved, job, &pacer).await?);
+                }
+                Ok(total)
             });
         }
         let mut total = Purged::new(0, 0.0, Duration::ZERO);
         let mut failure = None;
-        while let Some(joined) = jobs.join_next().await {
+        while let Some(joined) = chains.join_next().await {
             match joined_purge(joined) {
                 Ok(purged) => total.add(purged),
                 Err(error) => failure = failure.or(Some(error)),
@@ -198,4 +183,80 @@ impl Engine {
             None => Ok(total),
         }
     }
+
+    /// Runs one job of [`plan_shard_jobs`] under its shards' locks alone.
+    async fn purge_shards(
+        &self,
+        container: &Arc<Container>,
+        job: ShardJob,
+        pacer: &Pacer,
+    ) -> EngineResult<Purged> {
+        // Its items, its shards' counters and the TTL-event watermarks, with the start.
+        let mut reads = purge_reads(container, &job.candidates, &mut BTreeSet::new());
+        for shard in &job.shards {
+            reads.push((Table::Counters, container.counters_key(*shard)));
+        }
+        reads.push((
+            Table::Counters,
+            keys::change_state_key(container.key_number()),
+        ));
+        let locks = job.shards.iter().map(|shard| container.shard_lock(*shard));
+        let (resolved, pacer) = (Arc::clone(container), pacer.clone());
+        self.inner
+            .writer
+            .write_in_shards(locks.collect(), reads, move |context| {
+                let applying = pacer.stopwatch();
+                let (deleted, spent_ru) =
+                    apply_expire_in_shards(context, &resolved, job.candidates)?;
+                Ok(Purged::new(deleted, spent_ru, applying.elapsed()))
+            })
+            .await
+    }
+}
+
+/// The fewest candidates one job of a purge within shards takes while its lane has more: a
+/// job of one shard alone would often hold one or two items (a batch of 100 spread over 64
+/// shards), and each job costs a transaction; one of about this size keeps the transaction's
+/// fixed cost small beside its deletions and holds its shards for a few milliseconds.
+const SHARD_JOB_ITEMS_MIN: usize = 250;
+
+/// One purge job within shards: its shards, in order, and their candidates.
+struct ShardJob {
+    shards: Vec<Shard>,
+    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+}
+
+/// Cuts a batch into jobs within shards, a chain per writer lane: the candidates grouped by
+/// shard, each shard's group given to the lane its lock maps to, and a lane's shards taken in
+/// order into jobs of at least [`SHARD_JOB_ITEMS_MIN`] candidates (its last job may be
+/// smaller). A shard is never split between jobs.
+fn plan_shard_jobs(
+    container: &Container,
+    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+    writer: &Writer,
+) -> Vec<Vec<ShardJob>> {
+    let mut by_shard: BTreeMap<Shard, Vec<(Vec<u8>, ExpiryEntry)>> = BTreeMap::new();
+    for candidate in candidates {
+        if let Some((_, suffix)) = keys::split_expiry_key(&candidate.0) {
+            let shard = container.shard_of_suffix(suffix);
+            by_shard.entry(shard).or_default().push(candidate);
+        }
+    }
+    let mut chains: BTreeMap<usize, Vec<ShardJob>> = BTreeMap::new();
+    for (shard, group) in by_shard {
+        let chain = chains
+            .entry(writer.lane_of_shard(container.shard_lock(shard)))
+            .or_default();
+        match chain.last_mut() {
+            Some(job) if job.candidates.len() < SHARD_JOB_ITEMS_MIN => {
+                job.shards.push(shard);
+                job.candidates.extend(group);
+            }
+            _ => chain.push(ShardJob {
+                shards: vec![shard],
+                candidates: group,
+            }),
+        }
+    }
+    chains.into_values().collect()
 }
