@@ -242,6 +242,13 @@ impl Container {
         crate::partitions::buckets::bucket_number(self.key_number(), shard)
     }
 
+    /// The lock key that a shared store's writes of the logical partition `value` take when
+    /// they stay in its shard: for a test that holds a partition's lock itself
+    /// (`Storage::write_reading_shards`) to show who waits for whom.
+    pub fn shard_lock_of(&self, value: &PartitionKeyValue) -> u64 {
+        self.shard_lock(self.shard_of(value))
+    }
+
     /// Whether every item write of one logical partition stays within its shard, so it may run
     /// under that shard's lock alone (`Writer::write_in_shards`). Not while its index keeps
     /// full-text statistics counters, which every write of a text updates whatever its shard

@@ -6,10 +6,14 @@
 //! TTL events are LetheDB's own: the service logs a TTL delete when it purges the item, which
 //! can be long after it expired. Here an expired item's delete entry is written as soon as
 //! anyone could observe it missing: before every all-versions read and before every sweeper
-//! purge, the emitter appends a delete entry (`timeToLiveExpired`) for every expiry-index entry
-//! between the container's watermark and the current expiry bound, then moves the watermark.
-//! The bounds never move back (expiry is final), so each expiry is emitted once; a rewrite
-//! before the expiry instant moves the item's index entry, so nothing is emitted for it.
+//! purge of a whole container, the emitter appends a delete entry (`timeToLiveExpired`) for
+//! every expiry-index entry between the container's watermark and the current expiry bound,
+//! then moves the watermark. A job that removes an expired version within its shard alone (a
+//! write over it, a partition delete, the sweeper's purge of a shard on a shared store) logs
+//! that version's event itself when it lies above the watermark, since it may not move the
+//! container-wide watermark. The bounds never move back (expiry is final), so each expiry is
+//! emitted once; a rewrite before the expiry instant moves the item's index entry, so nothing
+//! is emitted for it.
 
 use crate::container::Container;
 use crate::counters::{Counters, ShardCounters};
@@ -478,10 +482,24 @@ pub(crate) fn emit_ttl_event_of(
     record: &ItemRecord,
     counters: &mut Counters,
 ) -> EngineResult<()> {
+    let state = read_state(context.reader(), container.key_number())?;
+    emit_ttl_event_below(context, container, &state, item_key, record, counters)
+}
+
+/// [`emit_ttl_event_of`] with the container's watermarks already read (`state`), for a job
+/// that removes many expired versions of its shards (the sweeper's purge within shards): the
+/// watermarks cannot move under it, since only a container-wide job moves them.
+pub(crate) fn emit_ttl_event_below(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+    state: &ChangeState,
+    item_key: &[u8],
+    record: &ItemRecord,
+    counters: &mut Counters,
+) -> EngineResult<()> {
     let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) else {
         return Ok(());
     };
-    let state = read_state(context.reader(), container.key_number())?;
     let emitted = match class {
         ExpiryClass::Own => state.own_emitted_ms,
         ExpiryClass::Default => state.default_emitted_ms,

@@ -1,13 +1,15 @@
 //! Removals of many versions at once, inside the writer: every item of one logical partition
 //! (a partition delete), and the sweeper's delete step over the expired versions it found. Each
 //! version goes through `remove_version`, so its expiry entry, index entries, unique key claims
-//! and counters go with it; what the sweeper deletes and when is the sweeper's business.
+//! and counters go with it. The sweeper's step runs over a whole container under the store's
+//! lock, or within some shards under their locks alone (`apply_expire_in_shards`); which
+//! candidates it deletes, when, and on which path is the sweeper's business.
 
 use super::{next_lsn, remove_version};
 use crate::container::Container;
 use crate::counters::{read_counters, store_counters, ShardCounters};
 use crate::error::{corrupted, EngineResult};
-use crate::feed::change_log;
+use crate::feed::change_log::{self, ChangeState};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{writer_container, ExpiryEntry, ItemRecord};
@@ -67,10 +69,40 @@ pub(crate) fn apply_expire(
 ) -> EngineResult<(u64, f64)> {
     // Re-read the container: its setting may have changed since the scan.
     let container = writer_container(context, database_id, container_id)?;
-    let number = container.key_number();
     // Every expiry this purge removes has its TTL event logged first; the purge logs nothing.
     change_log::emit_ttl_events(context, &container)?;
-    let mut counters = ShardCounters::new(&container);
+    delete_expired(context, &container, candidates, None)
+}
+
+/// [`apply_expire`] for candidates of the shards whose locks alone the job holds
+/// (`Writer::write_in_shards`), so writes to other shards, from any process, commit beside
+/// it. It may not move the container-wide TTL-event watermarks, so each version it removes
+/// logs its own event unless the emitter already has. A container re-created since `resolved`
+/// was read (other shards), or one whose writes no longer stay in their shards, is left
+/// untouched: the sweeper's next turn takes the path its current definition asks for.
+pub(crate) fn apply_expire_in_shards(
+    context: &mut WriteContext<'_>,
+    resolved: &Container,
+    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+) -> EngineResult<(u64, f64)> {
+    let container = writer_container(context, &resolved.database_id, &resolved.id)?;
+    if !(resolved.same_shards(&container) && container.writes_stay_in_shards()) {
+        return Ok((0, 0.0));
+    }
+    let watermarks = change_log::read_state(context.reader(), container.key_number())?;
+    delete_expired(context, &container, candidates, Some(&watermarks))
+}
+
+/// Deletes each candidate that is still the version found and still expired, logging its TTL
+/// event first when `watermarks` is given (else the caller emitted every due event already).
+fn delete_expired(
+    context: &mut WriteContext<'_>,
+    container: &Container,
+    candidates: Vec<(Vec<u8>, ExpiryEntry)>,
+    watermarks: Option<&ChangeState>,
+) -> EngineResult<(u64, f64)> {
+    let number = container.key_number();
+    let mut counters = ShardCounters::new(container);
     let mut deleted = 0u64;
     let mut spent_ru = 0.0;
     for (expiry_key, entry) in candidates {
@@ -86,11 +118,21 @@ pub(crate) fn apply_expire(
         else {
             continue;
         };
-        if record.lsn != entry.lsn || !record_is_expired(&container, &record, context.now_ms) {
+        if record.lsn != entry.lsn || !record_is_expired(container, &record, context.now_ms) {
             continue;
         }
         let shard_counters = counters.of(context, container.shard_of_key(&item_key))?;
-        let changes = remove_version(context, &container, &item_key, &record, shard_counters)?;
+        if let Some(watermarks) = watermarks {
+            change_log::emit_ttl_event_below(
+                context,
+                container,
+                watermarks,
+                &item_key,
+                &record,
+                shard_counters,
+            )?;
+        }
+        let changes = remove_version(context, container, &item_key, &record, shard_counters)?;
         deleted += 1;
         spent_ru += request_units::write(Some(record.body.len()), None, changes.terms());
     }

@@ -12,6 +12,7 @@
 //! This module reads no clock and no storage: callers pass `now_ms`.
 
 pub(crate) mod expiry;
+pub(crate) mod sweep_jobs;
 pub(crate) mod sweep_stats;
 pub(crate) mod sweeper;
 

@@ -11,8 +11,8 @@
 //! This module is policy only: which entries to take on a turn (pacing by batch size, pause and
 //! the RU allowance), and the statistics it reports. Its loop also paces the index builder that
 //! follows a policy change (`index/builder.rs`), one batch per turn after the deletions. What
-//! an expired entry is and how the index is walked are in `ttl/expiry.rs`; the delete step
-//! itself is `items::purge::apply_expire`.
+//! an expired entry is and how the index is walked are in `ttl/expiry.rs`; the writer jobs that
+//! delete a batch are in `ttl/sweep_jobs.rs`, and the delete step itself in `items/purge.rs`.
 //!
 //! On a container with provisioned throughput (its own or its database's) each deletion costs
 //! what a user delete of that item would, and a turn spends at most what users left unspent in
@@ -23,13 +23,10 @@ use crate::clock::{Pacer, Stopwatch};
 use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineResult, ErrorCode};
-use crate::items::purge::apply_expire;
-use crate::keys;
 use crate::poison::panic_message;
 use crate::records::ExpiryEntry;
 use crate::throughput::request_units;
 use crate::ttl::expiry::{oldest_expired, visit_expired};
-use lethedb_storage::Table;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -144,55 +141,6 @@ impl Engine {
             deleted,
             found > 0 && deleted > 0 && (found as usize == batch_items_max || scan.visited > found),
         ))
-    }
-
-    /// Deletes the chosen entries in one writer job: how many it deleted and the RUs it spent.
-    async fn expire(
-        &self,
-        container: &Container,
-        candidates: Vec<(Vec<u8>, ExpiryEntry)>,
-    ) -> EngineResult<(u64, f64)> {
-        if candidates.is_empty() {
-            return Ok((0, 0.0));
-        }
-        let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
-        // The job reads each candidate's item again and the counters of its shard: on a
-        // shared store they come with the transaction's start instead of a round trip each
-        // under the lock.
-        let number = container.key_number();
-        let mut reads = Vec::new();
-        if self.inner.shared {
-            let mut shards = std::collections::BTreeSet::new();
-            for (expiry_key, _) in &candidates {
-                if let Some((_, suffix)) = keys::split_expiry_key(expiry_key) {
-                    shards.insert(container.shard_of_suffix(suffix));
-                    reads.push((Table::Items, keys::item_key_from_suffix(number, suffix)));
-                }
-            }
-            reads.extend(
-                shards
-                    .into_iter()
-                    .map(|shard| (Table::Counters, container.counters_key(shard))),
-            );
-        }
-        // The time the job waited for the writer (behind other groups, for its commit) is not
-        // work the sweeper took from anyone: the pacing leaves it out.
-        let pacer = self.inner.clock.pacer();
-        let call = pacer.stopwatch();
-        let (deleted, spent_ru, applying) = self
-            .inner
-            .writer
-            .write_reading(reads, move |context| {
-                let applying = pacer.stopwatch();
-                let (deleted, spent_ru) =
-                    apply_expire(context, &database_id, &container_id, candidates)?;
-                Ok((deleted, spent_ru, applying.elapsed()))
-            })
-            .await?;
-        self.inner
-            .sweep_stats
-            .note_writer_wait(call.elapsed().saturating_sub(applying));
-        Ok((deleted, spent_ru))
     }
 
     /// Notes a turn in the container's statistics: its backlog, the age of its oldest expired

@@ -180,6 +180,12 @@ impl Writer {
         self.queue(Some(shards), prefetch, operation).await
     }
 
+    /// The lane a job under the one shard lock `shard` goes to (`lanes.rs`): jobs of shards
+    /// of one lane are grouped into one transaction when they wait together.
+    pub(crate) fn lane_of_shard(&self, shard: u64) -> usize {
+        lanes::lane_of(Some(&[shard]), self.lanes.len())
+    }
+
     async fn queue<T, F>(
         &self,
         shards: Option<Vec<u64>>,

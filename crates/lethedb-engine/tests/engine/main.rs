@@ -35,6 +35,7 @@ mod script_resources;
 mod scripts;
 mod shared_buckets;
 mod shared_store;
+mod shared_sweep;
 mod spatial_index;
 mod sweeper;
 mod ttl_overview;

@@ -30,7 +30,7 @@ pub(crate) fn database_url() -> String {
         .expect("LETHEDB_TEST_POSTGRES is not set, and the postgres stage requires it")
 }
 
-fn real_now_ms() -> i64 {
+pub(crate) fn real_now_ms() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .expect("clock")
@@ -46,12 +46,29 @@ async fn pair(url: &str) -> (Engine, Engine) {
 
 /// [`pair`], with the second engine's store, whose round trips a test counts.
 pub(crate) async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
+    pair_in(url, &fresh_schema()).await
+}
+
+/// The store a server opens in `schema`: keys placed in the engine's buckets, here in tables
+/// hash-partitioned by bucket, so every test on it also runs on that layout.
+pub(crate) fn open_store(url: &str, schema: &str) -> PgStore {
+    let mut options = PgOptions::new(Arc::new(Buckets));
+    options.partitions = 4;
+    PgStore::open_with(url, schema, options).expect("store")
+}
+
+/// A schema no other test uses.
+pub(crate) fn fresh_schema() -> String {
     static NEXT: AtomicU32 = AtomicU32::new(0);
-    let schema = format!(
+    format!(
         "engine_{}_{}",
         std::process::id(),
         NEXT.fetch_add(1, Ordering::SeqCst)
-    );
+    )
+}
+
+/// [`pair_counting`] in `schema`, where a test may open a store of its own beside the engines.
+pub(crate) async fn pair_in(url: &str, schema: &str) -> (Engine, Engine, Arc<PgStore>) {
     let open = |offset: i64, store: Arc<PgStore>, writer_lanes: usize| {
         Engine::open(
             store,
@@ -63,13 +80,7 @@ pub(crate) async fn pair_counting(url: &str) -> (Engine, Engine, Arc<PgStore>) {
         )
         .expect("engine")
     };
-    // The store a server opens: keys placed in the engine's buckets, here in tables
-    // hash-partitioned by bucket, so every test of this file also runs on that layout.
-    let store = || {
-        let mut options = PgOptions::new(Arc::new(Buckets));
-        options.partitions = 4;
-        Arc::new(PgStore::open_with(url, &schema, options).expect("store"))
-    };
+    let store = || Arc::new(open_store(url, schema));
     let second = store();
     // The first engine writes through four lanes (transactions of disjoint shards side by
     // side), the second through one, so every test here races both shapes.
