@@ -207,6 +207,11 @@ impl Container {
         u64::from(self.number)
     }
 
+    /// The `_rid` of the database that owns this container.
+    pub fn database_rid(&self) -> String {
+        rids::database_rid(self.database_number)
+    }
+
     pub fn rid(&self) -> &str {
         self.resource
             .get("_rid")

@@ -507,21 +507,7 @@ fn partition_key_equality_finds_pinned_paths() {
 const TOKEN_ALPHABET: &[u8; 64] =
     b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-/// Base64url without padding, as tokens are written (a token's text is not a secret).
-fn token_decode(text: &str) -> Option<Vec<u8>> {
-    let (mut out, mut buffer, mut bits) = (Vec::new(), 0u32, 0);
-    for character in text.bytes() {
-        let digit = TOKEN_ALPHABET.iter().position(|c| *c == character)? as u32;
-        buffer = buffer << 6 | digit;
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((buffer >> bits & 0xff) as u8);
-        }
-    }
-    Some(out)
-}
-
+/// Base64url without padding, as tokens were written before they were JSON text (still read).
 fn token_encode(bytes: &[u8]) -> String {
     let mut out = String::new();
     for chunk in bytes.chunks(3) {
@@ -552,13 +538,13 @@ fn forged_counts_at_the_top_of_the_range_do_not_overflow() {
         let prepared = prepare(text, &[], NOW_MS).expect("prepare");
         let first = one_page(&prepared, &store, None, 2).expect("first page");
         let token = first.continuation.expect("a second page");
-        let mut object: Value =
-            serde_json::from_slice(&token_decode(&token).expect("token text")).expect("token json");
+        let mut object: Value = serde_json::from_str(&token).expect("token json");
         object["p"] = json!(u64::MAX);
         if object.get("k").is_some() {
             object["k"] = json!(u64::MAX);
         }
-        let forged = token_encode(object.to_string().as_bytes());
-        let _ = one_page(&prepared, &store, Some(&forged), 2);
+        let _ = one_page(&prepared, &store, Some(&object.to_string()), 2);
+        let old_form = token_encode(object.to_string().as_bytes());
+        let _ = one_page(&prepared, &store, Some(&old_form), 2);
     }
 }

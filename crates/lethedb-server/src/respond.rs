@@ -101,6 +101,29 @@ impl Reply {
         self.session(token, lsn, container.rid(), &alt_path(container, path))
     }
 
+    /// Session and LSN headers of a reply about the container resource itself (its create,
+    /// read or replace). Its owner is its database, so the owner headers name the database
+    /// (`x-ms-content-path` its rid, `x-ms-alt-content-path` `dbs/{id}` as the client sent it)
+    /// as the service's do: the JavaScript SDK keys session tokens by a container-sized owner
+    /// rid, and one keyed to the container here would merge every range into its token.
+    pub fn container_resource(self, container: &Container, path: &ResourcePath, lsn: u64) -> Reply {
+        let token = container
+            .ranges
+            .ranges
+            .iter()
+            .map(|range| session_token(range.id, lsn))
+            .collect::<Vec<_>>()
+            .join(",");
+        let database_rid = container.database_rid();
+        let database_path = path
+            .raw_container_path
+            .split('/')
+            .take(2)
+            .collect::<Vec<_>>()
+            .join("/");
+        self.session(token, lsn, &database_rid, &database_path)
+    }
+
     /// Session and LSN headers of a feed or query page: of the one range the request named
     /// (`x-ms-documentdb-partitionkeyrangeid`), else of every range.
     pub fn scoped_to(

@@ -103,7 +103,7 @@ async fn container_reply(
         .header("etag", container.etag().to_string())
         .header("x-ms-resource-quota", quota)
         .header("x-ms-resource-usage", usage_text)
-        .container_scoped(container, context.path, usage.lsn))
+        .container_resource(container, context.path, usage.lsn))
 }
 
 pub async fn create(context: &Context<'_>) -> ApiResult<Reply> {

@@ -359,3 +359,47 @@ async fn a_transactional_batch_answers_for_the_range_of_its_partition() {
             .starts_with(&format!("{range}:-1#")));
     }
 }
+
+#[tokio::test]
+async fn a_container_reply_names_its_database_as_owner() {
+    // The JavaScript SDK keeps a reply's session token only when its owner rid is a
+    // container's; a container's own create or read is owned by the database, as the service
+    // says, so the SDK's token for the container stays the one its item writes gave.
+    let server = Server::new();
+    setup(&server, 25_100).await;
+    let database = server
+        .send("GET", "/dbs/db", ("dbs", "dbs/db"), None, &[])
+        .await;
+    let database_rid = database.body["_rid"].as_str().expect("rid").to_string();
+    let read = server
+        .send(
+            "GET",
+            "/dbs/db/colls/c",
+            ("colls", "dbs/db/colls/c"),
+            None,
+            &[],
+        )
+        .await;
+    assert_eq!(read.status, StatusCode::OK);
+    assert_eq!(read.header("x-ms-content-path"), database_rid);
+    assert_eq!(read.header("x-ms-alt-content-path"), "dbs/db");
+    let created = server
+        .send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(json!({"id": "d", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}})),
+            &[],
+        )
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    assert_eq!(created.header("x-ms-content-path"), database_rid);
+    assert_eq!(created.header("x-ms-alt-content-path"), "dbs/db");
+    // An item's reply is still owned by its container.
+    let item = server.create_item(json!({"id": "a", "pk": "p"})).await;
+    assert_eq!(
+        item.header("x-ms-content-path"),
+        read.body["_rid"].as_str().expect("rid")
+    );
+    assert_eq!(item.header("x-ms-alt-content-path"), "dbs/db/colls/c");
+}
