@@ -13,7 +13,7 @@ use crate::keys::{self, ItemLayout, PartitionPlace};
 use crate::partitions::epk::{epk_point, HashScheme, EPK_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::partitions::ranges::{PartitionKeyRange, RangeFilter, RangeLayout};
-use crate::partitions::shards::{shard_of_point, Shard};
+use crate::partitions::shards::{shard_of_point, Shard, ShardMap};
 use crate::rids;
 use crate::throughput::buckets::ThroughputBucket;
 use crate::throughput::{BudgetKey, Throughput};
@@ -40,6 +40,8 @@ pub struct Container {
     /// How many shards its counters are split into (fixed for its life; see
     /// `partitions/shards.rs`): 1 for a container stored before shards.
     pub(crate) shards: u16,
+    /// How its EPK points map to its shards (fixed for its life).
+    pub(crate) shard_map: ShardMap,
     pub ttl: TtlState,
     /// The container as clients see it, system properties included.
     pub resource: Value,
@@ -87,6 +89,7 @@ pub(crate) struct ContainerParts {
     pub(crate) ranges: RangeLayout,
     pub(crate) item_layout: ItemLayout,
     pub(crate) shards: u16,
+    pub(crate) shard_map: ShardMap,
     pub(crate) ttl: TtlState,
     pub(crate) resource: Value,
     pub(crate) throughput: Option<Throughput>,
@@ -109,6 +112,7 @@ impl Container {
             ranges,
             item_layout,
             shards,
+            shard_map,
             ttl,
             resource,
             throughput,
@@ -161,6 +165,7 @@ impl Container {
             } else {
                 1
             },
+            shard_map,
             ttl,
             resource,
             throughput,
@@ -265,13 +270,15 @@ impl Container {
     /// Whether `other`, a definition read again by name, has the same shards as this one: a
     /// write whose shard locks came from this definition may then go ahead under them.
     pub(crate) fn same_shards(&self, other: &Container) -> bool {
-        self.number == other.number && self.shards == other.shards
+        self.number == other.number
+            && self.shards == other.shards
+            && self.shard_map == other.shard_map
     }
 
     /// The shard of an item key suffix (see [`keys::item_key_suffix`]).
     pub(crate) fn shard_of_suffix(&self, suffix: &[u8]) -> Shard {
         match keys::epk_point_of_suffix(suffix) {
-            Some(point) => shard_of_point(point, self.shards),
+            Some(point) => shard_of_point(point, self.shards, self.shard_map),
             None => Shard(0),
         }
     }
@@ -284,7 +291,7 @@ impl Container {
     /// The shard of the logical partition `value`.
     pub(crate) fn shard_of(&self, value: &PartitionKeyValue) -> Shard {
         match self.partition_place(value).epk_point() {
-            Some(point) => shard_of_point(point, self.shards),
+            Some(point) => shard_of_point(point, self.shards, self.shard_map),
             None => Shard(0),
         }
     }
@@ -295,10 +302,11 @@ impl Container {
         if self.shards <= 1 || filter.is_everything() {
             return all.collect();
         }
-        let low = epk_point(&filter.start).map(|point| shard_of_point(point, self.shards));
+        let low = epk_point(&filter.start)
+            .map(|point| shard_of_point(point, self.shards, self.shard_map));
         let high = match filter.end.as_str() {
             EPK_MAX => None,
-            end => epk_point(end).map(|point| shard_of_point(point, self.shards)),
+            end => epk_point(end).map(|point| shard_of_point(point, self.shards, self.shard_map)),
         };
         all.filter(|shard| low.is_none_or(|low| *shard >= low))
             .filter(|shard| high.is_none_or(|high| *shard <= high))

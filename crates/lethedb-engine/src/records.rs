@@ -14,6 +14,7 @@ use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::RangeLayout;
+use crate::partitions::shards::ShardMap;
 use crate::throughput::buckets::ThroughputBucket;
 use crate::throughput::Throughput;
 use crate::ttl::{ItemTtl, TtlState};
@@ -223,6 +224,10 @@ pub(crate) struct ContainerRecord {
     /// stored before shards, which has one for its whole life.
     #[serde(default)]
     pub(crate) shards: u16,
+    /// How its EPK points map to its shards (`partitions/shards.rs`, `ShardMap`): 0 (absent)
+    /// for a container made by the first version with shards.
+    #[serde(default)]
+    pub(crate) shard_map: u8,
     /// Its throughput buckets (`throughput/buckets.rs`); none for most containers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) throughput_buckets: Vec<ThroughputBucket>,
@@ -274,6 +279,7 @@ impl ContainerRecord {
                 ItemLayout::PartitionOrdered
             },
             shards: self.shards.max(1),
+            shard_map: ShardMap::from_number(self.shard_map),
             ttl: self.ttl,
             resource: self.resource,
             throughput: self.throughput,
@@ -427,6 +433,7 @@ pub(crate) fn store_container(
         index_format: INDEX_FORMAT,
         item_layout: item_layout_number(container.item_layout),
         shards: container.shards,
+        shard_map: container.shard_map.number(),
         throughput_buckets: container.throughput_buckets.clone(),
     };
     let bytes = serde_json::to_vec(&record).map_err(|_| corrupted("container"))?;

@@ -23,7 +23,7 @@ use crate::keys::{self, ItemLayout};
 use crate::partitions::epk::HashScheme;
 use crate::partitions::partition_key::PartitionKeyDefinition;
 use crate::partitions::ranges::{ranges_at_creation, ranges_for_throughput, RangeLayout};
-use crate::partitions::shards::SHARDS_DEFAULT;
+use crate::partitions::shards::{ShardMap, SHARDS_DEFAULT};
 use crate::records::{
     load_container, load_database, next_sequences, store_container, store_database,
     store_sequences, ContainerRecord, DatabaseRecord,
@@ -177,6 +177,8 @@ impl Engine {
                     // A new container's counters are split by EPK, so writes to different
                     // logical partitions touch different rows.
                     shards: SHARDS_DEFAULT,
+                    // Spread by the bits a hash v2 point uses (`partitions/shards.rs`).
+                    shard_map: ShardMap::BelowHashMarker,
                     partition_key,
                     ttl: TtlState::new(default_ttl),
                     resource,

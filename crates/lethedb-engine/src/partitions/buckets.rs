@@ -15,7 +15,7 @@
 //! It reads no storage and decides nothing about locks; it only names places.
 
 use crate::keys;
-use crate::partitions::shards::{self, Shard, SHARDS_DEFAULT};
+use crate::partitions::shards::{self, Shard, ShardMap, SHARDS_DEFAULT};
 use lethedb_storage::{range_within, Distribution, KeyRange, Table};
 
 /// The version of this placement, recorded by a shared store at its creation.
@@ -47,7 +47,8 @@ fn number_at(key: &[u8], start: usize) -> Option<u64> {
 
 /// The shard of an item key suffix, by its EPK point.
 fn shard_of_suffix(suffix: &[u8]) -> Option<Shard> {
-    keys::epk_point_of_suffix(suffix).map(|point| shards::shard_of_point(point, SHARDS_DEFAULT))
+    keys::epk_point_of_suffix(suffix)
+        .map(|point| shards::shard_of_point(point, SHARDS_DEFAULT, ShardMap::BelowHashMarker))
 }
 
 /// The shard an index-table key carries, where its kind ends it with a document number.
@@ -83,14 +84,15 @@ fn shard_of_key(table: Table, key: &[u8]) -> Option<Shard> {
 fn shard_span(table: Table, container: u64, shard: Shard) -> Option<(Vec<u8>, Option<Vec<u8>>)> {
     match table {
         Table::Items => {
-            let bits = SHARDS_DEFAULT.trailing_zeros();
-            let first = u64::from(shard.0) << (64 - bits);
-            let next = (u64::from(shard.0) + 1)
-                .checked_shl(64 - bits)
-                .filter(|next| *next != 0);
+            // The points of a shard below the hash marker (`ShardMap::BelowHashMarker`): every
+            // point of a hash v2 or MultiHash container is below 2^62, where the map does not
+            // wrap, so a span of them holds that shard's keys only.
+            let bits = 62 - SHARDS_DEFAULT.trailing_zeros();
+            let first = u64::from(shard.0) << bits;
+            let next = (u64::from(shard.0) + 1) << bits;
             Some((
                 keys::epk_point_bound(container, Some(first)),
-                Some(keys::epk_point_bound(container, next)),
+                Some(keys::epk_point_bound(container, Some(next))),
             ))
         }
         Table::ChangeIndex | Table::ChangeLog => {
@@ -144,7 +146,7 @@ mod tests {
 
     /// Every key one item's write stores, in a container of 64 shards.
     fn keys_of_one_write(point: u64) -> Vec<(Table, Vec<u8>)> {
-        let shard = shards::shard_of_point(point, SHARDS_DEFAULT);
+        let shard = shards::shard_of_point(point, SHARDS_DEFAULT, ShardMap::BelowHashMarker);
         let place = PartitionPlace::new(Some(point), b"pk".to_vec());
         let item = keys::item_key(CONTAINER, &place, "id");
         let suffix = keys::item_key_suffix(&item).to_vec();
@@ -178,8 +180,8 @@ mod tests {
 
     #[test]
     fn every_key_of_one_write_lies_in_the_bucket_of_its_shard() {
-        for point in [0, 1 << 58, u64::MAX / 3, u64::MAX] {
-            let shard = shards::shard_of_point(point, SHARDS_DEFAULT);
+        for point in [0, 1 << 56, (1 << 62) / 3, (1 << 62) - 1, u64::MAX] {
+            let shard = shards::shard_of_point(point, SHARDS_DEFAULT, ShardMap::BelowHashMarker);
             let bucket = bucket_number(CONTAINER, shard) as i64;
             for (table, key) in keys_of_one_write(point) {
                 assert_eq!(
@@ -203,8 +205,8 @@ mod tests {
 
     #[test]
     fn a_partition_or_a_shards_feed_is_one_bucket_and_a_container_is_not() {
-        let point = u64::MAX / 3;
-        let shard = shards::shard_of_point(point, SHARDS_DEFAULT);
+        let point = (1 << 62) / 3;
+        let shard = shards::shard_of_point(point, SHARDS_DEFAULT, ShardMap::BelowHashMarker);
         let bucket = Some(bucket_number(CONTAINER, shard) as i64);
         let place = PartitionPlace::new(Some(point), b"pk".to_vec());
         let partition = KeyRange::prefix(&keys::partition_prefix(CONTAINER, &place));
@@ -216,7 +218,7 @@ mod tests {
         assert_eq!(Buckets.range_bucket(Table::ChangeIndex, &feed), bucket);
         let last = KeyRange::prefix(&keys::partition_prefix(
             CONTAINER,
-            &PartitionPlace::new(Some(u64::MAX), b"pk".to_vec()),
+            &PartitionPlace::new(Some((1 << 62) - 1), b"pk".to_vec()),
         ));
         assert_eq!(
             Buckets.range_bucket(Table::Items, &last),

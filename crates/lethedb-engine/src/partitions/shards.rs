@@ -54,14 +54,51 @@ pub fn sequence(lsn: u64) -> u64 {
     lsn & SEQUENCE_MASK
 }
 
+/// How a container maps EPK points to shards, fixed for its life (its record keeps it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum ShardMap {
+    /// The point's top bits: containers made by the first version with shards. A hash v2
+    /// point always has its top two bits clear, so these use a quarter of their shards, and
+    /// every hash v1 point starts with the same byte, so those use one.
+    #[default]
+    TopBits,
+    /// The bits below the two a hash v2 (and MultiHash) point always clears: a hash v2
+    /// container's partitions spread over every shard, in EPK order. (Hash v1 points still
+    /// share one shard: their first byte is the same for every value.)
+    BelowHashMarker,
+}
+
+impl ShardMap {
+    /// The number a container record stores for it (0, absent, for the first).
+    pub fn number(self) -> u8 {
+        match self {
+            ShardMap::TopBits => 0,
+            ShardMap::BelowHashMarker => 2,
+        }
+    }
+
+    /// The map a record's number names.
+    pub fn from_number(number: u8) -> ShardMap {
+        if number == 2 {
+            ShardMap::BelowHashMarker
+        } else {
+            ShardMap::TopBits
+        }
+    }
+}
+
 /// The shard of an EPK point in a container of `shards` shards (a power of two).
-pub fn shard_of_point(point: u64, shards: u16) -> Shard {
+pub fn shard_of_point(point: u64, shards: u16, map: ShardMap) -> Shard {
     if shards <= 1 {
         return Shard(0);
     }
     let bits = shards.trailing_zeros();
-    // The top `bits` bits of a u64 fit in u16 because `shards` does.
-    Shard((point >> (64 - bits)) as u16)
+    let mask = u64::from(shards) - 1;
+    // Either way the shard is below `shards`, so it fits in u16.
+    match map {
+        ShardMap::TopBits => Shard((point >> (64 - bits)) as u16),
+        ShardMap::BelowHashMarker => Shard(((point >> (62 - bits)) & mask) as u16),
+    }
 }
 
 /// The shard a multi-shard container's document number names (its low bits). Any other
@@ -98,12 +135,31 @@ mod tests {
 
     #[test]
     fn points_fall_in_shards_by_their_top_bits() {
-        assert_eq!(shard_of_point(0, 64), Shard(0));
-        assert_eq!(shard_of_point(u64::MAX, 64), Shard(63));
+        let top = ShardMap::TopBits;
+        assert_eq!(shard_of_point(0, 64, top), Shard(0));
+        assert_eq!(shard_of_point(u64::MAX, 64, top), Shard(63));
         let twelfth = 12u64 << 58;
-        assert_eq!(shard_of_point(twelfth, 64), Shard(12));
-        assert_eq!(shard_of_point(twelfth - 1, 64), Shard(11));
-        assert_eq!(shard_of_point(u64::MAX, 1), Shard(0));
+        assert_eq!(shard_of_point(twelfth, 64, top), Shard(12));
+        assert_eq!(shard_of_point(twelfth - 1, 64, top), Shard(11));
+        assert_eq!(shard_of_point(u64::MAX, 1, top), Shard(0));
+    }
+
+    #[test]
+    fn hash_v2_points_spread_over_every_shard_in_order_below_the_marker() {
+        let map = ShardMap::BelowHashMarker;
+        // A v2 point's top two bits are clear: the space is [0, 2^62).
+        assert_eq!(shard_of_point(0, 64, map), Shard(0));
+        assert_eq!(shard_of_point((1 << 62) - 1, 64, map), Shard(63));
+        let twelfth = 12u64 << 56;
+        assert_eq!(shard_of_point(twelfth, 64, map), Shard(12));
+        assert_eq!(shard_of_point(twelfth - 1, 64, map), Shard(11));
+        // Evenly spread points land in every shard, in order.
+        let shards: Vec<u16> = (0..64u64)
+            .map(|step| shard_of_point(step << 56 | 12345, 64, map).0)
+            .collect();
+        assert_eq!(shards, (0..64).collect::<Vec<u16>>());
+        assert_eq!(ShardMap::from_number(map.number()), map);
+        assert_eq!(ShardMap::from_number(0), ShardMap::TopBits);
     }
 
     #[test]
@@ -118,5 +174,37 @@ mod tests {
         // Numbers stay below the top byte that marks a container's other children's rids.
         let late = next_document_number(0, Shard(63), 64, 4_102_444_800_000);
         assert!(late < 1 << 56);
+    }
+
+    /// How many of 64 shards 500 partition keys of a container fall in, under `map`.
+    fn shards_used(body: serde_json::Value, map: ShardMap) -> usize {
+        use crate::partitions::epk::epk_point;
+        use crate::partitions::partition_key::{
+            PartitionKeyDefinition, PartitionKeyPart, PartitionKeyValue,
+        };
+        let definition =
+            PartitionKeyDefinition::from_container_body(Some(&body)).expect("definition");
+        let used: std::collections::BTreeSet<u16> = (0..500)
+            .map(|n| {
+                let parts =
+                    vec![PartitionKeyPart::String(format!("key-{n}")); definition.paths.len()];
+                let epk = PartitionKeyValue(parts).effective(&definition);
+                shard_of_point(epk_point(&epk).expect("point"), SHARDS_DEFAULT, map).0
+            })
+            .collect();
+        used.len()
+    }
+
+    #[test]
+    fn partitions_of_hash_v2_and_multihash_containers_spread_over_every_shard() {
+        let v2 = serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 2});
+        let multi = serde_json::json!({"paths": ["/a", "/b"], "kind": "MultiHash", "version": 2});
+        let v1 = serde_json::json!({"paths": ["/pk"], "kind": "Hash", "version": 1});
+        assert!(shards_used(v2.clone(), ShardMap::BelowHashMarker) >= 60);
+        assert!(shards_used(multi.clone(), ShardMap::BelowHashMarker) >= 60);
+        // What the first map did, and what stays for hash v1 (docs/scale-out.md).
+        assert!(shards_used(v2, ShardMap::TopBits) <= 16);
+        assert_eq!(shards_used(v1.clone(), ShardMap::TopBits), 1);
+        assert_eq!(shards_used(v1, ShardMap::BelowHashMarker), 1);
     }
 }
