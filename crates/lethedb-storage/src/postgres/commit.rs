@@ -8,7 +8,7 @@
 
 use super::bridge::client_error;
 use super::sql::Sql;
-use super::transaction::Backend;
+use super::transaction::{Backend, RowBuckets};
 use crate::api::{StorageError, Table};
 use crate::overlay::Overlay;
 use deadpool_postgres::Object;
@@ -17,20 +17,10 @@ use tokio_postgres::types::ToSql;
 /// Rows one pipelined statement of a commit carries at most.
 const COMMIT_ROWS_PER_STATEMENT: usize = 1_000;
 
-/// Where one statement's rows lie.
-enum Buckets {
-    /// The catalog: no bucket.
-    None,
-    /// Every row in this bucket.
-    One(i64),
-    /// Each row's bucket, in the order of the keys.
-    Each(Vec<i64>),
-}
-
 /// One statement of a commit: an upsert (with values) or a delete of some keys of a table.
 pub(super) struct Write {
     table: Table,
-    buckets: Buckets,
+    buckets: RowBuckets,
     keys: Vec<Vec<u8>>,
     /// The values of an upsert; `None` for a delete.
     values: Option<Vec<Vec<u8>>>,
@@ -39,8 +29,8 @@ pub(super) struct Write {
 impl Write {
     fn text<'a>(&self, sql: &'a Sql) -> &'a str {
         match (&self.buckets, self.values.is_some()) {
-            (Buckets::Each(_), true) => sql.upsert_across(self.table),
-            (Buckets::Each(_), false) => sql.delete_across(self.table),
+            (RowBuckets::Each(_), true) => sql.upsert_across(self.table),
+            (RowBuckets::Each(_), false) => sql.delete_across(self.table),
             (_, true) => sql.upsert(self.table),
             (_, false) => sql.delete(self.table),
         }
@@ -50,9 +40,9 @@ impl Write {
     fn parameters(&self) -> Vec<&(dyn ToSql + Sync)> {
         let mut parameters: Vec<&(dyn ToSql + Sync)> = Vec::new();
         match &self.buckets {
-            Buckets::None => {}
-            Buckets::One(bucket) => parameters.push(bucket),
-            Buckets::Each(buckets) => parameters.push(buckets),
+            RowBuckets::None => {}
+            RowBuckets::One(bucket) => parameters.push(bucket),
+            RowBuckets::Each(buckets) => parameters.push(buckets),
         }
         parameters.push(&self.keys);
         if let Some(values) = &self.values {
@@ -85,9 +75,9 @@ pub(super) fn writes_of(backend: &Backend, overlay: Overlay) -> (Vec<Write>, boo
         writes.extend(chunks(backend, table, delete_keys, None));
     }
     let mut buckets = writes.iter().flat_map(|write| match &write.buckets {
-        Buckets::None => Vec::new(),
-        Buckets::One(bucket) => vec![*bucket],
-        Buckets::Each(each) => each.clone(),
+        RowBuckets::None => Vec::new(),
+        RowBuckets::One(bucket) => vec![*bucket],
+        RowBuckets::Each(each) => each.clone(),
     });
     if let Some(first) = buckets.next() {
         if buckets.any(|bucket| bucket != first) {
@@ -116,21 +106,7 @@ fn chunks(
         let chunk_values = values
             .as_mut()
             .map(|values| values.by_ref().take(chunk.len()).collect());
-        let buckets = if table.is_distributed() {
-            let each: Vec<i64> = chunk
-                .iter()
-                .map(|key| backend.distribution.bucket(table, key))
-                .collect();
-            if each.iter().all(|bucket| *bucket == each[0]) {
-                backend.statements.count(1);
-                Buckets::One(each[0])
-            } else {
-                backend.statements.count(2);
-                Buckets::Each(each)
-            }
-        } else {
-            Buckets::None
-        };
+        let buckets = backend.row_buckets(table, &chunk);
         writes.push(Write {
             table,
             buckets,

@@ -66,6 +66,8 @@ pub(crate) fn lock_key(name: &str) -> i64 {
 struct RowStatements {
     gets: Vec<String>,
     get_anys: Vec<String>,
+    /// Reads of keys of several buckets.
+    get_anys_across: Vec<String>,
     upserts: Vec<String>,
     deletes: Vec<String>,
     /// Upserts and deletes of rows of several buckets, for a transaction that spans them.
@@ -125,6 +127,12 @@ impl RowStatements {
             }),
             // A key names its bucket, so `dk = ANY(...) AND k = ANY(...)` matches exactly the
             // rows of the keys, whichever bucket each is in.
+            get_anys_across: statements(|t| {
+                format!(
+                    "SELECT k, v FROM {} WHERE dk = ANY($1::int8[]) AND k = ANY($2::bytea[])",
+                    name(s, t)
+                )
+            }),
             upserts_across: statements(|t| {
                 format!(
                 "INSERT INTO {} (dk, k, v) SELECT * FROM \
@@ -299,6 +307,11 @@ impl Sql {
     /// catalog, keys `$1`.
     pub(crate) fn delete(&self, table: Table) -> &str {
         &self.rows.deletes[table as usize]
+    }
+
+    /// The rows of keys (`$2`) of a distributed table in several buckets (`$1`).
+    pub(crate) fn get_any_across(&self, table: Table) -> &str {
+        &self.rows.get_anys_across[table as usize]
     }
 
     /// Writes rows of a distributed table in several buckets: `$1` each row's bucket.

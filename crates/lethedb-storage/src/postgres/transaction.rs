@@ -141,8 +141,18 @@ impl Backend {
     }
 }
 
-/// Keys of one table and one bucket (`None`: the catalog's).
-pub(super) type BucketKeys = (Table, Option<i64>, Vec<Vec<u8>>);
+/// Where the rows of one statement lie.
+pub(super) enum RowBuckets {
+    /// The catalog's: no bucket.
+    None,
+    /// Every row in this bucket.
+    One(i64),
+    /// Rows of several buckets: each row's, in the order of the keys.
+    Each(Vec<i64>),
+}
+
+/// Keys of one table, in one statement.
+pub(super) type BucketKeys = (Table, RowBuckets, Vec<Vec<u8>>);
 
 impl Backend {
     /// The bucket of a key of `table`, `None` for the catalog's.
@@ -152,49 +162,69 @@ impl Backend {
             .then(|| self.distribution.bucket(table, key))
     }
 
-    /// Keys grouped by table and bucket, in the order first seen; each group is one
-    /// statement, which names its bucket.
-    fn by_bucket(&self, keys: &[(Table, &[u8])]) -> Vec<BucketKeys> {
-        let mut grouped: Vec<BucketKeys> = Vec::new();
-        for (table, key) in keys {
-            let bucket = self.bucket(*table, key);
-            match grouped
-                .iter_mut()
-                .find(|(wanted, at, _)| wanted == table && *at == bucket)
-            {
-                Some((_, _, keys)) => keys.push(key.to_vec()),
-                None => grouped.push((*table, bucket, vec![key.to_vec()])),
+    /// Where the rows of `keys` of `table` lie, counted as one statement.
+    pub(super) fn row_buckets(&self, table: Table, keys: &[Vec<u8>]) -> RowBuckets {
+        if !table.is_distributed() {
+            return RowBuckets::None;
+        }
+        let each: Vec<i64> = keys
+            .iter()
+            .map(|key| self.distribution.bucket(table, key))
+            .collect();
+        match each.first() {
+            Some(&first) if each.iter().all(|bucket| *bucket == first) => {
+                self.statements.count(1);
+                RowBuckets::One(first)
+            }
+            _ => {
+                self.statements.count(2);
+                RowBuckets::Each(each)
             }
         }
-        for (_, bucket, _) in &grouped {
-            self.statements.count(usize::from(bucket.is_some()));
+    }
+
+    /// Keys grouped by table, in the order first seen: one statement each, which names its
+    /// bucket when its keys share one.
+    fn by_bucket(&self, keys: &[(Table, &[u8])]) -> Vec<BucketKeys> {
+        let mut grouped: Vec<(Table, Vec<Vec<u8>>)> = Vec::new();
+        for (table, key) in keys {
+            match grouped.iter_mut().find(|(wanted, _)| wanted == table) {
+                Some((_, keys)) => keys.push(key.to_vec()),
+                None => grouped.push((*table, vec![key.to_vec()])),
+            }
         }
         grouped
+            .into_iter()
+            .map(|(table, keys)| (table, self.row_buckets(table, &keys), keys))
+            .collect()
     }
 }
 
-/// The values of the keys (`None` where a key has none), one statement per table and bucket,
-/// sent together once prepared: one round trip.
+/// The values of the keys (`None` where a key has none), one statement per table, sent
+/// together once prepared: one round trip.
 async fn fetch_all(
     connection: &Object,
     sql: &Sql,
     by_table: &[BucketKeys],
 ) -> Result<Fetched, StorageError> {
-    let statements = futures_util::future::join_all(
-        by_table
-            .iter()
-            .map(|(table, _, _)| connection.prepare_cached(sql.get_any(*table))),
-    )
+    let statements = futures_util::future::join_all(by_table.iter().map(|(table, buckets, _)| {
+        let text = match buckets {
+            RowBuckets::Each(_) => sql.get_any_across(*table),
+            _ => sql.get_any(*table),
+        };
+        connection.prepare_cached(text)
+    }))
     .await;
     let fetches =
         statements
             .into_iter()
             .zip(by_table)
-            .map(|(statement, (_, bucket, keys))| async move {
+            .map(|(statement, (_, buckets, keys))| async move {
                 let statement = statement?;
-                match bucket {
-                    Some(bucket) => connection.query(&statement, &[bucket, keys]).await,
-                    None => connection.query(&statement, &[keys]).await,
+                match buckets {
+                    RowBuckets::None => connection.query(&statement, &[keys]).await,
+                    RowBuckets::One(bucket) => connection.query(&statement, &[bucket, keys]).await,
+                    RowBuckets::Each(each) => connection.query(&statement, &[each, keys]).await,
                 }
             });
     let answers = futures_util::future::join_all(fetches).await;
