@@ -91,13 +91,7 @@ impl Reply {
     /// Session and LSN headers of a response about `container` or its items as a whole, with
     /// the container path keyed as the client sent it.
     pub fn container_scoped(self, container: &Container, path: &ResourcePath, lsn: u64) -> Reply {
-        let token = container
-            .ranges
-            .ranges
-            .iter()
-            .map(|range| session_token(range.id, lsn))
-            .collect::<Vec<_>>()
-            .join(",");
+        let token = every_range_token(container, lsn);
         self.session(token, lsn, container.rid(), &alt_path(container, path))
     }
 
@@ -107,13 +101,7 @@ impl Reply {
     /// as the service's do: the JavaScript SDK keys session tokens by a container-sized owner
     /// rid, and one keyed to the container here would merge every range into its token.
     pub fn container_resource(self, container: &Container, path: &ResourcePath, lsn: u64) -> Reply {
-        let token = container
-            .ranges
-            .ranges
-            .iter()
-            .map(|range| session_token(range.id, lsn))
-            .collect::<Vec<_>>()
-            .join(",");
+        let token = every_range_token(container, lsn);
         let database_rid = container.database_rid();
         let database_path = path
             .raw_container_path
@@ -252,6 +240,17 @@ pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap, 
 /// with the LSN as clients see it (an item's shard's sequence).
 fn session_token(range_id: u32, lsn: u64) -> String {
     format!("{range_id}:-1#{}", lethedb_engine::lsn_sequence(lsn))
+}
+
+/// The session token of a reply about the whole container: every range's, at `lsn`.
+fn every_range_token(container: &Container, lsn: u64) -> String {
+    let tokens: Vec<String> = container
+        .ranges
+        .ranges
+        .iter()
+        .map(|range| session_token(range.id, lsn))
+        .collect();
+    tokens.join(",")
 }
 
 /// The container path clients key session tokens by; they expect it as they sent it.

@@ -45,17 +45,6 @@ impl Server {
         )
         .await
     }
-
-    async fn create_container(&self, body: Value) -> Answer {
-        self.send(
-            "POST",
-            "/dbs/db/colls",
-            ("colls", "dbs/db"),
-            Some(body),
-            &[],
-        )
-        .await
-    }
 }
 
 fn included(path: &str, key: &str, encryption_type: &str) -> Value {
@@ -207,7 +196,7 @@ async fn a_policy_is_checked_stored_and_fixed() {
         "policyFormatVersion": 2,
     });
     let body = json!({"id": "enc", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}, "clientEncryptionPolicy": policy});
-    let created = server.create_container(body.clone()).await;
+    let created = server.create_container(body.clone(), &[]).await;
     assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
     assert_eq!(created.body["clientEncryptionPolicy"], policy);
     let read = server
@@ -253,7 +242,7 @@ async fn a_policy_is_checked_stored_and_fixed() {
     let unknown = json!({"id": "other", "partitionKey": {"paths": ["/pk"]}, "clientEncryptionPolicy": {
         "includedPaths": [included("/secret", "unknownKey", "Randomized")], "policyFormatVersion": 1}});
     check_error(
-        &server.create_container(unknown).await,
+        &server.create_container(unknown, &[]).await,
         StatusCode::BAD_REQUEST,
         "BadRequest",
         "ClientEncryptionKey with id '[unknownKey]' does not exist.",
@@ -262,7 +251,7 @@ async fn a_policy_is_checked_stored_and_fixed() {
     let randomized = json!({"id": "other", "partitionKey": {"paths": ["/pk"]}, "clientEncryptionPolicy": {
         "includedPaths": [included("/pk", "key1", "Randomized")], "policyFormatVersion": 2}});
     check_error(
-        &server.create_container(randomized).await,
+        &server.create_container(randomized, &[]).await,
         StatusCode::BAD_REQUEST,
         "BadRequest",
         "Path: /pk which is part of the partition key has to be encrypted with Deterministic type Encryption.",
@@ -270,7 +259,7 @@ async fn a_policy_is_checked_stored_and_fixed() {
     let nested = json!({"id": "other", "partitionKey": {"paths": ["/pk"]}, "clientEncryptionPolicy": {
         "includedPaths": [included("/a/b", "key1", "Randomized")], "policyFormatVersion": 2}});
     check_error(
-        &server.create_container(nested).await,
+        &server.create_container(nested, &[]).await,
         StatusCode::BAD_REQUEST,
         "BadRequest",
         "Invalid path '/a/b'.",

@@ -196,16 +196,20 @@ impl Server {
             .send("POST", "/dbs", ("dbs", ""), Some(json!({"id": "db"})), &[])
             .await;
         assert_eq!(created.status, StatusCode::CREATED);
-        let created = self
-            .send(
-                "POST",
-                "/dbs/db/colls",
-                ("colls", "dbs/db"),
-                Some(container),
-                &[],
-            )
-            .await;
+        let created = self.create_container(container, &[]).await;
         assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+    }
+
+    /// Creates a container in database `db` (which must exist).
+    async fn create_container(&self, container: Value, headers: &[(&str, &str)]) -> Answer {
+        self.send(
+            "POST",
+            "/dbs/db/colls",
+            ("colls", "dbs/db"),
+            Some(container),
+            headers,
+        )
+        .await
     }
 
     async fn create_item(&self, item: Value) -> Answer {

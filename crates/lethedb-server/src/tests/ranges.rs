@@ -13,11 +13,8 @@ async fn setup(server: &Server, throughput: u32) {
         .await;
     assert_eq!(created.status, StatusCode::CREATED);
     let created = server
-        .send(
-            "POST",
-            "/dbs/db/colls",
-            ("colls", "dbs/db"),
-            Some(super::partitioned()),
+        .create_container(
+            super::partitioned(),
             &[("x-ms-offer-throughput", &throughput.to_string())],
         )
         .await;
@@ -384,11 +381,8 @@ async fn a_container_reply_names_its_database_as_owner() {
     assert_eq!(read.header("x-ms-content-path"), database_rid);
     assert_eq!(read.header("x-ms-alt-content-path"), "dbs/db");
     let created = server
-        .send(
-            "POST",
-            "/dbs/db/colls",
-            ("colls", "dbs/db"),
-            Some(json!({"id": "d", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}})),
+        .create_container(
+            json!({"id": "d", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}}),
             &[],
         )
         .await;
