@@ -123,6 +123,14 @@ fn slice_bound(bound: &Bound<Vec<u8>>) -> Bound<&[u8]> {
 }
 
 /// The smallest byte string greater than every string with this prefix, if there is one.
+/// `items` sorted, each once (shards or lock keys, which locks take in ascending order).
+pub(crate) fn sorted_set<T: Ord + Copy>(items: &[T]) -> Vec<T> {
+    let mut set = items.to_vec();
+    set.sort_unstable();
+    set.dedup();
+    set
+}
+
 pub fn prefix_successor(prefix: &[u8]) -> Option<Vec<u8>> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
@@ -250,10 +258,7 @@ pub trait Storage: Send + Sync + 'static {
         shards: &[u64],
         keys: &[(Table, &[u8])],
     ) -> Result<(Box<dyn WriteTxn + '_>, Vec<u64>), StorageError> {
-        let mut all = shards.to_vec();
-        all.sort_unstable();
-        all.dedup();
-        Ok((self.write_reading_shards(shards, keys)?, all))
+        Ok((self.write_reading_shards(shards, keys)?, sorted_set(shards)))
     }
     /// Whether other processes may write to this store too (PostgreSQL): then what a process
     /// cached must be checked against each transaction's [`ReadTxn::catalog_epoch`].

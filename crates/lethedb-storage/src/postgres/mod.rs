@@ -33,7 +33,7 @@ mod transaction;
 pub use schema::PgOptions;
 
 use crate::api::{
-    KeyRange, Look, LookFuture, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn,
+    sorted_set, KeyRange, Look, LookFuture, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn,
 };
 use crate::overlay::Overlay;
 use crate::write_txn::{Base, OverlayWrite};
@@ -254,14 +254,11 @@ impl Storage for PgStore {
         // fetched before the wait may have changed since, so nothing of it is kept.
         let wait = self.backend.sql.wait_for_shards_then_clock(shards);
         self.backend.continue_with(&mut transaction, &wait)?;
-        let mut all = shards.to_vec();
-        all.sort_unstable();
-        all.dedup();
         let transaction = PgBase {
             transaction,
             prefetched: HashMap::new(),
         };
-        Ok((Box::new(OverlayWrite::new(transaction)), all))
+        Ok((Box::new(OverlayWrite::new(transaction)), sorted_set(shards)))
     }
 
     fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {

@@ -9,7 +9,7 @@
 
 use super::bridge::{client_error, pool_error};
 use super::transaction::{Backend, Transaction, Unsettled};
-use crate::api::{KeyRange, Look, LookFuture, ReadTxn, StorageError, Table, Visit};
+use crate::api::{sorted_set, KeyRange, Look, LookFuture, ReadTxn, StorageError, Table, Visit};
 use std::future::Future;
 use tokio_postgres::types::ToSql;
 
@@ -42,10 +42,8 @@ impl Backend {
             .iter()
             .map(|(table, key)| (key.to_vec(), self.bucket(*table, key)))
             .collect();
-        let mut buckets: Vec<i64> = arguments.iter().filter_map(|(_, bucket)| *bucket).collect();
-        buckets.sort_unstable();
-        buckets.dedup();
-        self.statements.count(buckets.len());
+        let buckets: Vec<i64> = arguments.iter().filter_map(|(_, bucket)| *bucket).collect();
+        self.statements.count(sorted_set(&buckets).len());
         async move {
             let connection = Unsettled::new(pool.get().await.map_err(|error| pool_error(&error))?);
             let look = look_row(connection.get(), &text, &arguments).await?;

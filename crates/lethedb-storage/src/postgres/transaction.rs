@@ -167,12 +167,23 @@ impl Backend {
         if !table.is_distributed() {
             return RowBuckets::None;
         }
-        let each: Vec<i64> = keys
-            .iter()
-            .map(|key| self.distribution.bucket(table, key))
-            .collect();
-        match each.first() {
-            Some(&first) if each.iter().all(|bucket| *bucket == first) => {
+        // One pass that lists the buckets only once a second one turns up.
+        let mut first = None;
+        let mut each: Vec<i64> = Vec::new();
+        for (position, key) in keys.iter().enumerate() {
+            let bucket = self.distribution.bucket(table, key);
+            match first {
+                None => first = Some(bucket),
+                Some(first) if each.is_empty() && bucket != first => {
+                    each = vec![first; position];
+                    each.push(bucket);
+                }
+                Some(_) if !each.is_empty() => each.push(bucket),
+                Some(_) => {}
+            }
+        }
+        match first {
+            Some(first) if each.is_empty() => {
                 self.statements.count(1);
                 RowBuckets::One(first)
             }
@@ -433,19 +444,19 @@ pub(super) struct Pages<'a> {
 impl Pages<'_> {
     fn fetch(&mut self) -> Result<(), StorageError> {
         let connection = self.transaction.connection()?;
+        // The bucket the statement names: none for a table without buckets.
+        let bucket = self.bucket.filter(|_| self.table.is_distributed());
         let (text, bounds) =
             self.transaction
                 .store
                 .sql
-                .scan_page(self.table, &self.rest, self.reverse, self.bucket);
+                .scan_page(self.table, &self.rest, self.reverse, bucket);
         let limit = self.page_rows;
-        let bucket = self.bucket;
-        let buckets = match (self.table.is_distributed(), bucket) {
-            (false, _) => 0,
-            (true, Some(_)) => 1,
-            (true, None) => 2,
-        };
-        self.transaction.store.statements.count(buckets);
+        self.transaction.store.statements.count(match bucket {
+            Some(_) => 1,
+            None if self.table.is_distributed() => 2,
+            None => 0,
+        });
         let rows = self.transaction.store.bridge.run(async move {
             let statement = connection
                 .prepare_cached(&text)
@@ -454,9 +465,7 @@ impl Pages<'_> {
             let mut parameters: Vec<&(dyn ToSql + Sync)> =
                 bounds.iter().map(|b| b as &(dyn ToSql + Sync)).collect();
             if let Some(bucket) = &bucket {
-                if buckets == 1 {
-                    parameters.push(bucket);
-                }
+                parameters.push(bucket);
             }
             parameters.push(&limit);
             let rows = connection
