@@ -1,5 +1,5 @@
 //! A write transaction's commit on PostgreSQL: its pending changes as statements, sent
-//! pipelined with the clock floor, the catalog epoch and `COMMIT` (one round trip).
+//! pipelined with the clock floors, the catalog epoch and `COMMIT` (one round trip).
 //!
 //! Each statement on a distributed table names its rows' bucket when they share one, so a
 //! transaction of one logical partition sends only statements a distributed database can route
@@ -9,7 +9,7 @@
 use super::bridge::client_error;
 use super::sql::Sql;
 use super::transaction::{Backend, RowBuckets};
-use crate::api::{StorageError, Table};
+use crate::api::{sorted_set, StorageError, Table};
 use crate::overlay::Overlay;
 use deadpool_postgres::Object;
 use tokio_postgres::types::ToSql;
@@ -134,7 +134,19 @@ pub(super) async fn apply_and_commit(
     // Every statement is prepared first (from the connection's cache after its first commit):
     // an execution whose statement were still being prepared would go out after `COMMIT`.
     let mut texts: Vec<&str> = writes.iter().map(|write| write.text(sql)).collect();
-    texts.push(&sql.raise_floor);
+    // The floor of each bucket written; the process's own, in `meta`, only where no bucket
+    // is, or the catalog changed, so that a commit of some buckets writes no store-wide row.
+    let buckets = written_buckets(writes);
+    let floors = match buckets.len() {
+        0 => None,
+        1 => Some(&sql.raise_bucket_floor),
+        _ => Some(&sql.raise_bucket_floors),
+    };
+    texts.extend(floors.map(String::as_str));
+    let raise_process_floor = buckets.is_empty() || catalog_changed;
+    if raise_process_floor {
+        texts.push(&sql.raise_floor);
+    }
     if catalog_changed {
         texts.push(&sql.bump_epoch);
     }
@@ -153,11 +165,25 @@ pub(super) async fn apply_and_commit(
             connection.execute(statement, &write.parameters()).await
         }));
     }
-    let floor = &prepared[writes.len()];
-    statements.push(Box::pin(async move {
-        connection.execute(floor, &[&now_ms]).await
-    }));
-    if let Some(epoch) = prepared.get(writes.len() + 1) {
+    let mut rest = prepared[writes.len()..].iter();
+    let first_bucket = buckets.first().copied().unwrap_or_default();
+    if let Some(floor) = floors.and_then(|_| rest.next()) {
+        let buckets = &buckets;
+        statements.push(Box::pin(async move {
+            if buckets.len() == 1 {
+                connection.execute(floor, &[&first_bucket, &now_ms]).await
+            } else {
+                connection.execute(floor, &[buckets, &now_ms]).await
+            }
+        }));
+    }
+    if let Some(floor) = rest.next().filter(|_| raise_process_floor) {
+        // (When the process floor is not raised, the catalog did not change: nothing follows.)
+        statements.push(Box::pin(async move {
+            connection.execute(floor, &[&now_ms]).await
+        }));
+    }
+    if let Some(epoch) = rest.next() {
         statements.push(Box::pin(
             async move { connection.execute(epoch, &[]).await },
         ));
@@ -169,4 +195,17 @@ pub(super) async fn apply_and_commit(
         outcome.map_err(|error| client_error(&error))?;
     }
     Ok(())
+}
+
+/// The buckets a commit's statements write, ascending, each once.
+fn written_buckets(writes: &[Write]) -> Vec<i64> {
+    let mut buckets = Vec::new();
+    for write in writes {
+        match &write.buckets {
+            RowBuckets::None => {}
+            RowBuckets::One(bucket) => buckets.push(*bucket),
+            RowBuckets::Each(each) => buckets.extend_from_slice(each),
+        }
+    }
+    sorted_set(&buckets)
 }

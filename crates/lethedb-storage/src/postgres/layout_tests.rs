@@ -50,42 +50,28 @@ fn partitioned(url: &str) -> Schema {
 /// prepared statement gets after a few runs and as a distributed database routes), with
 /// these arguments.
 fn generic_plan(schema: &Schema, store: &PgStore, text: &str, arguments: &str) -> String {
-    let pool = store.backend.bridge.pool.clone();
     let prepare = format!(
         "SET plan_cache_mode = force_generic_plan; DEALLOCATE ALL; PREPARE probe AS {text}"
     );
     let explain = format!("EXPLAIN EXECUTE probe({arguments})");
-    let _ = schema;
-    store
-        .backend
-        .bridge
-        .run(async move {
-            let connection = pool.get().await.map_err(|e| super::pool_error(&e))?;
-            connection
-                .batch_execute(&prepare)
-                .await
-                .map_err(|e| super::client_error(&e))?;
-            let rows = connection
-                .query(&explain, &[])
-                .await
-                .map_err(|e| super::client_error(&e))?;
-            connection
-                .batch_execute("DEALLOCATE ALL; RESET plan_cache_mode")
-                .await
-                .map_err(|e| super::client_error(&e))?;
-            Ok(rows
-                .iter()
-                .map(|row| row.get::<_, String>(0))
-                .collect::<Vec<_>>()
-                .join("\n"))
-        })
-        .expect("explain")
+    schema
+        .query_text(
+            store,
+            &prepare,
+            &explain,
+            "DEALLOCATE ALL; RESET plan_cache_mode",
+        )
+        .join("\n")
 }
 
 /// The partitions of `table` a plan reads: those its scan nodes name (a `DELETE` also lists
 /// every partition it might delete from, but removes the subplans of all but one).
 fn partitions_read(plan: &str, table: Table) -> BTreeSet<String> {
-    let name = super::sql::TABLE_NAMES[table as usize];
+    partitions_read_of(plan, super::sql::TABLE_NAMES[table as usize])
+}
+
+/// [`partitions_read`] of the table named `name`.
+fn partitions_read_of(plan: &str, name: &str) -> BTreeSet<String> {
     plan.lines()
         .filter(|line| line.contains("Scan"))
         .flat_map(|line| line.split(|c: char| !(c.is_alphanumeric() || c == '_')))
@@ -150,6 +136,11 @@ fn every_statement_that_names_a_bucket_reads_one_partition() {
         let plan = generic_plan(&schema, &store, text, arguments);
         let read = partitions_read(&plan, *table);
         assert_eq!(read.len(), 1, "{text}\nreads {read:?}:\n{plan}");
+        if text.contains("floors") {
+            // The look's clock: the floor of its keys' bucket only.
+            let floors = partitions_read_of(&plan, "floors");
+            assert_eq!(floors.len(), 1, "{text}\nreads {floors:?}:\n{plan}");
+        }
         assert!(
             plan.contains(&format!("Subplans Removed: {}", PARTITIONS - 1)),
             "{plan}"
@@ -270,4 +261,91 @@ fn a_store_of_the_first_layout_is_copied_into_buckets_and_a_second_placement_is_
             .contains("places its rows by distribution 77")),
         "a store placed by one function is refused by another"
     );
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[test]
+fn commits_raise_their_buckets_floors_and_each_transaction_reads_the_floors_it_needs() {
+    let url = database_url();
+    let schema = partitioned(&url);
+    let store = schema.open();
+    let process_floors = || {
+        schema.query_text(
+            &store,
+            "",
+            &format!(
+                "SELECT coalesce(max(value), 0)::text FROM \"{}\".meta \
+                 WHERE name LIKE 'clock\\_floor\\_ms%'",
+                schema.name
+            ),
+            "",
+        )
+    };
+    let before = process_floors();
+    let mut txn = store.write_reading_shards(&[9], &[]).expect("write");
+    let instant = txn.store_now_ms().expect("clock");
+    txn.put(Table::Items, &[9, 1], b"x").expect("put");
+    txn.commit().expect("commit");
+    let bucket_floor = |bucket: i64| {
+        schema.query_text(
+            &store,
+            "",
+            &format!(
+                "SELECT coalesce(max(ms), -1)::text FROM \"{}\".floors WHERE dk = {bucket}",
+                schema.name
+            ),
+            "",
+        )[0]
+        .parse::<i64>()
+        .expect("a number")
+    };
+    assert_eq!(
+        bucket_floor(9),
+        instant,
+        "the commit raised its bucket's floor"
+    );
+    assert_eq!(bucket_floor(10), -1, "and no other");
+    assert_eq!(
+        process_floors(),
+        before,
+        "a commit of a bucket writes no store-wide row"
+    );
+    // A bucket's floor ahead of PostgreSQL's clock (a failover to a server whose clock is
+    // behind that bucket's last commit): what reads or writes that bucket keeps to the floor.
+    let ahead = instant + 3_600_000;
+    schema.execute(
+        &store,
+        &format!(
+            "UPDATE \"{}\".floors SET ms = {ahead} WHERE dk = 9",
+            schema.name
+        ),
+    );
+    let look = store.look(&[(Table::Items, &[9, 1])]).expect("look");
+    assert_eq!(look.now_ms, Some(ahead));
+    assert_eq!(look.values, vec![Some(b"x".to_vec())]);
+    let txn = store.write_reading_shards(&[10, 9], &[]).expect("write");
+    assert_eq!(txn.store_now_ms(), Some(ahead));
+    drop(txn);
+    let (txn, acquired) = store.write_reading_free_shards(&[9], &[]).expect("write");
+    assert_eq!((txn.store_now_ms(), acquired), (Some(ahead), vec![9]));
+    drop(txn);
+    assert_eq!(store.read().expect("read").store_now_ms(), Some(ahead));
+    assert_eq!(store.write().expect("write").store_now_ms(), Some(ahead));
+    // Another bucket's transaction and look do not read it (on a distributed database they
+    // would reach one node, not every one).
+    let txn = store.write_reading_shards(&[10], &[]).expect("write");
+    assert!(txn.store_now_ms().expect("clock") < ahead);
+    drop(txn);
+    let look = store.look(&[(Table::Items, &[10, 1])]).expect("look");
+    assert!(look.now_ms.expect("clock") < ahead);
+    // A commit never lowers a floor, and a catalog change raises the process's own too.
+    let mut txn = store.write().expect("write");
+    txn.put(Table::Items, &[9, 2], b"y").expect("put");
+    txn.put(Table::Catalog, b"c", b"1").expect("put");
+    txn.commit().expect("commit");
+    assert_eq!(bucket_floor(9), ahead);
+    assert_eq!(process_floors(), vec![ahead.to_string()]);
 }

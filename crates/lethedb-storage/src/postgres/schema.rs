@@ -1,13 +1,17 @@
 //! The tables of a PostgreSQL store, created where missing and brought to the current layout
 //! as a store opens, under a lock so that instances starting together do not race.
 //!
-//! - **Layout 2** (this version): the catalog is `(k bytea PRIMARY KEY, v bytea)`; every other
+//! - **Layout 3** (this version): the catalog is `(k bytea PRIMARY KEY, v bytea)`; every other
 //!   table is `(dk int8, k bytea, v bytea, PRIMARY KEY (k, dk))`, `dk` being the key's bucket
 //!   ([`Distribution`]). The key leads the primary key, so every scan is still one B-tree range
 //!   scan in key order; the bucket in it is what a distributed or partitioned table needs in
-//!   every unique constraint. With [`PgOptions::partitions`], those tables are created
-//!   `PARTITION BY HASH (dk)`, and a statement that names its bucket reads one partition.
-//! - **Layout 1** (stores written before): the same tables without `dk`. Opening one copies
+//!   every unique constraint. `floors (dk int8 PRIMARY KEY, ms int8)` holds each bucket's clock
+//!   floor, raised by every commit that writes the bucket (`sql.rs`). With
+//!   [`PgOptions::partitions`], the per-bucket tables are created `PARTITION BY HASH (dk)`, and a
+//!   statement that names its bucket reads one partition.
+//! - **Layout 2**: the same without `floors` (commits raised one floor row per process in
+//!   `meta`, which stays a floor). Opening one creates the table.
+//! - **Layout 1** (stores written before): the per-item tables without `dk`. Opening one copies
 //!   each table into the new layout, computing every row's bucket, in the same transaction.
 //!
 //! It does not run the store's statements; `sql.rs` holds those.
@@ -20,7 +24,7 @@ use deadpool_postgres::Object;
 use std::sync::Arc;
 
 /// The layout this version writes.
-const LAYOUT: i64 = 2;
+const LAYOUT: i64 = 3;
 /// Rows copied per statement when a store of layout 1 is brought to layout 2.
 const COPY_ROWS: i64 = 1_000;
 
@@ -85,7 +89,7 @@ pub(super) async fn prepare(
             .await?;
         }
         Some(1) => upgrade(connection, s, options).await?,
-        Some(LAYOUT) => {
+        Some(2 | LAYOUT) => {
             let recorded = meta_value(connection, s, "distribution").await?;
             if recorded != Some(distribution) {
                 return Err(StorageError::Io(format!(
@@ -95,6 +99,11 @@ pub(super) async fn prepare(
                 )));
             }
             create_tables(connection, s, options.partitions).await?;
+            execute(
+                connection,
+                &format!("UPDATE {s}.meta SET value = {LAYOUT} WHERE name = 'schema_version'"),
+            )
+            .await?;
         }
         Some(other) => {
             return Err(StorageError::Io(format!(
@@ -117,21 +126,28 @@ fn create_tables_text(s: &str, partitions: u16) -> String {
             ));
             continue;
         }
-        let partitioned = if partitions > 0 {
-            " PARTITION BY HASH (dk)"
-        } else {
-            ""
-        };
+        let columns = "dk int8 NOT NULL, k bytea NOT NULL, v bytea NOT NULL, PRIMARY KEY (k, dk)";
+        text.push_str(&bucket_table_text(s, name, columns, partitions));
+    }
+    let floors = "dk int8 PRIMARY KEY, ms int8 NOT NULL";
+    text.push_str(&bucket_table_text(s, "floors", floors, partitions));
+    text
+}
+
+/// The statements that create one table of rows placed by bucket, in `partitions` partitions
+/// by the bucket's hash (none: not partitioned).
+fn bucket_table_text(s: &str, name: &str, columns: &str, partitions: u16) -> String {
+    let partitioned = if partitions > 0 {
+        " PARTITION BY HASH (dk)"
+    } else {
+        ""
+    };
+    let mut text = format!("CREATE TABLE IF NOT EXISTS {s}.{name} ({columns}){partitioned}; ");
+    for remainder in 0..partitions {
         text.push_str(&format!(
-            "CREATE TABLE IF NOT EXISTS {s}.{name} (dk int8 NOT NULL, k bytea NOT NULL, \
-             v bytea NOT NULL, PRIMARY KEY (k, dk)){partitioned}; "
+            "CREATE TABLE IF NOT EXISTS {s}.{name}_p{remainder} PARTITION OF {s}.{name} \
+             FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder}); "
         ));
-        for remainder in 0..partitions {
-            text.push_str(&format!(
-                "CREATE TABLE IF NOT EXISTS {s}.{name}_p{remainder} PARTITION OF {s}.{name} \
-                 FOR VALUES WITH (MODULUS {partitions}, REMAINDER {remainder}); "
-            ));
-        }
     }
     text
 }

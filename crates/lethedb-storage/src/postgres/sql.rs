@@ -8,9 +8,16 @@
 //! is a B-tree range scan. Values are the engine's bytes unchanged: an item's value is a small
 //! header and the JSON exactly as the client sent it (member order, duplicate names,
 //! `\u0000`), never re-encoded. `meta` holds the store-wide numbers: the catalog epoch and the
-//! clock floors.
+//! processes' clock floors; `floors` holds each bucket's.
+//!
+//! **The clock** of a transaction is PostgreSQL's, never below the floors of what it reads or
+//! writes, so time does not run back after a failover to a server whose clock is behind:
+//! every commit raises the floor of each bucket it writes to its instant (and a commit that
+//! writes no bucket, or changes the catalog, its process's floor row in `meta`). A transaction
+//! of some shards, or a look at some keys, reads the floors of those buckets only (one bucket,
+//! as a distributed database routes); a snapshot and a store-wide writer read them all.
 
-use crate::api::{KeyRange, Table};
+use crate::api::{sorted_set, KeyRange, Table};
 use std::ops::Bound;
 
 /// The names of the tables, indexed like [`Table::ALL`].
@@ -35,21 +42,34 @@ pub(crate) struct Sql {
     /// The schema's quoted name.
     pub(crate) schema: String,
     pub(crate) begin_read: String,
-    /// The clock and the catalog epoch as two columns (see `begin_read`).
-    clock_columns: String,
     pub(crate) begin_write: String,
     /// The start of a transaction that writes only some shards: the store-wide lock shared;
     /// [`Sql::begin_write_shards`] adds the shards' own locks and the clock.
     begin_shared: String,
-    /// The clock and epoch statement.
-    clock: String,
     /// What each shard's lock key is derived from, with the shard's number after it.
     shard_lock_prefix: String,
     /// Deletes the floor rows below the highest (kept: the highest is the floor).
     pub(crate) prune_floors: String,
     rows: RowStatements,
+    /// Raises this process's floor row in `meta` to `$1`.
     pub(crate) raise_floor: String,
+    /// Raises the floor of the bucket `$1` to `$2`.
+    pub(crate) raise_bucket_floor: String,
+    /// Raises the floor of each bucket in the array `$1` to `$2`.
+    pub(crate) raise_bucket_floors: String,
     pub(crate) bump_epoch: String,
+}
+
+/// The clock and the catalog epoch as two columns: PostgreSQL's clock, never below the
+/// processes' floors in `meta` nor the floors of the buckets that `floors_filter` (a `WHERE`
+/// clause on `floors`, empty for all) selects.
+fn clock_columns(s: &str, floors_filter: &str) -> String {
+    format!(
+        "greatest((extract(epoch FROM clock_timestamp()) * 1000)::int8, \
+         (SELECT max(value) FROM {s}.meta WHERE name LIKE 'clock\\_floor\\_ms%'), \
+         (SELECT max(ms) FROM {s}.floors{floors_filter})), \
+         (SELECT value FROM {s}.meta WHERE name = 'catalog_epoch')"
+    )
 }
 
 /// A 63-bit FNV-1a hash, for advisory lock keys derived from names.
@@ -171,33 +191,31 @@ impl Sql {
         // does), or shared, by a transaction that writes only its shards and holds their own
         // locks (`begin_write_shards`).
         let write_lock = lock_key(&format!("lethedb-write:{schema}"));
-        // The store's clock, read once per transaction: PostgreSQL's, never below the floors
-        // that commits raise (so time does not run back after a failover to a replica whose
-        // clock is behind), with the catalog epoch beside it. Each instance raises a floor row
-        // of its own (`clock_floor_ms:<instance>`), so commits of different instances never
-        // wait for one row; the clock is the highest of them.
-        let clock_columns = format!(
-            "greatest((extract(epoch FROM clock_timestamp()) * 1000)::int8, \
-             (SELECT max(value) FROM {s}.meta WHERE name LIKE 'clock\\_floor\\_ms%')), \
-             (SELECT value FROM {s}.meta WHERE name = 'catalog_epoch')"
-        );
-        let clock = format!("SELECT {clock_columns}");
+        // The store's clock, read once per transaction, with the catalog epoch beside it (see
+        // the module's documentation); here of every bucket.
+        let clock = format!("SELECT {}", clock_columns(&s, ""));
+        let raise_buckets =
+            format!("ON CONFLICT (dk) DO UPDATE SET ms = greatest({s}.floors.ms, EXCLUDED.ms)");
         Sql {
             schema: s.clone(),
             begin_read: format!("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY; {clock}"),
-            clock_columns,
             begin_write: format!(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock({write_lock}); {clock}"
             ),
             begin_shared: format!(
                 "BEGIN ISOLATION LEVEL READ COMMITTED; SELECT pg_advisory_xact_lock_shared({write_lock}); "
             ),
-            clock,
             shard_lock_prefix: format!("lethedb-shard:{schema}:"),
             rows: RowStatements::new(&s),
             raise_floor: format!(
                 "INSERT INTO {s}.meta (name, value) VALUES ('{floor_name}', $1) \
                  ON CONFLICT (name) DO UPDATE SET value = greatest({s}.meta.value, EXCLUDED.value)"
+            ),
+            raise_bucket_floor: format!(
+                "INSERT INTO {s}.floors (dk, ms) VALUES ($1, $2) {raise_buckets}"
+            ),
+            raise_bucket_floors: format!(
+                "INSERT INTO {s}.floors (dk, ms) SELECT unnest($1::int8[]), $2 {raise_buckets}"
             ),
             prune_floors: format!(
                 "DELETE FROM {s}.meta WHERE name LIKE 'clock\\_floor\\_ms:%' AND value < \
@@ -216,17 +234,27 @@ impl Sql {
     pub(crate) fn begin_write_shards(&self, shards: &[u64]) -> String {
         let mut text = self.begin_shared.clone();
         text.push_str(&self.wait_for_shards(shards));
-        text.push_str(&self.clock);
+        text.push_str(&self.clock_of_shards(shards));
         text
+    }
+
+    /// The clock and epoch statement of a transaction that writes only the buckets of
+    /// `shards` (a shard's lock key is its bucket): their floors, not every bucket's.
+    fn clock_of_shards(&self, shards: &[u64]) -> String {
+        let buckets: Vec<String> = sorted_set(shards)
+            .iter()
+            .map(|shard| (*shard as i64).to_string())
+            .collect();
+        let filter = format!(" WHERE dk IN ({})", buckets.join(", "));
+        format!("SELECT {}", clock_columns(&self.schema, &filter))
     }
 
     /// The locks of `shards`, each waited for in ascending order of its key (so two
     /// transactions never wait on each other in a cycle).
     fn wait_for_shards(&self, shards: &[u64]) -> String {
-        let mut keys: Vec<i64> = shards.iter().map(|shard| self.shard_lock(*shard)).collect();
-        keys.sort_unstable();
-        keys.dedup();
-        keys.iter()
+        let keys: Vec<i64> = shards.iter().map(|shard| self.shard_lock(*shard)).collect();
+        sorted_set(&keys)
+            .iter()
             .map(|key| format!("SELECT pg_advisory_xact_lock({key}); "))
             .collect()
     }
@@ -235,7 +263,7 @@ impl Sql {
     /// the clock read again after them.
     pub(crate) fn wait_for_shards_then_clock(&self, shards: &[u64]) -> String {
         let mut text = self.wait_for_shards(shards);
-        text.push_str(&self.clock);
+        text.push_str(&self.clock_of_shards(shards));
         text
     }
 
@@ -256,7 +284,7 @@ impl Sql {
              WHERE pg_try_advisory_xact_lock(k); {}",
             self.begin_shared,
             pairs.join(", "),
-            self.clock
+            self.clock_of_shards(shards)
         )
     }
 
@@ -264,7 +292,22 @@ impl Sql {
     /// table in `tables` (`$1`, `$2`, ... in that order; NULL where there is none), in one row.
     /// A key of a distributed table takes two parameters, its key and then its bucket.
     pub(crate) fn look(&self, tables: &[Table]) -> String {
-        let mut text = format!("SELECT {}", self.clock_columns);
+        // The floors of the keys' buckets (the parameters after their keys).
+        let mut bucket_parameters = Vec::new();
+        let mut parameter = 0;
+        for table in tables {
+            parameter += 1;
+            if table.is_distributed() {
+                parameter += 1;
+                bucket_parameters.push(format!("${parameter}"));
+            }
+        }
+        let filter = if bucket_parameters.is_empty() {
+            " WHERE false".to_string()
+        } else {
+            format!(" WHERE dk IN ({})", bucket_parameters.join(", "))
+        };
+        let mut text = format!("SELECT {}", clock_columns(&self.schema, &filter));
         let mut parameter = 0;
         for table in tables {
             let name = TABLE_NAMES[*table as usize];

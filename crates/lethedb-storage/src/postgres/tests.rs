@@ -71,6 +71,39 @@ impl Schema {
             })
             .expect("execute");
     }
+
+    /// Runs `query` on one connection of the store's pool between the statements `before` and
+    /// `after`, and gives its rows' first column as text.
+    pub(super) fn query_text(
+        &self,
+        store: &PgStore,
+        before: &str,
+        query: &str,
+        after: &str,
+    ) -> Vec<String> {
+        let pool = store.backend.bridge.pool.clone();
+        let (before, query, after) = (before.to_string(), query.to_string(), after.to_string());
+        store
+            .backend
+            .bridge
+            .run(async move {
+                let connection = pool.get().await.map_err(|e| super::pool_error(&e))?;
+                connection
+                    .batch_execute(&before)
+                    .await
+                    .map_err(|e| super::client_error(&e))?;
+                let rows = connection
+                    .query(&query, &[])
+                    .await
+                    .map_err(|e| super::client_error(&e))?;
+                connection
+                    .batch_execute(&after)
+                    .await
+                    .map_err(|e| super::client_error(&e))?;
+                Ok(rows.iter().map(|row| row.get::<_, String>(0)).collect())
+            })
+            .expect("query")
+    }
 }
 
 impl Drop for Schema {
