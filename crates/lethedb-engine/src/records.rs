@@ -488,4 +488,35 @@ mod tests {
         };
         assert_eq!(ExpiryEntry::decode(&entry.encode()), Some(entry));
     }
+
+    #[test]
+    fn a_container_record_keeps_the_shard_map_it_was_made_with() {
+        // A record written now, then as the first version with shards wrote it: without
+        // `shard_map`, so its points keep the top-bits map for the container's whole life.
+        let record = json!({
+            "database_id": "db", "database_number": 1, "number": 2,
+            "ttl": {"default_ttl_secs": null, "own_expired_before_ms": 0,
+                    "default_modified_before_ms": 0},
+            "resource": {"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash",
+                                                     "version": 2}},
+            "index_format": INDEX_FORMAT, "item_layout": ITEM_LAYOUT_EPK_ORDERED,
+            "shards": 64, "shard_map": 2,
+        });
+        let load = |record: &Value| {
+            serde_json::from_value::<ContainerRecord>(record.clone())
+                .expect("a record")
+                .into_container(None)
+                .expect("a container")
+        };
+        let made_now = load(&record);
+        assert_eq!(made_now.shard_map, ShardMap::BelowHashMarker);
+        let mut first_version = record;
+        first_version
+            .as_object_mut()
+            .expect("an object")
+            .remove("shard_map");
+        let loaded = load(&first_version);
+        assert_eq!(loaded.shard_map, ShardMap::TopBits);
+        assert_eq!(loaded.shards, 64);
+    }
 }

@@ -1,0 +1,126 @@
+//! The writer's groups on a PostgreSQL store shared with another process: a group of
+//! one-partition writes takes the shard locks free at once, commits the jobs of those shards,
+//! and leaves the others for its next group, where they keep their order ahead of any later
+//! job of the same shard.
+//!
+//! Like `shared_store.rs`, they run when `LETHEDB_TEST_POSTGRES` names a database.
+
+use crate::common::{pk, resolved};
+use crate::shared_store::{database_url, fresh_schema, open_store, pair_in};
+use lethedb_engine::{Container, Engine, EngineResult, ItemOutcome, WriteMode};
+use lethedb_storage::Storage;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::task::JoinHandle;
+
+/// How long the test lets spawned writes reach the writer's queue.
+const QUEUE_WAIT: Duration = Duration::from_millis(1_000);
+
+/// A partition whose shard is none of `taken`'s.
+fn partition_outside(container: &Container, taken: &[&str]) -> String {
+    let lock = |partition: &str| container.shard_lock_of(&pk(partition).expect("pk"));
+    let locks: Vec<u64> = taken.iter().map(|partition| lock(partition)).collect();
+    (0..1_000)
+        .map(|n| format!("q{n}"))
+        .find(|other| !locks.contains(&lock(other)))
+        .expect("another shard")
+}
+
+/// Starts a write of `body` to partition `partition` through `engine`.
+fn spawn_write(
+    engine: &Engine,
+    container: &Arc<Container>,
+    mode: WriteMode,
+    partition: &str,
+    body: Value,
+) -> JoinHandle<EngineResult<ItemOutcome>> {
+    let (engine, container, partition) = (engine.clone(), Arc::clone(container), pk(partition));
+    tokio::spawn(async move {
+        engine
+            .write_item(&container, mode, partition, body, None)
+            .await
+    })
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_group_commits_the_free_shards_and_its_deferred_jobs_keep_their_order() {
+    let url = database_url();
+    let schema = fresh_schema();
+    // The second engine writes through one lane, so every job below shares its queue.
+    let (_, engine, _) = pair_in(&url, &schema).await;
+    let body =
+        json!({"id": "v2", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
+    engine
+        .create_container("db", body, None)
+        .await
+        .expect("container");
+    let container = resolved(&engine, "v2");
+    let p = "p".to_string();
+    let q = partition_outside(&container, &[&p]);
+    let r = partition_outside(&container, &[&p, &q]);
+    let lock = |partition: &str| container.shard_lock_of(&pk(partition).expect("pk"));
+
+    // Another process holds the shards of p and r.
+    let holder = open_store(&url, &schema);
+    let hold_p = holder
+        .write_reading_shards(&[lock(&p)], &[])
+        .expect("hold p");
+    let hold_r = holder
+        .write_reading_shards(&[lock(&r)], &[])
+        .expect("hold r");
+    // The writer's group of one write to r finds no shard free and waits for r...
+    let z = spawn_write(
+        &engine,
+        &container,
+        WriteMode::Create,
+        &r,
+        json!({"id": "z", "pk": r}),
+    );
+    tokio::time::sleep(QUEUE_WAIT).await;
+    // ... while these queue behind it, to form one group once r is free: a create in p, one
+    // in q, and a replace of the item the first creates.
+    let create = json!({"id": "x", "pk": p, "n": 1});
+    let x = spawn_write(&engine, &container, WriteMode::Create, &p, create);
+    let y = spawn_write(
+        &engine,
+        &container,
+        WriteMode::Create,
+        &q,
+        json!({"id": "y", "pk": q}),
+    );
+    let replace = json!({"id": "x", "pk": p, "n": 2});
+    let x2 = spawn_write(
+        &engine,
+        &container,
+        WriteMode::Replace("x".into()),
+        &p,
+        replace,
+    );
+    tokio::time::sleep(QUEUE_WAIT).await;
+    drop(hold_r);
+    z.await.expect("task").expect("z created once r was free");
+    // The group takes q, free, and commits y; p's jobs wait for the next group.
+    tokio::time::timeout(Duration::from_secs(10), y)
+        .await
+        .expect("the write to a free shard waited for a held one")
+        .expect("task")
+        .expect("y created");
+    assert!(
+        !x.is_finished() && !x2.is_finished(),
+        "a write to a held shard went ahead"
+    );
+    drop(hold_p);
+    x.await.expect("task").expect("x created");
+    // The replace ran after the create it followed, though both had been deferred.
+    x2.await.expect("task").expect("x replaced");
+    let read = engine
+        .read_item(&container, pk(&p), "x")
+        .expect("x is there");
+    let document: Value = serde_json::from_slice(&read.record.body).expect("json");
+    assert_eq!(document["n"], 2);
+}
