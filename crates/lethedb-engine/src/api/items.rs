@@ -141,14 +141,16 @@ impl Engine {
         operations: Vec<BatchOperation>,
         mode: BatchMode,
     ) -> EngineResult<(Vec<BatchEntry>, bool, u64)> {
-        // Only an atomic batch is known to stay in one logical partition.
+        // An atomic batch stays in one logical partition; bulk in those its operations name.
         let atomic = mode == BatchMode::Atomic;
-        let point = atomic
-            .then(|| point_of(container, partition_key.as_ref()))
-            .flatten();
-        self.write_in_partition(
+        let points = if atomic {
+            point_of(container, partition_key.as_ref()).map(|point| vec![point])
+        } else {
+            bulk_points(container, partition_key.as_ref(), &operations)
+        };
+        self.write_in_partitions(
             container,
-            point.as_ref(),
+            points.as_deref(),
             Vec::new(),
             move |context, container| {
                 // An atomic batch is one logical partition, so one shard: its writes share
@@ -398,6 +400,30 @@ fn current_container(
     writer_container(context, &resolved.database_id, &resolved.id)
 }
 
+/// The logical partitions a bulk request's operations write or read: each operation's own
+/// key, else the request's, else (a create, upsert or replace) its document's; `None` when one
+/// names none, and the request then runs under the store's lock.
+fn bulk_points(
+    container: &Container,
+    partition_key: Option<&PartitionKeyValue>,
+    operations: &[BatchOperation],
+) -> Option<Vec<PartitionKeyValue>> {
+    operations
+        .iter()
+        .map(|operation| {
+            let named = operation.partition_key.as_ref().or(partition_key);
+            point_of(container, named).or_else(|| {
+                let writes = matches!(operation.kind.as_str(), "Create" | "Upsert" | "Replace");
+                let body = operation
+                    .body
+                    .as_ref()
+                    .filter(|_| writes && named.is_none())?;
+                document_partition_key(container, body).ok()
+            })
+        })
+        .collect()
+}
+
 /// The one logical partition a point operation names (its header's key, or the container's
 /// only partition when it has no partition key), if it names one.
 fn point_of(
@@ -444,6 +470,24 @@ impl Engine {
         T: Send + 'static,
         F: FnOnce(&mut WriteContext<'_>, Arc<Container>) -> EngineResult<T> + Send + 'static,
     {
+        let partitions = partition_key.map(std::slice::from_ref);
+        self.write_in_partitions(container, partitions, prefetch, operation)
+            .await
+    }
+
+    /// [`Engine::write_in_partition`] for an operation on several logical partitions: under
+    /// the locks of their shards.
+    async fn write_in_partitions<T, F>(
+        &self,
+        container: &Arc<Container>,
+        partition_keys: Option<&[PartitionKeyValue]>,
+        prefetch: Vec<(Table, Vec<u8>)>,
+        operation: F,
+    ) -> EngineResult<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut WriteContext<'_>, Arc<Container>) -> EngineResult<T> + Send + 'static,
+    {
         let resolved = Arc::clone(container);
         let operation = move |context: &mut WriteContext<'_>, locked: bool| {
             let current = container_in_shards(context, &resolved, locked)?;
@@ -451,13 +495,16 @@ impl Engine {
         };
         let writer = &self.inner.writer;
         let shard_local = self.inner.shared && container.writes_stay_in_shards();
-        match partition_key.filter(|_| shard_local) {
-            Some(key) => {
-                let shard = container.shard_lock(container.shard_of(key));
+        match partition_keys.filter(|keys| shard_local && !keys.is_empty()) {
+            Some(keys) => {
+                let mut shards: Vec<u64> = keys
+                    .iter()
+                    .map(|key| container.shard_lock(container.shard_of(key)))
+                    .collect();
+                shards.sort_unstable();
+                shards.dedup();
                 writer
-                    .write_in_shards(vec![shard], prefetch, move |context| {
-                        operation(context, true)
-                    })
+                    .write_in_shards(shards, prefetch, move |context| operation(context, true))
                     .await
             }
             None => {

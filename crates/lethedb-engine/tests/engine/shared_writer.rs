@@ -1,13 +1,15 @@
 //! The writer's groups on a PostgreSQL store shared with another process: a group of
 //! one-partition writes takes the shard locks free at once, commits the jobs of those shards,
 //! and leaves the others for its next group, where they keep their order ahead of any later
-//! job of the same shard.
+//! job of the same shard; a bulk request takes the locks of its operations' shards only.
 //!
 //! Like `shared_store.rs`, they run when `LETHEDB_TEST_POSTGRES` names a database.
 
 use crate::common::{pk, resolved};
 use crate::shared_store::{database_url, fresh_schema, open_store, pair_in};
-use lethedb_engine::{Container, Engine, EngineResult, ItemOutcome, WriteMode};
+use lethedb_engine::{
+    parse_batch, BatchMode, Container, Engine, EngineResult, ItemOutcome, WriteMode,
+};
 use lethedb_storage::Storage;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -123,4 +125,71 @@ async fn a_group_commits_the_free_shards_and_its_deferred_jobs_keep_their_order(
         .expect("x is there");
     let document: Value = serde_json::from_slice(&read.record.body).expect("json");
     assert_eq!(document["n"], 2);
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bulk_request_locks_only_the_shards_of_its_operations() {
+    let url = database_url();
+    let schema = fresh_schema();
+    let (_, engine, _) = pair_in(&url, &schema).await;
+    let body =
+        json!({"id": "v2", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
+    engine
+        .create_container("db", body, None)
+        .await
+        .expect("container");
+    let container = resolved(&engine, "v2");
+    let p = "p".to_string();
+    let q = partition_outside(&container, &[&p]);
+    let r = partition_outside(&container, &[&p, &q]);
+    let bulk = |partitions: &[&str]| {
+        let operations: Vec<Value> = partitions
+            .iter()
+            .enumerate()
+            .map(|(n, partition)| {
+                // One operation names its key, the other leaves it to its document.
+                let mut operation = json!({"operationType": "Upsert",
+                    "resourceBody": {"id": format!("b{n}"), "pk": partition}});
+                if n == 0 {
+                    operation["partitionKey"] = json!([partition]).to_string().into();
+                }
+                operation
+            })
+            .collect();
+        let operations = parse_batch(&Value::Array(operations)).expect("parse");
+        let (engine, container) = (engine.clone(), Arc::clone(&container));
+        tokio::spawn(async move {
+            engine
+                .execute_batch(&container, None, operations, BatchMode::ContinueOnError)
+                .await
+        })
+    };
+    // Another process holds p's shard, as an open write of that partition does.
+    let holder = open_store(&url, &schema);
+    let lock = container.shard_lock_of(&pk(&p).expect("pk"));
+    let hold_p = holder.write_reading_shards(&[lock], &[]).expect("hold p");
+    // Bulk on q and r goes ahead (under the store's lock it would wait for the holder).
+    let (entries, succeeded, _) = tokio::time::timeout(Duration::from_secs(10), bulk(&[&q, &r]))
+        .await
+        .expect("a bulk request on other shards waited for a held one")
+        .expect("task")
+        .expect("bulk");
+    assert!(
+        succeeded && entries.iter().all(Result::is_ok),
+        "{entries:?}"
+    );
+    // Bulk that touches p waits for it, then commits.
+    let touching = bulk(&[&q, &p]);
+    tokio::time::sleep(QUEUE_WAIT).await;
+    assert!(
+        !touching.is_finished(),
+        "a bulk request went ahead beside a held shard"
+    );
+    drop(hold_p);
+    let (entries, _, _) = touching.await.expect("task").expect("bulk");
+    assert!(entries.iter().all(Result::is_ok), "{entries:?}");
 }
