@@ -37,6 +37,7 @@ mod ttl_sections;
 mod ttl_throughput;
 mod vectors;
 mod workload;
+mod write_probe;
 
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};

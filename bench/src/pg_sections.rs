@@ -163,6 +163,7 @@ async fn measure(
             summary,
             peak_rss_bytes,
             writes_per_commit,
+            write_figures: None,
         },
         load_per_sec,
         cost,

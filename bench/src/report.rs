@@ -12,6 +12,7 @@ use crate::stats::{round, Summary};
 use crate::ttl::MassExpiry;
 use crate::ttl_accuracy::AccuracyCounts;
 use crate::ttl_throughput::TtlThroughput;
+use crate::write_probe::WriteFigures;
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 
@@ -22,6 +23,9 @@ pub struct Measured {
     pub peak_rss_bytes: u64,
     /// Writes per durable commit over the server's life, from LetheDB's `/_lethedb/stats`.
     pub writes_per_commit: Option<f64>,
+    /// What the measured run's writes cost the server (`write_probe.rs`); `None` where not
+    /// probed.
+    pub write_figures: Option<WriteFigures>,
 }
 
 /// One line of the main table.
@@ -173,10 +177,20 @@ fn workload_table(out: &mut String, report: &Report, peer: bool) {
             _ => "–".into(),
         };
         let mut note = row.note.clone();
-        if let Some(per_commit) = row.lethedb.as_ref().and_then(|m| m.writes_per_commit) {
-            // Point reads write nothing themselves: their servers' commits were the preload's.
-            if !row.workload.starts_with("point-read") {
-                let _ = write!(note, "; LetheDB {per_commit:.1} writes per commit");
+        // Point reads and queries write nothing themselves: their servers' commits were the
+        // preload's.
+        let writes = !row.workload.starts_with("point-read") && !row.workload.starts_with("query");
+        let lethedb = row.lethedb.as_ref();
+        match lethedb.and_then(|m| m.write_figures.as_ref()) {
+            Some(figures) if writes => {
+                let _ = write!(note, "; LetheDB {}", figures.describe());
+            }
+            _ => {
+                if let Some(per_commit) =
+                    lethedb.and_then(|m| m.writes_per_commit).filter(|_| writes)
+                {
+                    let _ = write!(note, "; LetheDB {per_commit:.1} writes per commit");
+                }
             }
         }
         for (who, measured) in [("LetheDB", &row.lethedb), ("peer", &row.peer)] {
@@ -418,7 +432,7 @@ fn throughput_server_table(out: &mut String, t: &Value) {
 pub fn to_json(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> Value {
     let measured = |m: &Option<Measured>| {
         m.as_ref().map(|m| {
-            json!({"summary": m.summary.to_json(), "peak_rss_mb": round(mb(m.peak_rss_bytes), 1), "writes_per_commit": m.writes_per_commit.map(|w| round(w, 2))})
+            json!({"summary": m.summary.to_json(), "peak_rss_mb": round(mb(m.peak_rss_bytes), 1), "writes_per_commit": m.writes_per_commit.map(|w| round(w, 2)), "write_figures": m.write_figures.as_ref().map(WriteFigures::to_json)})
         })
     };
     json!({

@@ -15,6 +15,7 @@ use crate::servers::{Kind, Launch};
 use crate::stats::round;
 use crate::ttl_sections;
 use crate::workload::{self, RunConfig, Workload};
+use crate::write_probe::WriteProbe;
 use serde_json::json;
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -388,6 +389,7 @@ async fn measure(
     let name = format!("{}-{}", kind.label().to_lowercase(), workload.name());
     let server = launch.start(kind, &name, extra_args).await?;
     report.started(&server);
+    let pid = server.child.id();
     let outcome = async {
         let paths = if kind == Kind::Hello {
             ContainerPaths::new(DATABASE_ID, "items")
@@ -405,7 +407,12 @@ async fn measure(
         } else {
             workload::prepare(&server.endpoint, "items", config, load_clients).await?
         };
-        workload::run(&server.endpoint, &paths, workload, config).await
+        let lethedb = kind == Kind::LetheDb;
+        let before = WriteProbe::take(&server.endpoint, pid, lethedb).await;
+        let summary = workload::run(&server.endpoint, &paths, workload, config).await?;
+        let after = WriteProbe::take(&server.endpoint, pid, lethedb).await;
+        let figures = before.figures(&after, summary.operations);
+        Ok::<_, anyhow::Error>((summary, figures))
     }
     .await;
     let memory = server.memory();
@@ -415,10 +422,12 @@ async fn measure(
         None
     };
     server.stop()?;
+    let (summary, write_figures) = outcome?;
     Ok(Measured {
-        summary: outcome?,
+        summary,
         peak_rss_bytes: memory.peak_rss_bytes,
         writes_per_commit,
+        write_figures,
     })
 }
 

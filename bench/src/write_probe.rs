@@ -1,0 +1,166 @@
+//! What a write workload cost the server beyond its operations per second: writes per durable
+//! commit and commits per second over the measured run only (LetheDB's `/_lethedb/stats`), the
+//! bytes the server process wrote to storage per write (`write_bytes` of `/proc/PID/io`, which
+//! counts every thread, the store's syncs and background flushes included), and how much its
+//! resident set grew per write.
+//!
+//! It takes two snapshots around a run and subtracts them; it starts nothing and judges nothing.
+//! Linux only: elsewhere the `/proc` figures are absent.
+
+use crate::cosmos::{Client, Endpoint};
+use crate::server_snapshot::get_json;
+use crate::servers::memory;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The server's counters at one instant.
+pub struct WriteProbe {
+    at: Instant,
+    /// Writer operations and commits so far (LetheDB only).
+    writer: Option<(f64, f64)>,
+    write_bytes: Option<u64>,
+    rss_bytes: u64,
+}
+
+/// The difference between two probes, per write of the run.
+#[derive(Clone, Debug)]
+pub struct WriteFigures {
+    pub writes_per_commit: Option<f64>,
+    pub commits_per_sec: Option<f64>,
+    pub bytes_written_per_write: Option<f64>,
+    /// Resident set growth per write (negative when the run freed more than it kept).
+    pub rss_bytes_per_write: f64,
+}
+
+/// `write_bytes` of `/proc/PID/io`.
+fn written_bytes(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|line| line.strip_prefix("write_bytes:"))
+        .and_then(|value| value.trim().parse().ok())
+}
+
+impl WriteProbe {
+    /// Reads the counters of the server `pid`, and its writer's through `endpoint` when it is
+    /// LetheDB.
+    pub async fn take(endpoint: &Arc<Endpoint>, pid: u32, lethedb: bool) -> WriteProbe {
+        let writer = if lethedb {
+            let mut client = Client::new(Arc::clone(endpoint));
+            get_json(&mut client, "/_lethedb/stats")
+                .await
+                .ok()
+                .and_then(|stats| {
+                    let writer = &stats["writer"];
+                    Some((writer["operations"].as_f64()?, writer["commits"].as_f64()?))
+                })
+        } else {
+            None
+        };
+        WriteProbe {
+            at: Instant::now(),
+            writer,
+            write_bytes: written_bytes(pid),
+            rss_bytes: memory(pid).rss_bytes,
+        }
+    }
+
+    /// What happened between `self` and `later`, over `writes` writes; `None` for none.
+    pub fn figures(&self, later: &WriteProbe, writes: u64) -> Option<WriteFigures> {
+        if writes == 0 {
+            return None;
+        }
+        let per_write = |amount: f64| amount / writes as f64;
+        let secs = later.at.duration_since(self.at).as_secs_f64().max(1e-9);
+        let (operations, commits) = match (self.writer, later.writer) {
+            (Some((ops_before, commits_before)), Some((ops_after, commits_after))) => (
+                Some(ops_after - ops_before),
+                Some(commits_after - commits_before),
+            ),
+            _ => (None, None),
+        };
+        Some(WriteFigures {
+            writes_per_commit: operations
+                .zip(commits)
+                .filter(|(_, commits)| *commits > 0.0)
+                .map(|(operations, commits)| operations / commits),
+            commits_per_sec: commits.map(|commits| commits / secs),
+            bytes_written_per_write: self
+                .write_bytes
+                .zip(later.write_bytes)
+                .map(|(before, after)| per_write(after.saturating_sub(before) as f64)),
+            rss_bytes_per_write: per_write(later.rss_bytes as f64 - self.rss_bytes as f64),
+        })
+    }
+}
+
+impl WriteFigures {
+    pub fn to_json(&self) -> Value {
+        let rounded = |value: Option<f64>| value.map(|value| (value * 10.0).round() / 10.0);
+        json!({
+            "writes_per_commit": rounded(self.writes_per_commit),
+            "commits_per_sec": rounded(self.commits_per_sec),
+            "bytes_written_per_write": rounded(self.bytes_written_per_write),
+            "rss_bytes_per_write": rounded(Some(self.rss_bytes_per_write)),
+        })
+    }
+
+    /// The figures as a note in a report's table row.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(per_commit) = self.writes_per_commit {
+            parts.push(format!("{per_commit:.1} writes per commit"));
+        }
+        if let Some(commits) = self.commits_per_sec {
+            parts.push(format!("{commits:.0} commits/s"));
+        }
+        if let Some(bytes) = self.bytes_written_per_write {
+            parts.push(format!("{bytes:.0} B written per write"));
+        }
+        parts.push(format!("RSS {:+.0} B per write", self.rss_bytes_per_write));
+        parts.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn figures_are_the_differences_per_write_of_the_run() {
+        let start = Instant::now();
+        let before = WriteProbe {
+            at: start,
+            writer: Some((100.0, 10.0)),
+            write_bytes: Some(1_000),
+            rss_bytes: 50_000,
+        };
+        let after = WriteProbe {
+            at: start + Duration::from_secs(2),
+            writer: Some((1_100.0, 60.0)),
+            write_bytes: Some(4_001_000),
+            rss_bytes: 2_050_000,
+        };
+        let figures = before.figures(&after, 1_000).expect("figures");
+        assert_eq!(figures.writes_per_commit, Some(20.0));
+        assert_eq!(figures.commits_per_sec, Some(25.0));
+        assert_eq!(figures.bytes_written_per_write, Some(4_000.0));
+        assert_eq!(figures.rss_bytes_per_write, 2_000.0);
+        assert!(before.figures(&after, 0).is_none());
+        let peer = WriteProbe {
+            writer: None,
+            write_bytes: None,
+            ..before
+        };
+        let figures = peer.figures(&after, 10).expect("figures");
+        assert_eq!(figures.writes_per_commit, None);
+        assert_eq!(figures.bytes_written_per_write, None);
+        assert_eq!(figures.describe(), "RSS +200000 B per write");
+    }
+
+    #[test]
+    fn write_bytes_are_read_from_proc() {
+        assert!(written_bytes(std::process::id()).is_some());
+    }
+}
