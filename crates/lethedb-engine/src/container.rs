@@ -290,7 +290,12 @@ impl Container {
 
     /// The shard of the logical partition `value`.
     pub(crate) fn shard_of(&self, value: &PartitionKeyValue) -> Shard {
-        match self.partition_place(value).epk_point() {
+        self.shard_of_place(&self.partition_place(value))
+    }
+
+    /// The shard of a logical partition whose place is already known.
+    pub(crate) fn shard_of_place(&self, place: &PartitionPlace) -> Shard {
+        match place.epk_point() {
             Some(point) => shard_of_point(point, self.shards, self.shard_map),
             None => Shard(0),
         }

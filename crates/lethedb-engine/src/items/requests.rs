@@ -96,14 +96,16 @@ impl Engine {
             return self.read_item_shared(container, partition_key, id, with_lsn);
         }
         let partition_key = container.partition_key.point_key(partition_key)?;
-        let key = container.item_key(&partition_key, id);
+        // The key's place (its hash) once, for the item's key and its shard.
+        let place = container.partition_place(&partition_key);
+        let key = keys::item_key(container.key_number(), &place, id);
         let reader = self.inner.store.read()?;
         let record = read_record(&*reader, &key)?.ok_or_else(item_not_found)?;
         if record_is_expired(container, &record, self.now_in(&*reader)) {
             return Err(item_not_found());
         }
         let lsn = if with_lsn {
-            read_counters(&*reader, container, container.shard_of(&partition_key))?.lsn
+            read_counters(&*reader, container, container.shard_of_place(&place))?.lsn
         } else {
             record.lsn
         };
