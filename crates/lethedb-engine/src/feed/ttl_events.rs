@@ -63,6 +63,13 @@ pub(crate) struct ShardPlan {
     pub(crate) legacy: bool,
 }
 
+impl ShardPlan {
+    /// Whether its job only moves the shard's marks: it logs and trims nothing.
+    pub(crate) fn only_moves_marks(&self) -> bool {
+        self.events.is_empty() && !self.trim
+    }
+}
+
 /// The jobs one plan asks for, and whether more is due past it.
 #[derive(Debug, Default)]
 pub(crate) struct Plan {

@@ -2,8 +2,10 @@
 //! and says what each does): on a shared store, a container of several shards gets jobs that
 //! each lock only their shards, one after another on each of the writer's lanes, so neither a
 //! mass expiry's events nor an all-versions read ever takes the store's lock, and a write to
-//! another partition waits at most for one small job of its own shard; any other container
-//! gets one job for all its shards.
+//! another partition waits at most for one small job of its own shard. Shards that only have
+//! their marks moved get a job each, queued together: the writer groups them under the shard
+//! locks free at once and leaves a busy shard's for later. Any other container gets one job for
+//! all its shards.
 
 use crate::container::Container;
 use crate::engine::Engine;
@@ -113,7 +115,10 @@ impl Engine {
                 .await;
         }
         let mut chains = tokio::task::JoinSet::new();
-        for chain in chains_of(self, container, plans) {
+        let (idle, busy): (Vec<ShardPlan>, Vec<ShardPlan>) =
+            plans.into_iter().partition(ShardPlan::only_moves_marks);
+        let singles = idle.into_iter().map(|plan| vec![vec![plan]]);
+        for chain in chains_of(self, container, busy).into_iter().chain(singles) {
             let (engine, resolved) = (self.clone(), Arc::clone(container));
             chains.spawn(async move {
                 let mut applied = true;

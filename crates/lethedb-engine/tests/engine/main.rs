@@ -36,6 +36,7 @@ mod scripts;
 mod shared_buckets;
 mod shared_store;
 mod shared_sweep;
+mod shared_ttl_events;
 mod spatial_index;
 mod sweeper;
 mod ttl_overview;
