@@ -113,7 +113,10 @@ impl Engine {
                     .get(usize::from(shard.0))
                     .map_or(shard.base_lsn(), |(_, lsn)| *lsn)
             };
-            if shards.iter().any(|read| read.cursor < trimmed_of(read.shard)) {
+            if shards
+                .iter()
+                .any(|read| read.cursor < trimmed_of(read.shard))
+            {
                 return Err(EngineError::new(ErrorCode::ChangeFeedOutsideRetention));
             }
         }

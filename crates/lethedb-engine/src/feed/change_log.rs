@@ -308,7 +308,9 @@ pub(crate) fn trimmed_lsns(
                 if legacy.is_none() {
                     legacy = Some(read_state(reader, container.key_number())?);
                 }
-                legacy.as_ref().map_or(shard.base_lsn(), |state| state.trimmed(*shard))
+                legacy
+                    .as_ref()
+                    .map_or(shard.base_lsn(), |state| state.trimmed(*shard))
             }
         };
         trimmed.push((*shard, lsn));

@@ -44,7 +44,11 @@ fn apply_all(
 }
 
 /// Cuts planned shards into jobs, a chain per writer lane, as the sweeper cuts its purges.
-fn chains_of(engine: &Engine, container: &Container, plans: Vec<ShardPlan>) -> Vec<Vec<Vec<ShardPlan>>> {
+fn chains_of(
+    engine: &Engine,
+    container: &Container,
+    plans: Vec<ShardPlan>,
+) -> Vec<Vec<Vec<ShardPlan>>> {
     let mut chains: BTreeMap<usize, Vec<Vec<ShardPlan>>> = BTreeMap::new();
     for plan in plans {
         let lane = engine
@@ -55,8 +59,7 @@ fn chains_of(engine: &Engine, container: &Container, plans: Vec<ShardPlan>) -> V
         match chain.last_mut() {
             Some(job)
                 if job.len() < JOB_SHARDS_MAX
-                    && job.iter().map(|plan| plan.events.len()).sum::<usize>()
-                        < JOB_EVENTS_MIN =>
+                    && job.iter().map(|plan| plan.events.len()).sum::<usize>() < JOB_EVENTS_MIN =>
             {
                 job.push(plan)
             }

@@ -39,6 +39,7 @@ mod shared_sweep;
 mod shared_ttl_events;
 mod spatial_index;
 mod sweeper;
+mod ttl_events_upgrade;
 mod ttl_overview;
 mod ttl_paths;
 mod unique_keys;

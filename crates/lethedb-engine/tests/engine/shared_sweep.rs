@@ -145,7 +145,10 @@ async fn a_purge_locks_only_its_shard_so_other_shards_writes_never_wait_for_it()
 }
 
 /// Every TTL event after `cursor`, counted by item id, reading page after page.
-pub(crate) async fn ttl_events_after(engine: &Engine, cursor: &FeedCursor) -> BTreeMap<String, usize> {
+pub(crate) async fn ttl_events_after(
+    engine: &Engine,
+    cursor: &FeedCursor,
+) -> BTreeMap<String, usize> {
     let container = resolved(engine, CONTAINER);
     let mut start = ChangeFeedStart::Continuation {
         cursor: cursor.clone(),

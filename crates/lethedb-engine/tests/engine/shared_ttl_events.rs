@@ -131,8 +131,18 @@ async fn two_engines_logging_at_once_log_each_expiry_once() {
         let (x, y, _, _, z) = tokio::join!(
             a.maintain_change_feeds(),
             b.maintain_change_feeds(),
-            all_versions(&a, ChangeFeedStart::Continuation { cursor: start.clone() }),
-            all_versions(&b, ChangeFeedStart::Continuation { cursor: start.clone() }),
+            all_versions(
+                &a,
+                ChangeFeedStart::Continuation {
+                    cursor: start.clone()
+                }
+            ),
+            all_versions(
+                &b,
+                ChangeFeedStart::Continuation {
+                    cursor: start.clone()
+                }
+            ),
             b.sweep_once(40),
         );
         x.expect("maintenance a");
