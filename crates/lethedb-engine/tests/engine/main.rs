@@ -16,6 +16,7 @@ mod epk;
 mod faults;
 mod full_text_index;
 mod full_text_rank;
+mod full_text_shards;
 mod golden_verify;
 mod index_build;
 mod index_plan;

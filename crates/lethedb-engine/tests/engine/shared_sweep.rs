@@ -2,7 +2,7 @@
 //! of the shards whose items it deletes and no other, so it neither waits for nor holds back
 //! a write of another shard (from any process), while a write of its own shard and it take
 //! turns; whatever it purged stays gone, every live item stays, and each expiry's TTL event is
-//! logged exactly once, whether the container-wide emitter or the purge itself logged it.
+//! logged exactly once, whether a plan's job or the purge itself logged it.
 //!
 //! Like `shared_store.rs`, they run when `LETHEDB_TEST_POSTGRES` names a database.
 
