@@ -391,7 +391,9 @@ pub fn full_text_statistics_counter(key: &[u8]) -> Option<(Vec<u8>, i64)> {
 /// The document number of a full-text impact or length entry (none for any other key).
 pub fn full_text_entry_document(key: &[u8]) -> Option<u64> {
     let number = |start: usize| -> Option<u64> {
-        Some(u64::from_be_bytes(key.get(start..start + 8)?.try_into().ok()?))
+        Some(u64::from_be_bytes(
+            key.get(start..start + 8)?.try_into().ok()?,
+        ))
     };
     match *key.get(INDEX_KIND_OFFSET)? {
         INDEX_KIND_FULL_TEXT_IMPACT => number(key.len().checked_sub(8)?).map(|number| !number),

@@ -80,7 +80,10 @@ fn a_statistics_counters_shard_rows_share_a_prefix_no_other_counters_rows_have()
     for (index, prefix) in rows.iter().enumerate() {
         for (other_index, other) in rows.iter().enumerate() {
             if index != other_index {
-                assert!(!other.starts_with(prefix), "{index} is a prefix of {other_index}");
+                assert!(
+                    !other.starts_with(prefix),
+                    "{index} is a prefix of {other_index}"
+                );
             }
         }
     }
@@ -101,5 +104,8 @@ fn a_statistics_counters_shard_rows_share_a_prefix_no_other_counters_rows_have()
     impact.extend_from_slice(&9u32.to_be_bytes());
     impact.extend_from_slice(&(!41u64).to_be_bytes());
     assert_eq!(full_text_entry_document(&impact), Some(41));
-    assert_eq!(full_text_statistics_counter(&impact).map(|(key, _)| key), Some(counter));
+    assert_eq!(
+        full_text_statistics_counter(&impact).map(|(key, _)| key),
+        Some(counter)
+    );
 }
