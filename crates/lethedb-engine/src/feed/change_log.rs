@@ -302,16 +302,15 @@ pub(crate) fn trimmed_lsns(
     let mut legacy = None;
     let mut trimmed = Vec::with_capacity(counters.len());
     for (shard, counters) in counters {
-        let lsn = match counters.feed {
-            Some(marks) => marks.trimmed_lsn,
-            None => {
-                if legacy.is_none() {
-                    legacy = Some(read_state(reader, container.key_number())?);
-                }
-                legacy
-                    .as_ref()
-                    .map_or(shard.base_lsn(), |state| state.trimmed(*shard))
+        let lsn = if let Some(marks) = counters.feed {
+            marks.trimmed_lsn
+        } else {
+            if legacy.is_none() {
+                legacy = Some(read_state(reader, container.key_number())?);
             }
+            legacy
+                .as_ref()
+                .map_or(shard.base_lsn(), |state| state.trimmed(*shard))
         };
         trimmed.push((*shard, lsn));
     }

@@ -77,6 +77,10 @@ pub(crate) struct Plan {
     pub(crate) more: bool,
 }
 
+/// What a plan's scan found: how far each class got, how many entries were due, and how many
+/// below their shard's marks it stepped over.
+type Scanned = ([(ExpiryClass, Reached); 2], usize, usize);
+
 /// How far a class's scan got.
 #[derive(Clone, Copy)]
 enum Reached {
@@ -189,7 +193,7 @@ fn scan_due(
     container: &Container,
     now_ms: i64,
     shards: &mut BTreeMap<Shard, ShardPlan>,
-) -> EngineResult<([(ExpiryClass, Reached); 2], usize, usize)> {
+) -> EngineResult<Scanned> {
     let number = container.key_number();
     let mut reached = [(ExpiryClass::Own, Reached::Untouched); 2];
     let (mut due, mut skipped) = (0usize, 0usize);

@@ -61,7 +61,7 @@ fn chains_of(
                 if job.len() < JOB_SHARDS_MAX
                     && job.iter().map(|plan| plan.events.len()).sum::<usize>() < JOB_EVENTS_MIN =>
             {
-                job.push(plan)
+                job.push(plan);
             }
             _ => chain.push(vec![plan]),
         }
@@ -143,7 +143,7 @@ impl Engine {
                     failure = failure.or(Some(EngineError::with_message(
                         ErrorCode::WriterStopped,
                         format!("a TTL event job did not finish: {stopped}"),
-                    )))
+                    )));
                 }
             }
         }
