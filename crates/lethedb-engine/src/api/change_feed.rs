@@ -58,11 +58,24 @@ impl Engine {
     /// milliseconds; it draws on no request-unit budget), shard by shard. Returns how many
     /// containers it asked the writer to update.
     pub async fn maintain_change_feeds(&self) -> EngineResult<usize> {
-        let mut count = 0;
-        for container in self.listed_containers().await? {
-            let every = container.shards_in(&RangeFilter::everything());
-            if self.emit_due_ttl_events(&container, &every, true).await? {
-                count += 1;
+        let containers = self.listed_containers().await?;
+        // Every container's plan from one snapshot: an idle pass is one read transaction.
+        let mut planned = Vec::new();
+        {
+            let reader = self.inner.store.read()?;
+            let now_ms = self.now_in(&*reader);
+            for container in containers {
+                let every = container.shards_in(&RangeFilter::everything());
+                let plan = self.plan_ttl_events(&*reader, &container, &every, now_ms, true)?;
+                if !plan.shards.is_empty() {
+                    planned.push((container, every, plan));
+                }
+            }
+        }
+        let count = planned.len();
+        for (container, every, plan) in planned {
+            if self.apply_ttl_plans(&container, plan.shards).await? && plan.more {
+                self.emit_due_ttl_events(&container, &every, true).await?;
             }
         }
         Ok(count)

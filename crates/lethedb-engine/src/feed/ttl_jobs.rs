@@ -11,12 +11,12 @@ use crate::container::Container;
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::feed::change_log::retained_from_ms;
-use crate::feed::ttl_events::{self, ShardPlan};
+use crate::feed::ttl_events::{self, Plan, ShardPlan};
 use crate::keys;
 use crate::partitions::shards::Shard;
 use crate::records::writer_container;
 use crate::writer::WriteContext;
-use lethedb_storage::Table;
+use lethedb_storage::{ReadTxn, Table};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -86,9 +86,7 @@ impl Engine {
             let plan = {
                 let reader = self.inner.store.read()?;
                 let now_ms = self.now_in(&*reader);
-                let before_ms =
-                    retained_from_ms(container, now_ms, self.inner.change_log_retention_ms);
-                ttl_events::plan(&*reader, container, scope, (now_ms, before_ms), level)?
+                self.plan_ttl_events(&*reader, container, scope, now_ms, level)?
             };
             if plan.shards.is_empty() {
                 return Ok(worked);
@@ -103,8 +101,21 @@ impl Engine {
         }
     }
 
+    /// What logging the TTL events due at `now_ms` in `scope` takes, read in `reader`.
+    pub(crate) fn plan_ttl_events(
+        &self,
+        reader: &dyn ReadTxn,
+        container: &Container,
+        scope: &[Shard],
+        now_ms: i64,
+        level: bool,
+    ) -> EngineResult<Plan> {
+        let before_ms = retained_from_ms(container, now_ms, self.inner.change_log_retention_ms);
+        ttl_events::plan(reader, container, scope, (now_ms, before_ms), level)
+    }
+
     /// Runs the planned shards' jobs; whether every one found the container it was planned on.
-    async fn apply_ttl_plans(
+    pub(crate) async fn apply_ttl_plans(
         &self,
         container: &Arc<Container>,
         plans: Vec<ShardPlan>,

@@ -191,11 +191,16 @@ impl Engine {
         job: ShardJob,
         pacer: &Pacer,
     ) -> EngineResult<Purged> {
-        // Its items and its shards' counters (with their TTL-event marks), with the start.
+        // Its items, its shards' counters (with their TTL-event marks) and the container-wide
+        // marks an older store's shards start from, with the start.
         let mut reads = purge_reads(container, &job.candidates, &mut BTreeSet::new());
         for shard in &job.shards {
             reads.push((Table::Counters, container.counters_key(*shard)));
         }
+        reads.push((
+            Table::Counters,
+            keys::change_state_key(container.key_number()),
+        ));
         let locks = job.shards.iter().map(|shard| container.shard_lock(*shard));
         let (resolved, pacer) = (Arc::clone(container), pacer.clone());
         self.inner
