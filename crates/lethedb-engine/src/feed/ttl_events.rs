@@ -252,14 +252,18 @@ pub(crate) fn apply(
     let shard = plan.shard;
     let mut counters = read_counters(context.reader(), container, shard)?;
     let mut marks = change_log::shard_marks(context.reader(), container, shard, &counters)?;
+    let fresh = counters.lsn == plan.seen_lsn && marks == plan.seen_marks;
     let found;
-    let due = if counters.lsn == plan.seen_lsn && marks == plan.seen_marks {
+    let due = if fresh || plan.events.is_empty() {
         &plan.events
     } else {
         // The shard changed since the snapshot: its due entries are looked for again.
         found = due_again(context, container, shard, &marks, &plan.targets)?;
         &found
     };
+    // A plan with no events for a shard that changed since moves no marks: it was only to
+    // spare later plans a scan, and looking again could cost a scan of the whole backlog.
+    let moves_marks = fresh || !plan.events.is_empty();
     let (lsn_before, marks_before) = (counters.lsn, marks);
     for (expiry_key, entry) in due {
         let Some((_, suffix)) = keys::split_expiry_key(expiry_key) else {
@@ -276,7 +280,10 @@ pub(crate) fn apply(
         };
         append(context, container.key_number(), counters.lsn, &event)?;
     }
-    for class in [ExpiryClass::Own, ExpiryClass::Default] {
+    for class in [ExpiryClass::Own, ExpiryClass::Default]
+        .into_iter()
+        .filter(|_| moves_marks)
+    {
         if let Some(target) = plan.targets[class as usize] {
             let moved = mark_of(&mut marks, class);
             if moved.is_none_or(|mark| mark < target) {
@@ -369,3 +376,6 @@ pub(crate) fn emit_ttl_event_of(
     };
     append(context, container.key_number(), counters.lsn, &event)
 }
+
+#[cfg(test)]
+mod tests;
