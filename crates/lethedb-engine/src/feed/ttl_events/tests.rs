@@ -201,7 +201,7 @@ async fn a_plan_only_for_marks_moves_none_once_its_shard_changed() {
         !lagging.is_empty() && !lagging.contains(&p_shard),
         "{lagging:?}"
     );
-    assert!(level.shards.iter().all(|shard| shard.only_moves_marks()));
+    assert!(level.shards.iter().all(super::ShardPlan::only_moves_marks));
     // One of them changes before the jobs run: its marks stay, the others move.
     let changed = lagging[0];
     let other = (0..2_000)
