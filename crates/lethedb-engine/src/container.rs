@@ -260,11 +260,11 @@ impl Container {
     }
 
     /// Whether every item write of one logical partition stays within its shard, so it may run
-    /// under that shard's lock alone (`Writer::write_in_shards`). Not while its index keeps
-    /// full-text statistics counters, which every write of a text updates whatever its shard
-    /// (`index/maintain.rs`), nor while a rebuild may still meet an earlier policy's.
+    /// under that shard's lock alone (`Writer::write_in_shards`): its full-text statistics
+    /// counters are rows of its shard too (`index/maintain.rs`). Not while a rebuild may still
+    /// meet an earlier policy's entries.
     pub(crate) fn writes_stay_in_shards(&self) -> bool {
-        self.index_policy.full_text_indexes().is_empty() && self.earlier_index_policies.is_empty()
+        self.earlier_index_policies.is_empty()
     }
 
     /// Whether `other`, a definition read again by name, has the same shards as this one: a

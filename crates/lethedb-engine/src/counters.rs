@@ -1,6 +1,7 @@
 //! A container's counters, one row per shard (`partitions/shards.rs`): the items and bytes it
 //! stores, its LSN and its latest document number, changed in the same transaction as its
-//! items. A write touches only its own shard's row, so writes to different shards never share
+//! items, and the shard's change-feed marks (`FeedMarks`: how far its TTL events were emitted
+//! and its log trimmed), which only a job under the shard's own lock moves. A write touches only its own shard's row, so writes to different shards never share
 //! one. What a whole container counts is the sum over its shards ([`read_container_counters`]).
 //!
 //! Nothing here decides what a write counts; the item rooms do.
@@ -27,7 +28,26 @@ pub struct Counters {
     pub lsn: u64,
     /// The shard's latest document number, for `_rid`s (0 before the first).
     pub next_document_number: u64,
+    /// The shard's change-feed marks; `None` until its first TTL emission, when the
+    /// container-wide marks of a store written before per-shard emission hold for it
+    /// (`feed/change_log.rs`).
+    pub feed: Option<FeedMarks>,
 }
+
+/// How far one shard's change feed got: expiry-index entries of the shard below each class's
+/// time have had their TTL events logged, and its log entries at or below `trimmed_lsn` were
+/// trimmed. They never move back.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FeedMarks {
+    pub own_emitted_ms: Option<i64>,
+    pub default_emitted_ms: Option<i64>,
+    pub trimmed_lsn: u64,
+}
+
+/// The bytes of the counters alone, as stored before feed marks were kept with them.
+const COUNTERS_BYTES: usize = 32;
+/// The bytes of the feed marks after them: which times are set, both times and the LSN.
+const FEED_MARKS_BYTES: usize = 25;
 
 impl Counters {
     /// The counters of a shard that has had no write.
@@ -38,13 +58,18 @@ impl Counters {
         }
     }
 
-    pub fn encode(&self) -> [u8; 32] {
-        let mut out = [0; 32];
-        for (slot, value) in [self.items, self.bytes, self.lsn, self.next_document_number]
-            .into_iter()
-            .enumerate()
-        {
-            out[slot * 8..slot * 8 + 8].copy_from_slice(&value.to_be_bytes());
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(COUNTERS_BYTES + FEED_MARKS_BYTES);
+        for value in [self.items, self.bytes, self.lsn, self.next_document_number] {
+            out.extend_from_slice(&value.to_be_bytes());
+        }
+        if let Some(feed) = &self.feed {
+            let set = u8::from(feed.own_emitted_ms.is_some())
+                | (u8::from(feed.default_emitted_ms.is_some()) << 1);
+            out.push(set);
+            out.extend_from_slice(&feed.own_emitted_ms.unwrap_or(0).to_be_bytes());
+            out.extend_from_slice(&feed.default_emitted_ms.unwrap_or(0).to_be_bytes());
+            out.extend_from_slice(&feed.trimmed_lsn.to_be_bytes());
         }
         out
     }
@@ -55,11 +80,31 @@ impl Counters {
                 bytes.get(slot * 8..slot * 8 + 8)?.try_into().ok()?,
             ))
         };
+        let feed = match bytes.len() {
+            COUNTERS_BYTES => None,
+            length if length == COUNTERS_BYTES + FEED_MARKS_BYTES => {
+                let set = bytes[COUNTERS_BYTES];
+                let time = |slot: usize, bit: u8| {
+                    let at = COUNTERS_BYTES + 1 + slot * 8;
+                    let value = i64::from_be_bytes(bytes.get(at..at + 8)?.try_into().ok()?);
+                    Some((set & bit != 0).then_some(value))
+                };
+                Some(FeedMarks {
+                    own_emitted_ms: time(0, 1)?,
+                    default_emitted_ms: time(1, 2)?,
+                    trimmed_lsn: u64::from_be_bytes(
+                        bytes.get(COUNTERS_BYTES + 17..)?.try_into().ok()?,
+                    ),
+                })
+            }
+            _ => return None,
+        };
         Some(Counters {
             items: field(0)?,
             bytes: field(1)?,
             lsn: field(2)?,
             next_document_number: field(3)?,
+            feed,
         })
     }
 }
@@ -122,22 +167,34 @@ pub(crate) fn read_shard_lsns(
     reader: &dyn ReadTxn,
     container: &Container,
 ) -> EngineResult<Vec<(Shard, u64)>> {
+    Ok(read_shard_counters(reader, container)?
+        .into_iter()
+        .map(|(shard, counters)| (shard, counters.lsn))
+        .collect())
+}
+
+/// The counters of every shard of a container, in shard order (a shard that has had no write
+/// has its empty ones).
+pub(crate) fn read_shard_counters(
+    reader: &dyn ReadTxn,
+    container: &Container,
+) -> EngineResult<Vec<(Shard, Counters)>> {
     if container.shards <= 1 {
         return Ok(vec![(
             Shard(0),
-            read_counters(reader, container, Shard(0))?.lsn,
+            read_counters(reader, container, Shard(0))?,
         )]);
     }
-    let mut lsns: Vec<(Shard, u64)> = (0..container.shards)
-        .map(|shard| (Shard(shard), Shard(shard).base_lsn()))
+    let mut every: Vec<(Shard, Counters)> = (0..container.shards)
+        .map(|shard| (Shard(shard), Counters::empty(Shard(shard))))
         .collect();
     visit_shard_counters(reader, container, &mut |counters| {
         let shard = Shard::of_lsn(counters.lsn);
-        if let Some(slot) = lsns.get_mut(usize::from(shard.0)) {
-            slot.1 = counters.lsn;
+        if let Some(slot) = every.get_mut(usize::from(shard.0)) {
+            slot.1 = counters;
         }
     })?;
-    Ok(lsns)
+    Ok(every)
 }
 
 /// Visits the stored counters of every shard of a multi-shard container (a shard that has had
@@ -229,8 +286,31 @@ mod tests {
             bytes: 2,
             lsn: 3,
             next_document_number: 4,
+            feed: None,
         };
         assert_eq!(Counters::decode(&counters.encode()), Some(counters));
+        // Counters stored before the feed marks (32 bytes) read as having none.
+        assert_eq!(counters.encode().len(), 32);
+        for feed in [
+            FeedMarks::default(),
+            FeedMarks {
+                own_emitted_ms: Some(-5),
+                default_emitted_ms: None,
+                trimmed_lsn: 9,
+            },
+            FeedMarks {
+                own_emitted_ms: None,
+                default_emitted_ms: Some(i64::MAX),
+                trimmed_lsn: u64::MAX,
+            },
+        ] {
+            let marked = Counters {
+                feed: Some(feed),
+                ..counters
+            };
+            assert_eq!(Counters::decode(&marked.encode()), Some(marked));
+        }
+        assert_eq!(Counters::decode(&[0; 40]), None);
         assert_eq!(Counters::empty(Shard(2)).lsn, Shard(2).base_lsn());
         assert_eq!(Counters::empty(Shard(0)), Counters::default());
     }

@@ -306,6 +306,12 @@ pub const INDEX_KIND_FULL_TEXT_LENGTH: u8 = b'L';
 /// (the key ends with the stem) or, with no stem, how many words the texts at the path have.
 pub const INDEX_KIND_FULL_TEXT_STATISTICS: u8 = b'N';
 
+/// The kind byte of a full-text statistics counter of one shard: what the writes of that shard
+/// added to (or took from) a counter of kind [`INDEX_KIND_FULL_TEXT_STATISTICS`], whose stored
+/// rows, kept by stores written before, are never written again
+/// ([`full_text_shard_statistics_key`]).
+pub const INDEX_KIND_FULL_TEXT_SHARD_STATISTICS: u8 = b'n';
+
 /// The kind byte of a container's index-build state (one key: `index_build_key`), kept
 /// with its entries so that deleting the container's index clears it too.
 pub const INDEX_KIND_BUILD: u8 = b'T';
@@ -380,6 +386,69 @@ pub fn full_text_statistics_counter(key: &[u8]) -> Option<(Vec<u8>, i64)> {
     let mut counter = key.get(..key.len().checked_sub(tail)?)?.to_vec();
     counter[INDEX_KIND_OFFSET] = INDEX_KIND_FULL_TEXT_STATISTICS;
     Some((counter, amount))
+}
+
+/// The document number of a full-text impact or length entry (none for any other key).
+pub fn full_text_entry_document(key: &[u8]) -> Option<u64> {
+    let number = |start: usize| -> Option<u64> {
+        Some(u64::from_be_bytes(
+            key.get(start..start + 8)?.try_into().ok()?,
+        ))
+    };
+    match *key.get(INDEX_KIND_OFFSET)? {
+        INDEX_KIND_FULL_TEXT_IMPACT => number(key.len().checked_sub(8)?).map(|number| !number),
+        INDEX_KIND_FULL_TEXT_LENGTH => number(key.len().checked_sub(12)?),
+        _ => None,
+    }
+}
+
+/// Where the path of a path-prefixed index key (`path_prefix`) ends.
+fn path_prefix_end(key: &[u8]) -> Option<usize> {
+    let mut at = INDEX_KIND_OFFSET + 1;
+    let segments = u16::from_be_bytes(key.get(at..at + 2)?.try_into().ok()?);
+    at += 2;
+    for _ in 0..segments {
+        let length = u32::from_be_bytes(key.get(at..at + 4)?.try_into().ok()?) as usize;
+        at = at.checked_add(4)?.checked_add(length)?;
+    }
+    (at <= key.len()).then_some(at)
+}
+
+/// The prefix of every shard's row of the full-text statistics counter `counter` (a key of
+/// [`full_text_statistics_counter`]): the container number, kind
+/// [`INDEX_KIND_FULL_TEXT_SHARD_STATISTICS`], the path, then `0` for the path's word total or
+/// `1` and the stem's key, length-prefixed (so no stem's rows share another's prefix).
+pub fn full_text_shard_statistics_prefix(counter: &[u8]) -> Option<Vec<u8>> {
+    let path_end = path_prefix_end(counter)?;
+    let mut key = counter.get(..path_end)?.to_vec();
+    key[INDEX_KIND_OFFSET] = INDEX_KIND_FULL_TEXT_SHARD_STATISTICS;
+    match counter.get(path_end..)? {
+        [] => key.push(0),
+        stem => {
+            key.push(1);
+            push_length_prefixed(&mut key, stem);
+        }
+    }
+    Some(key)
+}
+
+/// The row of `shard` of the full-text statistics counter `counter`: its prefix
+/// ([`full_text_shard_statistics_prefix`]) and the shard (two bytes, big-endian), which places
+/// the row in the shard's bucket. Its value is a signed eight-byte number: a shard's writes
+/// may remove documents that an older store counted in the container-wide row.
+pub fn full_text_shard_statistics_key(counter: &[u8], shard: u16) -> Option<Vec<u8>> {
+    let mut key = full_text_shard_statistics_prefix(counter)?;
+    key.extend_from_slice(&shard.to_be_bytes());
+    Some(key)
+}
+
+/// The shard of a full-text statistics counter's shard row, if the key is one.
+pub fn shard_of_full_text_statistics_key(key: &[u8]) -> Option<u16> {
+    if *key.get(INDEX_KIND_OFFSET)? != INDEX_KIND_FULL_TEXT_SHARD_STATISTICS {
+        return None;
+    }
+    let tail = key.get(key.len().checked_sub(2)?..)?;
+    Some(u16::from_be_bytes(tail.try_into().ok()?))
 }
 
 /// A full-text impact entry's parts after its stem's prefix (`prefix_bytes` long): how often
@@ -528,72 +597,4 @@ pub fn change_state_key(container_number: u64) -> Vec<u8> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn item_keys_round_trip_and_partitions_are_prefixes() {
-        for point in [
-            None,
-            Some(0),
-            Some(0x45_00_00_00_00_00_00_00),
-            Some(u64::MAX),
-        ] {
-            let place = |bytes: &[u8]| PartitionPlace::new(point, bytes.to_vec());
-            let key = item_key(7, &place(b"[\"a\"]"), "id/with?odd#chars");
-            let (pk, id) = split_item_suffix(item_key_suffix(&key)).expect("split");
-            assert_eq!(pk, b"[\"a\"]");
-            assert_eq!(id, "id/with?odd#chars");
-            assert_eq!(partition_bytes(&key), Some(&b"[\"a\"]"[..]));
-            assert_eq!(item_epk_point(&key), point);
-            assert!(key.starts_with(&partition_prefix(7, &place(b"[\"a\"]"))));
-            // A partition key that is a prefix of another does not share its key range.
-            let longer = item_key(7, &place(b"[\"ab\"]"), "x");
-            assert!(!longer.starts_with(&partition_prefix(7, &place(b"[\"a"))));
-            assert_eq!(item_key_from_suffix(7, item_key_suffix(&key)), key);
-            assert!(key.starts_with(&container_items_prefix(7)));
-        }
-    }
-
-    #[test]
-    fn epk_ordered_keys_sort_by_point_inside_their_container() {
-        let key = |point: u64, partition: &[u8], id: &str| {
-            item_key(3, &PartitionPlace::new(Some(point), partition.to_vec()), id)
-        };
-        // The point decides before the partition key bytes do.
-        assert!(key(1, b"zzz", "z") < key(2, b"a", "a"));
-        assert!(epk_point_bound(3, Some(2)) <= key(2, b"a", "a"));
-        assert!(key(1, b"zzz", "z") < epk_point_bound(3, Some(2)));
-        assert!(key(u64::MAX, b"zzz", "z") < epk_point_bound(3, None));
-        assert!(epk_point_bound(3, None) < container_items_prefix(4));
-        assert!(container_items_prefix(3) < epk_point_bound(3, Some(0)));
-    }
-
-    #[test]
-    fn unique_claims_differ_by_key_partition_and_value_boundaries() {
-        let claim = |key: u16, partition: &[u8], values: &[&[u8]]| {
-            let values: Vec<Vec<u8>> = values.iter().map(|v| v.to_vec()).collect();
-            unique_claim_key(3, key, partition, &values)
-        };
-        let base = claim(0, b"p", &[b"ab", b"c"]);
-        assert!(base.starts_with(&unique_claims_prefix(3)));
-        assert!(base.starts_with(&container_items_prefix(3)));
-        assert_eq!(base, claim(0, b"p", &[b"ab", b"c"]));
-        // Values split differently, another key, another partition: other claims.
-        assert_ne!(base, claim(0, b"p", &[b"a", b"bc"]));
-        assert_ne!(base, claim(1, b"p", &[b"ab", b"c"]));
-        assert_ne!(base, claim(0, b"q", &[b"ab", b"c"]));
-    }
-
-    #[test]
-    fn expiry_keys_sort_by_time_including_negative() {
-        let early = expiry_key(1, ExpiryClass::Own, -5, b"z");
-        let late = expiry_key(1, ExpiryClass::Own, 5, b"a");
-        assert!(early < late);
-        assert!(late < expiry_bound(1, ExpiryClass::Own, 6));
-        assert_eq!(split_expiry_key(&late), Some((5, &b"a"[..])));
-        assert_eq!(expiry_class_of(&late), Some(ExpiryClass::Own));
-        let default = expiry_key(1, ExpiryClass::Default, 5, b"a");
-        assert_eq!(expiry_class_of(&default), Some(ExpiryClass::Default));
-    }
-}
+mod tests;

@@ -8,6 +8,7 @@ use crate::feed::change_feed::{
     ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart,
 };
 use crate::feed::change_log;
+use crate::partitions::ranges::RangeFilter;
 use crate::records::writer_container;
 use std::sync::Arc;
 
@@ -27,19 +28,9 @@ impl Engine {
             return Err(EngineError::new(ErrorCode::ChangeFeedOutsideRetention));
         }
         let number = container.key_number();
-        let (indexed, ttl_due) = {
+        let indexed = {
             let reader = self.inner.store.read()?;
-            let state = change_log::read_state(&*reader, number)?;
-            let now_ms = self.now_in(&*reader);
-            let due = request.mode == ChangeFeedMode::AllVersionsAndDeletes
-                && (change_log::ttl_events_pending(&*reader, container, now_ms)?
-                    || change_log::trim_due(
-                        &*reader,
-                        container,
-                        now_ms,
-                        self.inner.change_log_retention_ms,
-                    )?);
-            (state.indexed, due)
+            change_log::read_state(&*reader, number)?.indexed
         };
         let needs_index = request.mode == ChangeFeedMode::LatestVersion && !indexed;
         let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
@@ -52,10 +43,10 @@ impl Engine {
                 })
                 .await?;
         }
-        if ttl_due {
-            // Every due event is in the log before the page is read.
-            self.emit_due_ttl_events(vec![(container.database_id.clone(), container.id.clone())])
-                .await?;
+        if request.mode == ChangeFeedMode::AllVersionsAndDeletes {
+            // Every event due in the read's shards is in the log before the page is read.
+            let scope = container.shards_in(&request.filter);
+            self.emit_due_ttl_events(container, &scope, false).await?;
         }
         let container = Arc::clone(container);
         self.run_scan(move |engine| engine.read_change_feed_blocking(&container, &request))
@@ -64,29 +55,29 @@ impl Engine {
 
     /// Emits the TTL events that are due and trims logs past their retention, for every
     /// container, whether or not anyone reads (the sweeper's loop calls it every few hundred
-    /// milliseconds; it draws on no request-unit budget). Returns how many containers it
-    /// asked the writer to update.
+    /// milliseconds; it draws on no request-unit budget), shard by shard. Returns how many
+    /// containers it asked the writer to update.
     pub async fn maintain_change_feeds(&self) -> EngineResult<usize> {
         let containers = self.listed_containers().await?;
-        let mut due = Vec::new();
+        // Every container's plan from one snapshot: an idle pass is one read transaction.
+        let mut planned = Vec::new();
         {
             let reader = self.inner.store.read()?;
             let now_ms = self.now_in(&*reader);
             for container in containers {
-                if change_log::ttl_events_pending(&*reader, &container, now_ms)?
-                    || change_log::trim_due(
-                        &*reader,
-                        &container,
-                        now_ms,
-                        self.inner.change_log_retention_ms,
-                    )?
-                {
-                    due.push((container.database_id.clone(), container.id.clone()));
+                let every = container.shards_in(&RangeFilter::everything());
+                let plan = self.plan_ttl_events(&*reader, &container, &every, now_ms, true)?;
+                if !plan.shards.is_empty() {
+                    planned.push((container, every, plan));
                 }
             }
         }
-        let count = due.len();
-        self.emit_due_ttl_events(due).await?;
+        let count = planned.len();
+        for (container, every, plan) in planned {
+            if self.apply_ttl_plans(&container, plan.shards).await? && plan.more {
+                self.emit_due_ttl_events(&container, &every, true).await?;
+            }
+        }
         Ok(count)
     }
 }

@@ -11,7 +11,7 @@
 //! item's delete is readable from its expiry instant on.
 
 use crate::container::Container;
-use crate::counters::read_shard_lsns;
+use crate::counters::read_shard_counters;
 use crate::engine::Engine;
 use crate::error::{corrupted, EngineError, EngineResult, ErrorCode};
 use crate::feed::change_log::{self, LogEntry, Operation};
@@ -22,7 +22,6 @@ use crate::limits::{PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX};
 use crate::partitions::partition_key::{PartitionKeyDefinition, PartitionKeyValue};
 use crate::partitions::ranges::{RangeFilter, RangeMatcher};
 use crate::partitions::shards::{sequence, Shard};
-use crate::records::writer_container;
 use crate::scan_visit::try_scan;
 use crate::ttl::expiry::record_is_expired;
 use lethedb_storage::{ReadTxn, Table};
@@ -80,33 +79,6 @@ pub struct ChangeFeedPage {
 }
 
 impl Engine {
-    /// Emits every due TTL event of these containers (and trims their logs), in as many writer
-    /// jobs as a mass expiry needs: each job emits a bounded share, so other writes (of every
-    /// process, on a shared store) get their turn in between.
-    pub(crate) async fn emit_due_ttl_events(
-        &self,
-        mut due: Vec<(String, String)>,
-    ) -> EngineResult<()> {
-        while !due.is_empty() {
-            due = self
-                .inner
-                .writer
-                .write(move |context| {
-                    let mut unfinished = Vec::new();
-                    for (database_id, container_id) in due {
-                        let container = writer_container(context, &database_id, &container_id)?;
-                        let emitted = change_log::emit_ttl_events(context, &container)?;
-                        if emitted >= change_log::TTL_EVENTS_PER_JOB_MAX as u64 {
-                            unfinished.push((database_id, container_id));
-                        }
-                    }
-                    Ok(unfinished)
-                })
-                .await?;
-        }
-        Ok(())
-    }
-
     pub(crate) fn read_change_feed_blocking(
         &self,
         container: &Arc<Container>,
@@ -116,11 +88,11 @@ impl Engine {
         let now_ms = self.now_in(&*reader);
         let mut shards = Vec::new();
         // Every shard's LSN in one read of the counters (an idle poll reads nothing else).
-        let currents = read_shard_lsns(&*reader, container)?;
+        let counters = read_shard_counters(&*reader, container)?;
         for shard in container.shards_in(&request.filter) {
-            let current = currents
+            let current = counters
                 .get(usize::from(shard.0))
-                .map_or(shard.base_lsn(), |(_, lsn)| *lsn);
+                .map_or(shard.base_lsn(), |(_, counters)| counters.lsn);
             let cursor = match &request.start {
                 ChangeFeedStart::Beginning | ChangeFeedStart::PointInTime { .. } => {
                     shard.base_lsn()
@@ -135,10 +107,15 @@ impl Engine {
             });
         }
         if request.mode == ChangeFeedMode::AllVersionsAndDeletes {
-            let state = change_log::read_state(&*reader, container.key_number())?;
+            let trimmed = change_log::trimmed_lsns(&*reader, container, &counters)?;
+            let trimmed_of = |shard: Shard| {
+                trimmed
+                    .get(usize::from(shard.0))
+                    .map_or(shard.base_lsn(), |(_, lsn)| *lsn)
+            };
             if shards
                 .iter()
-                .any(|read| read.cursor < state.trimmed(read.shard))
+                .any(|read| read.cursor < trimmed_of(read.shard))
             {
                 return Err(EngineError::new(ErrorCode::ChangeFeedOutsideRetention));
             }

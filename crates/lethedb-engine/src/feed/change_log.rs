@@ -1,35 +1,23 @@
 //! The change feed's stored side, written inside the writer's transactions: the change index
 //! (each item's current version under its LSN, for the latest-version feed), the change log
-//! (one entry per create, replace and delete, for the all-versions-and-deletes feed), the TTL
-//! events, and the log's retention.
-//!
-//! TTL events are LetheDB's own: the service logs a TTL delete when it purges the item, which
-//! can be long after it expired. Here an expired item's delete entry is written as soon as
-//! anyone could observe it missing: before every all-versions read and before every sweeper
-//! purge of a whole container, the emitter appends a delete entry (`timeToLiveExpired`) for
-//! every expiry-index entry between the container's watermark and the current expiry bound,
-//! then moves the watermark. A job that removes an expired version within its shard alone (a
-//! write over it, a partition delete, the sweeper's purge of a shard on a shared store) logs
-//! that version's event itself when it lies above the watermark, since it may not move the
-//! container-wide watermark. The bounds never move back (expiry is final), so each expiry is
-//! emitted once; a rewrite before the expiry instant moves the item's index entry, so nothing
-//! is emitted for it.
+//! (one entry per create, replace and delete, for the all-versions-and-deletes feed), each
+//! shard's feed marks (how far its TTL events were emitted, `feed/ttl_events.rs`, and its log
+//! trimmed), and the log's retention, shard by shard.
 
 use crate::container::Container;
-use crate::counters::{Counters, ShardCounters};
+use crate::counters::{Counters, FeedMarks};
 use crate::error::{corrupted, EngineResult};
-use crate::keys::{self, ExpiryClass};
-use crate::partitions::ranges::RangeFilter;
+use crate::keys;
 use crate::partitions::shards::Shard;
-use crate::records::{ExpiryEntry, ItemRecord};
-use crate::ttl::expiry::{expired_at_ms, expiry_placement};
+use crate::records::ItemRecord;
 use crate::writer::WriteContext;
 use lethedb_storage::{KeyRange, ReadTxn, Table};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
-/// The most log entries one emitter run trims, so a long-idle container's first read stays short.
+/// The most log entries one job trims in a shard, so a long-idle container's first read stays
+/// short.
 const TRIM_ENTRIES_MAX: usize = 10_000;
 /// How long a container's change log keeps entries: its `changeFeedPolicy.retentionDuration`
 /// (minutes) when positive, else the server's default.
@@ -116,7 +104,10 @@ impl LogEntry {
     }
 }
 
-/// A container's change-feed state: the TTL-event watermarks and the log's trimmed horizon.
+/// A container's change-feed state: whether its change index covers old items, and, from
+/// stores written before each shard kept its own marks (`Counters::feed`), the container-wide
+/// TTL-event watermarks and trimmed horizons that every shard without marks of its own starts
+/// from. Nothing moves those any more.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub(crate) struct ChangeState {
     /// Expiry-index keys of each class below these times have had their events emitted.
@@ -133,17 +124,6 @@ pub(crate) struct ChangeState {
 }
 
 impl ChangeState {
-    /// Every entry of `lsn`'s shard at or below it has been trimmed.
-    fn note_trimmed(&mut self, lsn: u64) {
-        match Shard::of_lsn(lsn) {
-            Shard(0) => self.trimmed_lsn = self.trimmed_lsn.max(lsn),
-            Shard(shard) => {
-                let trimmed = self.trimmed_shards.entry(shard).or_insert(lsn);
-                *trimmed = (*trimmed).max(lsn);
-            }
-        }
-    }
-
     /// The LSN of `shard` at or below which its entries are trimmed.
     pub(crate) fn trimmed(&self, shard: Shard) -> u64 {
         match shard {
@@ -200,7 +180,7 @@ pub(crate) fn unindex_version(
 }
 
 /// Appends one entry under `lsn`, after any the same transaction already wrote under it.
-/// Every caller appends under an LSN its own transaction took from the container's counters
+/// Every caller appends under an LSN its own transaction took from the shard's counters
 /// (`items::next_lsn`, the TTL events' `counters.lsn += 1`), after every committed one, so
 /// only this transaction's own entries can be there: they are looked up without asking the
 /// store (a round trip per write on a shared store).
@@ -288,268 +268,107 @@ pub(crate) fn log_delete(
     append(context, container_number, lsn, &entry)
 }
 
-/// Whether any expiry has happened since the last emitter run (a bounded lookup, no scan of
-/// the backlog), so readers know whether to ask the writer to emit first.
-pub(crate) fn ttl_events_pending(
+/// How far one shard's change feed got (`Counters::feed`): its own marks once a job of the
+/// shard stored them, else, for a store written before per-shard marks, the container-wide
+/// ones every shard started from. `counters` are the shard's.
+pub(crate) fn shard_marks(
     reader: &dyn ReadTxn,
     container: &Container,
-    now_ms: i64,
-) -> EngineResult<bool> {
-    let state = read_state(reader, container.key_number())?;
-    let mut pending = false;
-    for (_, range) in unemitted_ranges(container, &state, now_ms) {
-        reader.scan(Table::Expiry, &range, &mut |_, _| {
-            pending = true;
-            ControlFlow::Break(())
-        })?;
-        if pending {
-            break;
-        }
+    shard: Shard,
+    counters: &Counters,
+) -> EngineResult<FeedMarks> {
+    if let Some(marks) = counters.feed {
+        return Ok(marks);
     }
-    Ok(pending)
+    let state = read_state(reader, container.key_number())?;
+    Ok(legacy_marks(&state, shard))
 }
 
-/// Whether the oldest log entry of any shard is past the container's retention (a lookup
-/// per shard).
+/// The marks a shard without its own starts from: the container-wide state's.
+pub(crate) fn legacy_marks(state: &ChangeState, shard: Shard) -> FeedMarks {
+    FeedMarks {
+        own_emitted_ms: state.own_emitted_ms,
+        default_emitted_ms: state.default_emitted_ms,
+        trimmed_lsn: state.trimmed(shard),
+    }
+}
+
+/// Every shard's trimmed LSN, in shard order (`counters` as `read_shard_counters` gives them).
+pub(crate) fn trimmed_lsns(
+    reader: &dyn ReadTxn,
+    container: &Container,
+    counters: &[(Shard, Counters)],
+) -> EngineResult<Vec<(Shard, u64)>> {
+    let mut legacy = None;
+    let mut trimmed = Vec::with_capacity(counters.len());
+    for (shard, counters) in counters {
+        let lsn = if let Some(marks) = counters.feed {
+            marks.trimmed_lsn
+        } else {
+            if legacy.is_none() {
+                legacy = Some(read_state(reader, container.key_number())?);
+            }
+            legacy
+                .as_ref()
+                .map_or(shard.base_lsn(), |state| state.trimmed(*shard))
+        };
+        trimmed.push((*shard, lsn));
+    }
+    Ok(trimmed)
+}
+
+/// Whether the oldest log entry of `shard` is past the container's retention (one lookup).
 pub(crate) fn trim_due(
     reader: &dyn ReadTxn,
     container: &Container,
-    now_ms: i64,
-    default_retention_ms: i64,
+    shard: Shard,
+    before_ms: i64,
 ) -> EngineResult<bool> {
-    let before_ms = now_ms.saturating_sub(retention_ms(container, default_retention_ms));
     let mut due = false;
-    for shard in container.shards_in(&RangeFilter::everything()) {
-        reader.scan(
-            Table::ChangeLog,
-            &shard_log_range(container, shard),
-            &mut |_, value| {
-                due = LogEntry::decode(value).is_some_and(|entry| entry.at_ms < before_ms);
-                ControlFlow::Break(())
-            },
-        )?;
-        if due {
-            break;
-        }
-    }
+    reader.scan(
+        Table::ChangeLog,
+        &shard_log_range(container, shard),
+        &mut |_, value| {
+            due = LogEntry::decode(value).is_some_and(|entry| entry.at_ms < before_ms);
+            ControlFlow::Break(())
+        },
+    )?;
     Ok(due)
 }
 
-/// The parts of each expiry-index class that expired since the watermarks.
-fn unemitted_ranges(
-    container: &Container,
-    state: &ChangeState,
-    now_ms: i64,
-) -> Vec<(ExpiryClass, KeyRange)> {
-    let number = container.key_number();
-    [
-        (
-            ExpiryClass::Own,
-            state.own_emitted_ms,
-            container.ttl.own_expiry_bound_ms(now_ms),
-        ),
-        (
-            ExpiryClass::Default,
-            state.default_emitted_ms,
-            container.ttl.default_modified_bound_ms(now_ms),
-        ),
-    ]
-    .into_iter()
-    .filter(|(_, from, to)| *to != i64::MIN && from.is_none_or(|from| from < *to))
-    .map(|(class, from, to)| {
-        let start = match from {
-            Some(from) => keys::expiry_bound(number, class, from),
-            None => keys::expiry_prefix(number, class),
-        };
-        (
-            class,
-            KeyRange::between(start, keys::expiry_bound(number, class, to)),
-        )
-    })
-    .collect()
+/// The time before which a container's log entries are past their retention at `now_ms`.
+pub(crate) fn retained_from_ms(container: &Container, now_ms: i64, default_ms: i64) -> i64 {
+    now_ms.saturating_sub(retention_ms(container, default_ms))
 }
 
-/// The most TTL events one writer job emits. A mass expiry is emitted over several jobs, each
-/// ending at a millisecond boundary, so no one transaction runs long (on a shared store it holds
-/// the writers of every process).
-pub(crate) const TTL_EVENTS_PER_JOB_MAX: usize = 2_000;
-
-/// How far one class's emission got in this job.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Reached {
-    /// Not scanned: the job's share was used up before it.
-    Untouched,
-    /// Every due entry emitted.
-    Bound,
-    /// Stopped before the first entry of this millisecond.
-    Before(i64),
-}
-
-/// Emits the TTL delete events due at `now`, then trims the log past its retention. Each event
-/// takes a new LSN, so it comes after every cursor already handed out. Returns how many events
-/// were emitted.
-pub(crate) fn emit_ttl_events(
+/// Deletes the log entries of `shard` older than `before_ms`, oldest first, at most
+/// [`TRIM_ENTRIES_MAX`], and notes the last in `marks`. Returns how many went.
+pub(crate) fn trim_shard(
     context: &mut WriteContext<'_>,
     container: &Container,
-) -> EngineResult<u64> {
-    let retention_ms = retention_ms(container, context.change_log_retention_default_ms);
-    let number = container.key_number();
-    let now_ms = context.now_ms;
-    let mut state = read_state(context.reader(), number)?;
-    let mut due: Vec<(Vec<u8>, ExpiryEntry)> = Vec::new();
-    let mut reached = [Reached::Untouched; 2];
-    for (class, range) in unemitted_ranges(container, &state, now_ms) {
-        if due.len() >= TTL_EVENTS_PER_JOB_MAX {
-            break;
-        }
-        let mut class_reached = Reached::Bound;
-        let mut last_ms = None;
-        context.scan(Table::Expiry, &range, &mut |key, value| {
-            let time_ms = keys::split_expiry_key(key).map(|(time_ms, _)| time_ms);
-            if due.len() >= TTL_EVENTS_PER_JOB_MAX && time_ms != last_ms {
-                if let Some(time_ms) = time_ms {
-                    class_reached = Reached::Before(time_ms);
-                    return ControlFlow::Break(());
-                }
-            }
-            last_ms = time_ms;
-            if let Some(entry) = ExpiryEntry::decode(value) {
-                due.push((key.to_vec(), entry));
-            }
-            ControlFlow::Continue(())
-        })?;
-        reached[class as usize] = class_reached;
-    }
-    let emitted = due.len() as u64;
-    if !due.is_empty() {
-        let mut counters = ShardCounters::new(container);
-        for (expiry_key, entry) in &due {
-            let Some((_, suffix)) = keys::split_expiry_key(expiry_key) else {
-                continue;
-            };
-            // The event takes the next LSN of the item's own shard.
-            let shard_counters = counters.of(context, container.shard_of_suffix(suffix))?;
-            shard_counters.lsn += 1;
-            let lsn = shard_counters.lsn;
-            let at_ms = expired_at_ms(container, expiry_key).unwrap_or(now_ms);
-            let event = LogEntry {
-                operation: Operation::Delete,
-                ttl_expired: true,
-                previous_lsn: entry.lsn,
-                at_ms,
-                item_suffix: suffix.to_vec(),
-                record: None,
-            };
-            append(context, number, lsn, &event)?;
-        }
-        counters.store(context)?;
-    }
-    let advance = |reached: Reached, bound: i64, emitted: Option<i64>| match reached {
-        Reached::Before(time_ms) => Some(time_ms),
-        Reached::Bound => Some(bound).filter(|bound| *bound != i64::MIN).or(emitted),
-        Reached::Untouched => emitted,
-    };
-    state.own_emitted_ms = advance(
-        reached[ExpiryClass::Own as usize],
-        container.ttl.own_expiry_bound_ms(now_ms),
-        state.own_emitted_ms,
-    );
-    state.default_emitted_ms = advance(
-        reached[ExpiryClass::Default as usize],
-        container.ttl.default_modified_bound_ms(now_ms),
-        state.default_emitted_ms,
-    );
-    trim(
-        context,
-        container,
-        &mut state,
-        now_ms.saturating_sub(retention_ms),
-    )?;
-    store_state(context, number, &state)?;
-    Ok(emitted)
-}
-
-/// Logs the TTL delete event of one expired version that a write of its logical partition is
-/// about to remove, unless the emitter has already (its expiry-index entry lies below its
-/// class's watermark): what [`emit_ttl_events`] would log for it, under the next LSN of its
-/// shard (`counters`). The version's expiry-index entry goes with it, so the emitter never logs
-/// it again. It touches nothing outside the version's shard but reads the container's
-/// watermarks, which only a container-wide job moves.
-pub(crate) fn emit_ttl_event_of(
-    context: &mut WriteContext<'_>,
-    container: &Container,
-    item_key: &[u8],
-    record: &ItemRecord,
-    counters: &mut Counters,
-) -> EngineResult<()> {
-    let state = read_state(context.reader(), container.key_number())?;
-    emit_ttl_event_below(context, container, &state, item_key, record, counters)
-}
-
-/// [`emit_ttl_event_of`] with the container's watermarks already read (`state`), for a job
-/// that removes many expired versions of its shards (the sweeper's purge within shards): the
-/// watermarks cannot move under it, since only a container-wide job moves them.
-pub(crate) fn emit_ttl_event_below(
-    context: &mut WriteContext<'_>,
-    container: &Container,
-    state: &ChangeState,
-    item_key: &[u8],
-    record: &ItemRecord,
-    counters: &mut Counters,
-) -> EngineResult<()> {
-    let Some((class, time_ms)) = expiry_placement(record.last_modified_ms, record.ttl) else {
-        return Ok(());
-    };
-    let emitted = match class {
-        ExpiryClass::Own => state.own_emitted_ms,
-        ExpiryClass::Default => state.default_emitted_ms,
-    };
-    if emitted.is_some_and(|emitted| time_ms < emitted) {
-        return Ok(());
-    }
-    let suffix = keys::item_key_suffix(item_key);
-    let expiry_key = keys::expiry_key(container.key_number(), class, time_ms, suffix);
-    counters.lsn += 1;
-    let event = LogEntry {
-        operation: Operation::Delete,
-        ttl_expired: true,
-        previous_lsn: record.lsn,
-        at_ms: expired_at_ms(container, &expiry_key).unwrap_or(context.now_ms),
-        item_suffix: suffix.to_vec(),
-        record: None,
-    };
-    append(context, container.key_number(), counters.lsn, &event)
-}
-
-/// Deletes the log entries older than `before_ms`, each shard's oldest first, at most
-/// [`TRIM_ENTRIES_MAX`] in all.
-fn trim(
-    context: &mut WriteContext<'_>,
-    container: &Container,
-    state: &mut ChangeState,
+    shard: Shard,
+    marks: &mut FeedMarks,
     before_ms: i64,
-) -> EngineResult<()> {
+) -> EngineResult<usize> {
     let mut doomed = Vec::new();
-    for shard in container.shards_in(&RangeFilter::everything()) {
-        context.scan(
-            Table::ChangeLog,
-            &shard_log_range(container, shard),
-            &mut |key, value| match LogEntry::decode(value) {
-                Some(entry) if entry.at_ms < before_ms && doomed.len() < TRIM_ENTRIES_MAX => {
-                    doomed.push(key.to_vec());
-                    ControlFlow::Continue(())
-                }
-                _ => ControlFlow::Break(()),
-            },
-        )?;
-    }
-    for key in doomed {
-        if let Some(lsn) = keys::change_log_lsn(&key) {
-            state.note_trimmed(lsn);
+    context.scan(
+        Table::ChangeLog,
+        &shard_log_range(container, shard),
+        &mut |key, value| match LogEntry::decode(value) {
+            Some(entry) if entry.at_ms < before_ms && doomed.len() < TRIM_ENTRIES_MAX => {
+                doomed.push(key.to_vec());
+                ControlFlow::Continue(())
+            }
+            _ => ControlFlow::Break(()),
+        },
+    )?;
+    for key in &doomed {
+        if let Some(lsn) = keys::change_log_lsn(key) {
+            marks.trimmed_lsn = marks.trimmed_lsn.max(lsn);
         }
-        context.delete(Table::ChangeLog, &key)?;
+        context.delete(Table::ChangeLog, key)?;
     }
-    Ok(())
+    Ok(doomed.len())
 }
 
 /// Every change-index or change-log key of one shard of a container: its LSNs are one run.

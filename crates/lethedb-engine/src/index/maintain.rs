@@ -13,12 +13,15 @@ use crate::error::{corrupted, EngineResult};
 use crate::index::entries::{entries, IndexedVersion};
 use crate::index::policy::IndexPolicy;
 use crate::keys;
+use crate::partitions::shards::shard_of_document_number;
 use crate::records::ItemRecord;
+use crate::scan_visit::try_scan;
 use crate::writer::WriteContext;
-use lethedb_storage::Table;
+use lethedb_storage::{KeyRange, Table};
 use serde_json::Value;
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 
 /// How many index entries a write added and removed: the service charges writes per indexed
 /// term added and removed.
@@ -120,7 +123,7 @@ pub(crate) fn replace_entries(
         }
         Some(version) => transforming_difference(container, &version, new)?,
     };
-    let counted = statistics_changes(context, container.index_ready(), &removed, &added)?;
+    let counted = statistics_changes(context, container, &removed, &added)?;
     for key in &removed {
         context.delete(Table::Index, key)?;
     }
@@ -202,17 +205,20 @@ fn transforming_difference(
 }
 
 /// The change of each full-text statistics counter (`keys::index_full_text_statistics_prefix`)
-/// that writing `added` and deleting `removed` makes: a stem's impact entry counts one document
-/// for the stem, a length entry its text's words for the path. While a policy change's rebuild
-/// runs the difference is not what is stored (an entry deleted may be absent, one written may be
-/// there already), so each full-text entry is looked up first: the counters then follow what
-/// is stored, and are exact once the rebuild ends.
+/// that writing `added` and deleting `removed` makes, in the row of the shard the entry's
+/// document lies in (`keys::full_text_shard_statistics_key`): a stem's impact entry counts one
+/// document for the stem, a length entry its text's words for the path. A write changes only
+/// its own shard's rows, so it needs no lock but its shard's. While a policy change's rebuild
+/// runs the difference is not what is stored (an entry deleted may be absent, one written may
+/// be there already), so each full-text entry is looked up first: the counters then follow
+/// what is stored, and are exact once the rebuild ends.
 fn statistics_changes(
     context: &mut WriteContext<'_>,
-    ready: bool,
+    container: &Container,
     removed: &[Vec<u8>],
     added: &[Vec<u8>],
 ) -> EngineResult<BTreeMap<Vec<u8>, i64>> {
+    let ready = container.index_ready();
     let mut changes: BTreeMap<Vec<u8>, i64> = BTreeMap::new();
     for (keys, sign, stored_before) in [(removed, -1, true), (added, 1, false)] {
         for key in keys {
@@ -222,43 +228,79 @@ fn statistics_changes(
             if !ready && context.get(Table::Index, key)?.is_some() != stored_before {
                 continue;
             }
-            *changes.entry(counter).or_default() += sign * amount;
+            // A one-shard container's document numbers count up and name no shard.
+            let shard = match keys::full_text_entry_document(key) {
+                Some(document) if container.shards > 1 => shard_of_document_number(document).0,
+                _ => 0,
+            };
+            let row = keys::full_text_shard_statistics_key(&counter, shard)
+                .ok_or_else(|| corrupted("full-text entry"))?;
+            *changes.entry(row).or_default() += sign * amount;
         }
     }
     Ok(changes)
 }
 
-/// Adds each change to its stored counter (eight bytes, big-endian; absent is zero, and a
-/// counter back at zero is deleted).
+/// Adds each change to its stored shard row (eight bytes, big-endian, signed; absent is zero,
+/// and a row back at zero is deleted).
 fn apply_statistics(
     context: &mut WriteContext<'_>,
     changes: BTreeMap<Vec<u8>, i64>,
 ) -> EngineResult<()> {
-    for (counter, change) in changes {
+    for (row, change) in changes {
         if change == 0 {
             continue;
         }
-        let stored = match context.get(Table::Index, &counter)? {
+        let stored = match context.get(Table::Index, &row)? {
             None => 0,
-            Some(bytes) => u64::from_be_bytes(
+            Some(bytes) => i64::from_be_bytes(
                 bytes
                     .as_slice()
                     .try_into()
                     .map_err(|_| corrupted("full-text statistics"))?,
             ),
         };
-        let value = stored.saturating_add_signed(change);
+        let value = stored.saturating_add(change);
         if value == 0 {
-            context.delete(Table::Index, &counter)?;
+            context.delete(Table::Index, &row)?;
         } else {
-            context.put(Table::Index, &counter, &value.to_be_bytes())?;
+            context.put(Table::Index, &row, &value.to_be_bytes())?;
         }
     }
     Ok(())
 }
 
-/// A full-text statistics counter as stored (absent is zero).
-pub(crate) fn read_statistics_counter(
+/// A full-text statistics counter (`keys::index_full_text_statistics_prefix`): its shards'
+/// rows summed, over the container-wide row a store written before shard rows kept (never
+/// written since, absent is zero).
+pub(crate) fn read_statistics(
+    reader: &dyn lethedb_storage::ReadTxn,
+    counter: &[u8],
+) -> EngineResult<u64> {
+    let base = i128::from(read_statistics_counter(reader, counter)?);
+    let prefix = keys::full_text_shard_statistics_prefix(counter)
+        .ok_or_else(|| corrupted("full-text statistics"))?;
+    let mut total = base;
+    try_scan(
+        reader,
+        Table::Index,
+        &KeyRange::prefix(&prefix),
+        &mut |key, value| {
+            // Only the prefix's own rows: the prefix and a shard.
+            if key.len() == prefix.len() + 2 {
+                let value: [u8; 8] = value
+                    .try_into()
+                    .map_err(|_| corrupted("full-text statistics"))?;
+                total += i128::from(i64::from_be_bytes(value));
+            }
+            Ok(ControlFlow::Continue(()))
+        },
+    )?;
+    Ok(u64::try_from(total.max(0)).unwrap_or(u64::MAX))
+}
+
+/// A container-wide full-text statistics counter as an older store kept it (absent is zero).
+fn read_statistics_counter(
     reader: &dyn lethedb_storage::ReadTxn,
     counter: &[u8],
 ) -> EngineResult<u64> {

@@ -28,7 +28,7 @@ use self::unique_keys::{check_write, release_claims, store_claims, WriteClaims};
 use crate::container::Container;
 use crate::counters::{delete_counters, read_counters, store_counters, Counters};
 use crate::error::{corrupted, item_not_found, EngineResult};
-use crate::feed::change_log;
+use crate::feed::{change_log, ttl_events};
 use crate::index::maintain::{replace_entries, EntryChanges, VersionRef};
 use crate::keys::{self, PartitionPlace};
 use crate::partitions::partition_key::PartitionKeyValue;
@@ -378,7 +378,7 @@ pub(crate) fn apply_write(
     let mut counters = read_counters(context.reader(), &container, shard)?;
     if let Some(expired) = found.existing.as_ref().filter(|_| !found.visible) {
         // An expired version is about to go: its TTL event must be out first.
-        change_log::emit_ttl_event_of(context, &container, &found.key, expired, &mut counters)?;
+        ttl_events::emit_ttl_event_of(context, &container, &found.key, expired, &mut counters)?;
     }
     let next_document = DocumentNumbering {
         shard,

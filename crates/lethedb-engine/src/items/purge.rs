@@ -1,15 +1,16 @@
 //! Removals of many versions at once, inside the writer: every item of one logical partition
 //! (a partition delete), and the sweeper's delete step over the expired versions it found. Each
 //! version goes through `remove_version`, so its expiry entry, index entries, unique key claims
-//! and counters go with it. The sweeper's step runs over a whole container under the store's
-//! lock, or within some shards under their locks alone (`apply_expire_in_shards`); which
+//! and counters go with it, and its TTL event is logged first unless its shard's marks say it
+//! is. The sweeper's step runs over a whole container under the store's lock, or within some
+//! shards under their locks alone (`apply_expire_in_shards`); which
 //! candidates it deletes, when, and on which path is the sweeper's business.
 
 use super::{next_lsn, remove_version};
 use crate::container::Container;
 use crate::counters::{read_counters, store_counters, ShardCounters};
 use crate::error::{corrupted, EngineResult};
-use crate::feed::change_log::{self, ChangeState};
+use crate::feed::{change_log, ttl_events};
 use crate::keys;
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::records::{writer_container, ExpiryEntry, ItemRecord};
@@ -44,7 +45,7 @@ pub(crate) fn apply_delete_partition(
     for (key, record) in &doomed {
         if record_is_expired(container, record, context.now_ms) {
             // An expired version is about to go: its TTL event must be out first.
-            change_log::emit_ttl_event_of(context, container, key, record, &mut counters)?;
+            ttl_events::emit_ttl_event_of(context, container, key, record, &mut counters)?;
         } else {
             deleted.push((key, record.lsn));
         }
@@ -69,15 +70,12 @@ pub(crate) fn apply_expire(
 ) -> EngineResult<(u64, f64)> {
     // Re-read the container: its setting may have changed since the scan.
     let container = writer_container(context, database_id, container_id)?;
-    // Every expiry this purge removes has its TTL event logged first; the purge logs nothing.
-    change_log::emit_ttl_events(context, &container)?;
-    delete_expired(context, &container, candidates, None)
+    delete_expired(context, &container, candidates)
 }
 
 /// [`apply_expire`] for candidates of the shards whose locks alone the job holds
 /// (`Writer::write_in_shards`), so writes to other shards, from any process, commit beside
-/// it. It may not move the container-wide TTL-event watermarks, so each version it removes
-/// logs its own event unless the emitter already has. A container re-created since `resolved`
+/// it. A container re-created since `resolved`
 /// was read (other shards), or one whose writes no longer stay in their shards, is left
 /// untouched: the sweeper's next turn takes the path its current definition asks for.
 pub(crate) fn apply_expire_in_shards(
@@ -89,17 +87,16 @@ pub(crate) fn apply_expire_in_shards(
     if !(resolved.same_shards(&container) && container.writes_stay_in_shards()) {
         return Ok((0, 0.0));
     }
-    let watermarks = change_log::read_state(context.reader(), container.key_number())?;
-    delete_expired(context, &container, candidates, Some(&watermarks))
+    delete_expired(context, &container, candidates)
 }
 
 /// Deletes each candidate that is still the version found and still expired, logging its TTL
-/// event first when `watermarks` is given (else the caller emitted every due event already).
+/// event first unless its shard's marks say it is logged: a purge never removes an expiry
+/// whose event is not in the log.
 fn delete_expired(
     context: &mut WriteContext<'_>,
     container: &Container,
     candidates: Vec<(Vec<u8>, ExpiryEntry)>,
-    watermarks: Option<&ChangeState>,
 ) -> EngineResult<(u64, f64)> {
     let number = container.key_number();
     let mut counters = ShardCounters::new(container);
@@ -122,16 +119,7 @@ fn delete_expired(
             continue;
         }
         let shard_counters = counters.of(context, container.shard_of_key(&item_key))?;
-        if let Some(watermarks) = watermarks {
-            change_log::emit_ttl_event_below(
-                context,
-                container,
-                watermarks,
-                &item_key,
-                &record,
-                shard_counters,
-            )?;
-        }
+        ttl_events::emit_ttl_event_of(context, container, &item_key, &record, shard_counters)?;
         let changes = remove_version(context, container, &item_key, &record, shard_counters)?;
         deleted += 1;
         spent_ru += request_units::write(Some(record.body.len()), None, changes.terms());

@@ -7,8 +7,9 @@
 //! The bucket comes from the key's own bytes, whatever the container's definition: the EPK
 //! point of an EPK-ordered item key (in the item, expiry and its index entries), the shard an
 //! LSN carries (change index and log), the shard a document number carries (resource ids,
-//! index entries), the shard of a counters key. A key that carries none (a container stored
-//! before shards or before EPK order, unique key claims, full-text statistics, the index-build
+//! index entries), the shard of a counters key or of a full-text statistics counter's shard
+//! row. A key that carries none (a container stored before shards or before EPK order, unique
+//! key claims, the container-wide full-text statistics of an older store, the index-build
 //! state) lies in the container's first bucket. Reading a key needs only the key, so the
 //! function never changes for a stored key; [`BUCKETS_VERSION`] names it.
 //!
@@ -51,9 +52,13 @@ fn shard_of_suffix(suffix: &[u8]) -> Option<Shard> {
         .map(|point| shards::shard_of_point(point, SHARDS_DEFAULT, ShardMap::BelowHashMarker))
 }
 
-/// The shard an index-table key carries, where its kind ends it with a document number.
+/// The shard an index-table key carries, where its kind ends it with a document number or a
+/// shard (a full-text statistics counter's shard row).
 fn shard_of_index_key(key: &[u8]) -> Option<Shard> {
     let document = match *key.get(CONTAINER_BYTES)? {
+        keys::INDEX_KIND_FULL_TEXT_SHARD_STATISTICS => {
+            return keys::shard_of_full_text_statistics_key(key).map(Shard)
+        }
         keys::INDEX_KIND_PATH | keys::INDEX_KIND_SPATIAL | keys::INDEX_KIND_FULL_TEXT => {
             number_at(key, key.len().checked_sub(8)?)?
         }
@@ -155,7 +160,24 @@ mod tests {
         let mut entry = keys::index_path_prefix(CONTAINER, &["n".to_string()]);
         entry.extend_from_slice(b"value");
         entry.extend_from_slice(&document.to_be_bytes());
-        vec![
+        // A text's full-text entries and the statistics rows they move.
+        let path = ["t".to_string()];
+        let mut impact = keys::index_full_text_impact_prefix(CONTAINER, &path);
+        impact.extend_from_slice(b"stem\0");
+        impact.extend_from_slice(&(!2u32).to_be_bytes());
+        impact.extend_from_slice(&7u32.to_be_bytes());
+        impact.extend_from_slice(&(!document).to_be_bytes());
+        let mut length = keys::index_full_text_length_prefix(CONTAINER, &path);
+        length.extend_from_slice(&document.to_be_bytes());
+        length.extend_from_slice(&7u32.to_be_bytes());
+        let mut keys_written = Vec::new();
+        for text_entry in [impact, length] {
+            let (counter, _) = keys::full_text_statistics_counter(&text_entry).expect("counter");
+            let row = keys::full_text_shard_statistics_key(&counter, shard.0).expect("row");
+            keys_written.push((Table::Index, text_entry));
+            keys_written.push((Table::Index, row));
+        }
+        let mut written = vec![
             (Table::Items, item),
             (
                 Table::Expiry,
@@ -175,7 +197,9 @@ mod tests {
                 keys::shard_counters_key(CONTAINER, shard.0),
             ),
             (Table::Index, entry),
-        ]
+        ];
+        written.extend(keys_written);
+        written
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::container::Container;
 use crate::counters::read_container_counters;
 use crate::error::{corrupted, EngineResult};
 use crate::index::entries::lookup;
-use crate::index::maintain::read_statistics_counter;
+use crate::index::maintain::read_statistics;
 use crate::index::plan::{accesses, range_is_empty, IndexAccess};
 use crate::items::StoredItem;
 use crate::keys;
@@ -307,14 +307,14 @@ fn statistics_value(
         CoveredAggregate::Count => items,
         CoveredAggregate::FullTextWords(path) => {
             let counter = keys::index_full_text_statistics_prefix(number, path);
-            read_statistics_counter(reader, &counter)?
+            read_statistics(reader, &counter)?
         }
         CoveredAggregate::FullTextHits(path, stems) => match stems.as_slice() {
             [] => 0,
             [stem] => {
                 let mut counter = keys::index_full_text_statistics_prefix(number, path);
                 counter.extend_from_slice(&full_text_stem_key(stem));
-                read_statistics_counter(reader, &counter)?
+                read_statistics(reader, &counter)?
             }
             stems => documents_holding_all(reader, number, path, stems)?,
         },

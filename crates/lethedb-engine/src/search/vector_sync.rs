@@ -10,9 +10,9 @@
 //! expiry on the documents it loads, so a container whose TTL changes answers as a scan does.
 
 use crate::container::Container;
-use crate::counters::{read_container_counters, read_shard_lsns};
+use crate::counters::{read_container_counters, read_shard_counters, read_shard_lsns};
 use crate::error::{corrupted, EngineResult};
-use crate::feed::change_log::{read_state, shard_log_after, LogEntry, Operation};
+use crate::feed::change_log::{shard_log_after, trimmed_lsns, LogEntry, Operation};
 use crate::keys;
 use crate::partitions::shards::Shard;
 use crate::records::ItemRecord;
@@ -41,11 +41,12 @@ pub(crate) fn sync(
     let targets = read_shard_lsns(reader, container)?;
     let replay = match set.lsn {
         Some(_) if set.shard_lsns.len() == targets.len() => {
-            let state = read_state(reader, container.key_number())?;
-            targets
+            let counters = read_shard_counters(reader, container)?;
+            let trimmed = trimmed_lsns(reader, container, &counters)?;
+            trimmed
                 .iter()
                 .zip(&set.shard_lsns)
-                .all(|((shard, _), from)| state.trimmed(*shard) <= *from)
+                .all(|((_, trimmed), from)| trimmed <= from)
         }
         _ => false,
     };

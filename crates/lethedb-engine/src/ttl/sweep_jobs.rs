@@ -191,7 +191,8 @@ impl Engine {
         job: ShardJob,
         pacer: &Pacer,
     ) -> EngineResult<Purged> {
-        // Its items, its shards' counters and the TTL-event watermarks, with the start.
+        // Its items, its shards' counters (with their TTL-event marks) and the container-wide
+        // marks an older store's shards start from, with the start.
         let mut reads = purge_reads(container, &job.candidates, &mut BTreeSet::new());
         for shard in &job.shards {
             reads.push((Table::Counters, container.counters_key(*shard)));

@@ -272,7 +272,7 @@ fn forget_frequencies(store: &MemoryStore) {
         let reader: &dyn lethedb_storage::ReadTxn = &*store.read().expect("read");
         reader
             .scan(Table::Index, &KeyRange::prefix(&[]), &mut |key, _| {
-                if matches!(key.get(8), Some(b'I' | b'L' | b'N')) {
+                if matches!(key.get(8), Some(b'I' | b'L' | b'N' | b'n')) {
                     entries.push(key.to_vec());
                 }
                 ControlFlow::Continue(())

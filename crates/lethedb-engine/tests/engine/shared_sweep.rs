@@ -2,7 +2,7 @@
 //! of the shards whose items it deletes and no other, so it neither waits for nor holds back
 //! a write of another shard (from any process), while a write of its own shard and it take
 //! turns; whatever it purged stays gone, every live item stays, and each expiry's TTL event is
-//! logged exactly once, whether the container-wide emitter or the purge itself logged it.
+//! logged exactly once, whether a plan's job or the purge itself logged it.
 //!
 //! Like `shared_store.rs`, they run when `LETHEDB_TEST_POSTGRES` names a database.
 
@@ -20,10 +20,10 @@ use std::time::Duration;
 /// The container the tests purge: hash v2, whose logical partitions spread over the shards by
 /// EPK (a hash v1 EPK starts with the same bits for every value, so all its partitions share
 /// one shard).
-const CONTAINER: &str = "v2";
+pub(crate) const CONTAINER: &str = "v2";
 
 /// Two engines on `schema` with container [`CONTAINER`] (`/pk`, hash v2, TTL on, no default).
-async fn engines(url: &str, schema: &str) -> (Engine, Engine) {
+pub(crate) async fn engines(url: &str, schema: &str) -> (Engine, Engine) {
     let (a, b, _) = pair_in(url, schema).await;
     let body = json!({"id": CONTAINER, "defaultTtl": -1,
         "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
@@ -35,7 +35,7 @@ async fn engines(url: &str, schema: &str) -> (Engine, Engine) {
 
 /// Creates `count` items `{prefix}{i}` in partition `partition` through `engine`, with the
 /// item-level `ttl` given.
-async fn create(engine: &Engine, partition: &str, prefix: &str, count: usize, ttl: i64) {
+pub(crate) async fn create(engine: &Engine, partition: &str, prefix: &str, count: usize, ttl: i64) {
     for i in 0..count {
         let body = json!({"id": format!("{prefix}{i}"), "pk": partition, "ttl": ttl});
         engine
@@ -145,7 +145,10 @@ async fn a_purge_locks_only_its_shard_so_other_shards_writes_never_wait_for_it()
 }
 
 /// Every TTL event after `cursor`, counted by item id, reading page after page.
-async fn ttl_events_after(engine: &Engine, cursor: &FeedCursor) -> BTreeMap<String, usize> {
+pub(crate) async fn ttl_events_after(
+    engine: &Engine,
+    cursor: &FeedCursor,
+) -> BTreeMap<String, usize> {
     let container = resolved(engine, CONTAINER);
     let mut start = ChangeFeedStart::Continuation {
         cursor: cursor.clone(),
