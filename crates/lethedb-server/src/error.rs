@@ -64,6 +64,10 @@ pub enum Code {
 enum Shown {
     Shown,
     Hidden,
+    /// Shown in the gateway's long form, `Message: {"Errors":["..."]}` and a line naming the
+    /// activity id, where an SDK's own test reads that form (the JavaScript SDK's bulk test, of
+    /// the 413's `Message: {"Errors":["Request size is too large"]}\r\n`).
+    Wrapped,
 }
 
 /// One row of the table.
@@ -185,7 +189,7 @@ error_table! {
     Engine(OrderByWithoutIndex)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(InvalidContinuation)         => BAD_REQUEST,           0,    "BadRequest",            Shown;
     Engine(ChangeFeedOutsideRetention)  => BAD_REQUEST,           0,    "BadRequest",            Shown;
-    Engine(ItemTooLarge)                => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
+    Engine(ItemTooLarge)                => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Wrapped;
     Engine(BatchOperationNotAttempted)  => FAILED_DEPENDENCY,     0,    "FailedDependency",      Shown;
     Engine(ScriptFailed)                => BAD_REQUEST,           0,    "BadRequest",            Shown;
     // 408: the service's answer when a script runs past its time limit.
@@ -215,7 +219,7 @@ error_table! {
     MetricsOff                          => NOT_FOUND,             0,    "NotFound",              Shown;
     NoCertificate                       => NOT_FOUND,             0,    "NotFound",              Shown;
     MethodNotAllowed                    => METHOD_NOT_ALLOWED,    0,    "MethodNotAllowed",      Shown;
-    RequestTooLarge                     => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Shown;
+    RequestTooLarge                     => PAYLOAD_TOO_LARGE,     0,    "RequestEntityTooLarge", Wrapped;
     // 3200: the request-unit budget is spent, as the service reports it.
     TooManyRequests                     => TOO_MANY_REQUESTS,     3200, "TooManyRequests",       Shown;
     // 3212: a throughput bucket's share is spent, as the service's throughput-bucket FAQ says.
@@ -375,6 +379,10 @@ impl IntoResponse for ApiError {
         let activity_id = crate::activity::activity_id();
         let message = match row.shown {
             Shown::Shown => self.message,
+            Shown::Wrapped => {
+                let errors = serde_json::json!({ "Errors": [self.message] });
+                format!("Message: {errors}\r\nActivityId: {activity_id}")
+            }
             Shown::Hidden => {
                 tracing::error!(
                     %activity_id,
