@@ -59,9 +59,10 @@ pub enum Code {
     CollectionRidMismatch,
 }
 
-/// Whether a client may see the message, or only a generic one naming the activity id.
+/// Whether a client may see the message (as it is, or in the gateway's long form), or only a
+/// generic one naming the activity id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Shown {
+enum Disclosure {
     Shown,
     Hidden,
     /// Shown in the gateway's long form, `Message: {"Errors":["..."]}` and a line naming the
@@ -77,7 +78,7 @@ struct Row {
     /// `None`: the answer carries no `x-ms-substatus` at all.
     substatus: Option<u32>,
     cosmos_code: &'static str,
-    shown: Shown,
+    shown: Disclosure,
 }
 
 /// The statuses the table uses: HTTP's, and the service's own 449 (RetryWith), which HTTP
@@ -138,7 +139,7 @@ macro_rules! error_table {
                         status: statuses::$status,
                         substatus: substatus!($substatus),
                         cosmos_code: $cosmos_code,
-                        shown: Shown::$shown,
+                        shown: Disclosure::$shown,
                     },)*
                 }
             }
@@ -378,12 +379,12 @@ impl IntoResponse for ApiError {
         let row = self.code.row();
         let activity_id = crate::activity::activity_id();
         let message = match row.shown {
-            Shown::Shown => self.message,
-            Shown::Wrapped => {
+            Disclosure::Shown => self.message,
+            Disclosure::Wrapped => {
                 let errors = serde_json::json!({ "Errors": [self.message] });
                 format!("Message: {errors}\r\nActivityId: {activity_id}")
             }
-            Shown::Hidden => {
+            Disclosure::Hidden => {
                 tracing::error!(
                     %activity_id,
                     code = ?self.code,
