@@ -170,7 +170,8 @@ pub struct ServeArgs {
     #[arg(long, env = "LETHEDB_DEFAULT_THROUGHPUT")]
     pub default_throughput: Option<u32>,
     /// Give every new container this many partition key ranges (physical partitions), whatever
-    /// its throughput, and never split them (default: one per 10,000 RU/s, as the service does).
+    /// its throughput, and never split them (default: as the service lays them out: one range up
+    /// to 10,000 RU/s, then one per 6,000 RU/s at creation; docs/compatibility.md, "Range layout").
     #[arg(long, env = "LETHEDB_PARTITION_KEY_RANGES", value_parser = clap::value_parser!(u16).range(1..=100))]
     pub partition_key_ranges: Option<u16>,
     /// How long the all-versions change feed keeps changes of containers whose

@@ -82,7 +82,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         check_continuation_limit(&head, &reply)?;
         if names_its_location(&parts.method, operation) {
             reply = reply.content_location(
-                &state.endpoint.for_request(&parts.headers),
+                &state.endpoint.as_addressed(&parts.headers),
                 &full_path(&parts.uri),
             );
         }

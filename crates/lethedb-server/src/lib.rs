@@ -21,6 +21,7 @@ pub mod faults;
 mod grants;
 mod handlers;
 mod head;
+mod header_case;
 mod json_text;
 pub mod listen;
 pub mod metrics;

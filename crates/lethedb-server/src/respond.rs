@@ -203,7 +203,7 @@ impl Reply {
 
 /// Headers on every response: activity id (the client's, if it sent one), versions, and how
 /// long the server spent on the request (`x-ms-request-duration-ms`, which the SDKs record as
-/// the server's share of the latency).
+/// the server's share of the latency); the standard names go out in the service's letter case.
 pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap, spent: Duration) {
     let headers = response.headers_mut();
     let spent_ms = format!("{:.3}", spent.as_secs_f64() * 1000.0);
@@ -234,6 +234,7 @@ pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap, 
     if !headers.contains_key("x-ms-request-charge") {
         headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
     }
+    crate::header_case::apply(response);
 }
 
 /// One range's session token: `range id:-1#LSN` (the `-1` is the version the SDKs expect),

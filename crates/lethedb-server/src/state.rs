@@ -93,6 +93,25 @@ impl Endpoint {
         }
     }
 
+    /// The base of a response's `Content-Location` (the request's URL): the endpoint, except
+    /// that a server on a loopback address names the loopback host its client addressed, as the
+    /// emulator does (azure-cosmos 4.5.1's endpoint test reads `localhost` back when it asked
+    /// `localhost` of a server bound to `127.0.0.1`). A server reached any other way names only
+    /// its endpoint, never a `Host` a proxy may have rewritten.
+    pub fn as_addressed(&self, headers: &HeaderMap) -> Cow<'_, str> {
+        let endpoint = self.for_request(headers);
+        let Some((scheme, rest)) = endpoint.split_once("://") else {
+            return endpoint;
+        };
+        let authority = rest.split('/').next().unwrap_or_default();
+        match request_authority(headers) {
+            Some(host) if is_loopback(authority) && is_loopback(host) => {
+                Cow::Owned(format!("{scheme}://{host}/"))
+            }
+            _ => endpoint,
+        }
+    }
+
     /// The endpoint when no request is at hand (logs, the ready line).
     pub fn configured(&self) -> &str {
         match self {
@@ -112,4 +131,17 @@ impl From<&str> for Endpoint {
 fn request_authority(headers: &HeaderMap) -> Option<&str> {
     let host = headers.get(header::HOST)?.to_str().ok()?.trim();
     is_plain_authority(host).then_some(host)
+}
+
+/// Whether a `host[:port]` names this machine's loopback interface.
+fn is_loopback(authority: &str) -> bool {
+    let host = match authority.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.bytes().all(|b| b.is_ascii_digit()) => host,
+        _ => authority,
+    };
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|address| address.is_loopback())
 }

@@ -168,16 +168,18 @@ pub fn prefix_range(
 }
 
 /// `n + 1` boundaries that cut the hash space into `n` even ranges: `""`, the inner points
-/// `floor(top * k / n)` for `k` in `1..n`, and `"FF"` (`n = 0` counts as 1).
+/// `k * floor(top / n)` for `k` in `1..n`, and `"FF"` (`n = 0` counts as 1). The service steps
+/// by the whole width so: its five-range hash v2 container ends range 0 at `0CCC...CC` and
+/// range 3 at `3333...30` (four steps), not at `floor(top * 4 / 5)` = `3333...32` (the Python
+/// SDK's circuit-breaker test reads both), and the last range absorbs the remainder.
 pub fn even_boundaries(scheme: HashScheme, n: usize) -> Vec<String> {
     let n = n.max(1);
     let parts = n as u128;
-    let top = scheme.top();
-    let (quotient, remainder) = (top / parts, top % parts);
+    let step = scheme.top() / parts;
     let mut boundaries = Vec::with_capacity(n + 1);
     boundaries.push(EPK_MIN.to_string());
     for k in 1..parts {
-        boundaries.push(scheme.encode_point(quotient * k + remainder * k / parts));
+        boundaries.push(scheme.encode_point(step * k));
     }
     boundaries.push(EPK_MAX.to_string());
     boundaries
@@ -442,6 +444,15 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn five_even_ranges_step_by_the_whole_width_as_the_service_does() {
+        // The Python SDK's circuit-breaker test reads these from a five-range container.
+        let boundaries = even_boundaries(HashScheme::V2, 5);
+        assert_eq!(boundaries[1], "0CCCCCCCCCCCCCCCCCCCCCCCCCCCCCCC");
+        assert_eq!(boundaries[3], "26666666666666666666666666666664");
+        assert_eq!(boundaries[4], "33333333333333333333333333333330");
     }
 
     #[test]

@@ -74,7 +74,7 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
                 ObjectWriter::new()
                     .value("statusCode", code.status().as_u16())
                     .value("requestCharge", request_units)
-                    .value("subStatusCode", code.substatus())
+                    .value("subStatusCode", code.substatus().unwrap_or(0))
                     .finish()
             }
         }

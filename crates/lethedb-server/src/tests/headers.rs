@@ -80,6 +80,41 @@ async fn content_location_names_the_request_url_on_reads_replaces_and_deletes() 
 }
 
 #[tokio::test]
+async fn content_location_names_the_loopback_host_the_client_addressed() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let read_as = |host: &'static str| {
+        let date = server.date(0);
+        let authorization = server
+            .key
+            .authorization_header("GET", "dbs", "dbs/db", &date);
+        server.raw(
+            Request::builder()
+                .uri("/dbs/db")
+                .header("host", host)
+                .header("x-ms-date", date)
+                .header("authorization", authorization)
+                .body(Body::empty())
+                .expect("request"),
+        )
+    };
+    // The server's endpoint is 127.0.0.1:8081; a client of localhost is told localhost.
+    let local = read_as("localhost:8081").await;
+    assert_eq!(local.status, StatusCode::OK, "{}", local.body);
+    assert_eq!(
+        local.header("content-location"),
+        "http://localhost:8081/dbs/db"
+    );
+    // A host that is not a loopback name is never echoed: the endpoint stands.
+    let other = read_as("proxy.internal:9000").await;
+    assert_eq!(other.status, StatusCode::OK, "{}", other.body);
+    assert_eq!(
+        other.header("content-location"),
+        "http://127.0.0.1:8081/dbs/db"
+    );
+}
+
+#[tokio::test]
 async fn content_location_keeps_the_path_as_addressed() {
     let server = Server::new();
     server.setup(partitioned()).await;

@@ -1,7 +1,7 @@
 //! Headers and rules the Rust SDK relies on that the other SDKs do not exercise: the server's
 //! time on every response, the session of a 404 point read, the intended container's `_rid`
 //! (400/1024 after the container was deleted and created again), and 1001 on a partial
-//! hierarchical key.
+//! hierarchical key; no substatus on a refused patch, as on the SDK's own refusal.
 
 use super::*;
 
@@ -325,4 +325,41 @@ async fn a_query_naming_a_range_is_scoped_to_it_without_the_cross_partition_head
         assert_eq!(ids, expected, "range {range}");
         assert_eq!(answer.header("x-ms-documentdb-partitionkeyrangeid"), range);
     }
+}
+
+#[tokio::test]
+async fn a_refused_patch_carries_no_substatus_as_the_sdks_own_refusal() {
+    let server = Server::new();
+    server.setup(partitioned()).await;
+    let created = server
+        .create_item(json!({"id": "a", "pk": "p", "name": "before"}))
+        .await;
+    assert_eq!(created.status, StatusCode::CREATED);
+    let doc = ("docs", "dbs/db/colls/c/docs/a");
+    let pk = [("x-ms-documentdb-partitionkey", r#"["p"]"#)];
+    // The three refusals the Rust SDK's test compares with its client-side patch.
+    for operation in [
+        json!({"op": "replace", "path": "/missing/leaf", "value": 1}),
+        json!({"op": "incr", "path": "/name", "value": 1}),
+        json!({"op": "set", "path": "/pk", "value": "moved"}),
+    ] {
+        let refused = server
+            .send(
+                "PATCH",
+                "/dbs/db/colls/c/docs/a",
+                doc,
+                Some(json!({ "operations": [operation] })),
+                &pk,
+            )
+            .await;
+        assert_eq!(refused.status, StatusCode::BAD_REQUEST, "{operation}");
+        assert!(
+            !refused.headers.contains_key("x-ms-substatus"),
+            "{operation}: {:?}",
+            refused.headers.get("x-ms-substatus")
+        );
+    }
+    // Other refusals still say 0.
+    let missing = server.read_item("nope", "p").await;
+    assert_eq!(missing.header("x-ms-substatus"), "0");
 }
