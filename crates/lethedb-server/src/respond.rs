@@ -6,7 +6,7 @@
 use crate::activity::activity_id;
 use crate::json_text::ObjectWriter;
 use crate::routes::ResourcePath;
-use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::http::{header, HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::Response;
 use lethedb_engine::Container;
 use std::time::Duration;
@@ -14,6 +14,15 @@ use std::time::Duration;
 /// The REST API version LetheDB answers as.
 const SCHEMA_VERSION: &str = "1.18";
 const SERVICE_VERSION: &str = "version=2.14.0.0";
+
+/// The names every response carries, made once: a name made from a string is checked and
+/// hashed again at every use, which a profile of point reads found in 4% of their instructions.
+const REQUEST_DURATION: HeaderName = HeaderName::from_static("x-ms-request-duration-ms");
+const ACTIVITY_ID: HeaderName = HeaderName::from_static("x-ms-activity-id");
+const SCHEMA_VERSION_NAME: HeaderName = HeaderName::from_static("x-ms-schemaversion");
+const SERVICE_VERSION_NAME: HeaderName = HeaderName::from_static("x-ms-serviceversion");
+const GATEWAY_VERSION_NAME: HeaderName = HeaderName::from_static("x-ms-gatewayversion");
+const REQUEST_CHARGE: HeaderName = HeaderName::from_static("x-ms-request-charge");
 
 /// A response under construction.
 pub struct Reply {
@@ -182,13 +191,19 @@ impl Reply {
     }
 
     pub fn finish(self) -> Response {
-        let has_body =
-            !self.body.is_empty() && !self.headers.iter().any(|(name, _)| name == "content-type");
+        let has_body = !self.body.is_empty()
+            && !self
+                .headers
+                .iter()
+                .any(|(name, _)| name == header::CONTENT_TYPE);
         let mut response = Response::new(axum::body::Body::from(self.body));
         *response.status_mut() = self.status;
         let headers = response.headers_mut();
         if has_body {
-            headers.insert("content-type", HeaderValue::from_static("application/json"));
+            headers.insert(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/json"),
+            );
         }
         for (name, value) in self.headers {
             // Values come from our own formatting or from validated ids; an unrepresentable one
@@ -208,31 +223,31 @@ pub fn add_common_headers(response: &mut Response, request_headers: &HeaderMap, 
     let headers = response.headers_mut();
     let spent_ms = format!("{:.3}", spent.as_secs_f64() * 1000.0);
     if let Ok(value) = HeaderValue::from_str(&spent_ms) {
-        headers.insert("x-ms-request-duration-ms", value);
+        headers.insert(REQUEST_DURATION, value);
     }
-    if !headers.contains_key("x-ms-activity-id") {
+    if !headers.contains_key(ACTIVITY_ID) {
         let activity = request_headers
-            .get("x-ms-activity-id")
+            .get(ACTIVITY_ID)
             .cloned()
             .or_else(|| HeaderValue::from_str(&activity_id()).ok());
         if let Some(activity) = activity {
-            headers.insert("x-ms-activity-id", activity);
+            headers.insert(ACTIVITY_ID, activity);
         }
     }
     headers.insert(
-        "x-ms-schemaversion",
+        SCHEMA_VERSION_NAME,
         HeaderValue::from_static(SCHEMA_VERSION),
     );
     headers.insert(
-        "x-ms-serviceversion",
+        SERVICE_VERSION_NAME,
         HeaderValue::from_static(SERVICE_VERSION),
     );
     headers.insert(
-        "x-ms-gatewayversion",
+        GATEWAY_VERSION_NAME,
         HeaderValue::from_static(SERVICE_VERSION),
     );
-    if !headers.contains_key("x-ms-request-charge") {
-        headers.insert("x-ms-request-charge", HeaderValue::from_static("0"));
+    if !headers.contains_key(REQUEST_CHARGE) {
+        headers.insert(REQUEST_CHARGE, HeaderValue::from_static("0"));
     }
     crate::header_case::apply(response);
 }
