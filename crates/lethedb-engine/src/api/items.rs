@@ -450,7 +450,7 @@ impl Engine {
             operation(context, current)
         };
         let writer = &self.inner.writer;
-        let shard_local = self.inner.shared && container.writes_stay_in_shards();
+        let shard_local = self.inner.shard_writes && container.writes_stay_in_shards();
         match partition_key.filter(|_| shard_local) {
             Some(key) => {
                 let shard = container.shard_lock(container.shard_of(key));

@@ -98,7 +98,7 @@ impl Engine {
         let pacer = self.inner.clock.pacer();
         let call = pacer.stopwatch();
         let in_shards =
-            self.inner.shared && container.shards > 1 && container.writes_stay_in_shards();
+            self.inner.shard_writes && container.shards > 1 && container.writes_stay_in_shards();
         let purged = if in_shards {
             self.expire_in_shards(container, candidates, &pacer).await?
         } else {

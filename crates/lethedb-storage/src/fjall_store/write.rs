@@ -7,7 +7,7 @@
 //! durable. The pending changes, savepoints and merged reads are the shared `write_txn.rs`.
 
 use super::locks::Held;
-use super::{snapshot_get, snapshot_range, storage_error, FjallStore};
+use super::store::{snapshot_get, snapshot_range, storage_error, FjallStore};
 use crate::api::{KeyRange, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
