@@ -111,9 +111,8 @@ pub struct ServeArgs {
     /// Which durable store keeps the data directory: `redb` (the default: one file, one
     /// writer) or `fjall` (opt-in: an LSM tree whose writes to different partitions commit on
     /// several writer lanes side by side; docs/storage.md). A directory holds one kind; move
-    /// between them by export and import.
-    #[arg(long, env = "LETHEDB_STORE", value_enum, default_value_t = StoreKind::Redb,
-          conflicts_with_all = ["in_memory", "postgres"])]
+    /// between them by export and import. Ignored with --in-memory or --postgres.
+    #[arg(long, env = "LETHEDB_STORE", value_enum, default_value_t = StoreKind::Redb)]
     pub store: StoreKind,
     /// Keep everything in memory (nothing survives a restart).
     #[arg(long, env = "LETHEDB_IN_MEMORY", conflicts_with = "postgres")]
