@@ -100,6 +100,11 @@ class Server:
                 "--data-dir", str(self.data_dir), "--key", self.key]
         if self.tls:
             args.append("--tls")
+        # LETHEDB_E2E_STORE=fjall runs the suite on the opt-in fjall store (docs/storage.md);
+        # the default is the server's own (redb).
+        store = os.environ.get("LETHEDB_E2E_STORE")
+        if store:
+            args += ["--store", store]
         # Every query page that the index serves is run again as a scan and compared (issue 26's
         # shadow mode): a difference fails the request, and so the test that sent it.
         args.append("--query-verify")
