@@ -163,6 +163,8 @@ async fn measure(
             summary,
             peak_rss_bytes,
             writes_per_commit,
+            // The store's writes are PostgreSQL's, in other processes.
+            bytes_written_per_write: None,
         },
         load_per_sec,
         cost,

@@ -22,6 +22,10 @@ pub struct Measured {
     pub peak_rss_bytes: u64,
     /// Writes per durable commit over the server's life, from LetheDB's `/_lethedb/stats`.
     pub writes_per_commit: Option<f64>,
+    /// Bytes the server process wrote to storage (`write_bytes` of `/proc/PID/io`) over its
+    /// life, per write it committed: the preload's and the warmup's too, and not what a store
+    /// still holds only in memory (fjall's memtables, already in its journal) when it stops.
+    pub bytes_written_per_write: Option<f64>,
 }
 
 /// One line of the main table.
@@ -177,6 +181,9 @@ fn workload_table(out: &mut String, report: &Report, peer: bool) {
             // Point reads write nothing themselves: their servers' commits were the preload's.
             if !row.workload.starts_with("point-read") {
                 let _ = write!(note, "; LetheDB {per_commit:.1} writes per commit");
+                if let Some(bytes) = row.lethedb.as_ref().and_then(|m| m.bytes_written_per_write) {
+                    let _ = write!(note, ", {bytes:.0} bytes written per write");
+                }
             }
         }
         for (who, measured) in [("LetheDB", &row.lethedb), ("peer", &row.peer)] {
@@ -418,7 +425,7 @@ fn throughput_server_table(out: &mut String, t: &Value) {
 pub fn to_json(report: &Report, config: &CompareConfig, peer: bool, launch: &Launch) -> Value {
     let measured = |m: &Option<Measured>| {
         m.as_ref().map(|m| {
-            json!({"summary": m.summary.to_json(), "peak_rss_mb": round(mb(m.peak_rss_bytes), 1), "writes_per_commit": m.writes_per_commit.map(|w| round(w, 2))})
+            json!({"summary": m.summary.to_json(), "peak_rss_mb": round(mb(m.peak_rss_bytes), 1), "writes_per_commit": m.writes_per_commit.map(|w| round(w, 2)), "bytes_written_per_write": m.bytes_written_per_write.map(|b| round(b, 0))})
         })
     };
     json!({

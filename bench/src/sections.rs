@@ -409,24 +409,36 @@ async fn measure(
     }
     .await;
     let memory = server.memory();
-    let writes_per_commit = if kind == Kind::LetheDb {
-        writes_per_commit(&server.endpoint).await
+    let (writes_per_commit, bytes_written_per_write) = if kind == Kind::LetheDb {
+        writer_figures(&server.endpoint, server.child.id()).await
     } else {
-        None
+        (None, None)
     };
     server.stop()?;
     Ok(Measured {
         summary: outcome?,
         peak_rss_bytes: memory.peak_rss_bytes,
         writes_per_commit,
+        bytes_written_per_write,
     })
 }
 
-/// LetheDB's average group-commit size, if its stats route answers.
-async fn writes_per_commit(endpoint: &Arc<Endpoint>) -> Option<f64> {
+/// LetheDB's average group-commit size and the bytes its process wrote per write committed,
+/// over its life, if its stats route answers.
+async fn writer_figures(endpoint: &Arc<Endpoint>, pid: u32) -> (Option<f64>, Option<f64>) {
     let mut client = Client::new(Arc::clone(endpoint));
-    let stats = get_json(&mut client, "/_lethedb/stats").await.ok()?;
-    let operations = stats["writer"]["operations"].as_f64()?;
-    let commits = stats["writer"]["commits"].as_f64()?;
-    (commits > 0.0).then(|| operations / commits)
+    let Ok(stats) = get_json(&mut client, "/_lethedb/stats").await else {
+        return (None, None);
+    };
+    let (Some(operations), Some(commits)) = (
+        stats["writer"]["operations"].as_f64(),
+        stats["writer"]["commits"].as_f64(),
+    ) else {
+        return (None, None);
+    };
+    let per_commit = (commits > 0.0).then(|| operations / commits);
+    let per_write = crate::servers::bytes_written(pid)
+        .filter(|_| operations > 0.0)
+        .map(|bytes| bytes as f64 / operations);
+    (per_commit, per_write)
 }
