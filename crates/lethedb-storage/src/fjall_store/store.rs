@@ -53,10 +53,18 @@ pub struct FjallStore {
     fail_syncs: AtomicBool,
 }
 
+/// What fjall's own poison means when this store's flag was not set: one of fjall's background
+/// writes failed (it logs which), and it refuses every batch since.
+const BACKGROUND_FAILURE: &str = "the store failed a write of its own earlier (a memtable flush, \
+    a blob file or a compaction; a full disk is the usual cause, the log says which) and \
+    refuses every write since";
+
 /// Maps a fjall error onto the storage layer's.
 pub(super) fn storage_error(error: fjall::Error) -> StorageError {
     match error {
-        fjall::Error::Poisoned => StorageError::Poisoned,
+        // Not `StorageError::Poisoned`, which says a commit of ours failed: the cause here is
+        // elsewhere, and the 503 that reports it should say so.
+        fjall::Error::Poisoned => StorageError::Io(BACKGROUND_FAILURE.into()),
         fjall::Error::JournalRecovery(_)
         | fjall::Error::InvalidTrailer
         | fjall::Error::InvalidTag(_)
