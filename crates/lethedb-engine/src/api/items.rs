@@ -429,9 +429,9 @@ fn container_in_shards(
 
 impl Engine {
     /// Queues an item operation on `container`: under the lock of the shard of
-    /// `partition_key` alone when the store is shared, the key is known and the container's
-    /// writes stay in their shards (so writes to other shards, from any process, commit beside
-    /// it), else under the store's. `operation` gets the container as the writer reads it again
+    /// `partition_key` alone when the store commits shards side by side (PostgreSQL, fjall), the
+    /// key is known and the container's writes stay in their shards (so writes to other shards,
+    /// from any lane or process, commit beside it), else under the store's. `operation` gets the container as the writer reads it again
     /// ([`container_in_shards`]).
     async fn write_in_partition<T, F>(
         &self,

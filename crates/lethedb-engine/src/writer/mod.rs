@@ -1,5 +1,6 @@
 //! The writer: one thread (a lane) applies every mutation, many requests per durable commit;
-//! on a shared store, a few lanes, one per run of shards (`lanes.rs`).
+//! on a store that commits shards side by side (PostgreSQL, fjall), a few lanes, one per run
+//! of shards (`lanes.rs`).
 //!
 //! Requests queue jobs on a bounded channel ([`WRITER_QUEUE_JOBS_MAX`] by default); when it is
 //! full a write is refused at once with `WriterBusy` (the server answers 429 and the SDKs retry)
@@ -77,9 +78,9 @@ impl Writer {
             .store(retention_ms.max(60_000), Ordering::Relaxed);
     }
 
-    /// Starts the writer's lanes (one, or `lanes_configured` on a store that commits shards side by side;
-    /// `None`: the store's default, see `lanes.rs`), each with
-    /// room for `queue_jobs_max` waiting jobs. `on_catalog_change` runs after a commit that
+    /// Starts the writer's lanes (one, or `lanes_configured` on a store that commits shards
+    /// side by side; `None`: the store's default, see `lanes.rs`), each with room for
+    /// `queue_jobs_max` waiting jobs. `on_catalog_change` runs after a commit that
     /// changed the catalog. `store_offset_ms` is where the writer leaves the store's clock minus
     /// `clock`, when the store keeps the time (see `Engine::now_ms`). The handle returned ends
     /// when every lane has.
