@@ -34,6 +34,13 @@ START_ATTEMPTS_MAX = 3
 _LIVE: "set[Server]" = set()
 
 
+def store_args() -> list[str]:
+    """`--store` as LETHEDB_E2E_STORE names it (`fjall`: the opt-in store), for `serve` and for
+    the commands that open a data directory themselves (`export`, `import`); none by default."""
+    store = os.environ.get("LETHEDB_E2E_STORE")
+    return ["--store", store] if store else []
+
+
 def binary_path() -> Path:
     """The binary under test: $LETHEDB_BIN, or the workspace's debug build."""
     configured = os.environ.get("LETHEDB_BIN")
@@ -102,9 +109,7 @@ class Server:
             args.append("--tls")
         # LETHEDB_E2E_STORE=fjall runs the suite on the opt-in fjall store (docs/storage.md);
         # the default is the server's own (redb).
-        store = os.environ.get("LETHEDB_E2E_STORE")
-        if store:
-            args += ["--store", store]
+        args += store_args()
         # Every query page that the index serves is run again as a scan and compared (issue 26's
         # shadow mode): a difference fails the request, and so the test that sent it.
         args.append("--query-verify")
