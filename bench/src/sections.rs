@@ -431,7 +431,7 @@ async fn measure(
     })
 }
 
-/// LetheDB's average group-commit size, if its stats route answers.
+/// LetheDB's average group-commit size over its life, if its stats route answers.
 async fn writes_per_commit(endpoint: &Arc<Endpoint>) -> Option<f64> {
     let mut client = Client::new(Arc::clone(endpoint));
     let stats = get_json(&mut client, "/_lethedb/stats").await.ok()?;

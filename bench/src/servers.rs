@@ -241,6 +241,15 @@ pub struct Memory {
     pub rss_bytes: u64,
 }
 
+/// The bytes process `pid` has caused to be written to storage (`write_bytes` in
+/// `/proc/PID/io`), if the kernel says.
+pub fn bytes_written(pid: u32) -> Option<u64> {
+    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    io.lines()
+        .find_map(|line| line.strip_prefix("write_bytes:"))
+        .and_then(|rest| rest.trim().parse().ok())
+}
+
 pub fn memory(pid: u32) -> Memory {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
     let field = |name: &str| {

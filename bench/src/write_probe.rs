@@ -9,7 +9,7 @@
 
 use crate::cosmos::{Client, Endpoint};
 use crate::server_snapshot::get_json;
-use crate::servers::memory;
+use crate::servers::{bytes_written, memory};
 use serde_json::{json, Value};
 use std::sync::Arc;
 use std::time::Instant;
@@ -33,14 +33,6 @@ pub struct WriteFigures {
     pub rss_bytes_per_write: f64,
 }
 
-/// `write_bytes` of `/proc/PID/io`.
-fn written_bytes(pid: u32) -> Option<u64> {
-    let io = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
-    io.lines()
-        .find_map(|line| line.strip_prefix("write_bytes:"))
-        .and_then(|value| value.trim().parse().ok())
-}
-
 impl WriteProbe {
     /// Reads the counters of the server `pid`, and its writer's through `endpoint` when it is
     /// LetheDB.
@@ -60,7 +52,7 @@ impl WriteProbe {
         WriteProbe {
             at: Instant::now(),
             writer,
-            write_bytes: written_bytes(pid),
+            write_bytes: bytes_written(pid),
             rss_bytes: memory(pid).rss_bytes,
         }
     }
@@ -161,6 +153,6 @@ mod tests {
 
     #[test]
     fn write_bytes_are_read_from_proc() {
-        assert!(written_bytes(std::process::id()).is_some());
+        assert!(bytes_written(std::process::id()).is_some());
     }
 }

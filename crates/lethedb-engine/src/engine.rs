@@ -12,9 +12,7 @@ use crate::items::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
 use crate::search::VectorStores;
 use crate::throughput::Budgets;
 use crate::ttl::sweep_stats::{SweepRegistry, SweeperConfig};
-use crate::writer::{
-    Writer, WRITER_LANES_SHARED_DEFAULT, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT,
-};
+use crate::writer::{Writer, WRITER_QUEUE_JOBS_MAX, WRITE_BATCH_MAX_DEFAULT};
 use lethedb_storage::{ReadTxn, Storage};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
@@ -35,9 +33,10 @@ pub struct EngineConfig {
     pub write_batch_max: usize,
     /// The most writes that may wait for the writer before more are refused (429).
     pub writer_queue_jobs_max: usize,
-    /// How many lanes the writer runs on a shared store (`writer/lanes.rs`); a store with one
-    /// writer always has one.
-    pub writer_lanes: usize,
+    /// How many lanes the writer runs on a store whose transactions of disjoint shards commit
+    /// side by side (`writer/lanes.rs`); `None`: the store's default (one on PostgreSQL, one
+    /// per core on fjall). A store with one writer always has one.
+    pub writer_lanes: Option<usize>,
     pub sweeper: SweeperConfig,
     /// RU/s for containers with no throughput of their own or shared; `None`: unlimited.
     pub default_throughput_ru: Option<u32>,
@@ -72,7 +71,7 @@ impl EngineConfig {
             wire_status,
             write_batch_max: WRITE_BATCH_MAX_DEFAULT,
             writer_queue_jobs_max: WRITER_QUEUE_JOBS_MAX,
-            writer_lanes: WRITER_LANES_SHARED_DEFAULT,
+            writer_lanes: None,
             sweeper: SweeperConfig::default(),
             default_throughput_ru: None,
             rate_limit: true,
@@ -169,6 +168,10 @@ pub(crate) struct Inner {
     pub(crate) store: Arc<dyn Storage>,
     /// Whether other processes write to the store too (see [`Storage::is_shared`]).
     pub(crate) shared: bool,
+    /// Whether the store commits transactions of disjoint shards side by side (see
+    /// [`Storage::concurrent_shard_writes`]): then a write that stays in its shards is queued
+    /// as such, for its shards' lane and locks.
+    pub(crate) shard_writes: bool,
     pub(crate) clock: Arc<dyn Clock>,
     /// The store's clock minus this engine's, as the last transaction on a shared store read
     /// it (0 otherwise): [`Engine::now_ms`] outside a transaction follows the store's clock.

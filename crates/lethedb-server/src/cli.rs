@@ -35,6 +35,17 @@ pub enum Command {
     Snapshot(SnapshotArgs),
 }
 
+/// Which durable store a data directory holds (`--store`): redb unless told otherwise.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum StoreKind {
+    /// One redb file (`lethedb.redb`): one writer, copy-on-write B-trees. The default.
+    #[default]
+    Redb,
+    /// A fjall LSM tree (the folder `lethedb.fjall`): writes to different partitions commit
+    /// on several writer lanes side by side (`--writer-lanes`; docs/storage.md). Opt-in.
+    Fjall,
+}
+
 #[derive(Args, Debug, Clone)]
 pub struct SnapshotArgs {
     /// Directory of the durable store (it must not be open in a running server).
@@ -62,6 +73,9 @@ pub struct ImportArgs {
     /// running server).
     #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
     pub data_dir: PathBuf,
+    /// Which durable store the data directory holds (or gets): redb or fjall.
+    #[arg(long, env = "LETHEDB_STORE", value_enum, default_value_t = StoreKind::Redb)]
+    pub store: StoreKind,
     /// Write into this PostgreSQL store instead of the data directory.
     #[arg(long, env = "LETHEDB_POSTGRES", hide_env_values = true)]
     pub postgres: Option<String>,
@@ -75,6 +89,9 @@ pub struct ExportArgs {
     /// Directory of the durable store to read (it must not be open in a running server).
     #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
     pub data_dir: PathBuf,
+    /// Which durable store the data directory holds: redb or fjall.
+    #[arg(long, env = "LETHEDB_STORE", value_enum, default_value_t = StoreKind::Redb)]
+    pub store: StoreKind,
     /// Read this PostgreSQL store instead of the data directory.
     #[arg(long, env = "LETHEDB_POSTGRES", hide_env_values = true)]
     pub postgres: Option<String>,
@@ -91,6 +108,12 @@ pub struct ServeArgs {
     /// Directory of the durable store.
     #[arg(long, env = "LETHEDB_DATA_DIR", default_value = "./lethedb-data")]
     pub data_dir: PathBuf,
+    /// Which durable store keeps the data directory: `redb` (the default: one file, one
+    /// writer) or `fjall` (opt-in: an LSM tree whose writes to different partitions commit on
+    /// several writer lanes side by side; docs/storage.md). A directory holds one kind; move
+    /// between them by export and import. Ignored with --in-memory or --postgres.
+    #[arg(long, env = "LETHEDB_STORE", value_enum, default_value_t = StoreKind::Redb)]
+    pub store: StoreKind,
     /// Keep everything in memory (nothing survives a restart).
     #[arg(long, env = "LETHEDB_IN_MEMORY", conflicts_with = "postgres")]
     pub in_memory: bool,
@@ -146,12 +169,12 @@ pub struct ServeArgs {
     /// The most writes one durable commit carries (1 turns group commit off).
     #[arg(long, env = "LETHEDB_WRITE_BATCH_MAX", default_value_t = 512)]
     pub write_batch_max: usize,
-    /// With --postgres: how many write transactions this process keeps in flight at once, each
-    /// for its own shards (docs/scale-out.md); more help where commits wait on the disk or the
-    /// network rather than on the CPU.
-    #[arg(long, env = "LETHEDB_WRITER_LANES", default_value_t = 1,
+    /// With --postgres or --store fjall: how many write transactions this process keeps in
+    /// flight at once, each for its own shards (docs/scale-out.md, docs/storage.md). Default:
+    /// 1 on PostgreSQL, one per core on fjall; redb and --in-memory always have one.
+    #[arg(long, env = "LETHEDB_WRITER_LANES",
           value_parser = clap::value_parser!(u16).range(1..=64))]
-    pub writer_lanes: u16,
+    pub writer_lanes: Option<u16>,
     /// With --postgres, for a store this process creates: hash-partition its per-item tables
     /// by bucket into this many partitions (0: plain tables; docs/scale-out.md). A store
     /// created earlier keeps its layout.

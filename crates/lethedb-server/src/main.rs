@@ -8,7 +8,7 @@ use lethedb_auth::MasterKey;
 use lethedb_engine::SweeperHandle;
 use lethedb_engine::{Clock, Engine, EngineConfig, OffsetClock, SystemClock};
 use lethedb_server::cli::{
-    Cli, Command, ExportArgs, ImportArgs, ServeArgs, SnapshotAction, SnapshotArgs,
+    Cli, Command, ExportArgs, ImportArgs, ServeArgs, SnapshotAction, SnapshotArgs, StoreKind,
 };
 use lethedb_server::faults::Faults;
 use lethedb_server::listen::{self, limit_slow_clients, FirstByte};
@@ -18,7 +18,7 @@ use lethedb_server::tls::{self, TlsMaterial};
 use lethedb_server::{
     app, metrics_router, probe_router, secrets, wire_status, AppState, Endpoint, MetricsRoute,
 };
-use lethedb_storage::{MemoryStore, PgOptions, PgStore, RedbStore, Storage};
+use lethedb_storage::{FjallStore, MemoryStore, PgOptions, PgStore, RedbStore, Storage};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +30,8 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The file of the durable store inside the data directory.
 const STORE_FILE: &str = "lethedb.redb";
+/// The folder of the fjall store (`--store fjall`) inside the data directory.
+const FJALL_DIR: &str = "lethedb.fjall";
 /// How long open requests may finish after SIGINT or SIGTERM.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
@@ -96,17 +98,50 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
         return Ok((Arc::new(store), name));
     }
     create_data_dir(args)?;
-    let store = RedbStore::open_with_cache(
-        &args.data_dir.join(STORE_FILE),
-        args.cache_mb.saturating_mul(1024 * 1024),
-    )
-    .context("cannot open the store")?;
-    Ok((Arc::new(store), args.data_dir.display().to_string()))
+    let store =
+        open_durable(&args.data_dir, args.store, args.cache_mb).context("cannot open the store")?;
+    Ok((store, args.data_dir.display().to_string()))
+}
+
+/// Opens (or creates) the durable store of `kind` in `data_dir`, with `cache_mb` of memory for
+/// its cache. A directory that holds only the other kind is refused rather than given an
+/// empty store beside it: a forgotten `--store` must not look like lost data.
+fn open_durable(
+    data_dir: &std::path::Path,
+    kind: StoreKind,
+    cache_mb: usize,
+) -> anyhow::Result<Arc<dyn Storage>> {
+    let (file, folder) = (data_dir.join(STORE_FILE), data_dir.join(FJALL_DIR));
+    let cache_bytes = cache_mb.saturating_mul(1024 * 1024);
+    let refuse = |holds: &str, flag: &str| {
+        anyhow::anyhow!(
+            "{} holds a {holds} store and no other: start with --store {flag} \
+             (move a store between kinds with `lethedb export` and `lethedb import`)",
+            data_dir.display()
+        )
+    };
+    match kind {
+        StoreKind::Redb => {
+            if folder.exists() && !file.exists() {
+                return Err(refuse("fjall", "fjall"));
+            }
+            Ok(Arc::new(RedbStore::open_with_cache(&file, cache_bytes)?))
+        }
+        StoreKind::Fjall => {
+            if file.exists() && !folder.exists() {
+                return Err(refuse("redb", "redb"));
+            }
+            Ok(Arc::new(FjallStore::open_with_memory(
+                &folder,
+                cache_bytes as u64,
+            )?))
+        }
+    }
 }
 
 /// `lethedb export`: opens the store (never creating one) and writes its seed folder.
 fn export(args: &ExportArgs) -> anyhow::Result<()> {
-    let store = offline_store(&args.data_dir, args.postgres.as_deref(), false)?;
+    let store = offline_store(&args.data_dir, args.store, args.postgres.as_deref(), false)?;
     let exported = with_offline_engine(store, |engine| async move {
         lethedb_server::export::export(&engine, &args.out).await
     })?;
@@ -115,25 +150,33 @@ fn export(args: &ExportArgs) -> anyhow::Result<()> {
 }
 
 /// The store a command that serves nothing works on: PostgreSQL, else the data directory's
-/// file (created when `create`, else it must exist), which no running server may hold.
+/// store of `kind` (created when `create`, else it must exist), which no running server may
+/// hold.
 fn offline_store(
     data_dir: &std::path::Path,
+    kind: StoreKind,
     postgres: Option<&str>,
     create: bool,
 ) -> anyhow::Result<Arc<dyn Storage>> {
     if let Some(url) = postgres {
         return Ok(Arc::new(open_postgres(url, 0)?));
     }
-    let file = data_dir.join(STORE_FILE);
+    let path = data_dir.join(match kind {
+        StoreKind::Redb => STORE_FILE,
+        StoreKind::Fjall => FJALL_DIR,
+    });
     if create {
         std::fs::create_dir_all(data_dir)
             .with_context(|| format!("cannot create {}", data_dir.display()))?;
     } else {
-        anyhow::ensure!(file.is_file(), "there is no store at {}", file.display());
+        anyhow::ensure!(path.exists(), "there is no store at {}", path.display());
     }
-    Ok(Arc::new(RedbStore::open(&file).context(
-        "cannot open the store (is a server using it?)",
-    )?))
+    open_durable(
+        data_dir,
+        kind,
+        lethedb_storage::CACHE_BYTES_DEFAULT / (1024 * 1024),
+    )
+    .context("cannot open the store (is a server using it?)")
 }
 
 /// Runs `work` on an engine over `store` and closes the engine, whatever `work` answered.
@@ -155,7 +198,7 @@ where
 /// engine, as `serve --seed` applies it, each item keeping the instant it was last modified.
 fn import(args: &ImportArgs) -> anyhow::Result<()> {
     let seed = Seed::load(&args.from)?;
-    let store = offline_store(&args.data_dir, args.postgres.as_deref(), true)?;
+    let store = offline_store(&args.data_dir, args.store, args.postgres.as_deref(), true)?;
     let imported = with_offline_engine(store, |engine| async move { seed.apply(&engine).await })?;
     println!("{}", serde_json::to_string(&imported)?);
     Ok(())
@@ -191,7 +234,7 @@ fn snapshot(args: &SnapshotArgs) -> anyhow::Result<()> {
 fn engine_config(args: &ServeArgs) -> EngineConfig {
     EngineConfig {
         write_batch_max: args.write_batch_max,
-        writer_lanes: usize::from(args.writer_lanes),
+        writer_lanes: args.writer_lanes.map(usize::from),
         default_throughput_ru: args.default_throughput,
         rate_limit: !args.no_rate_limit,
         document_cache_bytes: args.document_cache_mb.saturating_mul(1024 * 1024),

@@ -238,8 +238,8 @@ pub trait Storage: Send + Sync + 'static {
     /// [`Storage::write_reading`] for a transaction that writes only within the shards whose
     /// lock keys are `shards` (the engine's: one per shard of a container, see its
     /// `partitions/shards.rs`): a shared store takes only their locks, so transactions of
-    /// disjoint shards, from any process, commit side by side; a store with one writer ignores
-    /// them. The caller promises to write nothing another shard's transaction may write.
+    /// disjoint shards, from any process, commit side by side (the fjall store does the same
+    /// within its process); a store with one writer ignores them. The caller promises to write nothing another shard's transaction may write.
     fn write_reading_shards(
         &self,
         shards: &[u64],
@@ -265,6 +265,15 @@ pub trait Storage: Send + Sync + 'static {
     fn is_shared(&self) -> bool {
         false
     }
+    /// Whether write transactions of disjoint shards ([`Storage::write_reading_shards`]) run
+    /// and commit side by side here, so a writer gains from keeping several in flight (its
+    /// lanes): a shared store's (PostgreSQL) do, across processes; the fjall store's do within
+    /// its process. A store with one writer (redb, memory) says no. A write transaction of
+    /// such a store reports the catalog epoch ([`ReadTxn::catalog_epoch`]), so that a lane can
+    /// tell that another changed the catalog.
+    fn concurrent_shard_writes(&self) -> bool {
+        self.is_shared()
+    }
     /// One consistent look at a few keys (their values, with the store's clock and catalog
     /// epoch at that instant) and no snapshot to read on afterwards: a shared store answers
     /// it with one statement, one round trip, no transaction. A point read needs no more.
@@ -284,7 +293,8 @@ pub trait Storage: Send + Sync + 'static {
         let _ = keys;
         None
     }
-    /// Which backend this is, as a status page names it (`redb`, `memory`, `postgresql`).
+    /// Which backend this is, as a status page names it (`redb`, `fjall`, `memory`,
+    /// `postgresql`).
     fn kind(&self) -> &'static str;
     /// Named snapshots of the whole store, where the backend keeps them.
     fn snapshots(&self) -> Option<&dyn Snapshots> {

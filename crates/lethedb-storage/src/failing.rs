@@ -117,6 +117,10 @@ impl<S: Storage> Storage for FailingStore<S> {
         self.inner.is_shared()
     }
 
+    fn concurrent_shard_writes(&self) -> bool {
+        self.inner.concurrent_shard_writes()
+    }
+
     fn kind(&self) -> &'static str {
         self.inner.kind()
     }

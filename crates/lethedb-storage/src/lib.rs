@@ -5,11 +5,12 @@
 //! one write transaction at a time ([`WriteTxn`]) that becomes durable, whole, when
 //! [`WriteTxn::commit`] returns. A write transaction can take savepoints and roll back to them,
 //! so an operation that fails leaves the transaction as it found it. The backends are
-//! [`RedbStore`] (durable, the default), [`PgStore`] (PostgreSQL, shared by several processes)
-//! and [`MemoryStore`] (a throwaway store for tests and `--in-memory`); [`FailingStore`] wraps
+//! [`RedbStore`] (durable, the default), [`FjallStore`] (durable, an LSM tree whose write
+//! transactions of disjoint shards commit side by side), [`PgStore`] (PostgreSQL, shared by
+//! several processes) and [`MemoryStore`] (a throwaway store for tests and `--in-memory`); [`FailingStore`] wraps
 //! any of them to inject failures in tests.
 //!
-//! One process owns a redb store: it refuses a second opener with [`StorageError::AlreadyOpen`].
+//! One process owns a redb or fjall store: it refuses a second opener with [`StorageError::AlreadyOpen`].
 //! A PostgreSQL store is shared: its transactions carry the store's clock and catalog epoch
 //! ([`ReadTxn::store_now_ms`], [`ReadTxn::catalog_epoch`]) so that its processes agree.
 //!
@@ -19,6 +20,7 @@
 mod api;
 mod distribution;
 mod failing;
+mod fjall_store;
 mod memory;
 mod overlay;
 mod postgres;
@@ -32,6 +34,7 @@ pub use api::{
 };
 pub use distribution::{range_within, Distribution, OneBucket};
 pub use failing::{FailingStore, FaultPlan};
+pub use fjall_store::{FjallStore, FJALL_MEMORY_BYTES_DEFAULT};
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore, POSTGRES_SCHEMA_DEFAULT};
 pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};

@@ -34,6 +34,13 @@ START_ATTEMPTS_MAX = 3
 _LIVE: "set[Server]" = set()
 
 
+def store_args() -> list[str]:
+    """`--store` as LETHEDB_E2E_STORE names it (`fjall`: the opt-in store), for `serve` and for
+    the commands that open a data directory themselves (`export`, `import`); none by default."""
+    store = os.environ.get("LETHEDB_E2E_STORE")
+    return ["--store", store] if store else []
+
+
 def binary_path() -> Path:
     """The binary under test: $LETHEDB_BIN, or the workspace's debug build."""
     configured = os.environ.get("LETHEDB_BIN")
@@ -100,6 +107,9 @@ class Server:
                 "--data-dir", str(self.data_dir), "--key", self.key]
         if self.tls:
             args.append("--tls")
+        # LETHEDB_E2E_STORE=fjall runs the suite on the opt-in fjall store (docs/storage.md);
+        # the default is the server's own (redb).
+        args += store_args()
         # Every query page that the index serves is run again as a scan and compared (issue 26's
         # shadow mode): a difference fails the request, and so the test that sent it.
         args.append("--query-verify")

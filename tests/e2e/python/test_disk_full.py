@@ -7,6 +7,7 @@ Mounting needs root (CI runs as root); elsewhere the test is skipped and says wh
 
 from __future__ import annotations
 
+import base64
 import os
 import shutil
 import subprocess
@@ -41,8 +42,10 @@ def test_a_full_disk_refuses_writes_keeps_reads_and_loses_nothing(start_server, 
     acknowledged = []
     refusal = None
     for i in range(1000):
+        # Random text: a store that compresses (fjall's journal and blobs do) must fill too.
+        pad = base64.b64encode(os.urandom(75_000)).decode()
         try:
-            container.create_item({"id": f"i{i}", "pk": "p", "pad": "x" * 100_000})
+            container.create_item({"id": f"i{i}", "pk": "p", "pad": pad})
             acknowledged.append(f"i{i}")
         except exceptions.CosmosHttpResponseError as error:
             refusal = error
@@ -50,7 +53,11 @@ def test_a_full_disk_refuses_writes_keeps_reads_and_loses_nothing(start_server, 
     assert refusal is not None, "the disk never filled"
     assert acknowledged, "nothing was written before the disk filled"
     assert refusal.status_code == 503
-    assert "No space left on device" in str(refusal)
+    # The fjall store may meet the full disk in a background flush rather than in the commit;
+    # it then names that, and its log says "No space left on device".
+    assert "No space left on device" in str(refusal) or (
+        os.environ.get("LETHEDB_E2E_STORE") == "fjall" and "a write of its own" in str(refusal)
+    ), str(refusal)
     # Nothing more is acknowledged, however small.
     with pytest.raises(exceptions.CosmosHttpResponseError) as again:
         container.create_item({"id": "small", "pk": "p"})

@@ -10,7 +10,7 @@ from azure.cosmos import PartitionKey
 from azure.cosmos.exceptions import CosmosResourceNotFoundError
 
 from conftest import make_client
-from lethedb_server import binary_path
+from lethedb_server import binary_path, store_args
 from signed_http import RawClient
 
 SEED = {"databases": [{"id": "shop", "containers": [{
@@ -92,7 +92,7 @@ def test_an_export_is_a_seed_that_imports_the_same_data(tmp_path, start_server):
     source.stop()
 
     out = tmp_path / "export"
-    finished = subprocess.run([str(binary_path()), "export", "--data-dir", str(data_dir), "--out", str(out)],
+    finished = subprocess.run([str(binary_path()), "export", *store_args(), "--data-dir", str(data_dir), "--out", str(out)],
                               capture_output=True, text=True, timeout=60)
     assert finished.returncode == 0, finished.stderr
     assert json.loads(finished.stdout) == {"databases": 1, "containers": 2, "items": 25}
@@ -120,13 +120,13 @@ def test_an_import_keeps_each_items_ts_and_the_instant_its_ttl_ends(tmp_path, st
     plain = container.create_item({"id": "plain", "pk": "p"})
     source.stop()
     out = tmp_path / "export"
-    finished = subprocess.run([str(binary_path()), "export", "--data-dir", str(data_dir), "--out", str(out)],
+    finished = subprocess.run([str(binary_path()), "export", *store_args(), "--data-dir", str(data_dir), "--out", str(out)],
                               capture_output=True, text=True, timeout=60)
     assert finished.returncode == 0, finished.stderr
     # Past the short item's end: the import must not bring it back.
     time.sleep(max(0.0, short["_ts"] + 3 + 1.1 - time.time()))
     target = tmp_path / "target" / "data"
-    finished = subprocess.run([str(binary_path()), "import", "--data-dir", str(target), "--from", str(out)],
+    finished = subprocess.run([str(binary_path()), "import", *store_args(), "--data-dir", str(target), "--from", str(out)],
                               capture_output=True, text=True, timeout=60)
     assert finished.returncode == 0, finished.stderr
     assert json.loads(finished.stdout) == {"databases": 1, "containers": 1, "items": 2}

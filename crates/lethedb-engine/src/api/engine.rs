@@ -50,6 +50,7 @@ impl Engine {
             inner: Arc::new(Inner {
                 writer_thread: std::sync::Mutex::new(Some(thread)),
                 shared: store.is_shared(),
+                shard_writes: store.concurrent_shard_writes(),
                 store,
                 store_offset_ms,
                 clock,

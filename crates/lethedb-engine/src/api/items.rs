@@ -455,9 +455,9 @@ fn container_in_shards(
 
 impl Engine {
     /// Queues an item operation on `container`: under the lock of the shard of
-    /// `partition_key` alone when the store is shared, the key is known and the container's
-    /// writes stay in their shards (so writes to other shards, from any process, commit beside
-    /// it), else under the store's. `operation` gets the container as the writer reads it again
+    /// `partition_key` alone when the store commits shards side by side (PostgreSQL, fjall), the
+    /// key is known and the container's writes stay in their shards (so writes to other shards,
+    /// from any lane or process, commit beside it), else under the store's. `operation` gets the container as the writer reads it again
     /// ([`container_in_shards`]).
     async fn write_in_partition<T, F>(
         &self,
@@ -494,7 +494,7 @@ impl Engine {
             operation(context, current)
         };
         let writer = &self.inner.writer;
-        let shard_local = self.inner.shared && container.writes_stay_in_shards();
+        let shard_local = self.inner.shard_writes && container.writes_stay_in_shards();
         match partition_keys.filter(|keys| shard_local && !keys.is_empty()) {
             Some(keys) => {
                 let mut shards: Vec<u64> = keys

@@ -120,7 +120,7 @@ impl Engine {
         container: &Arc<Container>,
         plans: Vec<ShardPlan>,
     ) -> EngineResult<bool> {
-        if !(self.inner.shared && container.shards > 1) {
+        if !(self.inner.shard_writes && container.shards > 1) {
             let resolved = Arc::clone(container);
             return self
                 .inner

@@ -191,9 +191,10 @@ impl Engine {
         let engine = self.clone();
         tokio::runtime::Handle::current().block_on(async move {
             let writer = &engine.inner.writer;
-            // A script writes one logical partition: on a shared store, under its shard's lock
-            // alone (`commit::apply` refuses a container that has other shards since).
-            if let Some(shard) = plan.shard_lock.filter(|_| engine.inner.shared) {
+            // A script writes one logical partition: on a store that commits shards side by
+            // side, under its shard's lock alone (`commit::apply` refuses a container that has
+            // other shards since).
+            if let Some(shard) = plan.shard_lock.filter(|_| engine.inner.shard_writes) {
                 let shards = vec![shard];
                 writer
                     .write_in_shards(shards, Vec::new(), move |context| {

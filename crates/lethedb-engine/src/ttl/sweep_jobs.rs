@@ -1,6 +1,7 @@
 //! The sweeper's delete jobs: a chosen batch of expired entries handed to the writer, in one
-//! job that may write anything (under the store's lock on a shared store), or, on a shared
-//! store, in jobs that each lock only the shards of their items, one after another on each of
+//! job that may write anything (under the store's lock on a shared store), or, on a store
+//! that commits shards side by side (PostgreSQL, fjall), in jobs that each lock only the
+//! shards of their items, one after another on each of
 //! the writer's lanes, so that a mass expiry holds back a write to another partition for at
 //! most one small job of that partition's shard, and writes to other containers not at all,
 //! on any process.
@@ -80,8 +81,8 @@ fn joined_purge(
 }
 
 impl Engine {
-    /// Deletes the chosen entries: how many it deleted and the RUs it spent. On a shared store,
-    /// a container of several shards whose writes stay in their shards is purged shard by
+    /// Deletes the chosen entries: how many it deleted and the RUs it spent. On a store that
+    /// commits shards side by side, a container of several shards whose writes stay in their shards is purged shard by
     /// shard, each job under its shard's lock alone, so a mass expiry never holds back writes
     /// to other shards or containers on any process; any other container in one job under the
     /// store's lock.
@@ -98,7 +99,7 @@ impl Engine {
         let pacer = self.inner.clock.pacer();
         let call = pacer.stopwatch();
         let in_shards =
-            self.inner.shared && container.shards > 1 && container.writes_stay_in_shards();
+            self.inner.shard_writes && container.shards > 1 && container.writes_stay_in_shards();
         let purged = if in_shards {
             self.expire_in_shards(container, candidates, &pacer).await?
         } else {

@@ -2,14 +2,19 @@
 //! queue.
 //!
 //! A store with one writer (redb, memory) gets one lane: every job goes through it in order,
-//! as the module's documentation says. A shared store (PostgreSQL) gets as many as configured
-//! ([`WRITER_LANES_SHARED_DEFAULT`]): a job that writes only within some shards
+//! as the module's documentation says. A store whose transactions of disjoint shards commit
+//! side by side ([`Storage::concurrent_shard_writes`]) gets as many as configured, or its
+//! default: on a shared store (PostgreSQL) [`WRITER_LANES_SHARED_DEFAULT`], on one this process
+//! owns (fjall) one per core. A job that writes only within some shards
 //! (`Writer::write_in_shards`) goes to the lane its shards map to, so one shard's jobs keep
 //! their order, and the lanes' transactions, each holding only its shards' locks, commit side
 //! by side; every other job (catalog changes, the sweeper's purges, anything that may write
 //! anywhere) goes to the first lane, whose group then takes the store-wide lock. The store's
 //! locks, not the lanes, keep transactions apart: two lanes of one process wait for each other
-//! exactly as two processes do. Each lane keeps its own cached definitions and catalog epoch.
+//! exactly as two processes do. Each lane keeps its own cached definitions and catalog epoch;
+//! such a store's write transactions report the epoch (fjall keeps it in its process), so a
+//! lane drops its definitions when another lane changed the catalog, before its next group's
+//! first job runs. Counters are never cached: each group reads its shards' rows.
 //!
 //! This module only counts lanes, routes jobs and starts threads; `mod.rs` runs each lane's
 //! groups.
@@ -44,13 +49,20 @@ pub(super) fn lane_of(shards: Option<&[u64]>, lanes: usize) -> usize {
     chosen.unwrap_or(0)
 }
 
-/// How many lanes a writer on `store` runs: `shared_lanes` (at least one) on a shared store.
-pub(super) fn lane_count(store: &dyn Storage, shared_lanes: usize) -> usize {
-    if store.is_shared() {
-        shared_lanes.max(1)
-    } else {
-        1
+/// How many lanes a writer on `store` runs: `configured` (at least one), or the store's
+/// default, on a store that commits shards side by side; one elsewhere.
+pub(super) fn lane_count(store: &dyn Storage, configured: Option<usize>) -> usize {
+    if !store.concurrent_shard_writes() {
+        return 1;
     }
+    let default = || {
+        if store.is_shared() {
+            WRITER_LANES_SHARED_DEFAULT
+        } else {
+            std::thread::available_parallelism().map_or(1, usize::from)
+        }
+    };
+    configured.unwrap_or_else(default).max(1)
 }
 
 /// One handle for the lanes' threads: it ends when every lane has.
@@ -91,5 +103,18 @@ mod tests {
         assert_eq!(lane_of(Some(&[(9 << 16) | 6, (9 << 16) | 7]), 4), 0);
         assert_eq!(lane_of(Some(&[(9 << 16) | 7]), 1), 0);
         assert_eq!(lane_of(Some(&[]), 4), 0);
+    }
+
+    #[test]
+    fn lanes_go_only_to_a_store_that_commits_shards_side_by_side() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fjall = lethedb_storage::FjallStore::open(&dir.path().join("fjall")).expect("fjall");
+        let cores = std::thread::available_parallelism().map_or(1, usize::from);
+        assert_eq!(lane_count(&fjall, None), cores);
+        assert_eq!(lane_count(&fjall, Some(3)), 3);
+        assert_eq!(lane_count(&fjall, Some(0)), 1);
+        let memory = lethedb_storage::MemoryStore::new();
+        assert_eq!(lane_count(&memory, Some(4)), 1);
+        assert_eq!(lane_count(&memory, None), 1);
     }
 }

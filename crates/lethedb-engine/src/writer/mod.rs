@@ -1,5 +1,6 @@
 //! The writer: one thread (a lane) applies every mutation, many requests per durable commit;
-//! on a shared store, a few lanes, one per run of shards (`lanes.rs`).
+//! on a store that commits shards side by side (PostgreSQL, fjall), a few lanes, one per run
+//! of shards (`lanes.rs`).
 //!
 //! Requests queue jobs on a bounded channel ([`WRITER_QUEUE_JOBS_MAX`] by default); when it is
 //! full a write is refused at once with `WriterBusy` (the server answers 429 and the SDKs retry)
@@ -77,8 +78,9 @@ impl Writer {
             .store(retention_ms.max(60_000), Ordering::Relaxed);
     }
 
-    /// Starts the writer's lanes (one, or `shared_lanes` on a shared store), each with
-    /// room for `queue_jobs_max` waiting jobs. `on_catalog_change` runs after a commit that
+    /// Starts the writer's lanes (one, or `lanes_configured` on a store that commits shards
+    /// side by side; `None`: the store's default, see `lanes.rs`), each with room for
+    /// `queue_jobs_max` waiting jobs. `on_catalog_change` runs after a commit that
     /// changed the catalog. `store_offset_ms` is where the writer leaves the store's clock minus
     /// `clock`, when the store keeps the time (see `Engine::now_ms`). The handle returned ends
     /// when every lane has.
@@ -88,10 +90,10 @@ impl Writer {
         store_offset_ms: Arc<AtomicI64>,
         write_batch_max: usize,
         queue_jobs_max: usize,
-        shared_lanes: usize,
+        lanes_configured: Option<usize>,
         on_catalog_change: impl Fn() + Send + Sync + 'static,
     ) -> EngineResult<(Writer, JoinHandle<()>)> {
-        let lane_count = lanes::lane_count(&*store, shared_lanes);
+        let lane_count = lanes::lane_count(&*store, lanes_configured);
         let stats = Arc::new(WriterStats::default());
         let poison = Arc::new(Poison::default());
         let change_log_retention_ms = Arc::new(AtomicI64::new(
@@ -281,7 +283,7 @@ fn answer_once<T>(
 /// What the writer thread owns.
 struct Thread {
     store: Arc<dyn Storage>,
-    /// The catalog epoch of a shared store as the last group read it.
+    /// The catalog epoch of a store that reports one as the last group read it.
     catalog_epoch: AtomicU64,
     store_offset_ms: Arc<AtomicI64>,
     clock: Arc<dyn Clock>,
@@ -431,9 +433,10 @@ impl Thread {
                 return None;
             }
         };
-        // A shared store's catalog may have changed under another process: the writer's own
-        // definitions cached at an older epoch are dropped before any job reads them (readers
-        // check the epochs of their own snapshots).
+        // A shared store's catalog may have changed under another process, and a fjall store's
+        // under another lane: the lane's own definitions cached at an older epoch are dropped
+        // before any job reads them (on a shared store, readers check the epochs of their own
+        // snapshots; elsewhere the lane that changed the catalog told them).
         if let Some(epoch) = txn.catalog_epoch() {
             if self.catalog_epoch.swap(epoch, Ordering::SeqCst) != epoch {
                 containers.clear();

@@ -11,7 +11,6 @@ use lethedb_engine::{
     ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart, Engine, EngineConfig,
     ErrorCode, FeedCursor, ManualClock, WriteMode,
 };
-use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -27,7 +26,7 @@ async fn engine_with(
     retention_minutes: Option<i64>,
 ) -> (Engine, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let engine = Engine::open(Arc::new(MemoryStore::new()), clock.clone(), config).expect("engine");
+    let engine = Engine::open(crate::common::test_store(), clock.clone(), config).expect("engine");
     engine
         .create_database(json!({"id": "db"}), None)
         .await

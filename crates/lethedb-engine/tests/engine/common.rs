@@ -59,13 +59,84 @@ impl Rng {
     }
 }
 
-/// An engine on an in-memory store with database `db` and the container `container` in it.
+/// An engine on the test store ([`test_store`]) with database `db` and the container
+/// `container` in it.
 pub async fn engine_with_container(
     clock: std::sync::Arc<lethedb_engine::ManualClock>,
     container: serde_json::Value,
 ) -> lethedb_engine::Engine {
-    let store = std::sync::Arc::new(lethedb_storage::MemoryStore::new());
-    engine_on_store(store, clock, container, config()).await
+    engine_on_store(test_store(), clock, container, config()).await
+}
+
+/// The store these tests run the engine on: in memory, unless `LETHEDB_TEST_STORE=fjall`
+/// names the fjall store, opened in a temporary directory of its own (removed with it), whose
+/// engine runs a writer lane per core (`EngineConfig::writer_lanes`).
+pub fn test_store() -> std::sync::Arc<dyn lethedb_storage::Storage> {
+    match std::env::var("LETHEDB_TEST_STORE").as_deref() {
+        Ok("fjall") => std::sync::Arc::new(TempFjall::open()),
+        Ok("memory") | Err(_) => std::sync::Arc::new(lethedb_storage::MemoryStore::new()),
+        Ok(other) => panic!("LETHEDB_TEST_STORE={other}: expected memory or fjall"),
+    }
+}
+
+/// Whether [`test_store`] commits transactions of disjoint shards side by side (fjall), so
+/// that a write queued under a container's shard lock is refused as busy once the container
+/// was made again under its name.
+pub fn test_store_writes_by_shard() -> bool {
+    test_store().concurrent_shard_writes()
+}
+
+/// A fjall store in a temporary directory that is removed when the store is dropped.
+struct TempFjall {
+    // Declared first, so the store is closed before its directory is removed.
+    store: lethedb_storage::FjallStore,
+    _dir: tempfile::TempDir,
+}
+
+impl TempFjall {
+    fn open() -> TempFjall {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = lethedb_storage::FjallStore::open_with_memory(
+            &dir.path().join("fjall"),
+            16 * 1024 * 1024,
+        )
+        .expect("fjall store");
+        TempFjall { store, _dir: dir }
+    }
+}
+
+type Keys<'a> = &'a [(lethedb_storage::Table, &'a [u8])];
+type Written<'a> = Result<Box<dyn lethedb_storage::WriteTxn + 'a>, lethedb_storage::StorageError>;
+
+impl lethedb_storage::Storage for TempFjall {
+    fn read(
+        &self,
+    ) -> Result<Box<dyn lethedb_storage::ReadTxn + '_>, lethedb_storage::StorageError> {
+        self.store.read()
+    }
+    fn write(&self) -> Written<'_> {
+        self.store.write()
+    }
+    fn write_reading(&self, keys: Keys<'_>) -> Written<'_> {
+        self.store.write_reading(keys)
+    }
+    fn write_reading_shards(&self, shards: &[u64], keys: Keys<'_>) -> Written<'_> {
+        self.store.write_reading_shards(shards, keys)
+    }
+    fn write_reading_free_shards(
+        &self,
+        shards: &[u64],
+        keys: Keys<'_>,
+    ) -> Result<(Box<dyn lethedb_storage::WriteTxn + '_>, Vec<u64>), lethedb_storage::StorageError>
+    {
+        self.store.write_reading_free_shards(shards, keys)
+    }
+    fn concurrent_shard_writes(&self) -> bool {
+        self.store.concurrent_shard_writes()
+    }
+    fn kind(&self) -> &'static str {
+        self.store.kind()
+    }
 }
 
 /// An engine on `store` with database `db` and the container `container` in it.

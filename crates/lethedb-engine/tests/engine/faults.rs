@@ -169,9 +169,16 @@ async fn a_full_writer_queue_refuses_writes_at_once() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_operation_that_fails_after_writing_leaves_nothing_and_its_group_commits() {
     let store = Arc::new(FailingStore::new(MemoryStore::new(), FaultPlan::default()));
-    let (writer, thread) =
-        Writer::start(store.clone(), clock(), Default::default(), 16, 16, 1, || {})
-            .expect("writer");
+    let (writer, thread) = Writer::start(
+        store.clone(),
+        clock(),
+        Default::default(),
+        16,
+        16,
+        Some(1),
+        || {},
+    )
+    .expect("writer");
     let writer = Arc::new(writer);
     let applied_first = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let put = |key: &'static [u8], fail: bool| {

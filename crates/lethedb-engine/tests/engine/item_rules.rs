@@ -83,7 +83,7 @@ async fn seeded() -> Engine {
     let clock = Arc::new(ManualClock::new(1_800_000_000_000));
     let container =
         json!({"id": "c", "partitionKey": {"paths": ["/pk"], "kind": "Hash"}, "defaultTtl": -1});
-    let store = Arc::new(lethedb_storage::MemoryStore::new());
+    let store = crate::common::test_store();
     let config = EngineConfig::new(code_numbers);
     let engine = engine_on_store(store, clock, container, config).await;
     for id in ["a", "b"] {

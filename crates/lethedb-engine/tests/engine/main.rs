@@ -14,6 +14,7 @@ mod covered;
 mod entry_order;
 mod epk;
 mod faults;
+mod fjall_lanes;
 mod full_text_index;
 mod full_text_rank;
 mod full_text_shards;

@@ -25,7 +25,7 @@ async fn engine(ttl: Option<i64>) -> (Engine, Arc<ManualClock>) {
         },
         ..crate::common::config()
     };
-    let store = Arc::new(lethedb_storage::MemoryStore::new());
+    let store = crate::common::test_store();
     let engine = engine_on_store(store, Arc::clone(&clock), container, config).await;
     (engine, clock)
 }

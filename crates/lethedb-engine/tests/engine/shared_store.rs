@@ -74,7 +74,7 @@ pub(crate) async fn pair_in(url: &str, schema: &str) -> (Engine, Engine, Arc<PgS
             store,
             Arc::new(ManualClock::new(real_now_ms() + offset)),
             lethedb_engine::EngineConfig {
-                writer_lanes,
+                writer_lanes: Some(writer_lanes),
                 ..crate::common::config()
             },
         )

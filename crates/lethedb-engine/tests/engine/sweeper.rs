@@ -4,7 +4,7 @@
 use crate::common::*;
 
 use lethedb_engine::{Engine, EngineConfig, ManualClock, SweeperConfig, WriteMode};
-use lethedb_storage::{KeyRange, MemoryStore, RedbStore, Storage, Table};
+use lethedb_storage::{KeyRange, RedbStore, Storage, Table};
 use serde_json::json;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -52,7 +52,7 @@ async fn sweep_until_idle(engine: &Engine) -> u64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hundred_thousand_expired_items_are_all_deleted() {
-    let store = Arc::new(MemoryStore::new());
+    let store = crate::common::test_store();
     let clock = Arc::new(ManualClock::new(START_MS));
     let engine =
         Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
@@ -124,7 +124,7 @@ async fn a_rewrite_at_the_expiry_instant_is_never_swept() {
     for round in 0..20 {
         let clock = Arc::new(ManualClock::new(START_MS));
         let engine = Engine::open(
-            Arc::new(MemoryStore::new()),
+            crate::common::test_store(),
             clock.clone(),
             crate::common::config(),
         )
@@ -234,7 +234,7 @@ async fn expired_items_stay_invisible_after_a_restart_and_the_sweeper_resumes() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweeper_spends_only_the_throughput_users_left_over() {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let store = Arc::new(MemoryStore::new());
+    let store = crate::common::test_store();
     let engine =
         Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
     engine
@@ -322,7 +322,7 @@ async fn the_sweeper_spends_only_the_throughput_users_left_over() {
 async fn each_of_several_instances_draws_on_its_share_of_a_containers_throughput() {
     let open = |instances: u32| {
         Engine::open(
-            Arc::new(MemoryStore::new()),
+            crate::common::test_store(),
             Arc::new(ManualClock::new(START_MS)),
             EngineConfig {
                 throughput_instances: instances,
@@ -361,7 +361,7 @@ async fn until(clock: &ManualClock, step_ms: i64, done: impl Fn() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sweepers_own_loop_deletes_expired_items_as_the_manual_clock_moves() {
-    let store = Arc::new(MemoryStore::new());
+    let store = crate::common::test_store();
     let clock = Arc::new(ManualClock::new(START_MS));
     let engine =
         Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");

@@ -6,7 +6,6 @@ use crate::common::{page, pk, resolved};
 use lethedb_engine::RangeFilter;
 
 use lethedb_engine::{Engine, EngineError, ErrorCode, ManualClock, QueryRequest, WriteMode};
-use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -15,7 +14,7 @@ const START_MS: i64 = 1_800_000_000_500;
 fn engine() -> (Engine, Arc<ManualClock>) {
     let clock = Arc::new(ManualClock::new(START_MS));
     let engine = Engine::open(
-        Arc::new(MemoryStore::new()),
+        crate::common::test_store(),
         clock.clone(),
         crate::common::config(),
     )

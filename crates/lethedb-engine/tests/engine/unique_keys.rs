@@ -9,7 +9,7 @@ use lethedb_engine::{
     parse_batch, BatchEntry, Engine, ErrorCode, ManualClock, PartitionKeyValue, RangeFilter,
     ResourceKind, ResourceParent, TriggeredOperation, TriggeredWrite, WriteMode,
 };
-use lethedb_storage::{KeyRange, MemoryStore, Storage, Table};
+use lethedb_storage::{KeyRange, Storage, Table};
 use serde_json::{json, Value};
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -21,12 +21,12 @@ const START_MS: i64 = 1_800_000_000_000;
 struct World {
     engine: Engine,
     clock: Arc<ManualClock>,
-    store: Arc<MemoryStore>,
+    store: Arc<dyn Storage>,
 }
 
 async fn world(unique_keys: Value, default_ttl: Option<i64>) -> World {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let store = Arc::new(MemoryStore::new());
+    let store = crate::common::test_store();
     let mut container = json!({
         "id": "c",
         "partitionKey": {"paths": ["/pk"], "kind": "Hash"},
