@@ -29,6 +29,19 @@ fn partition_outside(container: &Container, taken: &[&str]) -> String {
         .expect("another shard")
 }
 
+/// Waits until `queued` writes wait in `engine`'s writer queue, so writes spawned one after
+/// another reach it in that order (spawned tasks may otherwise run in any order).
+async fn wait_until_queued(engine: &Engine, queued: u64) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while engine.writer_stats().2 < queued {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the writes never reached the queue"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
 /// Starts a write of `body` to partition `partition` through `engine`.
 fn spawn_write(
     engine: &Engine,
@@ -88,6 +101,7 @@ async fn a_group_commits_the_free_shards_and_its_deferred_jobs_keep_their_order(
     // in q, and a replace of the item the first creates.
     let create = json!({"id": "x", "pk": p, "n": 1});
     let x = spawn_write(&engine, &container, WriteMode::Create, &p, create);
+    wait_until_queued(&engine, 1).await;
     let y = spawn_write(
         &engine,
         &container,
@@ -95,6 +109,7 @@ async fn a_group_commits_the_free_shards_and_its_deferred_jobs_keep_their_order(
         &q,
         json!({"id": "y", "pk": q}),
     );
+    wait_until_queued(&engine, 2).await;
     let replace = json!({"id": "x", "pk": p, "n": 2});
     let x2 = spawn_write(
         &engine,
@@ -103,7 +118,7 @@ async fn a_group_commits_the_free_shards_and_its_deferred_jobs_keep_their_order(
         &p,
         replace,
     );
-    tokio::time::sleep(QUEUE_WAIT).await;
+    wait_until_queued(&engine, 3).await;
     drop(hold_r);
     z.await.expect("task").expect("z created once r was free");
     // The group takes q, free, and commits y; p's jobs wait for the next group.
