@@ -29,6 +29,30 @@ fn partition_outside(container: &Container, taken: &[&str]) -> String {
         .expect("another shard")
 }
 
+/// A fresh schema's URL and name, and its second engine (one writer lane, so every job of a
+/// test shares one queue) with container `v2` (`/pk`, hash v2, so partitions spread over the
+/// shards).
+async fn v2_engine() -> (String, String, Engine, Arc<Container>) {
+    let (url, schema) = (database_url(), fresh_schema());
+    let (_, engine, _) = pair_in(&url, &schema).await;
+    let body =
+        json!({"id": "v2", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
+    engine
+        .create_container("db", body, None)
+        .await
+        .expect("container");
+    let container = resolved(&engine, "v2");
+    (url, schema, engine, container)
+}
+
+/// Three partitions of three different shards: `p` and two found after it.
+fn three_shards(container: &Container) -> (String, String, String) {
+    let p = "p".to_string();
+    let q = partition_outside(container, &[&p]);
+    let r = partition_outside(container, &[&p, &q]);
+    (p, q, r)
+}
+
 /// Waits until `queued` writes wait in `engine`'s writer queue, so writes spawned one after
 /// another reach it in that order (spawned tasks may otherwise run in any order).
 async fn wait_until_queued(engine: &Engine, queued: u64) {
@@ -64,20 +88,8 @@ fn spawn_write(
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_group_commits_the_free_shards_and_its_deferred_jobs_keep_their_order() {
-    let url = database_url();
-    let schema = fresh_schema();
-    // The second engine writes through one lane, so every job below shares its queue.
-    let (_, engine, _) = pair_in(&url, &schema).await;
-    let body =
-        json!({"id": "v2", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
-    engine
-        .create_container("db", body, None)
-        .await
-        .expect("container");
-    let container = resolved(&engine, "v2");
-    let p = "p".to_string();
-    let q = partition_outside(&container, &[&p]);
-    let r = partition_outside(&container, &[&p, &q]);
+    let (url, schema, engine, container) = v2_engine().await;
+    let (p, q, r) = three_shards(&container);
     let lock = |partition: &str| container.shard_lock_of(&pk(partition).expect("pk"));
 
     // Another process holds the shards of p and r.
@@ -148,19 +160,8 @@ async fn a_group_commits_the_free_shards_and_its_deferred_jobs_keep_their_order(
 )]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_bulk_request_locks_only_the_shards_of_its_operations() {
-    let url = database_url();
-    let schema = fresh_schema();
-    let (_, engine, _) = pair_in(&url, &schema).await;
-    let body =
-        json!({"id": "v2", "partitionKey": {"paths": ["/pk"], "kind": "Hash", "version": 2}});
-    engine
-        .create_container("db", body, None)
-        .await
-        .expect("container");
-    let container = resolved(&engine, "v2");
-    let p = "p".to_string();
-    let q = partition_outside(&container, &[&p]);
-    let r = partition_outside(&container, &[&p, &q]);
+    let (url, schema, engine, container) = v2_engine().await;
+    let (p, q, r) = three_shards(&container);
     let bulk = |partitions: &[&str]| {
         let operations: Vec<Value> = partitions
             .iter()
