@@ -2,7 +2,12 @@
 //! query pages, a deterministic random generator, and the engine's configuration with these
 //! tests' own wire statuses.
 
-use lethedb_engine::{EngineConfig, ErrorCode, PartitionKeyValue};
+use lethedb_engine::{
+    ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Engine, EngineConfig, ErrorCode,
+    FeedCursor, PartitionKeyValue, RangeFilter,
+};
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
 
 /// What a failure is on the wire, as these tests tell the engine (the server gives its one error
 /// table; the engine has none): the statuses and code names a script's failed operation shows,
@@ -192,5 +197,40 @@ pub async fn create_documents(
             )
             .await
             .expect("create");
+    }
+}
+
+/// The TTL events of container `container` (database `db`) from `start`, counted by item id,
+/// read page after page to the end, and the cursor after them.
+pub async fn ttl_events_from(
+    engine: &Engine,
+    container: &str,
+    mut start: ChangeFeedStart,
+) -> (BTreeMap<String, usize>, FeedCursor) {
+    let container = resolved(engine, container);
+    let mut events = BTreeMap::new();
+    loop {
+        let request = ChangeFeedRequest {
+            mode: ChangeFeedMode::AllVersionsAndDeletes,
+            start,
+            partition_key: None,
+            filter: RangeFilter::everything(),
+            page_items_max: Some(1_000),
+        };
+        let page = engine
+            .read_change_feed(&container, request)
+            .await
+            .expect("change feed");
+        if page.not_modified {
+            return (events, page.etag);
+        }
+        for bytes in &page.entries {
+            let entry: Value = serde_json::from_slice(bytes).expect("json");
+            if entry["metadata"]["timeToLiveExpired"] == json!(true) {
+                let id = entry["metadata"]["id"].as_str().expect("id").to_string();
+                *events.entry(id).or_insert(0) += 1;
+            }
+        }
+        start = ChangeFeedStart::Continuation { cursor: page.etag };
     }
 }

@@ -6,14 +6,14 @@
 //!
 //! Like `shared_store.rs`, they run when `LETHEDB_TEST_POSTGRES` names a database.
 
-use crate::common::{pk, resolved};
+use crate::common::{pk, resolved, ttl_events_from};
 use crate::shared_store::{database_url, fresh_schema, open_store, pair_in};
 use lethedb_engine::{
     ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Container, Engine, ErrorCode, FeedCursor,
     RangeFilter, WriteMode,
 };
 use lethedb_storage::Storage;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -144,40 +144,15 @@ async fn a_purge_locks_only_its_shard_so_other_shards_writes_never_wait_for_it()
     assert_only_live_items_left(&a, 8).await;
 }
 
-/// Every TTL event after `cursor`, counted by item id, reading page after page.
+/// Every TTL event after `cursor`, counted by item id.
 pub(crate) async fn ttl_events_after(
     engine: &Engine,
     cursor: &FeedCursor,
 ) -> BTreeMap<String, usize> {
-    let container = resolved(engine, CONTAINER);
-    let mut start = ChangeFeedStart::Continuation {
+    let start = ChangeFeedStart::Continuation {
         cursor: cursor.clone(),
     };
-    let mut events = BTreeMap::new();
-    loop {
-        let request = ChangeFeedRequest {
-            mode: ChangeFeedMode::AllVersionsAndDeletes,
-            start,
-            partition_key: None,
-            filter: RangeFilter::everything(),
-            page_items_max: Some(1_000),
-        };
-        let page = engine
-            .read_change_feed(&container, request)
-            .await
-            .expect("change feed");
-        if page.not_modified {
-            return events;
-        }
-        for bytes in &page.entries {
-            let entry: Value = serde_json::from_slice(bytes).expect("json");
-            if entry["metadata"]["timeToLiveExpired"] == json!(true) {
-                let id = entry["metadata"]["id"].as_str().expect("id").to_string();
-                *events.entry(id).or_insert(0) += 1;
-            }
-        }
-        start = ChangeFeedStart::Continuation { cursor: page.etag };
-    }
+    ttl_events_from(engine, CONTAINER, start).await.0
 }
 
 #[cfg_attr(

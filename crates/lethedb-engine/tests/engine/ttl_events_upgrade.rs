@@ -2,13 +2,10 @@
 //! watermark, and every shard starts from it. Events the old emitter logged are not logged
 //! again (by a read, the maintenance or a purge), and every later expiry is logged once.
 
-use crate::common::{pk, resolved};
-use lethedb_engine::{
-    ChangeFeedMode, ChangeFeedRequest, ChangeFeedStart, Engine, FeedCursor, ManualClock,
-    RangeFilter, WriteMode,
-};
+use crate::common::{pk, resolved, ttl_events_from};
+use lethedb_engine::{ChangeFeedStart, Engine, ManualClock, WriteMode};
 use lethedb_storage::{KeyRange, MemoryStore, Storage, Table};
-use serde_json::{json, Value};
+use serde_json::json;
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 use std::sync::Arc;
@@ -73,39 +70,6 @@ async fn create(engine: &Engine, partition: &str, id: &str, ttl: i64) {
         .expect("create");
 }
 
-/// The TTL events after `start`, by item id, and the cursor after them.
-async fn ttl_events(
-    engine: &Engine,
-    mut start: ChangeFeedStart,
-) -> (BTreeMap<String, usize>, FeedCursor) {
-    let container = resolved(engine, "c");
-    let mut events = BTreeMap::new();
-    loop {
-        let request = ChangeFeedRequest {
-            mode: ChangeFeedMode::AllVersionsAndDeletes,
-            start,
-            partition_key: None,
-            filter: RangeFilter::everything(),
-            page_items_max: Some(1_000),
-        };
-        let page = engine
-            .read_change_feed(&container, request)
-            .await
-            .expect("feed");
-        if page.not_modified {
-            return (events, page.etag);
-        }
-        for bytes in &page.entries {
-            let entry: Value = serde_json::from_slice(bytes).expect("json");
-            if entry["metadata"]["timeToLiveExpired"] == json!(true) {
-                let id = entry["metadata"]["id"].as_str().expect("id").to_string();
-                *events.entry(id).or_insert(0) += 1;
-            }
-        }
-        start = ChangeFeedStart::Continuation { cursor: page.etag };
-    }
-}
-
 #[tokio::test]
 async fn the_container_watermark_of_an_older_store_is_every_shards_start() {
     let store = Arc::new(MemoryStore::new());
@@ -122,7 +86,7 @@ async fn the_container_watermark_of_an_older_store_is_every_shards_start() {
         .create_container("db", body, None)
         .await
         .expect("container");
-    let start = ttl_events(&engine, ChangeFeedStart::Now).await.1;
+    let start = ttl_events_from(&engine, "c", ChangeFeedStart::Now).await.1;
     let from = || ChangeFeedStart::Continuation {
         cursor: start.clone(),
     };
@@ -132,7 +96,7 @@ async fn the_container_watermark_of_an_older_store_is_every_shards_start() {
         create(&engine, partition, &format!("{partition}-new"), 5).await;
     }
     clock.advance_ms(3_000);
-    let (old, _) = ttl_events(&engine, from()).await;
+    let (old, _) = ttl_events_from(&engine, "c", from()).await;
     assert_eq!(old.len(), 8, "the first expiries were logged");
     // As an older version would have left it: the watermark past the first expiries alone.
     forget_the_shard_marks(&store, START_MS + 3_001);
@@ -141,7 +105,7 @@ async fn the_container_watermark_of_an_older_store_is_every_shards_start() {
     // A purge of some items first, the maintenance and a read: none logs an old event again.
     engine.sweep_once(5).await.expect("sweep");
     engine.maintain_change_feeds().await.expect("maintenance");
-    let (events, _) = ttl_events(&engine, from()).await;
+    let (events, _) = ttl_events_from(&engine, "c", from()).await;
     let expected: BTreeMap<String, usize> = partitions
         .iter()
         .flat_map(|partition| [format!("{partition}-old"), format!("{partition}-new")])
