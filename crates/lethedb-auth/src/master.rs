@@ -8,6 +8,7 @@
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
+use std::borrow::Cow;
 
 /// The well-known master key of the Cosmos DB emulator, so existing connection strings work.
 pub const EMULATOR_KEY: &str =
@@ -140,12 +141,23 @@ pub struct Token {
 
 /// Parses a (URL-encoded) `authorization` header; `None` if it is not a master-key token.
 pub fn parse_authorization(header: &str) -> Option<Token> {
+    parse_decoded_authorization(&decode_authorization(header)?)
+}
+
+/// An `authorization` header percent-decoded, if it is of a sane length and UTF-8 (borrowed
+/// when nothing in it was encoded): the server decodes a header once and parses the text.
+pub fn decode_authorization(header: &str) -> Option<Cow<'_, str>> {
     if header.len() > AUTHORIZATION_BYTES_MAX {
         return None;
     }
-    let decoded = percent_encoding::percent_decode_str(header)
+    percent_encoding::percent_decode_str(header)
         .decode_utf8()
-        .ok()?;
+        .ok()
+}
+
+/// Parses an `authorization` header already decoded ([`decode_authorization`]); `None` if it
+/// is not a master-key token.
+pub fn parse_decoded_authorization(decoded: &str) -> Option<Token> {
     let mut kind = None;
     let mut signature = None;
     for pair in decoded.split('&') {
@@ -164,6 +176,18 @@ pub fn parse_authorization(header: &str) -> Option<Token> {
         kind: kind?,
         signature: signature?,
     })
+}
+
+/// Whether a (URL-encoded or not) `authorization` header begins with `prefix`, ignoring ASCII
+/// case. Only its head is decoded (an encoded character takes at most three bytes, so the
+/// prefix lies in it): every request asks this of each kind of token before parsing one.
+pub fn header_starts_with(header: &str, prefix: &str) -> bool {
+    let trimmed = header.trim().as_bytes();
+    let head = &trimmed[..(prefix.len() * 3).min(trimmed.len())];
+    let decoded: Vec<u8> = percent_encoding::percent_decode(head).collect();
+    decoded
+        .get(..prefix.len())
+        .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
 }
 
 #[cfg(test)]

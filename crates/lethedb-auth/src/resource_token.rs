@@ -12,7 +12,7 @@
 //! This module only makes and checks tokens; whether the permission still exists with the same
 //! `_etag`, whether the token has expired and what it allows are the server's questions.
 
-use crate::master::MasterKey;
+use crate::master::{header_starts_with, MasterKey};
 use base64::engine::general_purpose::STANDARD;
 use base64::Engine as _;
 
@@ -74,17 +74,8 @@ impl ResourceToken {
 
     /// Whether an `authorization` header (URL-encoded or not) claims to be a resource token.
     pub fn is_resource_token(header: &str) -> bool {
-        // Only the head is decoded (an encoded character takes at most three bytes, so the
-        // prefix lies in it): every master-key request asks this first.
-        let trimmed = header.trim().as_bytes();
-        if trimmed.len() > TOKEN_BYTES_MAX * 3 {
-            return false;
-        }
-        let head = &trimmed[..(RESOURCE_TOKEN_PREFIX.len() * 3).min(trimmed.len())];
-        let decoded: Vec<u8> = percent_encoding::percent_decode(head).collect();
-        decoded
-            .get(..RESOURCE_TOKEN_PREFIX.len())
-            .is_some_and(|prefix| prefix.eq_ignore_ascii_case(RESOURCE_TOKEN_PREFIX.as_bytes()))
+        header.trim().len() <= TOKEN_BYTES_MAX * 3
+            && header_starts_with(header, RESOURCE_TOKEN_PREFIX)
     }
 
     /// Parses a header and checks its MAC; says nothing about expiry or revocation.

@@ -69,19 +69,18 @@ pub fn authenticate(
         }
         return Ok(Caller::Resource(token));
     }
-    let decoded = percent_encoding::percent_decode_str(header).decode_utf8_lossy();
     let prefix = auth::ENTRA_TOKEN_PREFIX;
-    if decoded
-        .get(..prefix.len())
-        .is_some_and(|head| head.eq_ignore_ascii_case(prefix))
-    {
+    if auth::header_starts_with(header, prefix) {
+        let decoded = percent_encoding::percent_decode_str(header).decode_utf8_lossy();
         return authenticate_entra(
             state,
-            decoded.get(prefix.len()..).unwrap_or_default(),
+            decoded.trim_start().get(prefix.len()..).unwrap_or_default(),
             now_secs,
         );
     }
-    authenticate_master(state, method, headers, path, header, now_secs)
+    // Decoded once, here, for the parser.
+    let decoded = auth::decode_authorization(header);
+    authenticate_master(state, method, headers, path, decoded.as_deref(), now_secs)
 }
 
 fn authenticate_entra(state: &AppState, jwt: &str, now_secs: i64) -> ApiResult<Caller> {
@@ -111,7 +110,7 @@ fn authenticate_master(
     method: &Method,
     headers: &HeaderMap,
     path: &ResourcePath,
-    header: &str,
+    decoded: Option<&str>,
     now_secs: i64,
 ) -> ApiResult<Caller> {
     let date = headers
@@ -132,7 +131,9 @@ fn authenticate_master(
             date.to_ascii_lowercase()
         ))
     };
-    let token = auth::parse_authorization(header).ok_or_else(wrong_key)?;
+    let token = decoded
+        .and_then(auth::parse_decoded_authorization)
+        .ok_or_else(wrong_key)?;
     if token.kind != "master" {
         return Err(unauthorized(
             "Only master keys (type=master), resource tokens (type=resource) and Entra ID tokens (type=aad) are accepted.",
