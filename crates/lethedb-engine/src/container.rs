@@ -303,19 +303,30 @@ impl Container {
 
     /// Its shards that can hold items whose EPKs `filter` admits, in order.
     pub(crate) fn shards_in(&self, filter: &RangeFilter) -> Vec<Shard> {
-        let all = (0..self.shards.max(1)).map(Shard);
+        self.shard_span(filter).map(Shard).collect()
+    }
+
+    /// The first and last of its shards that can hold items whose EPKs `filter` admits.
+    pub(crate) fn shard_span(&self, filter: &RangeFilter) -> std::ops::RangeInclusive<u16> {
+        let last = self.shards.max(1) - 1;
         if self.shards <= 1 || filter.is_everything() {
-            return all.collect();
+            return 0..=last;
         }
-        let low = epk_point(&filter.start)
-            .map(|point| shard_of_point(point, self.shards, self.shard_map));
+        let shard = |point| shard_of_point(point, self.shards, self.shard_map).0;
+        let low = epk_point(&filter.start).map_or(0, shard);
         let high = match filter.end.as_str() {
-            EPK_MAX => None,
-            end => epk_point(end).map(|point| shard_of_point(point, self.shards, self.shard_map)),
+            EPK_MAX => last,
+            end => epk_point(end).map_or(last, shard),
         };
-        all.filter(|shard| low.is_none_or(|low| *shard >= low))
-            .filter(|shard| high.is_none_or(|high| *shard <= high))
-            .collect()
+        low..=high
+    }
+
+    /// The shards of partition key range `range_id` (every shard when no range has that id).
+    pub(crate) fn range_shards(&self, range_id: u32) -> std::ops::RangeInclusive<u16> {
+        match self.ranges.ranges.iter().find(|range| range.id == range_id) {
+            Some(range) if self.ranges.ranges.len() > 1 => self.shard_span(&RangeFilter::of(range)),
+            _ => 0..=self.shards.max(1) - 1,
+        }
     }
 
     /// The storage key of the item `id` in the logical partition `value`.

@@ -9,6 +9,7 @@ use crate::container::Container;
 use crate::error::ErrorCode;
 use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::{DocumentCache, DOCUMENT_CACHE_BYTES_DEFAULT};
+use crate::partitions::sessions::RangeSessions;
 use crate::search::VectorStores;
 use crate::throughput::Budgets;
 use crate::ttl::sweep_stats::{SweepRegistry, SweeperConfig};
@@ -204,6 +205,9 @@ pub(crate) struct Inner {
     pub(crate) plans: PlanMemory,
     /// The decoded vectors exact vector search scans (`search/`).
     pub(crate) vectors: VectorStores,
+    /// Every container's shard sequences as last seen, for range session tokens
+    /// (`partitions/sessions.rs`).
+    pub(crate) sessions: RangeSessions,
 }
 
 /// The engine. Cloning it is cheap and shares everything.

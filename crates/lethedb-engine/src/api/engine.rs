@@ -11,6 +11,7 @@ use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::DocumentCache;
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
+use crate::partitions::sessions::RangeSessions;
 use crate::search::VectorStores;
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets, Priority};
 use crate::ttl::sweep_stats::SweepRegistry;
@@ -59,6 +60,7 @@ impl Engine {
                 sweep_stats: SweepRegistry::default(),
                 budgets: Budgets::default(),
                 documents: DocumentCache::new(config.document_cache_bytes),
+                sessions: RangeSessions::default(),
                 scans: Arc::new(tokio::sync::Semaphore::new(SCANS_CONCURRENT_MAX)),
                 scripts: Arc::new(tokio::sync::Semaphore::new(SCRIPTS_CONCURRENT_MAX)),
                 script_limits: config.script_limits,

@@ -23,6 +23,7 @@ mod offers;
 mod queries;
 mod resources;
 mod scripts;
+mod sessions;
 mod snapshots;
 mod ttl;
 

@@ -23,7 +23,6 @@ pub(crate) mod vector_order;
 
 use crate::clock::Stopwatch;
 use crate::container::Container;
-use crate::counters::read_container_counters;
 use crate::engine::Engine;
 use crate::error::{invalid_continuation, EngineError, EngineResult, ErrorCode};
 use crate::keys;
@@ -286,7 +285,7 @@ impl Engine {
             now_ms,
         };
         let ran = inputs.run(self.inner.query_verify)?;
-        let lsn = read_container_counters(&*reader, container)?.lsn;
+        let lsn = self.note_shard_lsns(&*reader, container)?;
         let index_utilization = request
             .populate_index_metrics
             .then(|| index_metrics::report(&prepared, container));

@@ -92,11 +92,15 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
     Ok(match head.partition_key()? {
         Some(value) if value.0.len() == container.partition_key.paths.len() => {
             let range = container.range_of(value);
+            let lsn = context.range_lsn(container, range, Some(lsn), lsn).await;
             reply
                 .range_scoped(container, context.path, lsn, range)
                 .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
         }
-        _ => reply.scoped_to(container, context.path, lsn, head.range_id),
+        _ => {
+            let lsn = context.scoped_lsn(container, head.range_id, lsn).await;
+            reply.scoped_to(container, context.path, lsn, head.range_id)
+        }
     })
 }
 

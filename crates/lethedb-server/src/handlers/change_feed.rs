@@ -80,7 +80,8 @@ pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResul
             request_units::read(bytes),
         )
     };
+    let lsn = context.scoped_lsn(container, head.range_id, page.lsn).await;
     Ok(reply
         .header("etag", etag)
-        .scoped_to(container, context.path, page.lsn, head.range_id))
+        .scoped_to(container, context.path, lsn, head.range_id))
 }

@@ -1,5 +1,6 @@
-//! What every handler receives: the request as classified and authenticated, and the shared
-//! helper for listing catalog resources as a feed or a query.
+//! What every handler receives: the request as classified and authenticated, the shared
+//! helper for listing catalog resources as a feed or a query, and the session LSN of the range
+//! an answer is scoped to.
 //!
 //! Its own room below the handlers, so that they import it and `route` imports them, never
 //! the other way round.
@@ -12,7 +13,7 @@ use crate::routes::ResourcePath;
 use crate::state::AppState;
 use axum::body::Bytes;
 use axum::http::HeaderMap;
-use lethedb_engine::QueryRequest;
+use lethedb_engine::{Container, QueryRequest};
 use serde_json::Value;
 use std::future::Future;
 
@@ -26,6 +27,35 @@ pub struct Context<'a> {
     /// The path with resource ids already resolved to ids.
     pub path: &'a ResourcePath,
     pub body: &'a Bytes,
+}
+
+impl Context<'_> {
+    /// The session LSN of partition key range `range` of `container` (the sum of its shards'
+    /// sequences, `lethedb_engine::Engine::range_session_lsn`) for an answer that read or wrote
+    /// the shard LSN `seen`. When the store cannot be read for it, the answer, which itself
+    /// succeeded, carries `fallback`.
+    pub async fn range_lsn(
+        &self,
+        container: &Container,
+        range: u32,
+        seen: Option<u64>,
+        fallback: u64,
+    ) -> u64 {
+        self.state
+            .engine
+            .range_session_lsn(container, range, seen)
+            .await
+            .unwrap_or(fallback)
+    }
+
+    /// The session LSN of a feed or query page about the range `range_id` names, else
+    /// (every range) the container's version `lsn` the page read.
+    pub async fn scoped_lsn(&self, container: &Container, range_id: Option<&str>, lsn: u64) -> u64 {
+        match range_id.and_then(|id| container.range(id).ok()) {
+            Some(range) => self.range_lsn(container, range.id, None, lsn).await,
+            None => lsn,
+        }
+    }
 }
 
 /// How a list of resources was asked for: a read feed (GET) or a query (POST).

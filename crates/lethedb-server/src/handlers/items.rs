@@ -21,11 +21,15 @@ use std::time::Duration;
 /// The reply to a create, upsert, replace or patch, with the engine's charge (the documents
 /// written and the index terms changed), in the range of the key the engine wrote the item
 /// under.
-fn written_reply(context: &Context<'_>, status: StatusCode, outcome: &ItemOutcome) -> Reply {
+async fn written_reply(context: &Context<'_>, status: StatusCode, outcome: &ItemOutcome) -> Reply {
     let charge = outcome.request_units;
     let minimal = context.head.prefers_minimal;
-    let lsn = outcome.item.record.lsn;
-    let range = item_range(&outcome.item.container, Some(&outcome.partition_key));
+    let container = &outcome.item.container;
+    let range = item_range(container, Some(&outcome.partition_key));
+    let written = outcome.item.record.lsn;
+    let lsn = context
+        .range_lsn(container, range, Some(written), written)
+        .await;
     item_reply(
         context,
         status,
@@ -101,7 +105,7 @@ pub async fn create(
     } else {
         StatusCode::OK
     };
-    Ok(written_reply(context, status, &outcome))
+    Ok(written_reply(context, status, &outcome).await)
 }
 
 pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
@@ -127,6 +131,7 @@ pub async fn read(context: &Context<'_>, container: &Arc<Container>) -> ApiResul
         }
     }
     let range = item_range(container, key);
+    let lsn = context.range_lsn(container, range, Some(lsn), lsn).await;
     let etag = item.etag();
     if context.head.if_none_match == Some(etag.as_str()) {
         return Ok(Reply::empty(StatusCode::NOT_MODIFIED)
@@ -161,6 +166,9 @@ async fn not_found_with_session(
         return error.into();
     };
     let range = item_range(container, context.head.partition_key().ok().flatten());
+    // Without a partition key the LSN read is the container's version, no shard's.
+    let seen = partition_key.is_some().then_some(lsn);
+    let lsn = context.range_lsn(container, range, seen, lsn).await;
     let headers = Reply::empty(StatusCode::NOT_FOUND)
         .range_scoped(container, context.path, lsn, range)
         .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
@@ -185,7 +193,7 @@ pub async fn replace(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
             context.head.if_match.map(str::to_string),
         )
         .await?;
-    Ok(written_reply(context, StatusCode::OK, &outcome))
+    Ok(written_reply(context, StatusCode::OK, &outcome).await)
 }
 
 pub async fn patch(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
@@ -200,7 +208,7 @@ pub async fn patch(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
             context.head.if_match.map(str::to_string),
         )
         .await?;
-    Ok(written_reply(context, StatusCode::OK, &outcome))
+    Ok(written_reply(context, StatusCode::OK, &outcome).await)
 }
 
 pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
@@ -220,9 +228,12 @@ pub async fn delete(context: &Context<'_>, container: &Arc<Container>) -> ApiRes
         )
         .await?;
     let range = item_range(container, partition_key);
+    let lsn = context
+        .range_lsn(container, range, Some(deleted.lsn), deleted.lsn)
+        .await;
     Ok(Reply::empty(StatusCode::NO_CONTENT)
         .charge(deleted.request_units)
-        .range_scoped(container, context.path, deleted.lsn, range))
+        .range_scoped(container, context.path, lsn, range))
 }
 
 /// One page of a container's items, in the engine's order; each item's stored bytes are
@@ -243,6 +254,9 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
         )
         .await?;
     let bytes: usize = feed.items.iter().map(|i| i.record.body.len()).sum();
+    let lsn = context
+        .scoped_lsn(container, context.head.range_id, feed.lsn)
+        .await;
     let documents = feed.items.iter().map(StoredItem::to_json_bytes);
     Ok(Reply::feed(
         container.rid(),
@@ -251,7 +265,7 @@ pub async fn read_feed(context: &Context<'_>, container: &Arc<Container>) -> Api
         feed.continuation,
         request_units::read(bytes),
     )
-    .scoped_to(container, context.path, feed.lsn, context.head.range_id))
+    .scoped_to(container, context.path, lsn, context.head.range_id))
 }
 
 pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResult<Reply> {
@@ -266,6 +280,8 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
         QueryOutcome::NeedsClientPipeline(pipeline) => return Err(pipeline_refusal(&pipeline)),
     };
     let charge = page.request_charge;
+    let range_id = request.range_id.as_deref();
+    let lsn = context.scoped_lsn(container, range_id, page.lsn).await;
     let mut reply = Reply::value_feed(
         container.rid(),
         "Documents",
@@ -273,12 +289,7 @@ pub async fn query(context: &Context<'_>, container: &Arc<Container>) -> ApiResu
         page.continuation,
         charge,
     )
-    .scoped_to(
-        container,
-        context.path,
-        page.lsn,
-        request.range_id.as_deref(),
-    );
+    .scoped_to(container, context.path, lsn, range_id);
     if let Some(metrics) = &page.metrics {
         reply = reply.header("x-ms-documentdb-query-metrics", query_metrics(metrics));
     }

@@ -64,9 +64,12 @@ pub async fn execute(context: &Context<'_>, container: &Arc<Container>) -> ApiRe
             logging,
         )
         .await?;
+    let lsn = context
+        .range_lsn(container, range, Some(response.lsn), response.lsn)
+        .await;
     let mut reply = Reply::value(StatusCode::OK, &response.body)
         .charge(response.request_units)
-        .range_scoped(container, context.path, response.lsn, range);
+        .range_scoped(container, context.path, lsn, range);
     if let Some(log) = response.log.filter(|log| !log.is_empty()) {
         reply = reply.header("x-ms-documentdb-script-log-results", encoded_log(&log));
     }
@@ -133,10 +136,10 @@ pub async fn triggered_write(
         }
         _ => Reply::empty(StatusCode::NO_CONTENT),
     };
-    Ok(reply.charge(outcome.request_units).range_scoped(
-        container,
-        context.path,
-        outcome.lsn,
-        range,
-    ))
+    let lsn = context
+        .range_lsn(container, range, Some(outcome.lsn), outcome.lsn)
+        .await;
+    Ok(reply
+        .charge(outcome.request_units)
+        .range_scoped(container, context.path, lsn, range))
 }

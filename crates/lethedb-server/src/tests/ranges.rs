@@ -397,3 +397,63 @@ async fn a_container_reply_names_its_database_as_owner() {
     );
     assert_eq!(item.header("x-ms-alt-content-path"), "dbs/db/colls/c");
 }
+
+/// The LSN of a session token (`range:-1#LSN`).
+fn token_lsn(answer: &Answer) -> u64 {
+    let token = answer.header("x-ms-session-token");
+    token
+        .rsplit_once('#')
+        .and_then(|(_, lsn)| lsn.parse().ok())
+        .unwrap_or_else(|| panic!("a session token: {token}"))
+}
+
+#[tokio::test]
+async fn every_write_in_a_range_raises_its_session_token_whichever_shard_it_lands_in() {
+    // Keys of one range land in different shards; the service's range LSN rises with each
+    // write all the same, and a read answers the range's latest. (A shard that a range bound
+    // cuts counts for both of its ranges, so a range's LSN may also rise by a neighbour's.)
+    let server = Server::new();
+    setup(&server, 20_000).await;
+    let mut latest: std::collections::BTreeMap<String, (u64, String)> = Default::default();
+    for number in 0..24 {
+        let key = format!("key-{number}");
+        let created = server.create_item(json!({"id": "x", "pk": key})).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{}", created.body);
+        let range = created
+            .header("x-ms-documentdb-partitionkeyrangeid")
+            .to_string();
+        let lsn = token_lsn(&created);
+        assert!(created
+            .header("x-ms-session-token")
+            .starts_with(&format!("{range}:-1#")));
+        let (before, _) = latest
+            .insert(range.clone(), (lsn, key.clone()))
+            .unwrap_or_default();
+        assert!(
+            lsn > before,
+            "range {range}, key {key}: {lsn} after {before}"
+        );
+        assert_eq!(created.header("lsn"), lsn.to_string());
+        // A read of the item answers the range's latest.
+        let read = server.read_item("x", &key).await;
+        assert_eq!(
+            read.header("x-ms-session-token"),
+            format!("{range}:-1#{lsn}")
+        );
+    }
+    assert!(latest.len() > 1, "the keys fell in one range: {latest:?}");
+    // A query of one range answers what a point read in it answers.
+    for (range, (_, key)) in &latest {
+        let read = server.read_item("x", key).await;
+        let page = server
+            .query(
+                "SELECT * FROM c",
+                &[("x-ms-documentdb-partitionkeyrangeid", range.as_str())],
+            )
+            .await;
+        assert_eq!(
+            page.header("x-ms-session-token"),
+            read.header("x-ms-session-token")
+        );
+    }
+}
