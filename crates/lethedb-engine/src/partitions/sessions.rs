@@ -69,14 +69,20 @@ impl ShardSequences {
 impl RangeSessions {
     /// The sequences kept for container `number`, if it has been read.
     pub(crate) fn get(&self, number: u64) -> Option<Arc<ShardSequences>> {
-        let containers = self.containers.read().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let containers = self
+            .containers
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         containers.get(&number).cloned()
     }
 
     /// Keeps `read` for container `number`; when another answer kept one first, that one is
     /// raised by `read`'s sequences and returned, so no sequence ever falls.
     pub(crate) fn keep(&self, number: u64, read: ShardSequences) -> Arc<ShardSequences> {
-        let mut containers = self.containers.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut containers = self
+            .containers
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(kept) = containers.get(&number) {
             for (shard, slot) in read.sequences.iter().enumerate() {
                 if let Some(own) = kept.sequences.get(shard) {

@@ -1,7 +1,8 @@
 //! The writer's groups on a PostgreSQL store shared with another process: a group of
 //! one-partition writes takes the shard locks free at once, commits the jobs of those shards,
 //! and leaves the others for its next group, where they keep their order ahead of any later
-//! job of the same shard; a bulk request takes the locks of its operations' shards only.
+//! job of the same shard; a bulk request takes the locks of its operations' shards only, and
+//! the store's lock when one of its operations names no partition.
 //!
 //! Like `shared_store.rs`, they run when `LETHEDB_TEST_POSTGRES` names a database.
 
@@ -208,4 +209,45 @@ async fn a_bulk_request_locks_only_the_shards_of_its_operations() {
     drop(hold_p);
     let (entries, _, _) = touching.await.expect("task").expect("bulk");
     assert!(entries.iter().all(Result::is_ok), "{entries:?}");
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn a_bulk_request_with_an_operation_of_no_partition_takes_the_stores_lock() {
+    let (url, schema, engine, container) = v2_engine().await;
+    let (p, q, _) = three_shards(&container);
+    // Another process holds p's shard (and the store's lock shared), as an open write does.
+    let holder = open_store(&url, &schema);
+    let lock = container.shard_lock_of(&pk(&p).expect("pk"));
+    let hold_p = holder.write_reading_shards(&[lock], &[]).expect("hold p");
+    // A delete that names no key, in a request that names none, could be in any partition: the
+    // request waits for the store's lock, though its other operation is in a free shard.
+    let operations = parse_batch(&json!([
+        {"operationType": "Upsert", "resourceBody": {"id": "b", "pk": q}},
+        {"operationType": "Delete", "id": "anywhere"},
+    ]))
+    .expect("parse");
+    let bulk = {
+        let (engine, container) = (engine.clone(), Arc::clone(&container));
+        tokio::spawn(async move {
+            engine
+                .execute_batch(&container, None, operations, BatchMode::ContinueOnError)
+                .await
+        })
+    };
+    tokio::time::sleep(QUEUE_WAIT).await;
+    assert!(
+        !bulk.is_finished(),
+        "a bulk request with an operation of no partition went ahead beside a held shard"
+    );
+    drop(hold_p);
+    let (entries, _, _) = tokio::time::timeout(Duration::from_secs(10), bulk)
+        .await
+        .expect("the bulk request never ran after the shard was free")
+        .expect("task")
+        .expect("bulk");
+    assert!(entries[0].is_ok(), "{entries:?}");
 }
