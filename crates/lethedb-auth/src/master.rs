@@ -184,10 +184,12 @@ pub fn parse_decoded_authorization(decoded: &str) -> Option<Token> {
 pub fn header_starts_with(header: &str, prefix: &str) -> bool {
     let trimmed = header.trim().as_bytes();
     let head = &trimmed[..(prefix.len() * 3).min(trimmed.len())];
-    let decoded: Vec<u8> = percent_encoding::percent_decode(head).collect();
-    decoded
-        .get(..prefix.len())
-        .is_some_and(|start| start.eq_ignore_ascii_case(prefix.as_bytes()))
+    // Compared as it decodes, up to the first byte that differs (the sixth, `type=`'s end,
+    // for another kind of token), with nothing allocated.
+    let mut decoded = percent_encoding::percent_decode(head);
+    prefix
+        .bytes()
+        .all(|wanted| decoded.next().is_some_and(|byte| byte.eq_ignore_ascii_case(&wanted)))
 }
 
 #[cfg(test)]
