@@ -74,6 +74,9 @@ pub(crate) struct SweepRegistry {
     counted_at_ms: Mutex<HashMap<u32, i64>>,
     /// Per container, `(instant, deleted_total)` about once a second over the rate window.
     deletion_samples: Mutex<HashMap<u32, VecDeque<(i64, u64)>>>,
+    /// Per container, the last expiry-index key the sweeper chose in each class, where its next
+    /// walk begins (`ttl/sweeper.rs`).
+    cursors: Mutex<HashMap<u32, Vec<Vec<u8>>>>,
     /// How long the sweeper's jobs waited for the writer since the loop last asked, in
     /// nanoseconds (see `ttl/sweeper.rs`: the pacing counts only the sweeper's own work).
     writer_wait_ns: AtomicU64,
@@ -156,6 +159,27 @@ impl SweepRegistry {
             true
         } else {
             false
+        }
+    }
+
+    /// Where the sweeper's next walk of a container begins: after these keys, one per class
+    /// (none: from the start).
+    pub(crate) fn cursor(&self, container_number: u32) -> Vec<Vec<u8>> {
+        self.cursors
+            .lock()
+            .ok()
+            .and_then(|cursors| cursors.get(&container_number).cloned())
+            .unwrap_or_default()
+    }
+
+    /// Sets where the sweeper's next walk of a container begins (empty: from the start).
+    pub(crate) fn set_cursor(&self, container_number: u32, after: Vec<Vec<u8>>) {
+        if let Ok(mut cursors) = self.cursors.lock() {
+            if after.is_empty() {
+                cursors.remove(&container_number);
+            } else {
+                cursors.insert(container_number, after);
+            }
         }
     }
 }

@@ -26,7 +26,8 @@ use crate::error::{EngineResult, ErrorCode};
 use crate::poison::panic_message;
 use crate::records::ExpiryEntry;
 use crate::throughput::request_units;
-use crate::ttl::expiry::{oldest_expired, visit_expired};
+use crate::keys;
+use crate::ttl::expiry::{oldest_expired_after, visit_expired_after};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
@@ -42,23 +43,24 @@ struct Candidates {
     oldest_expired_ms: Option<i64>,
 }
 
-/// Walks a container's expired entries and picks a batch within the item and RU allowances.
+/// Walks a container's expired entries after `after` (the keys the last batch chose, one per
+/// class) and picks a batch within the item and RU allowances.
 /// What has expired is judged at the snapshot's instant (the store's clock on a shared store).
 fn choose_candidates(
     engine: &Engine,
     container: &Container,
-    batch_items_max: usize,
-    mut allowance_ru: f64,
+    (batch_items_max, mut allowance_ru): (usize, f64),
     count_everything: bool,
+    after: &[Vec<u8>],
 ) -> EngineResult<Candidates> {
     let reader = engine.inner.store.read()?;
     let now_ms = engine.now_in(&*reader);
-    let oldest_expired_ms = oldest_expired(&*reader, container, now_ms)?;
+    let oldest_expired_ms = oldest_expired_after(&*reader, container, now_ms, after)?;
     let mut candidates = Vec::new();
     let mut visited = 0u64;
     let mut walked_everything = true;
     let mut choosing = true;
-    visit_expired(&*reader, container, now_ms, &mut |key, entry| {
+    visit_expired_after(&*reader, container, now_ms, after, &mut |key, entry| {
         visited += 1;
         if !choosing {
             // Only counting now: nothing more to price or copy.
@@ -87,6 +89,27 @@ fn choose_candidates(
     })
 }
 
+/// Where the walk after a batch of `candidates` begins: after the batch's last key in each
+/// class, else (a class it took nothing of) where this walk began; from the start when the
+/// batch is empty.
+fn cursor_after(before: Vec<Vec<u8>>, candidates: &[(Vec<u8>, ExpiryEntry)]) -> Vec<Vec<u8>> {
+    if candidates.is_empty() {
+        return Vec::new();
+    }
+    let mut cursor = before;
+    for (key, _) in candidates {
+        let class = keys::expiry_class_of(key);
+        match cursor
+            .iter_mut()
+            .find(|kept| keys::expiry_class_of(kept) == class)
+        {
+            Some(kept) => kept.clone_from(key),
+            None => cursor.push(key.clone()),
+        }
+    }
+    cursor
+}
+
 impl Engine {
     /// Sweeps one batch of a container: chooses it within the allowances, deletes it in one
     /// writer job, charges it and records the turn. Returns what it deleted and whether more
@@ -109,25 +132,37 @@ impl Engine {
             .inner
             .sweep_stats
             .full_count_due(container.number, now_ms);
+        // The walk begins after what the last batch chose, which is deleted. A turn that counts
+        // the whole backlog walks from the start, and so finds an entry that came in behind
+        // the cursor (a version whose commit took longer than its ttl) or that a batch left.
+        let after = if count_everything {
+            Vec::new()
+        } else {
+            self.inner.sweep_stats.cursor(container.number)
+        };
         // The walk reads storage synchronously, so it runs on the blocking pool under the same
         // bound as user scans, not on the workers that serve requests.
         let mut scan = {
-            let container = Arc::clone(container);
+            let (container, after) = (Arc::clone(container), after.clone());
             self.run_scan(move |engine| {
                 choose_candidates(
                     engine,
                     &container,
-                    batch_items_max,
-                    allowance_ru,
+                    (batch_items_max, allowance_ru),
                     count_everything,
+                    &after,
                 )
             })
             .await?
         };
         let found = scan.candidates.len() as u64;
+        let cursor = cursor_after(after, &scan.candidates);
         let (deleted, spent_ru) = self
             .expire(container, std::mem::take(&mut scan.candidates))
             .await?;
+        // Deleted: the next walk begins after them. A walk that found nothing begins the next
+        // from the start.
+        self.inner.sweep_stats.set_cursor(container.number, cursor);
         if let Some((key, budget_ru)) = budget {
             if spent_ru > 0.0 {
                 self.inner

@@ -403,3 +403,54 @@ async fn the_sweepers_own_loop_deletes_expired_items_as_the_manual_clock_moves()
     assert_eq!(count(&*store, Table::ResourceIds), 1);
     assert_eq!(engine.sweep_stats()[0].backlog_items, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn small_batches_walking_on_from_the_last_one_miss_nothing_in_either_class() {
+    // Each batch's walk begins after the last key the batch before chose in each class. Items
+    // of one class that expire while the walk is in the other, and items that come in behind a
+    // class's last key, must all still go.
+    let store = crate::common::test_store();
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let engine =
+        Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
+    setup(&engine, 60).await;
+    let create = |id: String, ttl: Option<i64>| {
+        let engine = engine.clone();
+        async move {
+            let mut body = json!({"id": id, "pk": "p"});
+            if let Some(ttl) = ttl {
+                body["ttl"] = json!(ttl);
+            }
+            engine
+                .write_item(&resolved(&engine, "c"), WriteMode::Create, pk("p"), body, None)
+                .await
+                .expect("create");
+        }
+    };
+    for n in 0..10 {
+        create(format!("default-{n}"), None).await;
+        create(format!("own-{n}"), Some(5)).await;
+    }
+    create("keep".to_string(), Some(-1)).await;
+    // The own-ttl items expire first: batches of three take them, the walk ending in that class.
+    clock.advance_ms(6_000);
+    let (first, more) = engine.sweep_once(3).await.expect("sweep");
+    assert_eq!((first, more), (3, true));
+    // Own-ttl items written now expire after the ones left; the defaults expire with them.
+    for n in 0..5 {
+        create(format!("later-{n}"), Some(5)).await;
+    }
+    clock.advance_ms(60_000);
+    let mut deleted = first;
+    loop {
+        let (batch, more) = engine.sweep_once(3).await.expect("sweep");
+        assert!(batch <= 3);
+        deleted += batch;
+        if batch == 0 && !more {
+            break;
+        }
+    }
+    assert_eq!(deleted, 25);
+    assert_eq!(count(&*store, Table::Items), 1, "only the live item is left");
+    assert_eq!(count(&*store, Table::Expiry), 0);
+}
