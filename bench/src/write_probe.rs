@@ -1,5 +1,6 @@
-//! What a write workload cost the server beyond its operations per second: writes per durable
-//! commit and commits per second over the measured run only (LetheDB's `/_lethedb/stats`), the
+//! What a write workload cost the server beyond its operations per second: its writer lanes,
+//! writes per durable commit and commits per second over the measured run only (LetheDB's
+//! `/_lethedb/stats`), the
 //! bytes the server process wrote to storage per write (`write_bytes` of `/proc/PID/io`, which
 //! counts every thread, the store's syncs and background flushes included), and how much its
 //! resident set grew per write.
@@ -19,6 +20,8 @@ pub struct WriteProbe {
     at: Instant,
     /// Writer operations and commits so far (LetheDB only).
     writer: Option<(f64, f64)>,
+    /// The writer's lanes (LetheDB only).
+    lanes: Option<u64>,
     write_bytes: Option<u64>,
     rss_bytes: u64,
 }
@@ -26,6 +29,7 @@ pub struct WriteProbe {
 /// The difference between two probes, per write of the run.
 #[derive(Clone, Debug)]
 pub struct WriteFigures {
+    pub lanes: Option<u64>,
     pub writes_per_commit: Option<f64>,
     pub commits_per_sec: Option<f64>,
     pub bytes_written_per_write: Option<f64>,
@@ -37,21 +41,19 @@ impl WriteProbe {
     /// Reads the counters of the server `pid`, and its writer's through `endpoint` when it is
     /// LetheDB.
     pub async fn take(endpoint: &Arc<Endpoint>, pid: u32, lethedb: bool) -> WriteProbe {
-        let writer = if lethedb {
+        let stats = if lethedb {
             let mut client = Client::new(Arc::clone(endpoint));
-            get_json(&mut client, "/_lethedb/stats")
-                .await
-                .ok()
-                .and_then(|stats| {
-                    let writer = &stats["writer"];
-                    Some((writer["operations"].as_f64()?, writer["commits"].as_f64()?))
-                })
+            get_json(&mut client, "/_lethedb/stats").await.ok()
         } else {
             None
         };
+        let writer = stats.as_ref().map(|stats| &stats["writer"]);
         WriteProbe {
             at: Instant::now(),
-            writer,
+            writer: writer.and_then(|writer| {
+                Some((writer["operations"].as_f64()?, writer["commits"].as_f64()?))
+            }),
+            lanes: writer.and_then(|writer| writer["lanes"].as_u64()),
             write_bytes: bytes_written(pid),
             rss_bytes: memory(pid).rss_bytes,
         }
@@ -72,6 +74,7 @@ impl WriteProbe {
             _ => (None, None),
         };
         Some(WriteFigures {
+            lanes: self.lanes.and(later.lanes),
             writes_per_commit: operations
                 .zip(commits)
                 .filter(|(_, commits)| *commits > 0.0)
@@ -90,6 +93,7 @@ impl WriteFigures {
     pub fn to_json(&self) -> Value {
         let rounded = |value: Option<f64>| value.map(|value| (value * 10.0).round() / 10.0);
         json!({
+            "lanes": self.lanes,
             "writes_per_commit": rounded(self.writes_per_commit),
             "commits_per_sec": rounded(self.commits_per_sec),
             "bytes_written_per_write": rounded(self.bytes_written_per_write),
@@ -100,6 +104,12 @@ impl WriteFigures {
     /// The figures as a note in a report's table row.
     pub fn describe(&self) -> String {
         let mut parts = Vec::new();
+        if let Some(lanes) = self.lanes {
+            parts.push(format!(
+                "{lanes} writer lane{}",
+                if lanes == 1 { "" } else { "s" }
+            ));
+        }
         if let Some(per_commit) = self.writes_per_commit {
             parts.push(format!("{per_commit:.1} writes per commit"));
         }
@@ -125,23 +135,30 @@ mod tests {
         let before = WriteProbe {
             at: start,
             writer: Some((100.0, 10.0)),
+            lanes: Some(2),
             write_bytes: Some(1_000),
             rss_bytes: 50_000,
         };
         let after = WriteProbe {
             at: start + Duration::from_secs(2),
             writer: Some((1_100.0, 60.0)),
+            lanes: Some(2),
             write_bytes: Some(4_001_000),
             rss_bytes: 2_050_000,
         };
         let figures = before.figures(&after, 1_000).expect("figures");
+        assert_eq!(figures.lanes, Some(2));
         assert_eq!(figures.writes_per_commit, Some(20.0));
         assert_eq!(figures.commits_per_sec, Some(25.0));
         assert_eq!(figures.bytes_written_per_write, Some(4_000.0));
         assert_eq!(figures.rss_bytes_per_write, 2_000.0);
+        assert!(figures
+            .describe()
+            .starts_with("2 writer lanes, 20.0 writes per commit"));
         assert!(before.figures(&after, 0).is_none());
         let peer = WriteProbe {
             writer: None,
+            lanes: None,
             write_bytes: None,
             ..before
         };

@@ -187,9 +187,11 @@ pub fn header_starts_with(header: &str, prefix: &str) -> bool {
     // Compared as it decodes, up to the first byte that differs (the sixth, `type=`'s end,
     // for another kind of token), with nothing allocated.
     let mut decoded = percent_encoding::percent_decode(head);
-    prefix
-        .bytes()
-        .all(|wanted| decoded.next().is_some_and(|byte| byte.eq_ignore_ascii_case(&wanted)))
+    prefix.bytes().all(|wanted| {
+        decoded
+            .next()
+            .is_some_and(|byte| byte.eq_ignore_ascii_case(&wanted))
+    })
 }
 
 #[cfg(test)]

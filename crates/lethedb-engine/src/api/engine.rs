@@ -251,6 +251,12 @@ impl Engine {
         )
     }
 
+    /// How many writer lanes commit side by side (one, or several on a store that commits
+    /// shards side by side).
+    pub fn writer_lanes(&self) -> usize {
+        self.inner.writer.lanes()
+    }
+
     /// Operations applied and commits made by the writer so far, and operations waiting.
     pub fn writer_stats(&self) -> (u64, u64, u64) {
         let stats = &self.inner.writer.stats;

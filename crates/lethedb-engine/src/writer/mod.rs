@@ -72,6 +72,11 @@ pub struct Writer {
 }
 
 impl Writer {
+    /// How many lanes commit side by side.
+    pub fn lanes(&self) -> usize {
+        self.lanes.len()
+    }
+
     /// Sets how long the change log keeps entries of containers without a `changeFeedPolicy`.
     pub fn set_change_log_retention_ms(&self, retention_ms: i64) {
         self.change_log_retention_ms

@@ -422,7 +422,13 @@ async fn small_batches_walking_on_from_the_last_one_miss_nothing_in_either_class
                 body["ttl"] = json!(ttl);
             }
             engine
-                .write_item(&resolved(&engine, "c"), WriteMode::Create, pk("p"), body, None)
+                .write_item(
+                    &resolved(&engine, "c"),
+                    WriteMode::Create,
+                    pk("p"),
+                    body,
+                    None,
+                )
                 .await
                 .expect("create");
         }
@@ -451,6 +457,10 @@ async fn small_batches_walking_on_from_the_last_one_miss_nothing_in_either_class
         }
     }
     assert_eq!(deleted, 25);
-    assert_eq!(count(&*store, Table::Items), 1, "only the live item is left");
+    assert_eq!(
+        count(&*store, Table::Items),
+        1,
+        "only the live item is left"
+    );
     assert_eq!(count(&*store, Table::Expiry), 0);
 }

@@ -49,7 +49,12 @@ pub fn stats(state: &AppState, method: &Method, headers: &HeaderMap) -> ApiResul
         })
         .collect();
     let body = json!({
-        "writer": {"operations": operations, "commits": commits, "queued": queued},
+        "writer": {
+            "operations": operations,
+            "commits": commits,
+            "queued": queued,
+            "lanes": state.engine.writer_lanes(),
+        },
         "containers": containers,
         // Why the engine stopped accepting writes, if it did (a panic or a failed commit).
         "poisoned": state.engine.poisoned(),

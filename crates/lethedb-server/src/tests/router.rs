@@ -39,7 +39,7 @@ async fn the_statistics_answer_only_the_master_key_and_metrics_no_signature() {
     assert_eq!(stats.header("content-type"), "application/json");
     assert_eq!(
         stats.body,
-        json!({"writer": {"operations": 0, "commits": 0, "queued": 0}, "containers": [], "poisoned": null})
+        json!({"writer": {"operations": 0, "commits": 0, "queued": 0, "lanes": 1}, "containers": [], "poisoned": null})
     );
     check_common_headers(&stats);
     let unsigned = get(&server, "/_lethedb/stats").await;
