@@ -242,3 +242,58 @@ fn render(config: &MemoryConfig, rows: &[Row]) -> (String, Value) {
     }
     (table, Value::Array(figures))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(store_bytes: Option<(u64, u64)>) -> Row {
+        Row {
+            binary: "this build",
+            store: "redb".into(),
+            policy: "none".into(),
+            items_per_sec: 1000.0,
+            rss_before_bytes: 30_000_000,
+            rss_after_bytes: 230_000_000,
+            peak_rss_bytes: 240_000_000,
+            store_bytes,
+        }
+    }
+
+    #[test]
+    fn figures_per_item_are_the_growth_and_the_store_over_the_items() {
+        let measured = row(Some((1_000_000_000, 900_000_000)));
+        assert_eq!(measured.rss_per_item(100_000), 2_000.0);
+        assert_eq!(measured.store_per_item(100_000), Some((10_000.0, 9_000.0)));
+        assert_eq!(row(None).store_per_item(100_000), None);
+        let shrunk = Row {
+            rss_after_bytes: 20_000_000,
+            ..row(None)
+        };
+        assert_eq!(shrunk.rss_per_item(1_000), -10_000.0);
+    }
+
+    #[test]
+    fn stores_are_named_or_refused_and_a_row_renders_its_figures() {
+        assert_eq!(store_args("memory").ok(), Some(&["--in-memory"][..]));
+        assert_eq!(store_args("redb").ok(), Some(&[][..]));
+        assert!(store_args("rocksdb").is_err());
+        let config = MemoryConfig {
+            items: 10,
+            item_bytes: 1024,
+            partitions: 16,
+            seed: 42,
+            load_clients: 32,
+            stores: vec!["redb".into()],
+            policies: vec!["none".into()],
+            baseline: None,
+        };
+        let (table, figures) = render(&config, &[row(Some((100_000, 90_000)))]);
+        assert!(
+            table.contains("| this build | redb | none | 1000 |"),
+            "{table}"
+        );
+        assert_eq!(figures[0]["rss_bytes_per_item"], 20_000_000.0);
+        assert_eq!(figures[0]["store_allocated_bytes_per_item"], 9_000.0);
+    }
+}
