@@ -193,7 +193,8 @@ pub struct Savepoint {
 pub trait WriteTxn: ReadTxn {
     /// Writes `value` under `key`. The value is a shared immutable buffer: a backend that keeps
     /// values in memory keeps this one rather than a copy, so a caller that writes one buffer
-    /// (or slices of it) under several keys stores its bytes once.
+    /// (or slices of it) under several keys stores its bytes once. A slice keeps its whole
+    /// buffer alive there, so a caller slices only buffers it stores whole.
     fn put_bytes(&mut self, table: Table, key: &[u8], value: Bytes) -> Result<(), StorageError>;
     /// [`WriteTxn::put_bytes`] of a copy of `value`.
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
