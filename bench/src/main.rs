@@ -18,6 +18,7 @@ mod disk;
 mod goals;
 mod index_curve;
 mod load;
+mod memory_per_item;
 mod open_loop;
 mod pg;
 mod pg_cost;
@@ -77,6 +78,10 @@ enum Command {
     /// approximate indexes against exact with recall, creates with and without a vector
     /// policy, and the memory per million vectors of each index kind.
     Vectors(VectorArgs),
+    /// Memory and store bytes per item: fresh servers per store and indexing policy, loaded
+    /// with ~1 KiB items; the resident set's growth per item once quiet, and the data
+    /// directory's bytes per item on a durable store.
+    Memory(MemoryArgs),
     /// Serve hello world (the HTTP ceiling).
     Hello {
         #[arg(long, default_value = "127.0.0.1:0")]
@@ -232,6 +237,31 @@ struct VectorArgs {
 }
 
 #[derive(Args)]
+struct MemoryArgs {
+    /// Items loaded into each server.
+    #[arg(long, default_value_t = 200_000)]
+    items: usize,
+    /// Bytes per item body.
+    #[arg(long, default_value_t = 1024)]
+    item_bytes: usize,
+    /// Stores, comma-separated: memory, redb, fjall.
+    #[arg(long, value_delimiter = ',', default_value = "memory,redb")]
+    stores: Vec<String>,
+    /// Indexing policies, comma-separated: default, none (`indexingMode: none`).
+    #[arg(long, value_delimiter = ',', default_value = "default,none")]
+    policies: Vec<String>,
+    /// A `lethedb` built before a change, measured the same way in the same run.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
+    /// The lethedb binary (default: next to this one).
+    #[arg(long)]
+    lethedb: Option<PathBuf>,
+    /// Where to write the table and figures (default: print only).
+    #[arg(long)]
+    output: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct IndexCurveArgs {
     /// Container sizes (items), comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
@@ -306,6 +336,7 @@ fn main() -> anyhow::Result<()> {
                     Command::Scripts(args) => scripts_command(args).await,
                     Command::Soak(args) => soak_command(args).await,
                     Command::IndexCurve(args) => index_curve_command(args).await,
+                    Command::Memory(args) => memory_command(args).await,
                     Command::Vectors(args) => {
                         vectors::run(vectors::VectorConfig {
                             items: args.items,
@@ -463,6 +494,24 @@ async fn index_curve_command(args: IndexCurveArgs) -> anyhow::Result<()> {
         baseline: args.baseline,
     };
     let outcome = index_curve::run(&launch, &config).await;
+    let _ = std::fs::remove_dir_all(&scratch_dir);
+    print_report(outcome?, args.output)
+}
+
+async fn memory_command(args: MemoryArgs) -> anyhow::Result<()> {
+    let launch = local_launch(args.lethedb, "lethedb-memory")?;
+    let scratch_dir = launch.scratch_dir.clone();
+    let config = memory_per_item::MemoryConfig {
+        items: args.items,
+        item_bytes: args.item_bytes,
+        partitions: 16,
+        seed: 42,
+        load_clients: 32,
+        stores: args.stores,
+        policies: args.policies,
+        baseline: args.baseline,
+    };
+    let outcome = memory_per_item::run(&launch, &config).await;
     let _ = std::fs::remove_dir_all(&scratch_dir);
     print_report(outcome?, args.output)
 }

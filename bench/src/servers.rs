@@ -306,6 +306,24 @@ pub fn dir_bytes(dir: &Path) -> u64 {
         .sum()
 }
 
+/// The disk space a directory tree takes: its files' allocated blocks, so a store file the
+/// store lengthened ahead of use (a sparse tail) counts only what was written.
+pub fn dir_allocated_bytes(dir: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt as _;
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|entry| match entry.metadata() {
+            Ok(meta) if meta.is_dir() => dir_allocated_bytes(&entry.path()),
+            // `blocks` counts 512-byte units whatever the file system's block size.
+            Ok(meta) => meta.blocks() * 512,
+            Err(_) => 0,
+        })
+        .sum()
+}
+
 /// The hello-world server: the HTTP ceiling of this machine for a server written with the same
 /// stack as LetheDB (axum over hyper on a multi-threaded tokio runtime). Every request gets a
 /// small JSON body and 200.

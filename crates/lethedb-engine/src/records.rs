@@ -47,14 +47,24 @@ pub struct ItemRecord {
 
 impl ItemRecord {
     pub fn encode(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(ITEM_HEADER_BYTES + self.body.len());
+        let mut out = Vec::with_capacity(self.encoded_bytes());
+        self.encode_into(&mut out);
+        out
+    }
+
+    /// The length of [`ItemRecord::encode`]'s bytes.
+    pub fn encoded_bytes(&self) -> usize {
+        ITEM_HEADER_BYTES + self.body.len()
+    }
+
+    /// Appends the encoded record to `out` (inside a change-log entry, say).
+    pub fn encode_into(&self, out: &mut Vec<u8>) {
         out.push(ITEM_RECORD_VERSION);
         out.extend_from_slice(&self.last_modified_ms.to_be_bytes());
         out.extend_from_slice(&self.lsn.to_be_bytes());
         out.extend_from_slice(&self.document_number.to_be_bytes());
         out.extend_from_slice(&ttl_code(self.ttl).to_be_bytes());
         out.extend_from_slice(&self.body);
-        out
     }
 
     /// Decodes a stored record; `None` means the bytes are not a record (corruption).

@@ -6,6 +6,7 @@
 //! transaction at a time, savepoints, a durable commit), not how any backend does it; the
 //! backends and the write transaction they share live in their own modules.
 
+use bytes::Bytes;
 use std::future::Future;
 use std::ops::{Bound, ControlFlow};
 use std::pin::Pin;
@@ -190,7 +191,15 @@ pub struct Savepoint {
 
 /// The single write transaction. Reads through it see its own uncommitted writes.
 pub trait WriteTxn: ReadTxn {
-    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError>;
+    /// Writes `value` under `key`. The value is a shared immutable buffer: a backend that keeps
+    /// values in memory keeps this one rather than a copy, so a caller that writes one buffer
+    /// (or slices of it) under several keys stores its bytes once. A slice keeps its whole
+    /// buffer alive there, so a caller slices only buffers it stores whole.
+    fn put_bytes(&mut self, table: Table, key: &[u8], value: Bytes) -> Result<(), StorageError>;
+    /// [`WriteTxn::put_bytes`] of a copy of `value`.
+    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+        self.put_bytes(table, key, Bytes::copy_from_slice(value))
+    }
     fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError>;
     /// This transaction's own change to `key`, without asking the store: `Some(Some(value))`
     /// written, `Some(None)` deleted, `None` untouched here (the committed value stands).

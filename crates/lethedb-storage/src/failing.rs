@@ -9,6 +9,7 @@
 //! This module decides nothing else; it forwards every other call to the wrapped store.
 
 use crate::api::{KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn};
+use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
 
@@ -159,7 +160,7 @@ impl<S: Storage> ReadTxn for FailingWrite<'_, S> {
 }
 
 impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
-    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+    fn put_bytes(&mut self, table: Table, key: &[u8], value: Bytes) -> Result<(), StorageError> {
         let store = self.store;
         let count = store.puts.fetch_add(1, Ordering::SeqCst) + 1;
         if store.plan.panic_put == Some(count) {
@@ -171,7 +172,7 @@ impl<S: Storage> WriteTxn for FailingWrite<'_, S> {
             store.failures.fetch_add(1, Ordering::SeqCst);
             return Err(injected("put"));
         }
-        self.inner.put(table, key, value)
+        self.inner.put_bytes(table, key, value)
     }
 
     fn delete(&mut self, table: Table, key: &[u8]) -> Result<(), StorageError> {

@@ -28,6 +28,9 @@ mod redb_snapshots;
 mod redb_store;
 mod write_txn;
 
+/// The value type of [`WriteTxn::put_bytes`]: a shared immutable buffer.
+pub use bytes::Bytes;
+
 pub use api::{
     prefix_successor, KeyRange, Look, LookFuture, ReadTxn, Savepoint, Snapshots, Storage,
     StorageError, Table, Visit, WriteTxn,

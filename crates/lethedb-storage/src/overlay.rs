@@ -8,13 +8,15 @@
 //! a read of the committed store. This module knows nothing of either backend's storage.
 
 use crate::api::{KeyRange, Savepoint, StorageError, Table, Visit};
+use bytes::Bytes;
 use std::collections::BTreeMap;
 
-/// One table's pending changes: `None` marks a deletion.
-pub(crate) type Changes = BTreeMap<Vec<u8>, Option<Vec<u8>>>;
+/// One table's pending changes: `None` marks a deletion. Values stay the buffers the caller
+/// gave, so the in-memory backend keeps them as they are (shared where the caller shared them).
+pub(crate) type Changes = BTreeMap<Vec<u8>, Option<Bytes>>;
 
 /// What a change replaced in the overlay: `None` when the key had no pending change before.
-type Previous = Option<Option<Vec<u8>>>;
+type Previous = Option<Option<Bytes>>;
 
 /// Every table's pending changes.
 #[derive(Default)]
@@ -27,7 +29,7 @@ pub(crate) struct Overlay {
 }
 
 /// A pending change as a merged scan meets it.
-type PendingEntry<'a> = (&'a Vec<u8>, &'a Option<Vec<u8>>);
+type PendingEntry<'a> = (&'a Vec<u8>, &'a Option<Bytes>);
 
 /// A committed entry a backend feeds into a merged scan.
 pub(crate) type BaseEntry<K, V> = Result<(K, V), StorageError>;
@@ -35,18 +37,20 @@ pub(crate) type BaseEntry<K, V> = Result<(K, V), StorageError>;
 impl Overlay {
     /// `Some(Some(v))`: written; `Some(None)`: deleted; `None`: unchanged here.
     pub(crate) fn get(&self, table: Table, key: &[u8]) -> Option<Option<Vec<u8>>> {
-        self.tables[table.index()].get(key).cloned()
+        self.tables[table.index()]
+            .get(key)
+            .map(|change| change.as_ref().map(|value| value.to_vec()))
     }
 
-    pub(crate) fn put(&mut self, table: Table, key: &[u8], value: &[u8]) {
-        self.change(table, key, Some(value.to_vec()));
+    pub(crate) fn put(&mut self, table: Table, key: &[u8], value: Bytes) {
+        self.change(table, key, Some(value));
     }
 
     pub(crate) fn delete(&mut self, table: Table, key: &[u8]) {
         self.change(table, key, None);
     }
 
-    fn change(&mut self, table: Table, key: &[u8], change: Option<Vec<u8>>) {
+    fn change(&mut self, table: Table, key: &[u8], change: Option<Bytes>) {
         let previous = self.tables[table.index()].insert(key.to_vec(), change);
         if self.open_savepoints > 0 {
             self.journal.push((table, key.to_vec(), previous));

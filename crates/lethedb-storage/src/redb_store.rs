@@ -258,7 +258,7 @@ impl Base for RedbBase<'_> {
             // Keys arrive sorted, which keeps redb's copy-on-write pages hot.
             for (key, change) in changes {
                 match change {
-                    Some(value) => opened.insert(key.as_slice(), value.as_slice()).map(drop),
+                    Some(value) => opened.insert(key.as_slice(), value.as_ref()).map(drop),
                     None => opened.remove(key.as_slice()).map(drop),
                 }
                 .map_err(io)?;

@@ -8,6 +8,7 @@
 
 use crate::api::{KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::Overlay;
+use bytes::Bytes;
 
 /// The committed side of a write transaction.
 pub(crate) trait Base {
@@ -83,7 +84,7 @@ impl<B: Base> ReadTxn for OverlayWrite<B> {
 }
 
 impl<B: Base> WriteTxn for OverlayWrite<B> {
-    fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {
+    fn put_bytes(&mut self, table: Table, key: &[u8], value: Bytes) -> Result<(), StorageError> {
         self.overlay.put(table, key, value);
         Ok(())
     }

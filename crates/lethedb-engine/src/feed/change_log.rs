@@ -11,11 +11,14 @@ use crate::keys;
 use crate::partitions::shards::Shard;
 use crate::records::ItemRecord;
 use crate::writer::WriteContext;
-use lethedb_storage::{KeyRange, ReadTxn, Table};
+use lethedb_storage::{Bytes, KeyRange, ReadTxn, Table};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
 
+/// The fixed part of an encoded entry before the item key suffix: operation, TTL flag,
+/// previous LSN, time and the suffix's length.
+const ENTRY_HEADER_BYTES: usize = 22;
 /// The most log entries one job trims in a shard, so a long-idle container's first read stays
 /// short.
 const TRIM_ENTRIES_MAX: usize = 10_000;
@@ -54,26 +57,22 @@ pub(crate) struct LogEntry {
 
 impl LogEntry {
     fn encode(&self) -> Vec<u8> {
-        let record = self.record.as_ref().map(ItemRecord::encode);
-        let mut out =
-            Vec::with_capacity(22 + self.item_suffix.len() + record.as_ref().map_or(0, Vec::len));
-        out.push(self.operation as u8);
-        out.push(u8::from(self.ttl_expired));
-        out.extend_from_slice(&self.previous_lsn.to_be_bytes());
-        out.extend_from_slice(&self.at_ms.to_be_bytes());
-        out.extend_from_slice(&(self.item_suffix.len() as u32).to_be_bytes());
-        out.extend_from_slice(&self.item_suffix);
-        if let Some(record) = record {
-            out.extend_from_slice(&record);
-        }
-        out
+        encode_entry(
+            self.operation,
+            self.ttl_expired,
+            self.previous_lsn,
+            self.at_ms,
+            &self.item_suffix,
+            self.record.as_ref(),
+        )
+        .0
     }
 
     /// The item key suffix of an encoded entry, read without decoding the version it holds
     /// (so a feed of one range decodes only its own entries).
     pub(crate) fn item_suffix_of(bytes: &[u8]) -> Option<&[u8]> {
-        let length = u32::from_be_bytes(bytes.get(18..22)?.try_into().ok()?) as usize;
-        bytes.get(22..22 + length)
+        let length = u32::from_be_bytes(bytes.get(18..ENTRY_HEADER_BYTES)?.try_into().ok()?);
+        bytes.get(ENTRY_HEADER_BYTES..ENTRY_HEADER_BYTES + length as usize)
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Option<LogEntry> {
@@ -87,7 +86,7 @@ impl LogEntry {
         let previous_lsn = u64::from_be_bytes(bytes.get(2..10)?.try_into().ok()?);
         let at_ms = i64::from_be_bytes(bytes.get(10..18)?.try_into().ok()?);
         let item_suffix = LogEntry::item_suffix_of(bytes)?.to_vec();
-        let rest = bytes.get(22 + item_suffix.len()..)?;
+        let rest = bytes.get(ENTRY_HEADER_BYTES + item_suffix.len()..)?;
         let record = if operation == Operation::Delete {
             None
         } else {
@@ -101,6 +100,70 @@ impl LogEntry {
             item_suffix,
             record,
         })
+    }
+}
+
+/// The encoded entry, and where the version it logs (an encoded [`ItemRecord`]) starts in it.
+fn encode_entry(
+    operation: Operation,
+    ttl_expired: bool,
+    previous_lsn: u64,
+    at_ms: i64,
+    item_suffix: &[u8],
+    record: Option<&ItemRecord>,
+) -> (Vec<u8>, usize) {
+    let record_at = ENTRY_HEADER_BYTES + item_suffix.len();
+    let mut out = Vec::with_capacity(record_at + record.map_or(0, ItemRecord::encoded_bytes));
+    out.push(operation as u8);
+    out.push(u8::from(ttl_expired));
+    out.extend_from_slice(&previous_lsn.to_be_bytes());
+    out.extend_from_slice(&at_ms.to_be_bytes());
+    out.extend_from_slice(&(item_suffix.len() as u32).to_be_bytes());
+    out.extend_from_slice(item_suffix);
+    if let Some(record) = record {
+        record.encode_into(&mut out);
+    }
+    (out, record_at)
+}
+
+/// A create's or replace's log entry, encoded once with the version it logs. The item itself
+/// is stored as [`WriteEntry::record`], a slice of the same buffer, so a store that keeps
+/// values in memory holds the document once for the item and its change-log version.
+pub(crate) struct WriteEntry {
+    bytes: Bytes,
+    record_at: usize,
+}
+
+impl WriteEntry {
+    /// The encoded version (what [`Table::Items`] holds), sharing the entry's buffer.
+    pub(crate) fn record(&self) -> Bytes {
+        self.bytes.slice(self.record_at..)
+    }
+}
+
+/// The log entry of a write: a create when nothing visible was replaced, else a replace of
+/// that version.
+pub(crate) fn write_entry(
+    item_key: &[u8],
+    record: &ItemRecord,
+    replaced_lsn: Option<u64>,
+) -> WriteEntry {
+    let operation = if replaced_lsn.is_some() {
+        Operation::Replace
+    } else {
+        Operation::Create
+    };
+    let (bytes, record_at) = encode_entry(
+        operation,
+        false,
+        replaced_lsn.unwrap_or(0),
+        record.last_modified_ms,
+        keys::item_key_suffix(item_key),
+        Some(record),
+    );
+    WriteEntry {
+        bytes: Bytes::from(bytes),
+        record_at,
     }
 }
 
@@ -190,6 +253,16 @@ pub(crate) fn append(
     lsn: u64,
     entry: &LogEntry,
 ) -> EngineResult<()> {
+    append_encoded(context, container_number, lsn, Bytes::from(entry.encode()))
+}
+
+/// [`append`] of an encoded entry.
+fn append_encoded(
+    context: &mut WriteContext<'_>,
+    container_number: u64,
+    lsn: u64,
+    entry: Bytes,
+) -> EngineResult<()> {
     let first = keys::change_log_key(container_number, lsn, 0);
     // Most LSNs hold one entry: a point lookup settles it. A transaction's later entries take
     // the sequence the previous append left, if its entry is still there (a rolled-back
@@ -217,36 +290,23 @@ pub(crate) fn append(
             },
         )?;
     }
-    context.put(
+    context.put_bytes(
         Table::ChangeLog,
         &keys::change_log_key(container_number, lsn, sequence),
-        &entry.encode(),
+        entry,
     )?;
     context.change_log_next = Some((container_number, lsn, sequence + 1));
     Ok(())
 }
 
-/// Logs a write: a create when nothing visible was replaced, else a replace of that version.
+/// Logs a write under its version's LSN (`entry` from [`write_entry`]).
 pub(crate) fn log_write(
     context: &mut WriteContext<'_>,
     container_number: u64,
-    item_key: &[u8],
-    record: &ItemRecord,
-    replaced_lsn: Option<u64>,
+    lsn: u64,
+    entry: WriteEntry,
 ) -> EngineResult<()> {
-    let entry = LogEntry {
-        operation: if replaced_lsn.is_some() {
-            Operation::Replace
-        } else {
-            Operation::Create
-        },
-        ttl_expired: false,
-        previous_lsn: replaced_lsn.unwrap_or(0),
-        at_ms: record.last_modified_ms,
-        item_suffix: keys::item_key_suffix(item_key).to_vec(),
-        record: Some(record.clone()),
-    };
-    append(context, container_number, record.lsn, &entry)
+    append_encoded(context, container_number, lsn, entry.bytes)
 }
 
 /// Logs the delete of a visible version.
@@ -414,4 +474,40 @@ pub(crate) fn backfill_index(
     }
     state.indexed = true;
     store_state(context, container_number, &state)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ttl::ItemTtl;
+
+    #[test]
+    fn a_write_entry_holds_the_item_record_the_item_is_stored_as() {
+        let record = ItemRecord {
+            last_modified_ms: 1_700_000_000_000,
+            lsn: 42,
+            document_number: 7,
+            ttl: ItemTtl::Secs(30),
+            body: br#"{"id":"a","pk":"p"}"#.to_vec(),
+        };
+        let item_key = keys::item_key_from_suffix(3, b"suffix-of-the-item");
+        for replaced in [None, Some(41)] {
+            let entry = write_entry(&item_key, &record, replaced);
+            assert_eq!(entry.record(), record.encode());
+            assert_eq!(
+                entry.record().as_ptr(),
+                entry.bytes[entry.record_at..].as_ptr()
+            );
+            let decoded = LogEntry::decode(&entry.bytes).expect("decodes");
+            assert_eq!(decoded.record.as_ref(), Some(&record));
+            assert_eq!(decoded.previous_lsn, replaced.unwrap_or(0));
+            assert_eq!(decoded.item_suffix, keys::item_key_suffix(&item_key));
+            let expected = match replaced {
+                None => Operation::Create,
+                Some(_) => Operation::Replace,
+            };
+            assert_eq!(decoded.operation, expected);
+            assert_eq!(decoded.at_ms, record.last_modified_ms);
+        }
+    }
 }

@@ -38,7 +38,7 @@ use crate::throughput::request_units;
 use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
-use lethedb_storage::{KeyRange, ReadTxn, Table};
+use lethedb_storage::{Bytes, KeyRange, ReadTxn, Table};
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -193,13 +193,14 @@ pub(crate) fn next_lsn(context: &WriteContext<'_>, counters: &mut Counters) {
     };
 }
 
-/// Stores one version with its expiry-index and resource-id entries and counts it; the
-/// resource-id entry only when `resource_id_stored` is false.
+/// Stores one version (`encoded`: the record as encoded, sharing its change-log entry's
+/// buffer) with its expiry-index and resource-id entries and counts it; the resource-id entry
+/// only when `resource_id_stored` is false.
 fn store_version(
     context: &mut WriteContext<'_>,
     container_number: u64,
     item_key: &[u8],
-    record: &ItemRecord,
+    (record, encoded): (&ItemRecord, Bytes),
     counters: &mut Counters,
     resource_id_stored: bool,
 ) -> EngineResult<()> {
@@ -215,7 +216,7 @@ fn store_version(
             &entry.encode(),
         )?;
     }
-    context.put(Table::Items, item_key, &record.encode())?;
+    context.put_bytes(Table::Items, item_key, encoded)?;
     change_log::index_version(context, container_number, item_key, record.lsn)?;
     if !resource_id_stored {
         context.put(
@@ -517,25 +518,25 @@ fn store_write(
     };
     let changes = changes.and(replace_entries(context, container, old, Some(new))?);
     let key = &found.key;
+    // A write under a renamed key logs the old key's delete and a create.
+    let replaced_lsn = match &found.renamed_from {
+        Some(_) => None,
+        None => found.visible().map(|old| old.lsn),
+    };
+    let logged = change_log::write_entry(key, &record, replaced_lsn);
     store_version(
         context,
         number,
         key,
-        &record,
+        (&record, logged.record()),
         counters,
         plan.keeps_resource_id,
     )?;
     store_claims(context, &plan.claims.to_store, key)?;
-    let replaced_lsn = match &found.renamed_from {
-        Some((old_key, old)) => {
-            if let Some(old) = old {
-                change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
-            }
-            None
-        }
-        None => found.visible().map(|old| old.lsn),
-    };
-    change_log::log_write(context, number, key, &record, replaced_lsn)?;
+    if let Some((old_key, Some(old))) = &found.renamed_from {
+        change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
+    }
+    change_log::log_write(context, number, record.lsn, logged)?;
     Ok((record, changes))
 }
 

@@ -9,7 +9,7 @@ use crate::container::Container;
 use crate::error::{EngineError, EngineResult};
 use crate::poison::panic_message;
 use crate::scan_visit::{try_scan_with, TryVisit};
-use lethedb_storage::{KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
+use lethedb_storage::{Bytes, KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
 use std::collections::HashMap;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -85,6 +85,13 @@ impl WriteContext<'_> {
 
     pub fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> EngineResult<()> {
         let result = self.txn.put(table, key, value);
+        self.note(result)
+    }
+
+    /// [`WriteContext::put`] of a buffer the store may keep as it is, shared with whatever
+    /// else holds it (an item's record is a slice of its change-log entry).
+    pub(crate) fn put_bytes(&mut self, table: Table, key: &[u8], value: Bytes) -> EngineResult<()> {
+        let result = self.txn.put_bytes(table, key, value);
         self.note(result)
     }
 

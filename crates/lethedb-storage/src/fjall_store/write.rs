@@ -59,7 +59,7 @@ fn fill_batch(
                 )));
             }
             match change {
-                Some(value) => batch.insert(keyspace, key, value),
+                Some(value) => batch.insert(keyspace, key, Vec::from(value)),
                 None => batch.remove(keyspace, key),
             }
         }

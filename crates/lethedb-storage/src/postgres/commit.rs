@@ -66,7 +66,7 @@ pub(super) fn writes_of(backend: &Backend, overlay: Overlay) -> (Vec<Write>, boo
             match change {
                 Some(value) => {
                     put_keys.push(key);
-                    put_values.push(value);
+                    put_values.push(Vec::from(value));
                 }
                 None => delete_keys.push(key),
             }

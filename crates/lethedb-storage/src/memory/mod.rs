@@ -1,21 +1,25 @@
 //! The in-memory backend: ordered maps behind a lock, for tests and `--in-memory` servers.
 //!
-//! The maps are persistent B-trees (`imbl::OrdMap`): a snapshot is a clone that shares every node,
-//! and a commit copies only the paths to the keys it changes. Keys and values are `Arc`s, so a
-//! copied node clones pointers, never bytes. (Plain `BTreeMap`s behind an `Arc` had to be copied
-//! whole whenever a reader still held the old ones at commit: with reads and writes mixed, every
+//! The maps are persistent B-trees (`imbl::OrdSet` of entries ordered by key): a snapshot is a
+//! clone that shares every node, and a commit copies only the paths to the keys it changes.
+//! Each entry is one thin pointer to its key and value (`entry.rs`), so a copied node clones
+//! pointers, never bytes, and a large value is the buffer the writer gave: an item and its
+//! change-log version share one. (Plain `BTreeMap`s behind an `Arc` had to be copied whole
+//! whenever a reader still held the old ones at commit: with reads and writes mixed, every
 //! commit copied the store.) The write transaction buffers its changes in an overlay and
 //! publishes them on commit. Nothing here survives the process.
 
 use crate::api::{KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::write_txn::{Base, OverlayWrite};
-use imbl::OrdMap;
+use entry::Entry;
+use imbl::OrdSet;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-type Bytes = Arc<[u8]>;
-type Map = OrdMap<Bytes, Bytes>;
+mod entry;
+
+type Map = OrdSet<Entry>;
 type Tables = [Map; Table::ALL.len()];
 
 /// A store that lives only as long as the process.
@@ -122,7 +126,7 @@ fn scan_map(
         return Ok(());
     }
     let entries = map.range::<_, [u8]>(range.as_slices());
-    let mut step = |(key, value): (&Bytes, &Bytes)| visit(key, value);
+    let mut step = |entry: &Entry| visit(entry.key(), entry.value());
     if reverse {
         for entry in entries.rev() {
             if step(entry).is_break() {
@@ -143,7 +147,7 @@ impl ReadTxn for MemoryRead {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.tables[table.index()]
             .get(key)
-            .map(|value| value.to_vec()))
+            .map(|entry| entry.value().to_vec()))
     }
 
     fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
@@ -160,6 +164,11 @@ impl ReadTxn for MemoryRead {
     }
 }
 
+/// An entry as a merged scan takes it.
+fn pair(entry: &Entry) -> BaseEntry<&[u8], &[u8]> {
+    Ok((entry.key(), entry.value()))
+}
+
 /// The committed side of the write transaction: the maps as of its start.
 struct MemoryBase<'a> {
     store: &'a MemoryStore,
@@ -170,7 +179,7 @@ impl Base for MemoryBase<'_> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
         Ok(self.tables[table.index()]
             .get(key)
-            .map(|value| value.to_vec()))
+            .map(|entry| entry.value().to_vec()))
     }
 
     fn merged_scan(
@@ -185,10 +194,10 @@ impl Base for MemoryBase<'_> {
             return Ok(());
         }
         let entries = self.tables[table.index()].range::<_, [u8]>(range.as_slices());
-        let base: Box<dyn Iterator<Item = BaseEntry<&Bytes, &Bytes>>> = if reverse {
-            Box::new(entries.rev().map(Ok))
+        let base: Box<dyn Iterator<Item = BaseEntry<&[u8], &[u8]>>> = if reverse {
+            Box::new(entries.rev().map(pair))
         } else {
-            Box::new(entries.map(Ok))
+            Box::new(entries.map(pair))
         };
         overlay.merged_scan(table, range, reverse, base, visit)
     }
@@ -203,7 +212,7 @@ impl Base for MemoryBase<'_> {
             for (key, change) in changes {
                 match change {
                     Some(value) => {
-                        map.insert(Bytes::from(key), Bytes::from(value));
+                        map.insert(Entry::new(&key, value));
                     }
                     None => {
                         map.remove::<[u8]>(&key);
