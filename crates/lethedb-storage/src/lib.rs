@@ -26,6 +26,7 @@ mod overlay;
 mod postgres;
 mod redb_snapshots;
 mod redb_store;
+mod redo_log;
 mod write_txn;
 
 pub use api::{
@@ -37,9 +38,11 @@ pub use failing::{FailingStore, FaultPlan};
 pub use fjall_store::{FjallStore, FJALL_MEMORY_BYTES_DEFAULT};
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore, POSTGRES_SCHEMA_DEFAULT};
-pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
+pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT};
 
 #[cfg(test)]
 mod model_test;
+#[cfg(test)]
+mod redo_log_test;
 #[cfg(test)]
 mod snapshot_test;
