@@ -107,6 +107,10 @@ struct Shape {
     /// Distinct partition key values.
     #[arg(long, default_value_t = 16)]
     partitions: usize,
+    /// Create the workloads' containers with `indexingPolicy.indexingMode: none` (no index
+    /// entries), to see what the store writes per item without them.
+    #[arg(long)]
+    indexing_none: bool,
     /// `x-ms-max-item-count` of query pages.
     #[arg(long, default_value_t = 1000)]
     page_items: usize,
@@ -339,6 +343,7 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
         item_bytes: shape.item_bytes,
         partitions: shape.partitions,
         page_items: shape.page_items,
+        indexing_none: shape.indexing_none,
         seed: shape.seed,
         sweep_items: args.sweep_items.unwrap_or(if smoke {
             vec![2000]
@@ -488,6 +493,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         warmup: Duration::from_secs_f64(shape.warmup.unwrap_or(1.0)),
         duration: Duration::from_secs_f64(shape.duration.unwrap_or(5.0)),
         page_items: shape.page_items,
+        indexing_none: shape.indexing_none,
         data: data::DataSet {
             items: shape.items.unwrap_or(20_000),
             partitions: shape.partitions,

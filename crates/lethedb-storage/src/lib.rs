@@ -39,6 +39,7 @@ pub use fjall_store::{FjallStore, FJALL_MEMORY_BYTES_DEFAULT};
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore, POSTGRES_SCHEMA_DEFAULT};
 pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT};
+pub use redo_log::read_redo_log;
 
 #[cfg(test)]
 mod model_test;

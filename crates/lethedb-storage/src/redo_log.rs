@@ -39,7 +39,7 @@ fn io(error: impl std::fmt::Display) -> StorageError {
 }
 
 /// One replayed change: its table, its key, and its value (`None`: deleted).
-pub(crate) type Change = (Table, Vec<u8>, Option<Vec<u8>>);
+pub type Change = (Table, Vec<u8>, Option<Vec<u8>>);
 
 /// The redo log's file, open for appending.
 pub(crate) struct RedoLog {
@@ -117,6 +117,23 @@ impl RedoLog {
         }
         Ok(commits)
     }
+}
+
+/// Every whole record of the redo log at `path`, whatever its generation, oldest first: for
+/// looking at what commits wrote (`examples/redo_replay.rs`), never for recovery, which replays
+/// only the store's generation.
+pub fn read_redo_log(path: &Path) -> Result<Vec<Vec<Change>>, StorageError> {
+    let bytes = std::fs::read(path).map_err(io)?;
+    let mut commits = Vec::new();
+    let mut rest = bytes.as_slice();
+    while let Some((_, payload, after)) = next_record(rest) {
+        let Some(changes) = decode_payload(payload) else {
+            break;
+        };
+        commits.push(changes);
+        rest = after;
+    }
+    Ok(commits)
 }
 
 fn table_code(table: Table) -> u8 {
