@@ -326,6 +326,40 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
+/// Where the comparison's servers come from and run: the `lethedb` binary (default: next to
+/// this one), the peer, the scratch folder and PostgreSQL, if any.
+fn bench_launch(
+    lethedb: Option<PathBuf>,
+    peer_cli: bool,
+    shape: &Shape,
+    scratch_dir: Option<PathBuf>,
+    postgres: Option<String>,
+) -> anyhow::Result<servers::Launch> {
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let launch = servers::Launch {
+        lethedb_binary: lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
+        bench_binary: exe.clone(),
+        peer_dir: bench_dir().join("peer"),
+        peer_cli,
+        tls: shape.tls,
+        key: shape.key.clone(),
+        scratch_dir: scratch_dir.unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("lethedb-bench-{}", std::process::id()))
+        }),
+        postgres: postgres
+            .or_else(|| std::env::var("LETHEDB_BENCH_POSTGRES").ok())
+            .filter(|url| !url.is_empty()),
+    };
+    if !launch.lethedb_binary.exists() {
+        anyhow::bail!(
+            "{} not found: build it with `cargo build --release -p lethedb-server`",
+            launch.lethedb_binary.display()
+        );
+    }
+    Ok(launch)
+}
+
 async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
     let smoke = args.smoke;
     let shape = &args.shape;
@@ -375,29 +409,13 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
             .results_dir
             .unwrap_or_else(|| bench_dir().join("results")),
     };
-    let exe = std::env::current_exe().context("cannot find this binary")?;
-    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-    let launch = servers::Launch {
-        lethedb_binary: args.lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
-        bench_binary: exe.clone(),
-        peer_dir: bench_dir().join("peer"),
-        peer_cli: args.peer_cli,
-        tls: shape.tls,
-        key: shape.key.clone(),
-        scratch_dir: args.scratch_dir.unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("lethedb-bench-{}", std::process::id()))
-        }),
-        postgres: args
-            .postgres
-            .or_else(|| std::env::var("LETHEDB_BENCH_POSTGRES").ok())
-            .filter(|url| !url.is_empty()),
-    };
-    if !launch.lethedb_binary.exists() {
-        anyhow::bail!(
-            "{} not found: build it with `cargo build --release -p lethedb-server`",
-            launch.lethedb_binary.display()
-        );
-    }
+    let launch = bench_launch(
+        args.lethedb,
+        args.peer_cli,
+        shape,
+        args.scratch_dir,
+        args.postgres,
+    )?;
     let outcome = compare::compare(&launch, &config).await;
     let _ = std::fs::remove_dir_all(&launch.scratch_dir);
     let (markdown, clean) = outcome?;

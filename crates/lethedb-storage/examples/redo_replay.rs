@@ -10,7 +10,8 @@
 //!   cargo run --release -p lethedb-storage --example redo_replay -- LOG SCRATCH_DIR
 
 use lethedb_storage::{
-    read_redo_log, RedbStore, Storage, Table, CACHE_BYTES_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT,
+    read_redo_log, RedbStore, Storage, StorageError, Table, CACHE_BYTES_DEFAULT,
+    CHECKPOINT_LOG_BYTES_DEFAULT,
 };
 use std::path::Path;
 
@@ -26,35 +27,39 @@ fn write_bytes() -> u64 {
 
 /// Replays `commits` (only `table`'s changes when given) into a fresh store at `path`; the
 /// bytes written, from the open after creation to the close after the last commit.
-fn replay(commits: &Commits, path: &Path, checkpoint_bytes: u64, table: Option<Table>) -> u64 {
-    let store = RedbStore::open_with_checkpoint(path, CACHE_BYTES_DEFAULT, checkpoint_bytes)
-        .expect("open a scratch store");
+fn replay(
+    commits: &Commits,
+    path: &Path,
+    checkpoint_bytes: u64,
+    table: Option<Table>,
+) -> Result<u64, StorageError> {
+    let store = RedbStore::open_with_checkpoint(path, CACHE_BYTES_DEFAULT, checkpoint_bytes)?;
     let before = write_bytes();
     for commit in commits {
-        let mut write = store.write().expect("write");
+        let mut write = store.write()?;
         for (changed, key, value) in commit {
             if table.is_some_and(|only| only != *changed) {
                 continue;
             }
             match value {
-                Some(value) => write.put(*changed, key, value).expect("put"),
-                None => write.delete(*changed, key).expect("delete"),
+                Some(value) => write.put(*changed, key, value)?,
+                None => write.delete(*changed, key)?,
             }
         }
-        write.commit().expect("commit");
+        write.commit()?;
     }
     // The closing checkpoint counts: it writes what the redo log's commits left in memory.
     drop(store);
-    write_bytes() - before
+    Ok(write_bytes() - before)
 }
 
-fn main() {
+fn main() -> Result<(), StorageError> {
     let arguments: Vec<String> = std::env::args().collect();
     let (Some(log), Some(scratch)) = (arguments.get(1), arguments.get(2)) else {
         eprintln!("usage: redo_replay LOG SCRATCH_DIR");
         std::process::exit(2);
     };
-    let commits = read_redo_log(Path::new(log)).expect("read the log");
+    let commits = read_redo_log(Path::new(log))?;
     let writes = commits
         .iter()
         .flatten()
@@ -97,7 +102,8 @@ fn main() {
     ));
     for (number, (name, checkpoint_bytes, table)) in variants.into_iter().enumerate() {
         let path = Path::new(scratch).join(format!("replay-{number}.redb"));
-        let written = replay(&commits, &path, checkpoint_bytes, table);
+        let written = replay(&commits, &path, checkpoint_bytes, table)?;
         println!("{name}: {:.0} B written per write", written as f64 / writes);
     }
+    Ok(())
 }

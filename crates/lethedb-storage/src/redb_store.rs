@@ -174,7 +174,7 @@ impl RedbStore {
         // A panic while holding it leaves the log as its last whole append or emptying left it.
         self.redo
             .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 

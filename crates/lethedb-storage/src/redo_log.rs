@@ -144,7 +144,7 @@ fn table_code(table: Table) -> u8 {
 fn encode(generation: u64, tables: &[(Table, &Changes)]) -> Result<Vec<u8>, StorageError> {
     let mut payload = Vec::new();
     for (table, changes) in tables {
-        for (key, change) in changes.iter() {
+        for (key, change) in *changes {
             payload.push(table_code(*table));
             payload.push(u8::from(change.is_some()));
             push_length_prefixed(&mut payload, key)?;

@@ -3,7 +3,7 @@
 //! checkpoint empties the log and is never undone by an old log, and a store written before the
 //! log (by the release before it) opens with its data.
 
-use crate::api::{ReadTxn, Storage, Table};
+use crate::api::{Storage, Table};
 use crate::redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 use crate::redo_log;
 use redb::TableDefinition;
