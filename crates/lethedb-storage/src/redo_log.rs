@@ -65,6 +65,16 @@ impl RedoLog {
             .write(true)
             .open(path)
             .map_err(io)?;
+        // The file's name must survive a crash too, not only its contents: syncing the file
+        // does not promise that its directory entry is on disk.
+        if let Some(directory) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            File::open(directory)
+                .and_then(|directory| directory.sync_all())
+                .map_err(io)?;
+        }
         let bytes = file.seek(SeekFrom::End(0)).map_err(io)?;
         Ok(RedoLog { file, bytes })
     }
