@@ -21,6 +21,8 @@ pub struct CompareConfig {
     pub item_bytes: usize,
     pub partitions: usize,
     pub page_items: usize,
+    /// The workloads' containers index nothing (`--indexing-none`).
+    pub indexing_none: bool,
     pub seed: u64,
     pub sweep_items: Vec<usize>,
     pub lag_items: usize,
@@ -72,6 +74,7 @@ impl CompareConfig {
             warmup: self.warmup,
             duration: self.duration,
             page_items: self.page_items,
+            indexing_none: self.indexing_none,
             data: DataSet {
                 items: self.items,
                 partitions: self.partitions,

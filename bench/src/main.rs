@@ -112,6 +112,10 @@ struct Shape {
     /// Distinct partition key values.
     #[arg(long, default_value_t = 16)]
     partitions: usize,
+    /// Create the workloads' containers with `indexingPolicy.indexingMode: none` (no index
+    /// entries), to see what the store writes per item without them.
+    #[arg(long)]
+    indexing_none: bool,
     /// `x-ms-max-item-count` of query pages.
     #[arg(long, default_value_t = 1000)]
     page_items: usize,
@@ -353,6 +357,40 @@ fn main() -> anyhow::Result<()> {
     }
 }
 
+/// Where the comparison's servers come from and run: the `lethedb` binary (default: next to
+/// this one), the peer, the scratch folder and PostgreSQL, if any.
+fn bench_launch(
+    lethedb: Option<PathBuf>,
+    peer_cli: bool,
+    shape: &Shape,
+    scratch_dir: Option<PathBuf>,
+    postgres: Option<String>,
+) -> anyhow::Result<servers::Launch> {
+    let exe = std::env::current_exe().context("cannot find this binary")?;
+    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
+    let launch = servers::Launch {
+        lethedb_binary: lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
+        bench_binary: exe.clone(),
+        peer_dir: bench_dir().join("peer"),
+        peer_cli,
+        tls: shape.tls,
+        key: shape.key.clone(),
+        scratch_dir: scratch_dir.unwrap_or_else(|| {
+            std::env::temp_dir().join(format!("lethedb-bench-{}", std::process::id()))
+        }),
+        postgres: postgres
+            .or_else(|| std::env::var("LETHEDB_BENCH_POSTGRES").ok())
+            .filter(|url| !url.is_empty()),
+    };
+    if !launch.lethedb_binary.exists() {
+        anyhow::bail!(
+            "{} not found: build it with `cargo build --release -p lethedb-server`",
+            launch.lethedb_binary.display()
+        );
+    }
+    Ok(launch)
+}
+
 async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
     let smoke = args.smoke;
     let shape = &args.shape;
@@ -370,6 +408,7 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
         item_bytes: shape.item_bytes,
         partitions: shape.partitions,
         page_items: shape.page_items,
+        indexing_none: shape.indexing_none,
         seed: shape.seed,
         sweep_items: args.sweep_items.unwrap_or(if smoke {
             vec![2000]
@@ -401,29 +440,13 @@ async fn compare_command(args: CompareArgs) -> anyhow::Result<()> {
             .results_dir
             .unwrap_or_else(|| bench_dir().join("results")),
     };
-    let exe = std::env::current_exe().context("cannot find this binary")?;
-    let exe_dir = exe.parent().map(PathBuf::from).unwrap_or_default();
-    let launch = servers::Launch {
-        lethedb_binary: args.lethedb.unwrap_or_else(|| exe_dir.join("lethedb")),
-        bench_binary: exe.clone(),
-        peer_dir: bench_dir().join("peer"),
-        peer_cli: args.peer_cli,
-        tls: shape.tls,
-        key: shape.key.clone(),
-        scratch_dir: args.scratch_dir.unwrap_or_else(|| {
-            std::env::temp_dir().join(format!("lethedb-bench-{}", std::process::id()))
-        }),
-        postgres: args
-            .postgres
-            .or_else(|| std::env::var("LETHEDB_BENCH_POSTGRES").ok())
-            .filter(|url| !url.is_empty()),
-    };
-    if !launch.lethedb_binary.exists() {
-        anyhow::bail!(
-            "{} not found: build it with `cargo build --release -p lethedb-server`",
-            launch.lethedb_binary.display()
-        );
-    }
+    let launch = bench_launch(
+        args.lethedb,
+        args.peer_cli,
+        shape,
+        args.scratch_dir,
+        args.postgres,
+    )?;
     let outcome = compare::compare(&launch, &config).await;
     let _ = std::fs::remove_dir_all(&launch.scratch_dir);
     let (markdown, clean) = outcome?;
@@ -537,6 +560,7 @@ async fn run_command(args: RunArgs) -> anyhow::Result<()> {
         warmup: Duration::from_secs_f64(shape.warmup.unwrap_or(1.0)),
         duration: Duration::from_secs_f64(shape.duration.unwrap_or(5.0)),
         page_items: shape.page_items,
+        indexing_none: shape.indexing_none,
         data: data::DataSet {
             items: shape.items.unwrap_or(20_000),
             partitions: shape.partitions,

@@ -32,10 +32,43 @@ pub async fn ensure_database(client: &mut Client) -> anyhow::Result<()> {
 }
 
 fn container_body(container_id: &str, default_ttl_secs: Option<i64>) -> Bytes {
+    container_body_with(container_id, default_ttl_secs, "")
+}
+
+/// The container's body with `extra` (`,"name":value` pairs) appended to its fields.
+fn container_body_with(container_id: &str, default_ttl_secs: Option<i64>, extra: &str) -> Bytes {
     let ttl = default_ttl_secs.map_or(String::new(), |t| format!(",\"defaultTtl\":{t}"));
     Bytes::from(format!(
-        "{{\"id\":\"{container_id}\",\"partitionKey\":{{\"paths\":[\"/pk\"],\"kind\":\"Hash\",\"version\":2}}{ttl}}}"
+        "{{\"id\":\"{container_id}\",\"partitionKey\":{{\"paths\":[\"/pk\"],\"kind\":\"Hash\",\"version\":2}}{ttl}{extra}}}"
     ))
+}
+
+/// Creates a container partitioned by `/pk` that indexes nothing (`indexingMode: none`, which
+/// the service accepts only with `automatic: false`).
+pub async fn create_unindexed_container(
+    client: &mut Client,
+    container_id: &str,
+) -> anyhow::Result<ContainerPaths> {
+    let policy = ",\"indexingPolicy\":{\"indexingMode\":\"none\",\"automatic\":false}";
+    let link = format!("dbs/{DATABASE_ID}");
+    let path = format!("/{link}/colls");
+    let reply = client
+        .send(&Request {
+            method: Method::POST,
+            path: &path,
+            resource_type: "colls",
+            resource_link: &link,
+            headers: &[("content-type", "application/json")],
+            body: container_body_with(container_id, None, policy),
+        })
+        .await?;
+    match reply.status {
+        200 | 201 | 409 => Ok(ContainerPaths::new(DATABASE_ID, container_id)),
+        status => bail!(
+            "creating container {container_id}: {status} {}",
+            detail(&reply.body)
+        ),
+    }
 }
 
 /// Creates a container partitioned by `/pk`, with an optional `defaultTtl`.

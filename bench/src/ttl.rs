@@ -85,6 +85,7 @@ pub async fn mass_expiry(
         warmup: Duration::from_millis(200),
         duration: config.baseline,
         page_items: 1,
+        indexing_none: false,
         data: DataSet {
             items: 1000.min(config.items.max(10)),
             ..data.clone()

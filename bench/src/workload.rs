@@ -13,7 +13,7 @@ use crate::cosmos::{
 };
 use crate::data::{item_body, mix, page_rows, DataSet, Rng, VALUE_RANGE};
 use crate::load::load_items;
-use crate::resources::{create_container, ensure_database};
+use crate::resources::{create_container, create_unindexed_container, ensure_database};
 use crate::stats::{Recorder, Summary};
 use anyhow::anyhow;
 use bytes::Bytes;
@@ -78,6 +78,8 @@ pub struct RunConfig {
     pub warmup: Duration,
     pub duration: Duration,
     pub page_items: usize,
+    /// The container indexes nothing (`indexingMode: none`).
+    pub indexing_none: bool,
     pub data: DataSet,
 }
 
@@ -91,7 +93,11 @@ pub async fn prepare(
 ) -> anyhow::Result<ContainerPaths> {
     let mut client = Client::new(Arc::clone(endpoint));
     ensure_database(&mut client).await?;
-    let paths = create_container(&mut client, container_id, None).await?;
+    let paths = if config.indexing_none {
+        create_unindexed_container(&mut client, container_id).await?
+    } else {
+        create_container(&mut client, container_id, None).await?
+    };
     load_items(
         endpoint,
         &paths,

@@ -163,6 +163,11 @@ pub struct ServeArgs {
     /// operating system's page cache).
     #[arg(long, env = "LETHEDB_CACHE_MB", default_value_t = 64)]
     pub cache_mb: usize,
+    /// How large the redb store's redo log grows before a commit checkpoints it into the store
+    /// file, in MiB (docs/storage.md): larger writes fewer bytes per write and replays longer
+    /// after a crash. Ignored by the other stores.
+    #[arg(long, env = "LETHEDB_REDO_CHECKPOINT_MB", default_value_t = 64)]
+    pub redo_checkpoint_mb: u64,
     /// Memory for parsed documents that speeds up queries, in MiB (0 turns it off).
     #[arg(long, env = "LETHEDB_DOCUMENT_CACHE_MB", default_value_t = 64)]
     pub document_cache_mb: usize,

@@ -98,21 +98,31 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
         return Ok((Arc::new(store), name));
     }
     create_data_dir(args)?;
+    let memory = StoreMemory {
+        cache_mb: args.cache_mb,
+        redo_checkpoint_mb: args.redo_checkpoint_mb,
+    };
     let store =
-        open_durable(&args.data_dir, args.store, args.cache_mb).context("cannot open the store")?;
+        open_durable(&args.data_dir, args.store, memory).context("cannot open the store")?;
     Ok((store, args.data_dir.display().to_string()))
 }
 
-/// Opens (or creates) the durable store of `kind` in `data_dir`, with `cache_mb` of memory for
-/// its cache. A directory that holds only the other kind is refused rather than given an
+/// How much memory a durable store may use: its cache, and (redb) the redo log it lets grow
+/// before a checkpoint.
+struct StoreMemory {
+    cache_mb: usize,
+    redo_checkpoint_mb: u64,
+}
+
+/// Opens (or creates) the durable store of `kind` in `data_dir`, with `memory`. A directory that holds only the other kind is refused rather than given an
 /// empty store beside it: a forgotten `--store` must not look like lost data.
 fn open_durable(
     data_dir: &std::path::Path,
     kind: StoreKind,
-    cache_mb: usize,
+    memory: StoreMemory,
 ) -> anyhow::Result<Arc<dyn Storage>> {
     let (file, folder) = (data_dir.join(STORE_FILE), data_dir.join(FJALL_DIR));
-    let cache_bytes = cache_mb.saturating_mul(1024 * 1024);
+    let cache_bytes = memory.cache_mb.saturating_mul(1024 * 1024);
     let refuse = |holds: &str, flag: &str| {
         anyhow::anyhow!(
             "{} holds a {holds} store and no other: start with --store {flag} \
@@ -125,7 +135,11 @@ fn open_durable(
             if folder.exists() && !file.exists() {
                 return Err(refuse("fjall", "fjall"));
             }
-            Ok(Arc::new(RedbStore::open_with_cache(&file, cache_bytes)?))
+            Ok(Arc::new(RedbStore::open_with_checkpoint(
+                &file,
+                cache_bytes,
+                memory.redo_checkpoint_mb.saturating_mul(1024 * 1024),
+            )?))
         }
         StoreKind::Fjall => {
             if file.exists() && !folder.exists() {
@@ -171,12 +185,11 @@ fn offline_store(
     } else {
         anyhow::ensure!(path.exists(), "there is no store at {}", path.display());
     }
-    open_durable(
-        data_dir,
-        kind,
-        lethedb_storage::CACHE_BYTES_DEFAULT / (1024 * 1024),
-    )
-    .context("cannot open the store (is a server using it?)")
+    let memory = StoreMemory {
+        cache_mb: lethedb_storage::CACHE_BYTES_DEFAULT / (1024 * 1024),
+        redo_checkpoint_mb: lethedb_storage::CHECKPOINT_LOG_BYTES_DEFAULT / (1024 * 1024),
+    };
+    open_durable(data_dir, kind, memory).context("cannot open the store (is a server using it?)")
 }
 
 /// Runs `work` on an engine over `store` and closes the engine, whatever `work` answered.

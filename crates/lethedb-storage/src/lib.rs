@@ -26,6 +26,7 @@ mod overlay;
 mod postgres;
 mod redb_snapshots;
 mod redb_store;
+mod redo_log;
 mod write_txn;
 
 /// The value type of [`WriteTxn::put_bytes`]: a shared immutable buffer.
@@ -40,9 +41,12 @@ pub use failing::{FailingStore, FaultPlan};
 pub use fjall_store::{FjallStore, FJALL_MEMORY_BYTES_DEFAULT};
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore, POSTGRES_SCHEMA_DEFAULT};
-pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
+pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT};
+pub use redo_log::read_redo_log;
 
 #[cfg(test)]
 mod model_test;
+#[cfg(test)]
+mod redo_log_test;
 #[cfg(test)]
 mod snapshot_test;

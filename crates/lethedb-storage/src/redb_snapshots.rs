@@ -9,7 +9,7 @@
 //! the pages it holds are not freed: the file grows by what changed since.
 
 use crate::api::{Snapshots, StorageError};
-use crate::redb_store::RedbStore;
+use crate::redb_store::{checkpoint, RedbStore};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 const NAMES: TableDefinition<'static, &'static str, u64> = TableDefinition::new("snapshots");
@@ -45,7 +45,7 @@ impl Snapshots for RedbStore {
         if let Some(old) = replaced {
             write.delete_persistent_savepoint(old).map_err(io)?;
         }
-        write.commit().map_err(io)
+        checkpoint(write, &mut self.redo())
     }
 
     fn restore(&self, name: &str) -> Result<bool, StorageError> {
@@ -56,7 +56,9 @@ impl Snapshots for RedbStore {
         let savepoint = write.get_persistent_savepoint(id).map_err(io)?;
         write.restore_savepoint(&savepoint).map_err(io)?;
         drop(savepoint);
-        write.commit().map_err(io)?;
+        // Through a checkpoint: the redo log's records are of the state left behind and must
+        // never be replayed over the one restored.
+        checkpoint(write, &mut self.redo())?;
         // The state restored predates the savepoint's own name: save it again under it.
         self.save(name)?;
         Ok(true)
@@ -72,7 +74,7 @@ impl Snapshots for RedbStore {
         if let Some(id) = removed {
             write.delete_persistent_savepoint(id).map_err(io)?;
         }
-        write.commit().map_err(io)?;
+        checkpoint(write, &mut self.redo())?;
         Ok(removed.is_some())
     }
 

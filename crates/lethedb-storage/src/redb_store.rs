@@ -1,16 +1,24 @@
-//! The durable backend: one redb database file with a table per [`Table`].
+//! The durable backend: one redb database file with a table per [`Table`], and its redo log.
 //!
-//! redb gives us MVCC snapshots (readers never wait for the writer) and copy-on-write commits
-//! that are durable when `commit` returns. This module only maps the trait onto redb; it does not
-//! batch, retry or interpret anything.
+//! redb gives us MVCC snapshots (readers never wait for the writer) and copy-on-write commits.
+//! A commit appends its changes to the redo log (`redo_log.rs`) and syncs it, then commits to
+//! redb without syncing (`Durability::None`: redb keeps the pages in memory, and a crash returns
+//! the file to its last durable commit); so a commit is durable when `commit` returns, and
+//! visible to readers only after its sync. Once the log has grown past
+//! [`CHECKPOINT_LOG_BYTES_DEFAULT`], a commit is a durable redb commit instead (a checkpoint),
+//! which writes every page changed since the last one once, and the log is emptied. Opening the
+//! store replays the log's records of the store's generation. This module maps the trait onto
+//! redb and the log; it does not batch, retry or interpret anything.
 
 use crate::api::{KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
+use crate::redo_log::{self, RedoLog};
 use crate::write_txn::{Base, OverlayWrite};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::cell::OnceCell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, MutexGuard};
 
 const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
     TableDefinition::new("catalog"),
@@ -22,6 +30,16 @@ const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] =
     TableDefinition::new("change_log"),
     TableDefinition::new("index"),
 ];
+
+/// The store's own bookkeeping: the redo log's generation under [`GENERATION_KEY`]. A store
+/// written before the redo log lacks the table and is at generation 0 with no log.
+const REDO_STATE: TableDefinition<'static, &'static str, u64> = TableDefinition::new("redo_log");
+const GENERATION_KEY: &str = "generation";
+
+/// How long the redo log grows before a commit checkpoints: the bytes a crash replays at the
+/// next open, and a bound on the pages redb holds unsynced (past half its cache it writes them
+/// to the file early, unsynced). Larger: fewer bytes written per write, a longer replay.
+pub const CHECKPOINT_LOG_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 
 fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
     DEFINITIONS[table.index()]
@@ -40,6 +58,16 @@ pub struct RedbStore {
     database: redb::Database,
     /// Set when a commit failed: what reached the disk is unknown, so no further write is tried.
     poisoned: AtomicBool,
+    /// The redo log and the generation its records carry. Only a commit takes it, and the
+    /// single write transaction is held then, so it is never contended on the write path.
+    redo: Mutex<Redo>,
+    checkpoint_log_bytes: u64,
+}
+
+/// The redo log and the store's generation, which every checkpoint raises.
+pub(crate) struct Redo {
+    log: RedoLog,
+    generation: u64,
 }
 
 impl RedbStore {
@@ -51,6 +79,16 @@ impl RedbStore {
     /// Opens (or creates) the database file at `path` and makes sure every table exists.
     /// `cache_bytes` bounds redb's page cache, which is most of the process's memory.
     pub fn open_with_cache(path: &Path, cache_bytes: usize) -> Result<RedbStore, StorageError> {
+        RedbStore::open_with_checkpoint(path, cache_bytes, CHECKPOINT_LOG_BYTES_DEFAULT)
+    }
+
+    /// [`RedbStore::open_with_cache`] with the redo log's size that makes a commit checkpoint.
+    /// A log left by a crash is replayed, checkpointed and emptied here.
+    pub fn open_with_checkpoint(
+        path: &Path,
+        cache_bytes: usize,
+        checkpoint_log_bytes: u64,
+    ) -> Result<RedbStore, StorageError> {
         let database = redb::Database::builder()
             .set_cache_size(cache_bytes)
             .create(path)
@@ -63,21 +101,98 @@ impl RedbStore {
                 }
                 other => io(other),
             })?;
+        let mut log = RedoLog::open(&redo_log::path_for(path))?;
         let transaction = database.begin_write().map_err(io)?;
+        let generation = stored_generation(&transaction)?;
         for table in Table::ALL {
             transaction.open_table(definition(table)).map_err(io)?;
         }
-        transaction.commit().map_err(io)?;
+        let commits = log.records(generation)?;
+        if !commits.is_empty() {
+            tracing::info!(commits = commits.len(), "replaying the redo log");
+        }
+        replay(&transaction, commits)?;
+        let mut redo = Redo { log, generation };
+        checkpoint(transaction, &mut redo)?;
         Ok(RedbStore {
             database,
             poisoned: AtomicBool::new(false),
+            redo: Mutex::new(redo),
+            checkpoint_log_bytes,
         })
     }
+}
+
+/// The generation a write transaction sees (0 for a store without the redo log).
+fn stored_generation(transaction: &redb::WriteTransaction) -> Result<u64, StorageError> {
+    let state = transaction.open_table(REDO_STATE).map_err(io)?;
+    let generation = state.get(GENERATION_KEY).map_err(io)?;
+    Ok(generation.map_or(0, |value| value.value()))
+}
+
+/// Applies replayed commits, oldest first, to `transaction`.
+fn replay(
+    transaction: &redb::WriteTransaction,
+    commits: Vec<Vec<redo_log::Change>>,
+) -> Result<(), StorageError> {
+    for (table, key, value) in commits.into_iter().flatten() {
+        let mut opened = transaction.open_table(definition(table)).map_err(io)?;
+        match value {
+            Some(value) => opened.insert(key.as_slice(), value.as_slice()).map(drop),
+            None => opened.remove(key.as_slice()).map(drop),
+        }
+        .map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Commits `transaction` durably with the next generation, then empties the log: its records,
+/// of the generation before, are all in the store now and will never be replayed.
+pub(crate) fn checkpoint(
+    transaction: redb::WriteTransaction,
+    redo: &mut Redo,
+) -> Result<(), StorageError> {
+    let next = redo.generation + 1;
+    transaction
+        .open_table(REDO_STATE)
+        .map_err(io)?
+        .insert(GENERATION_KEY, next)
+        .map_err(io)?;
+    transaction.commit().map_err(io)?;
+    redo.generation = next;
+    redo.log.empty()
 }
 
 impl RedbStore {
     pub(crate) fn database(&self) -> &redb::Database {
         &self.database
+    }
+
+    /// The redo log, for a caller that commits durably outside the write path (snapshots):
+    /// it must commit through [`checkpoint`], so that the log never replays over its commit.
+    pub(crate) fn redo(&self) -> MutexGuard<'_, Redo> {
+        // A panic while holding it leaves the log as its last whole append or emptying left it.
+        self.redo
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Drop for RedbStore {
+    /// A clean close checkpoints, so the log is empty and a version of LetheDB that predates
+    /// it finds everything in the store file.
+    fn drop(&mut self) {
+        if self.poisoned.load(Ordering::Acquire) {
+            return;
+        }
+        let closed = self
+            .database
+            .begin_write()
+            .map_err(io)
+            .and_then(|transaction| checkpoint(transaction, &mut self.redo()));
+        if let Err(error) = closed {
+            tracing::warn!(%error, "the closing checkpoint failed; the next open replays the log");
+        }
     }
 }
 
@@ -97,7 +212,7 @@ impl Storage for RedbStore {
         let transaction = self.database.begin_write().map_err(io)?;
         Ok(Box::new(OverlayWrite::new(RedbBase {
             transaction,
-            poisoned: &self.poisoned,
+            store: self,
         })))
     }
 
@@ -191,7 +306,7 @@ impl ReadTxn for RedbRead {
 /// every call, and a group commit rewrites a container's counters many times).
 struct RedbBase<'a> {
     transaction: redb::WriteTransaction,
-    poisoned: &'a AtomicBool,
+    store: &'a RedbStore,
 }
 
 /// A redb value or key, readable as bytes while its guard lives.
@@ -246,15 +361,13 @@ impl Base for RedbBase<'_> {
     }
 
     fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
-        let RedbBase {
-            transaction,
-            poisoned,
-        } = self;
-        for (table, changes) in overlay.into_tables() {
-            if changes.is_empty() {
-                continue;
-            }
-            let mut opened = transaction.open_table(definition(table)).map_err(io)?;
+        let RedbBase { transaction, store } = self;
+        let tables: Vec<_> = overlay
+            .into_tables()
+            .filter(|(_, changes)| !changes.is_empty())
+            .collect();
+        for (table, changes) in &tables {
+            let mut opened = transaction.open_table(definition(*table)).map_err(io)?;
             // Keys arrive sorted, which keeps redb's copy-on-write pages hot.
             for (key, change) in changes {
                 match change {
@@ -264,10 +377,41 @@ impl Base for RedbBase<'_> {
                 .map_err(io)?;
             }
         }
-        transaction.commit().map_err(|error| {
-            poisoned.store(true, Ordering::Release);
+        let mut redo = store.redo();
+        let committed = if tables.is_empty() {
+            // Nothing to log or to make durable: only the transaction to end.
+            commit_unsynced(transaction)
+        } else if redo.log.bytes() >= store.checkpoint_log_bytes {
+            checkpoint(transaction, &mut redo)
+        } else {
+            commit_logged(transaction, &mut redo, &tables)
+        };
+        committed.map_err(|error| {
+            store.poisoned.store(true, Ordering::Release);
             tracing::error!(%error, "commit failed; refusing further writes until restart");
-            io(error)
+            error
         })
     }
+}
+
+/// Appends the changes to the redo log and syncs it, then commits them to redb without a sync:
+/// readers see them only once they are durable in the log.
+fn commit_logged(
+    transaction: redb::WriteTransaction,
+    redo: &mut Redo,
+    tables: &[(Table, crate::overlay::Changes)],
+) -> Result<(), StorageError> {
+    let borrowed: Vec<_> = tables
+        .iter()
+        .map(|(table, changes)| (*table, changes))
+        .collect();
+    redo.log.append(redo.generation, &borrowed)?;
+    commit_unsynced(transaction)
+}
+
+fn commit_unsynced(mut transaction: redb::WriteTransaction) -> Result<(), StorageError> {
+    transaction
+        .set_durability(redb::Durability::None)
+        .map_err(io)?;
+    transaction.commit().map_err(io)
 }

@@ -1,0 +1,296 @@
+//! The redb store's redo log: a file beside the store (`<store>.wal`) to which every commit
+//! appends its changes, whole, and syncs before it is acknowledged, so that the store itself
+//! may commit without syncing and write its copy-on-write pages only at a checkpoint.
+//!
+//! Why: a durable redb commit writes, for every table it touches, each changed leaf and the
+//! branches above it, 4 KiB apiece, and one create touches a leaf of its own in several tables
+//! (its item, its change-log entry, its change-index entry: the keys of a group's writes lie in
+//! different shards' runs). That was 38 to 47 KB written per create of a 1 KiB item. Appending
+//! the changes costs their own bytes, and a checkpoint writes each page once however many
+//! commits changed it since the last one (`bench/results/redo-log.md`).
+//!
+//! A record is `[payload length u32][checksum u64][generation u64][payload]`, little-endian;
+//! the checksum (xxh3) covers the generation and the payload, and the payload is a run of
+//! changes `[table u8][1: put, 0: delete][key length u32][key][value length u32][value]`, the
+//! value absent for a delete. Records hold absolute values, so replaying them in order over the
+//! state they were appended to yields the state their commits made. Each checkpoint (a durable
+//! redb commit) raises the store's generation, kept in the store in the same commit, and empties
+//! the file; a record of an older generation is never replayed, so a crash between the
+//! checkpoint and the emptying replays nothing twice. A torn or short record ends the replay:
+//! its commit never returned, so nobody was told it happened.
+//!
+//! This module frames, appends, syncs and reads records; it knows nothing of redb, and the
+//! store decides when to checkpoint.
+
+use crate::api::{StorageError, Table};
+use crate::overlay::Changes;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+/// Bytes before a record's payload: length, checksum, generation.
+const HEADER_BYTES: usize = 4 + 8 + 8;
+/// The largest payload a record may claim; a longer claim is a torn or foreign record. One
+/// commit's changes are bounded by the engine's group and item limits far below this.
+const PAYLOAD_BYTES_MAX: usize = 1 << 31;
+
+fn io(error: impl std::fmt::Display) -> StorageError {
+    StorageError::Io(error.to_string())
+}
+
+/// One replayed change: its table, its key, and its value (`None`: deleted).
+pub type Change = (Table, Vec<u8>, Option<Vec<u8>>);
+
+/// The redo log's file, open for appending.
+pub(crate) struct RedoLog {
+    file: File,
+    /// Bytes in the file since it was last emptied.
+    bytes: u64,
+}
+
+/// The redo log's path for the store file at `store_path`.
+pub(crate) fn path_for(store_path: &Path) -> PathBuf {
+    let mut name = store_path.as_os_str().to_owned();
+    name.push(".wal");
+    PathBuf::from(name)
+}
+
+impl RedoLog {
+    /// Opens (or creates) the log at `path` without reading it; the store replays it first.
+    pub(crate) fn open(path: &Path) -> Result<RedoLog, StorageError> {
+        let mut file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .read(true)
+            .write(true)
+            .open(path)
+            .map_err(io)?;
+        // The file's name must survive a crash too, not only its contents: syncing the file
+        // does not promise that its directory entry is on disk.
+        if let Some(directory) = path
+            .parent()
+            .filter(|parent| !parent.as_os_str().is_empty())
+        {
+            File::open(directory)
+                .and_then(|directory| directory.sync_all())
+                .map_err(io)?;
+        }
+        let bytes = file.seek(SeekFrom::End(0)).map_err(io)?;
+        Ok(RedoLog { file, bytes })
+    }
+
+    /// Bytes appended since the log was last emptied.
+    pub(crate) fn bytes(&self) -> u64 {
+        self.bytes
+    }
+
+    /// Appends one commit's changes as a record of `generation` and syncs it: when this returns
+    /// `Ok`, a crash cannot lose the record.
+    pub(crate) fn append(
+        &mut self,
+        generation: u64,
+        tables: &[(Table, &Changes)],
+    ) -> Result<(), StorageError> {
+        let record = encode(generation, tables)?;
+        self.file.write_all(&record).map_err(io)?;
+        self.file.sync_data().map_err(io)?;
+        self.bytes += record.len() as u64;
+        Ok(())
+    }
+
+    /// Empties the log, after a checkpoint made everything in it durable in the store.
+    pub(crate) fn empty(&mut self) -> Result<(), StorageError> {
+        self.file.set_len(0).map_err(io)?;
+        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
+        self.bytes = 0;
+        Ok(())
+    }
+
+    /// The commits the log holds for `generation`, oldest first, up to the first record that is
+    /// torn, short, or of another generation.
+    pub(crate) fn records(&mut self, generation: u64) -> Result<Vec<Vec<Change>>, StorageError> {
+        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut bytes = Vec::new();
+        self.file.read_to_end(&mut bytes).map_err(io)?;
+        self.file.seek(SeekFrom::End(0)).map_err(io)?;
+        let mut commits = Vec::new();
+        let mut rest = bytes.as_slice();
+        while let Some((record_generation, payload, after)) = next_record(rest) {
+            if record_generation != generation {
+                break;
+            }
+            let Some(changes) = decode_payload(payload) else {
+                break;
+            };
+            commits.push(changes);
+            rest = after;
+        }
+        Ok(commits)
+    }
+}
+
+/// Every whole record of the redo log at `path`, whatever its generation, oldest first: for
+/// looking at what commits wrote (`examples/redo_replay.rs`), never for recovery, which replays
+/// only the store's generation.
+pub fn read_redo_log(path: &Path) -> Result<Vec<Vec<Change>>, StorageError> {
+    let bytes = std::fs::read(path).map_err(io)?;
+    let mut commits = Vec::new();
+    let mut rest = bytes.as_slice();
+    while let Some((_, payload, after)) = next_record(rest) {
+        let Some(changes) = decode_payload(payload) else {
+            break;
+        };
+        commits.push(changes);
+        rest = after;
+    }
+    Ok(commits)
+}
+
+fn table_code(table: Table) -> u8 {
+    // Eight tables: the index always fits.
+    table.index() as u8
+}
+
+fn encode(generation: u64, tables: &[(Table, &Changes)]) -> Result<Vec<u8>, StorageError> {
+    let mut payload = Vec::new();
+    for (table, changes) in tables {
+        for (key, change) in *changes {
+            payload.push(table_code(*table));
+            payload.push(u8::from(change.is_some()));
+            push_length_prefixed(&mut payload, key)?;
+            if let Some(value) = change {
+                push_length_prefixed(&mut payload, value)?;
+            }
+        }
+    }
+    let length = u32::try_from(payload.len())
+        .ok()
+        .filter(|length| (*length as usize) < PAYLOAD_BYTES_MAX)
+        .ok_or_else(|| StorageError::Io("a commit too large for the redo log".into()))?;
+    let mut record = Vec::with_capacity(HEADER_BYTES + payload.len());
+    record.extend_from_slice(&length.to_le_bytes());
+    record.extend_from_slice(&checksum(generation, &payload).to_le_bytes());
+    record.extend_from_slice(&generation.to_le_bytes());
+    record.extend_from_slice(&payload);
+    Ok(record)
+}
+
+fn push_length_prefixed(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), StorageError> {
+    let length = u32::try_from(bytes.len())
+        .map_err(|_| StorageError::Io("a key or value too large for the redo log".into()))?;
+    out.extend_from_slice(&length.to_le_bytes());
+    out.extend_from_slice(bytes);
+    Ok(())
+}
+
+fn checksum(generation: u64, payload: &[u8]) -> u64 {
+    let mut hasher = xxhash_rust::xxh3::Xxh3::new();
+    hasher.update(&generation.to_le_bytes());
+    hasher.update(payload);
+    hasher.digest()
+}
+
+/// The first record of `bytes` (its generation and payload) and what follows it, if the record
+/// is whole and its checksum holds.
+fn next_record(bytes: &[u8]) -> Option<(u64, &[u8], &[u8])> {
+    let header = bytes.get(..HEADER_BYTES)?;
+    let length = u32::from_le_bytes(header.get(0..4)?.try_into().ok()?) as usize;
+    let stored = u64::from_le_bytes(header.get(4..12)?.try_into().ok()?);
+    let generation = u64::from_le_bytes(header.get(12..20)?.try_into().ok()?);
+    let end = HEADER_BYTES.checked_add(length)?;
+    let payload = bytes.get(HEADER_BYTES..end)?;
+    (checksum(generation, payload) == stored).then(|| (generation, payload, &bytes[end..]))
+}
+
+fn take<'a>(bytes: &mut &'a [u8], count: usize) -> Option<&'a [u8]> {
+    let (taken, rest) = (bytes.get(..count)?, bytes.get(count..)?);
+    *bytes = rest;
+    Some(taken)
+}
+
+fn take_length_prefixed(bytes: &mut &[u8]) -> Option<Vec<u8>> {
+    let length = u32::from_le_bytes(take(bytes, 4)?.try_into().ok()?) as usize;
+    Some(take(bytes, length)?.to_vec())
+}
+
+fn decode_payload(mut payload: &[u8]) -> Option<Vec<Change>> {
+    let mut changes = Vec::new();
+    while !payload.is_empty() {
+        let code = take(&mut payload, 2)?;
+        let table = *Table::ALL.get(usize::from(code[0]))?;
+        let key = take_length_prefixed(&mut payload)?;
+        let value = match code[1] {
+            0 => None,
+            1 => Some(take_length_prefixed(&mut payload)?),
+            _ => return None,
+        };
+        changes.push((table, key, value));
+    }
+    Some(changes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn changes(pairs: &[(&[u8], Option<&[u8]>)]) -> Changes {
+        pairs
+            .iter()
+            .map(|(key, value)| (key.to_vec(), value.map(bytes::Bytes::copy_from_slice)))
+            .collect()
+    }
+
+    #[test]
+    fn records_come_back_in_order_until_a_torn_one() {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let path = directory.path().join("store.redb.wal");
+        let mut log = RedoLog::open(&path).expect("open");
+        let first = changes(&[(b"a", Some(b"1")), (b"b", None)]);
+        let second = changes(&[(b"c", Some(b""))]);
+        log.append(7, &[(Table::Items, &first), (Table::Counters, &second)])
+            .expect("append");
+        log.append(7, &[(Table::ChangeLog, &second)])
+            .expect("append");
+        let whole = std::fs::metadata(&path).expect("metadata").len();
+        log.append(7, &[(Table::Index, &first)]).expect("append");
+        // A crash in the middle of the third record's write: it is dropped, the first two stay.
+        let file = OpenOptions::new().write(true).open(&path).expect("reopen");
+        file.set_len(whole + 9).expect("tear");
+        let mut reopened = RedoLog::open(&path).expect("reopen");
+        let commits = reopened.records(7).expect("records");
+        assert_eq!(
+            commits,
+            vec![
+                vec![
+                    (Table::Items, b"a".to_vec(), Some(b"1".to_vec())),
+                    (Table::Items, b"b".to_vec(), None),
+                    (Table::Counters, b"c".to_vec(), Some(Vec::new())),
+                ],
+                vec![(Table::ChangeLog, b"c".to_vec(), Some(Vec::new()))],
+            ]
+        );
+        // Another generation's records are never replayed.
+        assert!(reopened.records(8).expect("records").is_empty());
+        reopened.empty().expect("empty");
+        assert!(reopened.records(7).expect("records").is_empty());
+    }
+
+    #[test]
+    fn a_flipped_byte_ends_the_replay_there() {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let path = directory.path().join("store.redb.wal");
+        let mut log = RedoLog::open(&path).expect("open");
+        let one = changes(&[(b"k", Some(b"v"))]);
+        log.append(1, &[(Table::Items, &one)]).expect("append");
+        log.append(1, &[(Table::Items, &one)]).expect("append");
+        let mut bytes = std::fs::read(&path).expect("read");
+        let last = bytes.len() - 1;
+        bytes[last] ^= 1;
+        std::fs::write(&path, &bytes).expect("write");
+        let commits = RedoLog::open(&path)
+            .expect("reopen")
+            .records(1)
+            .expect("records");
+        assert_eq!(commits.len(), 1);
+    }
+}
