@@ -1,5 +1,5 @@
-//! A streamed page (no ORDER BY, GROUP BY, DISTINCT or aggregate) over a range or the whole
-//! container, read in document (`_rid`) order: the order the service returns such a query's
+//! A streamed page (no ORDER BY, GROUP BY, DISTINCT or aggregate) over one range (or the whole
+//! of a container of one range), read in document (`_rid`) order: the order the service returns such a query's
 //! documents in (the JavaScript SDK's hierarchical-key `readAll` test expects creation order,
 //! where the item keys would give the partition key's hash order first).
 //!
@@ -13,6 +13,7 @@
 //! resource-id index would be read whole.
 
 use crate::clock::Stopwatch;
+use crate::container::Container;
 use crate::error::{corrupted, invalid_continuation, EngineResult};
 use crate::keys;
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
@@ -30,9 +31,21 @@ pub(crate) const DOCUMENT_ORDER_SPACE: u64 = 1 << 32;
 const CHUNK_ENTRIES: usize = 256;
 
 /// Whether a fresh page of `prepared` over `scope` is read in document order: it streams its
-/// rows and reads a range or the container, not one partition or a hierarchical prefix.
-pub(crate) fn serves(prepared: &Prepared, scope: &ScanScope) -> bool {
-    prepared.streams_rows() && scope.partition.is_none() && scope.partial_key.is_none()
+/// rows and reads one range (or a container of one), not one partition, a hierarchical prefix
+/// or several ranges (whose pages the gateway serves range by range, `scan::RangePages`).
+pub(crate) fn serves(prepared: &Prepared, container: &Container, scope: &ScanScope) -> bool {
+    prepared.streams_rows()
+        && scope.partition.is_none()
+        && scope.partial_key.is_none()
+        && !spans_ranges(container, scope)
+}
+
+/// Whether `scope` reads the whole of a container of several ranges (no range named).
+pub(crate) fn spans_ranges(container: &Container, scope: &ScanScope) -> bool {
+    scope.filter.is_everything()
+        && !container.ranges.is_single()
+        && scope.partition.is_none()
+        && scope.partial_key.is_none()
 }
 
 impl PageScan<'_> {

@@ -242,7 +242,9 @@ impl PageInputs<'_> {
     /// container walks in document order; any other, and a page resumed from a token of the
     /// item-key order, scans its scope.
     fn unindexed(&self) -> Access {
-        if self.continuation.is_none() && document_order::serves(self.prepared, self.scope) {
+        if self.continuation.is_none()
+            && document_order::serves(self.prepared, self.container, self.scope)
+        {
             Access::Documents
         } else {
             Access::Scan
@@ -382,6 +384,8 @@ impl PageInputs<'_> {
             cache: self.cache,
             now_ms: self.now_ms,
             measure: self.measure,
+            range_by_range: self.prepared.streams_rows()
+                && document_order::spans_ranges(self.container, self.scope),
         };
         Ok(match access {
             Access::Scan => (
