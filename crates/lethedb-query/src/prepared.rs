@@ -208,6 +208,11 @@ impl Prepared {
         self.inner.plan.grouped && self.inner.query.group_by.is_empty()
     }
 
+    /// True for a query with a WHERE clause.
+    pub fn has_filter(&self) -> bool {
+        self.inner.query.filter.is_some()
+    }
+
     /// False for a query without FROM, which reads no documents (the engine may skip the scan
     /// and call `finish(true)` right away).
     pub fn scans_documents(&self) -> bool {

@@ -384,7 +384,10 @@ impl PageInputs<'_> {
             cache: self.cache,
             now_ms: self.now_ms,
             measure: self.measure,
+            // Without a filter no index serves the page, so every access agrees on where it
+            // ends (a filter's candidates would skip the items the scan stops at).
             range_by_range: self.prepared.streams_rows()
+                && !self.prepared.has_filter()
                 && document_order::spans_ranges(self.container, self.scope),
         };
         Ok(match access {

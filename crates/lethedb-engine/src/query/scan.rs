@@ -115,7 +115,8 @@ pub(crate) struct PageScan<'a> {
     /// Whether to time each document's evaluation (`x-ms-documentdb-populatequerymetrics`).
     pub(crate) measure: bool,
     /// Whether a page ends where its documents pass into another partition key range, as a
-    /// streamed page the service's gateway serves across ranges does (`RangePages`).
+    /// streamed page without a filter the service's gateway serves across ranges does
+    /// (`RangePages`).
     pub(crate) range_by_range: bool,
 }
 
