@@ -24,10 +24,10 @@ pub enum Language {
 
 impl Language {
     /// The language of a policy's code (`en-US`, `fr-FR`, `de-DE`, `it-IT`, `pt-BR`, `pt-PT`,
-    /// `es-ES`).
+    /// `es-ES`, or `1033`, the Windows locale number of `en-US`, which the service also takes).
     pub fn from_code(code: &str) -> Option<Language> {
         Some(match code {
-            "en-US" => Language::English,
+            "en-US" | "1033" => Language::English,
             "fr-FR" => Language::French,
             "de-DE" => Language::German,
             "it-IT" => Language::Italian,
@@ -163,6 +163,7 @@ mod tests {
         assert_eq!(policy.language_of(Some(&path("c.fr"))), Language::French);
         assert_eq!(policy.language_of(Some(&path("c.a.b"))), Language::German);
         assert_eq!(policy.language_of(Some(&path("c.other"))), Language::German);
+        assert_eq!(Language::from_code("1033"), Some(Language::English));
         let none = FullTextPolicy::from_container(&json!({}));
         assert_eq!(none.language_of(Some(&path("c.fr"))), Language::English);
     }

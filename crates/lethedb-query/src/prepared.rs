@@ -202,6 +202,17 @@ impl Prepared {
         self.inner.mode == Mode::Stream
     }
 
+    /// True for an aggregate without GROUP BY (`SELECT VALUE AVG(c.a) FROM c ORDER BY ...`): its
+    /// answer is one row, so an ORDER BY orders nothing and needs no index to serve it.
+    pub fn is_whole_aggregate(&self) -> bool {
+        self.inner.plan.grouped && self.inner.query.group_by.is_empty()
+    }
+
+    /// True for a query with a WHERE clause.
+    pub fn has_filter(&self) -> bool {
+        self.inner.query.filter.is_some()
+    }
+
     /// False for a query without FROM, which reads no documents (the engine may skip the scan
     /// and call `finish(true)` right away).
     pub fn scans_documents(&self) -> bool {

@@ -127,7 +127,7 @@ fn authenticate_master(
             "The input authorization token can't serve the request. The wrong key is being used or the expected payload is not built as per the protocol. Server used the following payload to sign: '{}\n{}\n{}\n{}\n\n'",
             method.as_str().to_ascii_lowercase(),
             path.resource_type.to_ascii_lowercase(),
-            path.link,
+            path.gateway_link.as_deref().unwrap_or(&path.link),
             date.to_ascii_lowercase()
         ))
     };
@@ -146,9 +146,16 @@ fn authenticate_master(
             .verify(verb, &path.resource_type, link, date, &token.signature)
     };
     // The link as resolved, as sent, or as a `_rid`; the others are formed only when needed.
-    let signed = verify(&path.link)
-        || (path.raw_link != path.link && verify(&path.raw_link))
-        || verify(&path.resource_id_link());
+    // Where the service's gateway reads an id differently from how it is stored, it checks
+    // the signature over its own reading, which no client signs (`ResourcePath::gateway_link`).
+    let signed = match &path.gateway_link {
+        Some(gateway_link) => verify(gateway_link),
+        None => {
+            verify(&path.link)
+                || (path.raw_link != path.link && verify(&path.raw_link))
+                || verify(&path.resource_id_link())
+        }
+    };
     if !signed {
         return Err(wrong_key());
     }

@@ -85,7 +85,8 @@ def test_all_versions_and_deletes_shapes(database):
     assert entries[1]["current"]["v"] == 2
     assert entries[1]["metadata"]["previousImageLSN"] == entries[0]["metadata"]["lsn"]
     delete = entries[2]
-    assert delete["current"] == {} and delete["previous"] == {"id": "a", "pk": "p"}
+    assert delete["current"] == {} and "previous" not in delete
+    assert delete["metadata"]["id"] == "a"
     assert delete["metadata"]["timeToLiveExpired"] is False
     assert delete["metadata"]["partitionKey"] == {"pk": "p"}
 

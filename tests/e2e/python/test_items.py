@@ -183,7 +183,7 @@ def test_patch_applies_operations_and_changes_the_etag(container):
 
 
 # Ids the service accepts although they need escaping in a URL path ('/', '\\', '?' and '#' it refuses).
-AWKWARD_IDS = ["with space", "ünïcødé-日本", "plus+sign", "percent%20", "quote'd\"double", "colon:semi;comma,",
+AWKWARD_IDS = ["with space", "ünïcødé-日本", "plus+sign", "percent%", "quote'd\"double", "colon:semi;comma,",
                "amp&eq=", "tilde~star*", "@at$dollar", "(paren)[bracket]{brace}", "emoji🐎", "." * 3]
 
 
@@ -198,6 +198,23 @@ def test_ids_that_need_escaping_round_trip(container, item_id):
     container.delete_item(item_id, partition_key="p")
     with pytest.raises(CosmosResourceNotFoundError):
         container.read_item(item_id, partition_key="p")
+
+
+@pytest.mark.parametrize("item_id", ["percent%20", "encoded%E9%B1%80"])
+def test_ids_the_gateway_reads_differently_are_created_but_refused_by_path(container, item_id):
+    # The service's routing gateway signs such a path over the id decoded again and trimmed, so
+    # a point operation on it is 401; the item is there for queries (docs/compatibility.md). (The
+    # Python SDK itself refuses an id ending in whitespace.)
+    container.create_item({"id": item_id, "pk": "p", "v": 1})
+    for operation in (lambda: container.read_item(item_id, partition_key="p"),
+                      lambda: container.replace_item(item_id, {"id": item_id, "pk": "p", "v": 2}),
+                      lambda: container.delete_item(item_id, partition_key="p")):
+        with pytest.raises(CosmosHttpResponseError) as error:
+            operation()
+        assert error.value.status_code == 401
+    rows = list(container.query_items("SELECT VALUE c.id FROM c WHERE c.id = @id",
+                                      parameters=[{"name": "@id", "value": item_id}], partition_key="p"))
+    assert rows == [item_id]
 
 
 def test_id_length_limit_is_255(container):

@@ -29,6 +29,9 @@ const SHARD_PATHS_MAX: usize = 1;
 pub(crate) const FULL_TEXT_LANGUAGES: [&str; 7] = [
     "en-US", "fr-FR", "de-DE", "it-IT", "pt-BR", "pt-PT", "es-ES",
 ];
+/// Language codes the service takes beside those it lists in its refusal: `1033`, the Windows
+/// locale number of `en-US` (the JavaScript SDK's own full-text policy test sends it).
+const FULL_TEXT_LANGUAGE_NUMBERS: [&str; 1] = ["1033"];
 /// The geometry types a spatial index may name.
 const SPATIAL_TYPES: [&str; 4] = ["Point", "LineString", "Polygon", "MultiPolygon"];
 
@@ -255,7 +258,12 @@ pub(crate) fn full_text_paths(policy: Option<&Value>) -> EngineResult<Vec<String
 
 fn check_language(language: &Value) -> EngineResult<()> {
     match language.as_str() {
-        Some(language) if FULL_TEXT_LANGUAGES.contains(&language) => Ok(()),
+        Some(language)
+            if FULL_TEXT_LANGUAGES.contains(&language)
+                || FULL_TEXT_LANGUAGE_NUMBERS.contains(&language) =>
+        {
+            Ok(())
+        }
         _ => Err(bad_policy(format!(
             "The Full Text Policy contains an unsupported language {language}. Supported languages are {}.",
             FULL_TEXT_LANGUAGES.join(", ")

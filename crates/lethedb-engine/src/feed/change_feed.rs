@@ -374,13 +374,11 @@ fn all_versions(container: &Arc<Container>, lsn: u64, entry: &LogEntry) -> Optio
             let key_object = partition_key_object(&container.partition_key, &value);
             metadata.insert("timeToLiveExpired".into(), json!(entry.ttl_expired));
             metadata.insert("id".into(), json!(id));
-            metadata.insert("partitionKey".into(), key_object.clone());
-            let mut previous = match key_object {
-                Value::Object(map) => map,
-                _ => Map::new(),
-            };
-            previous.insert("id".into(), json!(id));
-            let envelope = json!({"current": {}, "previous": previous, "metadata": metadata});
+            metadata.insert("partitionKey".into(), key_object);
+            // No `previous`: the service returns no earlier version for a delete (its id and
+            // partition key are in the metadata), and an SDK that finds one reads it as the
+            // deleted document (the JavaScript SDK decrypts it for client-side encryption).
+            let envelope = json!({"current": {}, "metadata": metadata});
             out.extend_from_slice(envelope.to_string().as_bytes());
         }
     }

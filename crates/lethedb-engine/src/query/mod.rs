@@ -10,6 +10,7 @@
 //! does the I/O it must not, and measures the page when asked (`query/metrics.rs`).
 
 pub(crate) mod covered;
+pub(crate) mod document_order;
 pub(crate) mod entry_order;
 pub(crate) mod index_metrics;
 pub(crate) mod metrics;

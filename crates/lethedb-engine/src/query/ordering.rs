@@ -40,6 +40,12 @@ pub(crate) fn ordering_rules(
             ErrorCode::OrderByWithoutIndex,
             EXCLUDED_ORDER_BY_PATH,
         )),
+        // The service serves an aggregate without GROUP BY over several keys without a
+        // composite: its one row needs no order (the JavaScript SDK's `SELECT VALUE AVG(r.key)
+        // ... ORDER BY r.key, r.field` test), and it aggregates every matching document.
+        OrderByServing::NoComposite if prepared.is_whole_aggregate() => {
+            Ok(OrderingRules::default())
+        }
         OrderByServing::NoComposite => Err(EngineError::new(ErrorCode::OrderByWithoutIndex)),
     }
 }

@@ -26,6 +26,7 @@ use crate::index::plan::{self, IndexPlan, PlanScope};
 use crate::index::plan_memory::{PlanKey, PlanMemory};
 use crate::items::document_cache::DocumentCache;
 use crate::query::covered::{answer, covered_plan, CoveredPlan};
+use crate::query::document_order::{self, DOCUMENT_ORDER_SPACE};
 use crate::query::entry_order::{entry_walk, resumed_walk, EntryWalk};
 use crate::query::order_walk::{order_walk, OrderWalk};
 use crate::query::scan::{PageScan, ScanScope, ScanTally};
@@ -53,6 +54,9 @@ enum Access {
     Vector(VectorPlan),
     /// The hybrid pipelines' full-text component page fed from the full-text impact entries.
     TextRank(TextRank),
+    /// A streamed page over a range or the container in document (`_rid`) order, from the
+    /// resource-id index (`query/document_order.rs`).
+    Documents,
 }
 
 impl Access {
@@ -60,7 +64,7 @@ impl Access {
     /// access reads the index.
     fn baseline(&self) -> Option<Access> {
         match self {
-            Access::Scan | Access::EntryScan(_) => None,
+            Access::Scan | Access::EntryScan(_) | Access::Documents => None,
             Access::Index(_)
             | Access::Walk(_)
             | Access::Covered(_)
@@ -113,7 +117,7 @@ impl PageInputs<'_> {
             vec![self.plan(true)?]
         };
         if accesses.is_empty() {
-            accesses.push(Access::Scan);
+            accesses.push(self.unindexed());
         }
         let planned = planning.elapsed();
         let outcome = self.run_with(&accesses[0]);
@@ -154,6 +158,9 @@ impl PageInputs<'_> {
             return Ok(accesses);
         }
         let space = self.start()?.key_space();
+        if space == DOCUMENT_ORDER_SPACE {
+            return Ok(vec![Access::Documents]);
+        }
         if space != 0 {
             return Ok(vec![self.resumed_entries(space)?]);
         }
@@ -196,6 +203,9 @@ impl PageInputs<'_> {
             return Ok(Access::Scan);
         }
         let space = self.start()?.key_space();
+        if space == DOCUMENT_ORDER_SPACE {
+            return Ok(Access::Documents);
+        }
         if space != 0 {
             return self.resumed_entries(space);
         }
@@ -209,7 +219,7 @@ impl PageInputs<'_> {
             }));
         }
         if !ready {
-            return Ok(Access::Scan);
+            return Ok(self.unindexed());
         }
         if let Some(covered) = self.covered_plan().filter(|_| cover) {
             return Ok(Access::Covered(covered));
@@ -224,8 +234,21 @@ impl PageInputs<'_> {
         }
         Ok(match walk {
             Some(walk) => Access::Walk(walk),
-            None => Access::Scan,
+            None => self.unindexed(),
         })
+    }
+
+    /// The access of a page no index serves: a fresh streamed page over a range or the
+    /// container walks in document order; any other, and a page resumed from a token of the
+    /// item-key order, scans its scope.
+    fn unindexed(&self) -> Access {
+        if self.continuation.is_none()
+            && document_order::serves(self.prepared, self.container, self.scope)
+        {
+            Access::Documents
+        } else {
+            Access::Scan
+        }
     }
 
     /// The access of a page resumed in the entry order of key space `space`: the index's
@@ -361,6 +384,11 @@ impl PageInputs<'_> {
             cache: self.cache,
             now_ms: self.now_ms,
             measure: self.measure,
+            // Without a filter no index serves the page, so every access agrees on where it
+            // ends (a filter's candidates would skip the items the scan stops at).
+            range_by_range: self.prepared.streams_rows()
+                && !self.prepared.has_filter()
+                && document_order::spans_ranges(self.container, self.scope),
         };
         Ok(match access {
             Access::Scan => (
@@ -416,6 +444,10 @@ impl PageInputs<'_> {
                     (tally, IndexTally::default())
                 }
             }
+            Access::Documents => (
+                scan.walk_documents(self.reader, self.scope, run)?,
+                IndexTally::default(),
+            ),
             // Answered by `run_covered`, which reads no documents.
             Access::Covered(_) => (ScanTally::default(), IndexTally::default()),
         })

@@ -114,6 +114,10 @@ pub(crate) struct PageScan<'a> {
     pub(crate) now_ms: i64,
     /// Whether to time each document's evaluation (`x-ms-documentdb-populatequerymetrics`).
     pub(crate) measure: bool,
+    /// Whether a page ends where its documents pass into another partition key range, as a
+    /// streamed page without a filter the service's gateway serves across ranges does
+    /// (`RangePages`).
+    pub(crate) range_by_range: bool,
 }
 
 impl PageScan<'_> {
@@ -167,6 +171,7 @@ impl PageScan<'_> {
             scope,
             matcher: RangeMatcher::new(scope.filter.clone(), &self.container.partition_key),
             tally: ScanTally::default(),
+            ranges: self.range_by_range.then(RangePages::default),
         }
     }
 
@@ -217,6 +222,48 @@ pub(crate) struct ItemVisit<'s> {
     scope: &'s ScanScope,
     matcher: RangeMatcher<'s>,
     pub(crate) tally: ScanTally,
+    ranges: Option<RangePages>,
+}
+
+/// The range a page's results come from, for a page that ends where they would pass into
+/// another range: the service's gateway serves a streamed query across ranges one range's page
+/// at a time, so a page holds one range's results and the next page starts in the next range
+/// (the JavaScript SDK's cross-partition tests compare what those pages cost with what its own
+/// per-range requests cost).
+#[derive(Default)]
+struct RangePages {
+    /// The range of the page's results (of its first document while none matched).
+    range: Option<u32>,
+    last_partition: Vec<u8>,
+    last_range: Option<u32>,
+}
+
+impl RangePages {
+    /// Whether the item at `key` lies in another range than the page's results, which then
+    /// end before it; while the page has none, the page moves to the item's range.
+    fn ends_before(&mut self, container: &Container, key: &[u8], matched: bool) -> bool {
+        let Some(partition) = keys::partition_bytes(key) else {
+            return false;
+        };
+        if self.last_partition.is_empty() || partition != self.last_partition.as_slice() {
+            self.last_range = PartitionKeyValue::decode(partition).map(|value| {
+                let epk = value.effective(&container.partition_key);
+                container.ranges.owner(&epk).id
+            });
+            self.last_partition.clear();
+            self.last_partition.extend_from_slice(partition);
+        }
+        let Some(range) = self.last_range else {
+            return false;
+        };
+        match self.range {
+            Some(current) if current != range && matched => true,
+            _ => {
+                self.range = Some(range);
+                false
+            }
+        }
+    }
 }
 
 impl ItemVisit<'_> {
@@ -247,6 +294,13 @@ impl ItemVisit<'_> {
             || !self.matcher.admits(key)
         {
             return Ok(ControlFlow::Continue(()));
+        }
+        let matched = run.rows_matched() > 0;
+        if let Some(ranges) = &mut self.ranges {
+            if ranges.ends_before(scan.container, key, matched) {
+                self.tally.page_full = true;
+                return Ok(ControlFlow::Break(()));
+            }
         }
         let document = scan.document(key, lsn, value)?;
         if !self.scope.admits_partial_key(scan.container, &document) {

@@ -155,6 +155,44 @@ async fn several_keys_need_a_composite_wherever_the_query_runs() {
     }
 }
 
+/// An aggregate without GROUP BY answers one row, so the service serves it under an ORDER BY of
+/// several keys without a composite index (the JavaScript SDK's `SELECT VALUE AVG(r.key) FROM r
+/// ... ORDER BY r.key, r.field` test); the SDK's rewritten per-range query runs too.
+#[tokio::test]
+async fn a_whole_aggregate_needs_no_index_for_its_order_by() {
+    let engine = engine_with(json!({})).await;
+    for (id, a) in [("1", 1), ("2", 3)] {
+        create(&engine, json!({"id": id, "pk": "p", "a": a, "b": 2})).await;
+    }
+    let text = "SELECT VALUE AVG(c.a) FROM c WHERE IS_NUMBER(c.a) ORDER BY c.a, c.b";
+    let in_partition = query(&engine, text, |request| request.partition_key = pk("p"))
+        .await
+        .expect("a whole aggregate is served");
+    assert_eq!(page(in_partition).items, vec![json!(2)]);
+    let container = resolved(&engine, "c");
+    let plan = engine
+        .query_plan(
+            &container,
+            &QueryRequest {
+                text: text.into(),
+                ..QueryRequest::default()
+            },
+        )
+        .await
+        .expect("the plan is served");
+    for range in ["0", "1", "2"] {
+        let outcome = query(&engine, &plan.rewritten_query, |request| {
+            request.range_id = Some(range.into());
+        })
+        .await;
+        assert!(outcome.is_ok(), "range {range}: {outcome:?}");
+    }
+    // A grouped query still needs its index.
+    let grouped = "SELECT c.a, COUNT(1) AS n FROM c GROUP BY c.a ORDER BY c.a, c.b";
+    let outcome = query(&engine, grouped, |request| request.partition_key = pk("p")).await;
+    assert!(outcome.is_err(), "{outcome:?}");
+}
+
 #[tokio::test]
 async fn a_composite_serves_its_directions_and_their_inverse_only() {
     let engine = engine_with(json!({"compositeIndexes": [

@@ -11,6 +11,7 @@ mod common;
 mod corrupted_records;
 mod counting_store;
 mod covered;
+mod document_order;
 mod entry_order;
 mod epk;
 mod faults;

@@ -78,6 +78,32 @@ async fn keys_are_created_read_rewrapped_and_listed() {
         created.header("etag"),
         created.body["_etag"].as_str().expect("etag")
     );
+    // A read under If-None-Match of the current ETag is 304 (the JavaScript SDK's sign that a
+    // key whose key-encryption key was revoked must be rewrapped); another ETag reads the key.
+    let signed_key = ("clientencryptionkeys", "dbs/db/clientencryptionkeys/key1");
+    let current = created.header("etag").to_string();
+    let unchanged = server
+        .send(
+            "GET",
+            "/dbs/db/clientencryptionkeys/key1",
+            signed_key,
+            None,
+            &[("if-none-match", &current)],
+        )
+        .await;
+    assert_eq!(unchanged.status, StatusCode::NOT_MODIFIED);
+    assert_eq!(unchanged.header("etag"), current);
+    assert!(unchanged.bytes.is_empty());
+    let changed = server
+        .send(
+            "GET",
+            "/dbs/db/clientencryptionkeys/key1",
+            signed_key,
+            None,
+            &[("if-none-match", "\"other\"")],
+        )
+        .await;
+    assert_eq!(changed.body, created.body);
     let again = server.create_key(key_body("key1", "BBBB")).await;
     check_error(&again, StatusCode::CONFLICT, "Conflict", "already exists");
     let missing = server.read_key("nothing").await;

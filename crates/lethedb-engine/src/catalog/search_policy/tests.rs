@@ -115,6 +115,11 @@ fn full_text_policies_check_paths_languages_and_indexes() {
         "{message}"
     );
     assert!(check(json!({"defaultLanguage": "spa-SPA"}), json!([])).is_some());
+    // `1033`, en-US's Windows locale number, is taken as a path's language; other numbers are not.
+    let numbered =
+        json!({"defaultLanguage": "en-US", "fullTextPaths": [{"path": "/a", "language": "1033"}]});
+    assert_eq!(check(numbered, json!([])), None);
+    assert!(check(json!({"defaultLanguage": "1036"}), json!([])).is_some());
     let path_language = json!({"defaultLanguage": "en-US", "fullTextPaths": [{"path": "/a", "language": "spa-SPA"}]});
     assert!(check(path_language, json!([])).is_some());
     for indexes in [
