@@ -200,6 +200,22 @@ pub async fn create_documents(
     }
 }
 
+/// Upserts `body` into container `c` of database `db`, in the partition its `pk` names (none
+/// without one).
+pub async fn upsert_document(engine: &lethedb_engine::Engine, body: serde_json::Value) {
+    let partition = body["pk"].as_str().map(str::to_string);
+    engine
+        .write_item(
+            &resolved(engine, "c"),
+            lethedb_engine::WriteMode::Upsert,
+            partition.as_deref().and_then(pk),
+            body,
+            None,
+        )
+        .await
+        .expect("write");
+}
+
 /// The TTL events of container `container` (database `db`) from `start`, counted by item id,
 /// read page after page to the end, and the cursor after them.
 pub async fn ttl_events_from(

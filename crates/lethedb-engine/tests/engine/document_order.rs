@@ -4,10 +4,10 @@
 //! item-key order of its scan. Across the ranges of a container, each page holds one range's
 //! items, as the service's gateway pages such a query.
 
-use crate::common::{config, engine_on_store, page, pk, resolved};
-use lethedb_engine::{Engine, ManualClock, QueryRequest, WriteMode};
+use crate::common::{config, engine_on_store, page, pk, resolved, upsert_document};
+use lethedb_engine::{Engine, ManualClock, QueryRequest};
 use lethedb_storage::MemoryStore;
-use serde_json::{json, Value};
+use serde_json::json;
 use std::sync::Arc;
 
 /// Ids in the order they are created: descending, so item-key (id) order is the reverse.
@@ -28,20 +28,6 @@ async fn engine(verify: bool) -> (Engine, Arc<ManualClock>) {
     )
     .await;
     (engine, clock)
-}
-
-async fn upsert(engine: &Engine, body: Value) {
-    let partition = body["pk"].as_str().map(str::to_string);
-    engine
-        .write_item(
-            &resolved(engine, "c"),
-            WriteMode::Upsert,
-            partition.as_deref().and_then(pk),
-            body,
-            None,
-        )
-        .await
-        .expect("write");
 }
 
 /// Every id `text` returns in range `range` (or in partition `partition`), two per page.
@@ -99,11 +85,11 @@ async fn a_streamed_query_of_a_range_returns_documents_in_creation_order() {
         // Two partitions of two ids each, created interleaved.
         for (position, id) in IDS.iter().enumerate() {
             let partition = if position % 2 == 0 { "p" } else { "q" };
-            upsert(&engine, json!({"id": id, "pk": partition, "n": position})).await;
+            upsert_document(&engine, json!({"id": id, "pk": partition, "n": position})).await;
             clock.advance_ms(1);
         }
         // A replace keeps the document's place.
-        upsert(&engine, json!({"id": "f", "pk": "p", "n": 99})).await;
+        upsert_document(&engine, json!({"id": "f", "pk": "p", "n": 99})).await;
         let mut seen = Vec::new();
         for range in ["0", "1", "2"] {
             let found = ids(&engine, "SELECT * FROM c", Some(range), None).await;
@@ -129,7 +115,7 @@ async fn a_streamed_query_across_ranges_pages_one_range_at_a_time() {
         let (engine, clock) = engine(verify).await;
         for number in 0..12 {
             let partition = format!("p{number}");
-            upsert(
+            upsert_document(
                 &engine,
                 json!({"id": format!("i{number}"), "pk": partition}),
             )

@@ -5,10 +5,8 @@
 //! ties come back in document (`_rid`) order in the first key's direction, across pages; and a
 //! policy is checked when a container is created or replaced.
 
-use crate::common::{config, engine_on_store, page, pk, resolved};
-use lethedb_engine::{
-    Engine, EngineError, ErrorCode, ManualClock, QueryOutcome, QueryRequest, WriteMode,
-};
+use crate::common::{config, engine_on_store, page, pk, resolved, upsert_document};
+use lethedb_engine::{Engine, EngineError, ErrorCode, ManualClock, QueryOutcome, QueryRequest};
 use lethedb_query::ORDER_BY_FILTER_PLACEHOLDER;
 use lethedb_storage::MemoryStore;
 use serde_json::{json, Value};
@@ -31,20 +29,6 @@ async fn engine_with(policy: Value) -> Engine {
         config,
     )
     .await
-}
-
-async fn create(engine: &Engine, body: Value) {
-    let partition = body["pk"].as_str().map(str::to_string);
-    engine
-        .write_item(
-            &resolved(engine, "c"),
-            WriteMode::Upsert,
-            partition.as_deref().and_then(pk),
-            body,
-            None,
-        )
-        .await
-        .expect("write");
 }
 
 /// One page of `text` on container `c` across partitions, with `scope` applied to the request.
@@ -101,7 +85,7 @@ fn assert_refused(outcome: Result<QueryOutcome, EngineError>, message: &str, cas
 #[tokio::test]
 async fn several_keys_need_a_composite_wherever_the_query_runs() {
     let engine = engine_with(json!({})).await;
-    create(&engine, json!({"id": "1", "pk": "p", "a": 1, "b": 2})).await;
+    upsert_document(&engine, json!({"id": "1", "pk": "p", "a": 1, "b": 2})).await;
     let text = "SELECT * FROM c ORDER BY c.a, c.b";
     // Across ranges the gateway answers first, with the plan the SDK runs per range.
     let across = query(&engine, text, |_| {}).await;
@@ -117,7 +101,7 @@ async fn several_keys_need_a_composite_wherever_the_query_runs() {
         config(),
     )
     .await;
-    create(&unpartitioned, json!({"id": "1", "a": 1, "b": 2})).await;
+    upsert_document(&unpartitioned, json!({"id": "1", "a": 1, "b": 2})).await;
     assert_refused(
         query(&unpartitioned, text, |_| {}).await,
         NO_COMPOSITE,
@@ -162,7 +146,7 @@ async fn several_keys_need_a_composite_wherever_the_query_runs() {
 async fn a_whole_aggregate_needs_no_index_for_its_order_by() {
     let engine = engine_with(json!({})).await;
     for (id, a) in [("1", 1), ("2", 3)] {
-        create(&engine, json!({"id": id, "pk": "p", "a": a, "b": 2})).await;
+        upsert_document(&engine, json!({"id": id, "pk": "p", "a": a, "b": 2})).await;
     }
     let text = "SELECT VALUE AVG(c.a) FROM c WHERE IS_NUMBER(c.a) ORDER BY c.a, c.b";
     let in_partition = query(&engine, text, |request| request.partition_key = pk("p"))
@@ -199,7 +183,7 @@ async fn a_composite_serves_its_directions_and_their_inverse_only() {
         [{"path": "/a", "order": "ascending"}, {"path": "/b", "order": "descending"}]]}))
     .await;
     for (id, a, b) in [("1", 1, 1), ("2", 1, 2), ("3", 0, 5)] {
-        create(&engine, json!({"id": id, "pk": "p", "a": a, "b": b})).await;
+        upsert_document(&engine, json!({"id": id, "pk": "p", "a": a, "b": b})).await;
     }
     let ids =
         |rows: Vec<Value>| -> Vec<Value> { rows.iter().map(|row| row["id"].clone()).collect() };
@@ -221,7 +205,7 @@ async fn one_key_on_an_excluded_path_is_refused() {
     let engine = engine_with(json!({"includedPaths": [{"path": "/*"}],
         "excludedPaths": [{"path": "/secret/*"}, {"path": "/hidden/?"}]}))
     .await;
-    create(
+    upsert_document(
         &engine,
         json!({"id": "1", "pk": "p", "secret": {"x": 1}, "hidden": 2}),
     )
@@ -235,7 +219,7 @@ async fn one_key_on_an_excluded_path_is_refused() {
     }
     // id and _ts are indexed whatever the paths say; a filter on an excluded path scans.
     let everything_excluded = engine_with(json!({"excludedPaths": [{"path": "/*"}]})).await;
-    create(&everything_excluded, json!({"id": "1", "pk": "p", "n": 1})).await;
+    upsert_document(&everything_excluded, json!({"id": "1", "pk": "p", "n": 1})).await;
     assert_eq!(
         rows(
             &everything_excluded,
@@ -264,10 +248,10 @@ async fn one_key_on_an_excluded_path_is_refused() {
 /// Items `u1`..`u3` without `x`, `d1` with `x` 2 and `d2` with `x` 1, in partition `p`.
 async fn with_and_without_x(engine: &Engine) {
     for id in ["u1", "u2", "u3"] {
-        create(engine, json!({"id": id, "pk": "p", "y": 0})).await;
+        upsert_document(engine, json!({"id": id, "pk": "p", "y": 0})).await;
     }
-    create(engine, json!({"id": "d1", "pk": "p", "x": 2, "y": 1})).await;
-    create(engine, json!({"id": "d2", "pk": "p", "x": 1, "y": 1})).await;
+    upsert_document(engine, json!({"id": "d1", "pk": "p", "x": 2, "y": 1})).await;
+    upsert_document(engine, json!({"id": "d2", "pk": "p", "x": 1, "y": 1})).await;
 }
 
 #[tokio::test]
@@ -329,9 +313,9 @@ async fn ties_come_back_in_document_order_in_the_first_key_direction() {
     // Created c, a, b: their document numbers run 1, 2, 3 while their keys run a, b, c. A
     // replace keeps the number.
     for id in ["c", "a", "b"] {
-        create(&engine, json!({"id": id, "pk": "p", "x": 1})).await;
+        upsert_document(&engine, json!({"id": id, "pk": "p", "x": 1})).await;
     }
-    create(
+    upsert_document(
         &engine,
         json!({"id": "a", "pk": "p", "x": 1, "replaced": true}),
     )
