@@ -62,18 +62,27 @@ impl ResourcePath {
             n => (segments[n - 2].clone(), n),
         };
         let link = segments[..link_len].join("/");
+        // Only an id the gateway could read differently (a `%`, trailing whitespace) makes
+        // the gateway's link worth forming: nearly every request has none.
         let gateway = segments[..link_len]
             .iter()
-            .enumerate()
-            .map(|(index, segment)| match index % 2 {
-                1 => gateway_id(segment),
-                _ => segment.clone(),
-            })
-            .collect::<Vec<_>>()
-            .join("/");
+            .skip(1)
+            .step_by(2)
+            .any(|id| id.contains('%') || id.ends_with(char::is_whitespace))
+            .then(|| {
+                segments[..link_len]
+                    .iter()
+                    .enumerate()
+                    .map(|(index, segment)| match index % 2 {
+                        1 => gateway_id(segment),
+                        _ => segment.clone(),
+                    })
+                    .collect::<Vec<_>>()
+                    .join("/")
+            });
         Ok(ResourcePath {
             raw_container_path: raw[..raw.len().min(4)].join("/"),
-            gateway_link: (gateway != link).then_some(gateway),
+            gateway_link: gateway.filter(|gateway| *gateway != link),
             link,
             raw_link: raw[..link_len].join("/"),
             resource_type,
