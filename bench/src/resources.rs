@@ -50,25 +50,8 @@ pub async fn create_unindexed_container(
     container_id: &str,
 ) -> anyhow::Result<ContainerPaths> {
     let policy = ",\"indexingPolicy\":{\"indexingMode\":\"none\",\"automatic\":false}";
-    let link = format!("dbs/{DATABASE_ID}");
-    let path = format!("/{link}/colls");
-    let reply = client
-        .send(&Request {
-            method: Method::POST,
-            path: &path,
-            resource_type: "colls",
-            resource_link: &link,
-            headers: &[("content-type", "application/json")],
-            body: container_body_with(container_id, None, policy),
-        })
-        .await?;
-    match reply.status {
-        200 | 201 | 409 => Ok(ContainerPaths::new(DATABASE_ID, container_id)),
-        status => bail!(
-            "creating container {container_id}: {status} {}",
-            detail(&reply.body)
-        ),
-    }
+    let body = container_body_with(container_id, None, policy);
+    post_container(client, container_id, &[], body).await
 }
 
 /// Creates a container partitioned by `/pk`, with an optional `defaultTtl`.
@@ -88,13 +71,27 @@ pub async fn create_container_with_throughput(
     default_ttl_secs: Option<i64>,
     throughput_ru: Option<u32>,
 ) -> anyhow::Result<ContainerPaths> {
+    let throughput = throughput_ru.map(|ru| ru.to_string());
+    let headers: Vec<(&str, &str)> = throughput
+        .iter()
+        .map(|ru| ("x-ms-offer-throughput", ru.as_str()))
+        .collect();
+    let body = container_body(container_id, default_ttl_secs);
+    post_container(client, container_id, &headers, body).await
+}
+
+/// Posts a container's `body` (with `extra_headers`) to the bench's database; one that already
+/// exists is taken as made.
+async fn post_container(
+    client: &mut Client,
+    container_id: &str,
+    extra_headers: &[(&str, &str)],
+    body: Bytes,
+) -> anyhow::Result<ContainerPaths> {
     let link = format!("dbs/{DATABASE_ID}");
     let path = format!("/{link}/colls");
-    let throughput = throughput_ru.map(|ru| ru.to_string());
     let mut headers = vec![("content-type", "application/json")];
-    if let Some(ru) = &throughput {
-        headers.push(("x-ms-offer-throughput", ru));
-    }
+    headers.extend_from_slice(extra_headers);
     let reply = client
         .send(&Request {
             method: Method::POST,
@@ -102,7 +99,7 @@ pub async fn create_container_with_throughput(
             resource_type: "colls",
             resource_link: &link,
             headers: &headers,
-            body: container_body(container_id, default_ttl_secs),
+            body,
         })
         .await?;
     match reply.status {

@@ -414,38 +414,17 @@ async fn small_batches_walking_on_from_the_last_one_miss_nothing_in_either_class
     let engine =
         Engine::open(store.clone(), clock.clone(), crate::common::config()).expect("engine");
     setup(&engine, 60).await;
-    let create = |id: String, ttl: Option<i64>| {
-        let engine = engine.clone();
-        async move {
-            let mut body = json!({"id": id, "pk": "p"});
-            if let Some(ttl) = ttl {
-                body["ttl"] = json!(ttl);
-            }
-            engine
-                .write_item(
-                    &resolved(&engine, "c"),
-                    WriteMode::Create,
-                    pk("p"),
-                    body,
-                    None,
-                )
-                .await
-                .expect("create");
-        }
-    };
-    for n in 0..10 {
-        create(format!("default-{n}"), None).await;
-        create(format!("own-{n}"), Some(5)).await;
-    }
-    create("keep".to_string(), Some(-1)).await;
+    let defaults = (0..10).map(|n| json!({"id": format!("default-{n}"), "pk": "p"}));
+    let own = (0..10).map(|n| json!({"id": format!("own-{n}"), "pk": "p", "ttl": 5}));
+    let keep = json!({"id": "keep", "pk": "p", "ttl": -1});
+    create_documents(&engine, defaults.chain(own).chain([keep])).await;
     // The own-ttl items expire first: batches of three take them, the walk ending in that class.
     clock.advance_ms(6_000);
     let (first, more) = engine.sweep_once(3).await.expect("sweep");
     assert_eq!((first, more), (3, true));
     // Own-ttl items written now expire after the ones left; the defaults expire with them.
-    for n in 0..5 {
-        create(format!("later-{n}"), Some(5)).await;
-    }
+    let later = (0..5).map(|n| json!({"id": format!("later-{n}"), "pk": "p", "ttl": 5}));
+    create_documents(&engine, later).await;
     clock.advance_ms(60_000);
     let mut deleted = first;
     loop {
