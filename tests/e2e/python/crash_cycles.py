@@ -541,6 +541,9 @@ class Options:
     data_dir: Optional[Path] = None
     load_secs: tuple[float, float] = (LOAD_SECS_MIN, LOAD_SECS_MAX)
     log: bool = True
+    # Further `serve` flags (e.g. `--redo-checkpoint-mb=1`): the server gets no LETHEDB_*
+    # variable from the environment, so flags are the only way to vary its settings.
+    serve_args: tuple[str, ...] = ()
 
 
 class CrashCycles:
@@ -558,7 +561,7 @@ class CrashCycles:
 
     def run(self) -> Figures:
         started = time.monotonic()
-        self.server = Server(self.options.data_dir, extra_args=SERVER_ARGS).start()
+        self.server = Server(self.options.data_dir, extra_args=SERVER_ARGS + list(self.options.serve_args)).start()
         try:
             database = check_client(self.server).create_database_if_not_exists(DATABASE_ID)
             database.create_container_if_not_exists(CONTAINER_ID, partition_key=PartitionKey(path="/pk"),
@@ -604,7 +607,7 @@ class CrashCycles:
         time.sleep(self.rng.uniform(*DOWNTIME_SECS))
         restart_started = time.monotonic()
         try:
-            self.server = Server(self.options.data_dir, extra_args=SERVER_ARGS).start()
+            self.server = Server(self.options.data_dir, extra_args=SERVER_ARGS + list(self.options.serve_args)).start()
         except Exception as error:
             raise Violation(f"cycle {cycle}: the server did not start again on its data directory: {error}") from error
         restart_ms = int((time.monotonic() - restart_started) * 1000)
@@ -806,10 +809,13 @@ def main(argv: Optional[list[str]] = None) -> int:
     parser.add_argument("--seed", type=int, help="the random seed (printed; timing still varies)")
     parser.add_argument("--data-dir", type=Path, help="the data directory (default: a fresh temporary one)")
     parser.add_argument("--quiet", action="store_true", help="print only the figures")
+    parser.add_argument("--serve-arg", action="append", default=[], metavar="FLAG",
+                        help="one more `serve` flag, e.g. --serve-arg=--redo-checkpoint-mb=1 (repeatable)")
     args = parser.parse_args(argv)
     # The SDK warns each time it marks the killed endpoint unavailable: expected here, every cycle.
     logging.getLogger("azure").setLevel(logging.ERROR)
-    options = Options(cycles=args.cycles, seed=args.seed, data_dir=args.data_dir, log=not args.quiet)
+    options = Options(cycles=args.cycles, seed=args.seed, data_dir=args.data_dir, log=not args.quiet,
+                      serve_args=tuple(args.serve_arg))
     figures, seed, violation = run(options)
     print(figures.summary(seed))
     if violation:
