@@ -37,6 +37,7 @@ mod resources;
 mod script_resources;
 mod scripts;
 mod shared_buckets;
+mod shared_sessions;
 mod shared_store;
 mod shared_sweep;
 mod shared_ttl_events;
