@@ -15,7 +15,7 @@ use crate::head::RequestHead;
 use crate::operation::Operation;
 use crate::resolve::resolve_resource_ids;
 use crate::routes::ResourcePath;
-use crate::state::AppState;
+use crate::state::{AppState, Gateway};
 use axum::http::{HeaderMap, Method};
 use lethedb_auth::{self as auth, EntraError, ResourceToken, TokenError};
 use lethedb_engine::{Engine, ResourceKind, ResourceParent};
@@ -140,6 +140,12 @@ fn authenticate_master(
         ));
     }
     let verb = method.as_str();
+    // The compute gateway checks the signature over the ids as sent; only the routing gateway
+    // reads them once more (`Gateway`).
+    let gateway_link = match state.gateway {
+        Gateway::Routing => path.gateway_link.as_deref(),
+        Gateway::Compute => None,
+    };
     let verify = |link: &str| {
         state
             .key
@@ -148,7 +154,7 @@ fn authenticate_master(
     // The link as resolved, as sent, or as a `_rid`; the others are formed only when needed.
     // Where the service's gateway reads an id differently from how it is stored, it checks
     // the signature over its own reading, which no client signs (`ResourcePath::gateway_link`).
-    let signed = match &path.gateway_link {
+    let signed = match gateway_link {
         Some(gateway_link) => verify(gateway_link),
         None => {
             verify(&path.link)

@@ -225,6 +225,13 @@ pub struct ServeArgs {
     /// uses 8080). They are on the main port too.
     #[arg(long, env = "LETHEDB_PROBE_BIND")]
     pub probe_bind: Option<SocketAddr>,
+    /// Also serve the account on this port of the --bind address as the service's compute
+    /// gateway serves it (the emulator's port 8903; off by default): the same data and key,
+    /// over TLS with --tls, advertising its own endpoint (--advertise-url's host with this
+    /// port). It reads a path's ids as sent where the main port, like the routing gateway,
+    /// refuses a point operation on an id ending in whitespace or holding `%xx` (401).
+    #[arg(long, env = "LETHEDB_COMPUTE_GATEWAY_PORT")]
+    pub compute_gateway_port: Option<u16>,
     /// Fault rules in force from the start: a JSON array of the rules `/_lethedb/faults`
     /// accepts (see `docs/faults.md`).
     #[arg(long, env = "LETHEDB_FAULTS")]

@@ -41,7 +41,7 @@ pub use error::{wire_status, ApiError, ApiResult, Code};
 pub use head::{ConsistencyLevel, PriorityLevel, RequestHead, CONTINUATION_LIMIT_HEADER};
 pub use operation::{classify, ItemOperation, Operation, Resource, Verb};
 pub use request::{JSON_DEPTH_MAX, REQUEST_BODY_BYTES_MAX};
-pub use state::{AppState, Endpoint, MetricsRoute};
+pub use state::{AppState, Endpoint, Gateway, MetricsRoute};
 
 #[cfg(test)]
 mod tests;

@@ -16,7 +16,8 @@ use lethedb_server::metrics::Metrics;
 use lethedb_server::seed::Seed;
 use lethedb_server::tls::{self, TlsMaterial};
 use lethedb_server::{
-    app, metrics_router, probe_router, secrets, wire_status, AppState, Endpoint, MetricsRoute,
+    app, metrics_router, probe_router, secrets, wire_status, AppState, Endpoint, Gateway,
+    MetricsRoute,
 };
 use lethedb_storage::{FjallStore, MemoryStore, PgOptions, PgStore, RedbStore, Storage};
 use std::net::SocketAddr;
@@ -319,6 +320,7 @@ fn build_state(
         entra_id: !args.no_entra_id,
         faults: Arc::default(),
         seed: None,
+        gateway: Gateway::Routing,
     }
 }
 
@@ -371,6 +373,46 @@ fn spawn_probe_listener(
     spawn_side_listener(listener, probe_router(state.clone()), header_timeout).map(Some)
 }
 
+/// The compute gateway's socket (`--compute-gateway-port`), bound beside the main one so that a
+/// taken port stops the start as a taken main port does.
+fn bind_compute_gateway(args: &ServeArgs) -> anyhow::Result<Option<std::net::TcpListener>> {
+    let Some(port) = args.compute_gateway_port else {
+        return Ok(None);
+    };
+    let address = SocketAddr::new(args.bind.ip(), port);
+    let listener = listen::bind(address).with_context(|| {
+        format!("cannot listen on {address} for the compute gateway (--compute-gateway-port)")
+    })?;
+    Ok(Some(listener))
+}
+
+/// Serves the account on the compute gateway's socket: the main port's state (engine, key,
+/// metrics, faults), its own endpoint and the compute gateway's reading of ids (`Gateway`),
+/// over TLS when the main port has it, until `handle` shuts down.
+fn spawn_compute_gateway(
+    listener: std::net::TcpListener,
+    state: &AppState,
+    material: Option<TlsMaterial>,
+    header_timeout: Duration,
+    handle: axum_server::Handle<SocketAddr>,
+) -> anyhow::Result<tokio::task::JoinHandle<anyhow::Result<()>>> {
+    let address = listener.local_addr()?;
+    let mut state = state.clone();
+    state.gateway = Gateway::Compute;
+    state.endpoint = state.endpoint.on_port(address.port());
+    tracing::info!(
+        "compute gateway on {address}, advertised={}",
+        state.endpoint.configured()
+    );
+    Ok(tokio::spawn(listen(
+        listener,
+        material,
+        app(state),
+        header_timeout,
+        handle,
+    )))
+}
+
 /// Serves a side port's `router` (plain HTTP, with the main port's slow-client deadlines)
 /// until the task is aborted.
 fn spawn_side_listener(
@@ -414,6 +456,21 @@ async fn listen(
     Ok(server.handle(handle).serve(service).await?)
 }
 
+/// Applies `--seed` to the engine at start (a reset applies it again).
+async fn apply_seed(state: &mut AppState, seed: Option<Arc<Seed>>) -> anyhow::Result<()> {
+    if let Some(seed) = &seed {
+        let seeded = seed.apply(&state.engine).await.context("applying --seed")?;
+        tracing::info!(
+            databases = seeded.databases,
+            containers = seeded.containers,
+            items = seeded.items,
+            "seed applied"
+        );
+    }
+    state.seed = seed;
+    Ok(())
+}
+
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let key = secrets::load_key(args.key.as_deref(), args.key_file.as_deref())
         .map_err(anyhow::Error::msg)?;
@@ -430,31 +487,44 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     // (port 0 resolved).
     let listener =
         listen::bind(args.bind).with_context(|| format!("cannot listen on {}", args.bind))?;
+    let compute_listener = bind_compute_gateway(&args)?;
     let header_timeout = Duration::from_secs(args.header_timeout_secs);
     let address = listener.local_addr()?;
     let endpoint = Endpoint::from_flag(args.advertise_url.as_deref(), address, material.is_some())
         .map_err(anyhow::Error::msg)?;
     let advertised = endpoint.configured().to_string();
+    let compute_advertised = match &compute_listener {
+        Some(listener) => Some(endpoint.on_port(listener.local_addr()?.port())),
+        None => None,
+    };
     // The key signs requests and resource tokens: only the emulator's public one is named, any
     // other only by its fingerprint.
     let key_label = secrets::key_label(&key);
-    let ready_line = secrets::ready_line(&advertised, engine.store_kind(), &key);
+    let ready_line = secrets::ready_line(
+        &advertised,
+        compute_advertised.as_ref().map(Endpoint::configured),
+        engine.store_kind(),
+        &key,
+    );
     let mut state = build_state(&args, engine, key, material.as_ref(), (address, endpoint));
     state.faults = faults;
-    if let Some(seed) = &seed {
-        let seeded = seed.apply(&state.engine).await.context("applying --seed")?;
-        tracing::info!(
-            databases = seeded.databases,
-            containers = seeded.containers,
-            items = seeded.items,
-            "seed applied"
-        );
-    }
-    state.seed = seed;
+    apply_seed(&mut state, seed).await?;
     let side_tasks = [
         spawn_metrics_listener(&args, &state, header_timeout)?,
         spawn_probe_listener(&args, &state, header_timeout)?,
     ];
+    let handle = axum_server::Handle::new();
+    let compute_handle = axum_server::Handle::new();
+    let compute_task = match compute_listener {
+        Some(listener) => Some(spawn_compute_gateway(
+            listener,
+            &state,
+            material.clone(),
+            header_timeout,
+            compute_handle.clone(),
+        )?),
+        None => None,
+    };
     // Kept to close the store once every other handle is gone.
     let engine = state.engine.clone();
     let router = app(state);
@@ -462,16 +532,30 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(
         "LetheDB listening on {scheme}://{address}/ advertised={advertised} store={store_name} key={key_label}"
     );
-    // The socket is bound: a client that connects now waits in its backlog until the router
+    // The sockets are bound: a client that connects now waits in its backlog until the router
     // serves, so a harness may go as soon as it reads this line.
     println!("{ready_line}");
-    let handle = axum_server::Handle::new();
-    let shutdown_handle = handle.clone();
+    let shutdown_handles = [handle.clone(), compute_handle];
     tokio::spawn(async move {
         shutdown_signal().await;
-        shutdown_handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
+        for handle in shutdown_handles {
+            handle.graceful_shutdown(Some(SHUTDOWN_GRACE));
+        }
     });
     listen(listener, material, router, header_timeout, handle).await?;
+    if let Some(task) = compute_task {
+        task.await??;
+    }
+    stop(sweeper, side_tasks, engine).await;
+    Ok(())
+}
+
+/// After the listeners have stopped: the sweeper, the side ports, then the store.
+async fn stop(
+    sweeper: SweeperHandle,
+    side_tasks: [Option<tokio::task::JoinHandle<()>>; 2],
+    engine: Engine,
+) {
     sweeper.stop().await;
     for task in side_tasks.into_iter().flatten() {
         task.abort();
@@ -483,7 +567,6 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         tracing::warn!("the store was still in use at shutdown; the next start will check it");
     }
     tracing::info!("LetheDB stopped");
-    Ok(())
 }
 
 /// The PostgreSQL store at `url`, its keys placed in the engine's buckets (a store created now

@@ -47,11 +47,20 @@ pub fn key_label(key: &MasterKey) -> String {
 }
 
 /// The one machine-readable line printed on stdout once the server listens, for a harness that
-/// started it on port 0: `{"ready": true, "endpoint": ..., "store": ..., ...}`. The key is named
+/// started it on port 0: `{"ready": true, "endpoint": ..., "store": ..., ...}`, with
+/// `"computeGateway"` the compute gateway's endpoint when it is served. The key is named
 /// only when it is the emulator's public one (`"key"`); any other only by its fingerprint
 /// (`"keyFingerprint"`): whoever chose a custom key already has it, and a log never shows it.
-pub fn ready_line(endpoint: &str, store: &str, key: &MasterKey) -> String {
+pub fn ready_line(
+    endpoint: &str,
+    compute_gateway: Option<&str>,
+    store: &str,
+    key: &MasterKey,
+) -> String {
     let mut line = serde_json::json!({"ready": true, "endpoint": endpoint, "store": store});
+    if let Some(compute_gateway) = compute_gateway {
+        line["computeGateway"] = compute_gateway.into();
+    }
     if key.is_emulator_key() {
         line["key"] = EMULATOR_KEY.into();
     } else {
@@ -107,13 +116,13 @@ mod tests {
     fn the_ready_line_names_only_the_public_key() {
         let emulator = MasterKey::from_base64(EMULATOR_KEY).expect("key");
         let line: serde_json::Value =
-            serde_json::from_str(&ready_line("http://127.0.0.1:1/", "memory", &emulator))
+            serde_json::from_str(&ready_line("http://127.0.0.1:1/", None, "memory", &emulator))
                 .expect("json");
         assert_eq!(line["ready"], true);
         assert_eq!(line["endpoint"], "http://127.0.0.1:1/");
         assert_eq!(line["key"], EMULATOR_KEY);
         let custom = MasterKey::from_base64("c2VjcmV0LWtleQ==").expect("key");
-        let text = ready_line("http://127.0.0.1:1/", "redb", &custom);
+        let text = ready_line("http://127.0.0.1:1/", None, "redb", &custom);
         assert!(!text.contains("c2VjcmV0LWtleQ=="), "{text}");
         let line: serde_json::Value = serde_json::from_str(&text).expect("json");
         assert_eq!(line["keyFingerprint"], custom.fingerprint());

@@ -34,6 +34,22 @@ pub struct AppState {
     pub faults: Arc<Faults>,
     /// The `--seed` data, applied again by a reset (`seed.rs`).
     pub seed: Option<Arc<Seed>>,
+    /// Which of the service's gateways this listener answers as.
+    pub gateway: Gateway,
+}
+
+/// Which of the service's two front ends a listener answers as. They share the account and its
+/// data and differ in how they read a path's ids when they check its signature.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Gateway {
+    /// The routing gateway, the account's endpoint: it decodes an id once more and drops its
+    /// trailing whitespace (`ResourcePath::gateway_link`), so a point operation on an id ending
+    /// in whitespace or holding a `%xx` sequence fails its signature check (401).
+    #[default]
+    Routing,
+    /// The compute gateway (`--compute-gateway-port`; the emulator's port 8903): it checks the
+    /// signature over the ids as sent once decoded, so such ids are served.
+    Compute,
 }
 
 /// What the main port does with `GET /metrics`.
@@ -112,6 +128,28 @@ impl Endpoint {
         }
     }
 
+    /// The same endpoint on another port (the compute gateway's): a fixed URL keeps its scheme
+    /// and host, and `auto` still answers with the request's `Host`.
+    pub fn on_port(&self, port: u16) -> Endpoint {
+        let moved = |url: &str| -> Arc<str> {
+            let Some((scheme, rest)) = url.split_once("://") else {
+                return url.into();
+            };
+            let authority = rest.split('/').next().unwrap_or_default();
+            match authority.parse::<axum::http::uri::Authority>() {
+                Ok(authority) => format!("{scheme}://{}:{port}/", authority.host()).into(),
+                Err(_) => url.into(),
+            }
+        };
+        match self {
+            Endpoint::Fixed(url) => Endpoint::Fixed(moved(url)),
+            Endpoint::FromHost { scheme, fallback } => Endpoint::FromHost {
+                scheme,
+                fallback: moved(fallback),
+            },
+        }
+    }
+
     /// The endpoint when no request is at hand (logs, the ready line).
     pub fn configured(&self) -> &str {
         match self {
@@ -144,4 +182,30 @@ fn is_loopback(authority: &str) -> bool {
         || host
             .parse::<std::net::IpAddr>()
             .is_ok_and(|address| address.is_loopback())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_compute_gateway_endpoint_is_the_main_one_on_its_own_port() {
+        let cases = [
+            ("https://localhost:8081/", "https://localhost:8903/"),
+            ("http://127.0.0.1:8081/", "http://127.0.0.1:8903/"),
+            ("http://[::1]:8081/", "http://[::1]:8903/"),
+            ("https://cosmos.example/", "https://cosmos.example:8903/"),
+        ];
+        for (main, want) in cases {
+            assert_eq!(Endpoint::from(main).on_port(8903).configured(), want);
+        }
+        let bound = "127.0.0.1:8081".parse().expect("address");
+        let auto = Endpoint::from_flag(Some("auto"), bound, true)
+            .expect("auto")
+            .on_port(8903);
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "box:9903".parse().expect("host"));
+        assert_eq!(auto.for_request(&headers), "https://box:9903/");
+        assert_eq!(auto.configured(), "https://127.0.0.1:8903/");
+    }
 }

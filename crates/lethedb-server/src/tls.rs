@@ -21,6 +21,7 @@ pub enum TlsError {
 }
 
 /// A certificate chain and private key, both PEM.
+#[derive(Clone)]
 pub struct TlsMaterial {
     pub certificate_pem: String,
     pub key_pem: String,

@@ -7,36 +7,10 @@
 
 mod common;
 
-use std::time::{Duration, Instant};
-
-/// The first line of `log` that is a JSON object with `"ready": true`.
-fn ready_line(log: &str) -> Option<serde_json::Value> {
-    log.lines()
-        .filter(|line| line.starts_with('{'))
-        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
-        .find(|line| line["ready"] == true)
-}
-
-/// Waits for the server's ready line (printed once every port it was asked for listens).
-fn wait_for_ready_line(server: &common::Running) -> serde_json::Value {
-    let started = Instant::now();
-    loop {
-        if let Some(line) = ready_line(&server.log()) {
-            return line;
-        }
-        assert!(
-            started.elapsed() < common::PROCESS_WAIT_MAX,
-            "no ready line in {}",
-            server.log()
-        );
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
 #[test]
 fn a_server_on_port_zero_prints_its_endpoint_and_answers_the_probes_there() {
     let server = common::start(&["--bind", "127.0.0.1:0"], &[]).expect("starts");
-    let line = wait_for_ready_line(&server);
+    let line = common::wait_for_ready_line(&server);
     let endpoint = line["endpoint"].as_str().expect("endpoint");
     assert_eq!(endpoint, format!("http://{}/", server.address));
     assert_eq!(line["store"], "memory");
@@ -59,7 +33,7 @@ fn a_custom_key_is_named_only_by_its_fingerprint_in_the_ready_line() {
         &[("LETHEDB_KEY", "c2VjcmV0LWtleQ==")],
     )
     .expect("starts");
-    let line = wait_for_ready_line(&server);
+    let line = common::wait_for_ready_line(&server);
     assert!(line.get("key").is_none(), "{line}");
     assert!(line["keyFingerprint"].is_string(), "{line}");
     assert!(!server.log().contains("c2VjcmV0LWtleQ=="));
@@ -76,7 +50,7 @@ fn the_probes_have_a_port_of_their_own_when_asked() {
     let server = common::start(&["--bind", "127.0.0.1:0", "--probe-bind", &probe_bind], &[])
         .expect("starts");
     let probes = std::net::SocketAddr::from(([127, 0, 0, 1], probe_port));
-    wait_for_ready_line(&server);
+    common::wait_for_ready_line(&server);
     let ready = common::get(probes, "/ready", "");
     assert_eq!(ready.status, 200, "{}", ready.body);
     assert_eq!(common::get(probes, "/alive", "").status, 200);

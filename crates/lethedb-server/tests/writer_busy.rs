@@ -87,6 +87,7 @@ async fn a_full_writer_queue_answers_429_with_a_retry_delay() {
         endpoint: "http://127.0.0.1:8081/".into(),
         metrics: None,
         metrics_route: lethedb_server::MetricsRoute::OwnPort,
+        gateway: lethedb_server::Gateway::Routing,
     });
     let date = httpdate::fmt_http_date(UNIX_EPOCH + Duration::from_millis(NOW_MS as u64));
     let request = Request::builder()

@@ -390,3 +390,36 @@ async fn ids_the_gateway_reads_differently_are_refused_on_point_operations() {
         "dbs/db/colls/c/docs/Test\n",
     );
 }
+
+/// The compute gateway (`--compute-gateway-port`) checks the signature over the ids as sent
+/// once decoded: the ids the routing gateway refuses above are read and deleted there.
+#[tokio::test]
+async fn the_compute_gateway_serves_the_ids_the_routing_gateway_refuses() {
+    let server = Server::with(|state| state.gateway = crate::Gateway::Compute);
+    server
+        .setup(json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}))
+        .await;
+    let cases = [
+        ("Test ", "Test%20"),
+        ("Test   ", "Test%20%20%20"),
+        ("x%20", "x%2520"),
+        ("x%E9%B1%80", "x%25E9%25B1%2580"),
+    ];
+    for (id, encoded) in cases {
+        let created = server.create_item(json!({"id": id, "pk": id})).await;
+        assert_eq!(created.status, StatusCode::CREATED, "{id:?}");
+        let pk = json!([id]).to_string();
+        let signed_link = format!("dbs/db/colls/c/docs/{id}");
+        let path = format!("/dbs/db/colls/c/docs/{encoded}");
+        let headers = [("x-ms-documentdb-partitionkey", pk.as_str())];
+        let read = server
+            .send("GET", &path, ("docs", &signed_link), None, &headers)
+            .await;
+        assert_eq!(read.status, StatusCode::OK, "{id:?}: {}", read.body);
+        assert_eq!(read.body["id"], id);
+        let deleted = server
+            .send("DELETE", &path, ("docs", &signed_link), None, &headers)
+            .await;
+        assert_eq!(deleted.status, StatusCode::NO_CONTENT, "{id:?}");
+    }
+}

@@ -105,6 +105,7 @@ impl Server {
             key: key.clone(),
             certificate_pem: None,
             endpoint: "http://127.0.0.1:8081/".into(),
+            gateway: crate::Gateway::Routing,
         };
         configure(&mut state);
         let router = app(state);

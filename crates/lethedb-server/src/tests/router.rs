@@ -303,6 +303,7 @@ async fn the_metrics_port_serves_only_metrics() {
         key: MasterKey::from_base64(EMULATOR_KEY).expect("key"),
         certificate_pem: None,
         endpoint: "http://127.0.0.1:8081/".into(),
+        gateway: crate::Gateway::Routing,
     };
     let server = Server {
         router: crate::metrics_router(state),

@@ -114,6 +114,30 @@ pub fn start(args: &[&str], env: &[(&str, &str)]) -> Result<Running, Exited> {
     }
 }
 
+/// The first line of `log` that is a JSON object with `"ready": true`.
+pub fn ready_line(log: &str) -> Option<serde_json::Value> {
+    log.lines()
+        .filter(|line| line.starts_with('{'))
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .find(|line| line["ready"] == true)
+}
+
+/// Waits for the server's ready line (printed once every port it was asked for listens).
+pub fn wait_for_ready_line(server: &Running) -> serde_json::Value {
+    let started = Instant::now();
+    loop {
+        if let Some(line) = ready_line(&server.log()) {
+            return line;
+        }
+        assert!(
+            started.elapsed() < PROCESS_WAIT_MAX,
+            "no ready line in {}",
+            server.log()
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
 /// The port in the start-up line `LetheDB listening on http://host:port/ ...`.
 fn listening_port(line: &str) -> Option<u16> {
     let rest = line.split("LetheDB listening on ").nth(1)?;
@@ -145,12 +169,20 @@ pub struct Answer {
 /// Sends `GET path` with the extra header lines `headers` on a new connection and reads the
 /// whole answer.
 pub fn get(address: SocketAddr, path: &str, headers: &str) -> Answer {
+    send(address, ("GET", path), headers, "")
+}
+
+/// Sends `method path` with the extra header lines `headers` and `body` on a new connection
+/// and reads the whole answer.
+pub fn send(address: SocketAddr, (method, path): (&str, &str), headers: &str, body: &str) -> Answer {
     let mut stream = TcpStream::connect(address).expect("connect");
     stream
         .set_read_timeout(Some(REQUEST_WAIT_MAX))
         .expect("timeout");
-    let request =
-        format!("GET {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\n{headers}\r\n");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nhost: {address}\r\nconnection: close\r\ncontent-length: {}\r\n{headers}\r\n{body}",
+        body.len()
+    );
     stream.write_all(request.as_bytes()).expect("send");
     let mut text = String::new();
     stream.read_to_string(&mut text).expect("read the answer");
