@@ -3,8 +3,10 @@
 //! Three strategies, chosen by the query's shape:
 //! - **Stream** (no ORDER BY, GROUP BY, DISTINCT or aggregate): results come out in scan order;
 //!   the token holds the last fully consumed key plus how many fan-out rows of the next
-//!   document were already handled. It looks one result ahead, so a continuation is returned
-//!   only when another result exists. No state beyond the page. The engine may push in an
+//!   document were already handled. It looks one result ahead, so a page that is not full
+//!   where its scope ends has no continuation; one that fills exactly there has one, as the
+//!   service's backend, which reads no further than a full page, hands out (the next page is
+//!   then empty). No state beyond the page. The engine may push in an
 //!   order of its own (`key_space.rs`), which the token remembers.
 //! - **Ordered** (ORDER BY only, `ordered.rs`): every page re-scans from the start and keeps a
 //!   bounded heap of the smallest rows after the last emitted position (sort values, the
@@ -262,7 +264,7 @@ impl PageRun {
         let fingerprint = self.prepared.token_fingerprint;
         let scan_ended = exhausted || self.stopped;
         let (items, next) = match self.state {
-            RunState::Stream(run) => run.finish(scan_ended, self.last_key),
+            RunState::Stream(run) => run.finish(scan_ended, self.last_key, self.page_items_max),
             RunState::Ordered(run) => run.finish(scan_ended, self.page_items_max)?,
             RunState::Materialized(run) => {
                 run.finish(&self.prepared, scan_ended, self.page_items_max)?
@@ -404,11 +406,32 @@ impl StreamRun {
     }
 
     /// The page's items and where the next page starts.
-    fn finish(self, scan_ended: bool, last_key: Option<Vec<u8>>) -> (Vec<Value>, Option<Position>) {
+    fn finish(
+        self,
+        scan_ended: bool,
+        last_key: Option<Vec<u8>>,
+        page_items_max: usize,
+    ) -> (Vec<Value>, Option<Position>) {
+        let filled = !self.items.is_empty() && self.items.len() >= page_items_max;
         let next = if self.next.is_some() {
             self.next
-        } else if self.done || scan_ended {
+        } else if self.done || (scan_ended && !filled) {
             None
+        } else if scan_ended {
+            // The page filled exactly as its scope ended. The service's backend stops reading
+            // once a page is full, so it cannot know that nothing follows: it hands out a
+            // token, and the page after it is empty (the JavaScript SDK's hierarchical
+            // `readAll` test counts that page). Every result of the last document was used,
+            // or the look-ahead above would have found the next one. The token names the last
+            // document with a result, not the last one read, so that an index plan (which reads
+            // only candidates) and a scan hand out the same token.
+            Some(Position::Stream {
+                after: self.consumed,
+                at: None,
+                skip: 0,
+                produced: self.produced,
+                space: self.space,
+            })
         } else {
             // The engine stopped on its own before the page filled: resume after the
             // last document it delivered.
