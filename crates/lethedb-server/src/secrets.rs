@@ -115,9 +115,13 @@ mod tests {
     #[test]
     fn the_ready_line_names_only_the_public_key() {
         let emulator = MasterKey::from_base64(EMULATOR_KEY).expect("key");
-        let line: serde_json::Value =
-            serde_json::from_str(&ready_line("http://127.0.0.1:1/", None, "memory", &emulator))
-                .expect("json");
+        let line: serde_json::Value = serde_json::from_str(&ready_line(
+            "http://127.0.0.1:1/",
+            None,
+            "memory",
+            &emulator,
+        ))
+        .expect("json");
         assert_eq!(line["ready"], true);
         assert_eq!(line["endpoint"], "http://127.0.0.1:1/");
         assert_eq!(line["key"], EMULATOR_KEY);

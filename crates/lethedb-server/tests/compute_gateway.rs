@@ -14,7 +14,9 @@ use std::net::SocketAddr;
 /// The port of an endpoint URL (`http://127.0.0.1:PORT/`).
 fn port_of(endpoint: &str) -> u16 {
     let authority = endpoint.trim_end_matches('/').rsplit(':').next();
-    authority.and_then(|port| port.parse().ok()).expect("a port")
+    authority
+        .and_then(|port| port.parse().ok())
+        .expect("a port")
 }
 
 /// Sends a request signed for `resource_type` and `link` with the emulator's key.
@@ -74,7 +76,11 @@ fn the_compute_gateway_serves_ids_the_routing_gateway_refuses_from_the_same_data
     assert_eq!(routing.status, 401, "{}", routing.body);
     let computed = read(compute);
     assert_eq!(computed.status, 200, "{}", computed.body);
-    assert!(computed.body.contains(r#""id":"Test ""#), "{}", computed.body);
+    assert!(
+        computed.body.contains(r#""id":"Test ""#),
+        "{}",
+        computed.body
+    );
     // Its account read advertises its own endpoint, so an SDK that reaches it stays there.
     let account = signed_send(compute, ("GET", "/"), ("", ""), "", "");
     assert_eq!(account.status, 200, "{}", account.body);

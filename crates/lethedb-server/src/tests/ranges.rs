@@ -498,7 +498,10 @@ async fn page_sizes(server: &Server, max_item_count: &str) -> Vec<(usize, bool)>
         }
         let answer = server.query("SELECT * FROM c", &headers).await;
         assert_eq!(answer.status, StatusCode::OK, "{}", answer.body);
-        let items = answer.body["Documents"].as_array().expect("documents").len();
+        let items = answer.body["Documents"]
+            .as_array()
+            .expect("documents")
+            .len();
         let token = answer.header("x-ms-continuation").to_string();
         pages.push((items, !token.is_empty()));
         if token.is_empty() {

@@ -174,7 +174,12 @@ pub fn get(address: SocketAddr, path: &str, headers: &str) -> Answer {
 
 /// Sends `method path` with the extra header lines `headers` and `body` on a new connection
 /// and reads the whole answer.
-pub fn send(address: SocketAddr, (method, path): (&str, &str), headers: &str, body: &str) -> Answer {
+pub fn send(
+    address: SocketAddr,
+    (method, path): (&str, &str),
+    headers: &str,
+    body: &str,
+) -> Answer {
     let mut stream = TcpStream::connect(address).expect("connect");
     stream
         .set_read_timeout(Some(REQUEST_WAIT_MAX))
