@@ -86,7 +86,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         if names_its_location(&parts.method, operation) {
             reply = reply.content_location(
                 &state.endpoint.as_addressed(&parts.headers),
-                &full_path(&parts.uri),
+                (parts.uri.path(), parts.uri.query()),
             );
         }
         Ok(reply.finish())
