@@ -308,7 +308,16 @@ mod tests {
 
     #[test]
     fn milliseconds_are_written_with_three_decimals_as_a_float_would_be() {
-        for nanos in [0u64, 499, 500, 1_234_567, 999_999, 1_000_000, 12_345_678_901, 7_000_400] {
+        for nanos in [
+            0u64,
+            499,
+            500,
+            1_234_567,
+            999_999,
+            1_000_000,
+            12_345_678_901,
+            7_000_400,
+        ] {
             let spent = Duration::from_nanos(nanos);
             assert_eq!(
                 milliseconds_text(spent),
