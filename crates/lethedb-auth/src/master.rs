@@ -87,7 +87,7 @@ impl MasterKey {
     /// The base64 signature of one request.
     pub fn sign(&self, verb: &str, resource_type: &str, resource_link: &str, date: &str) -> String {
         let mut mac = self.mac();
-        mac.update(string_to_sign(verb, resource_type, resource_link, date).as_bytes());
+        update_with_string_to_sign(&mut mac, verb, resource_type, resource_link, date);
         base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes())
     }
 
@@ -101,7 +101,7 @@ impl MasterKey {
         signature: &[u8],
     ) -> bool {
         let mut mac = self.mac();
-        mac.update(string_to_sign(verb, resource_type, resource_link, date).as_bytes());
+        update_with_string_to_sign(&mut mac, verb, resource_type, resource_link, date);
         mac.verify_slice(signature).is_ok()
     }
 
@@ -122,14 +122,36 @@ impl MasterKey {
     }
 }
 
-fn string_to_sign(verb: &str, resource_type: &str, resource_link: &str, date: &str) -> String {
-    format!(
-        "{}\n{}\n{}\n{}\n\n",
-        verb.to_ascii_lowercase(),
-        resource_type.to_ascii_lowercase(),
-        resource_link,
-        date.to_ascii_lowercase()
-    )
+/// Feeds the MAC `verb\nresourceType\nresourceLink\nx-ms-date\n\n`, with verb, type and date
+/// in lower case, piece by piece: the same bytes as the string joined, without allocating it
+/// and its three lower-cased parts on every request.
+fn update_with_string_to_sign(
+    mac: &mut Hmac<Sha256>,
+    verb: &str,
+    resource_type: &str,
+    resource_link: &str,
+    date: &str,
+) {
+    update_lowercase(mac, verb.as_bytes());
+    mac.update(b"\n");
+    update_lowercase(mac, resource_type.as_bytes());
+    mac.update(b"\n");
+    mac.update(resource_link.as_bytes());
+    mac.update(b"\n");
+    update_lowercase(mac, date.as_bytes());
+    mac.update(b"\n\n");
+}
+
+/// Feeds the MAC `text` with ASCII letters in lower case (as `str::to_ascii_lowercase`), a
+/// stack buffer's worth at a time.
+fn update_lowercase(mac: &mut Hmac<Sha256>, text: &[u8]) {
+    let mut buffer = [0u8; 64];
+    for chunk in text.chunks(buffer.len()) {
+        let lowered = &mut buffer[..chunk.len()];
+        lowered.copy_from_slice(chunk);
+        lowered.make_ascii_lowercase();
+        mac.update(lowered);
+    }
 }
 
 /// The parts of an `authorization` header that matter.
@@ -153,6 +175,27 @@ pub fn decode_authorization(header: &str) -> Option<Cow<'_, str>> {
     percent_encoding::percent_decode_str(header)
         .decode_utf8()
         .ok()
+}
+
+/// [`decode_authorization`] into a caller's buffer: the server decodes every request's header,
+/// and an owned string grown as it decodes cost a point read several allocations.
+pub fn decode_authorization_into<'buffer>(
+    header: &str,
+    buffer: &'buffer mut [u8; AUTHORIZATION_BYTES_MAX],
+) -> Option<&'buffer str> {
+    if header.len() > AUTHORIZATION_BYTES_MAX {
+        return None;
+    }
+    // Decoding never lengthens the text, so it fits the buffer.
+    let mut length = 0;
+    for (slot, byte) in buffer
+        .iter_mut()
+        .zip(percent_encoding::percent_decode_str(header))
+    {
+        *slot = byte;
+        length += 1;
+    }
+    std::str::from_utf8(&buffer[..length]).ok()
 }
 
 /// Parses an `authorization` header already decoded ([`decode_authorization`]); `None` if it
@@ -241,6 +284,49 @@ mod tests {
     }
 
     const KNOWN_SIGNATURE: &str = "xj86+MWCCKMsKoaDK1xTBGEWeWzbmhBy42jihSkJCtQ=";
+
+    #[test]
+    fn decoding_into_a_buffer_reads_as_decoding_into_a_string() {
+        let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
+        let signed = key.authorization_header("GET", "docs", "dbs/d/colls/c/docs/x", "date");
+        let too_long = "a".repeat(AUTHORIZATION_BYTES_MAX + 1);
+        let longest = "%41".repeat(AUTHORIZATION_BYTES_MAX / 3);
+        for header in [
+            signed.as_str(),
+            "type%3Dmaster",
+            "plain",
+            "%FF%FE",
+            &too_long,
+            &longest,
+        ] {
+            let mut buffer = [0u8; AUTHORIZATION_BYTES_MAX];
+            assert_eq!(
+                decode_authorization_into(header, &mut buffer),
+                decode_authorization(header).as_deref(),
+                "{header}"
+            );
+        }
+    }
+
+    #[test]
+    fn parts_longer_than_the_lowercasing_buffer_sign_as_the_joined_string() {
+        // The string to sign is fed in pieces; a part longer than the 64-byte buffer, in mixed
+        // case, must sign exactly as the lower-cased string joined whole.
+        let key = MasterKey::from_base64(EMULATOR_KEY).expect("key");
+        let (verb, kind, link) = ("PoSt", "DOCS".repeat(40), "dbs/A/colls/B/docs/C".repeat(5));
+        let date = "Thu, 01 Jan 1970 00:00:00 GMT ".repeat(7);
+        let joined = format!(
+            "{}\n{}\n{link}\n{}\n\n",
+            verb.to_ascii_lowercase(),
+            kind.to_ascii_lowercase(),
+            date.to_ascii_lowercase()
+        );
+        let mut mac = key.mac();
+        mac.update(joined.as_bytes());
+        let expected =
+            base64::engine::general_purpose::STANDARD.encode(mac.finalize().into_bytes());
+        assert_eq!(key.sign(verb, &kind, &link, &date), expected);
+    }
 
     #[test]
     fn the_fingerprint_names_the_key_without_showing_it() {

@@ -78,9 +78,10 @@ pub fn authenticate(
             now_secs,
         );
     }
-    // Decoded once, here, for the parser.
-    let decoded = auth::decode_authorization(header);
-    authenticate_master(state, method, headers, path, decoded.as_deref(), now_secs)
+    // Decoded once, here, for the parser, into the stack.
+    let mut buffer = [0u8; auth::AUTHORIZATION_BYTES_MAX];
+    let decoded = auth::decode_authorization_into(header, &mut buffer);
+    authenticate_master(state, method, headers, path, decoded, now_secs)
 }
 
 fn authenticate_entra(state: &AppState, jwt: &str, now_secs: i64) -> ApiResult<Caller> {

@@ -46,7 +46,10 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         resolve_resource_ids(&state.engine, &mut path).await?;
         let point_read = matches!(classified, Ok(Operation::Item(ItemOperation::Read)));
         let checked = check_intended_container(&state, &path, &parts.headers, point_read).await?;
-        observed = Some((classified.as_ref().ok().copied(), path.clone()));
+        // The metrics keep the path past the request; without them nothing reads it.
+        if state.metrics.is_some() {
+            observed = Some((classified.as_ref().ok().copied(), path.clone()));
+        }
         let operation = classified?;
         let body = text_body(read_body(body).await?)?;
         authorize(
@@ -83,7 +86,7 @@ pub async fn dispatch(State(state): State<AppState>, request: Request) -> Respon
         if names_its_location(&parts.method, operation) {
             reply = reply.content_location(
                 &state.endpoint.as_addressed(&parts.headers),
-                &full_path(&parts.uri),
+                (parts.uri.path(), parts.uri.query()),
             );
         }
         Ok(reply.finish())

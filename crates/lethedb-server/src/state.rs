@@ -121,6 +121,9 @@ impl Endpoint {
         };
         let authority = rest.split('/').next().unwrap_or_default();
         match request_authority(headers) {
+            // The client addressed the endpoint's own authority (nearly every request): the
+            // answer below would be the endpoint itself, so no address is parsed to say so.
+            Some(host) if host == authority && rest.len() == authority.len() + 1 => endpoint,
             Some(host) if is_loopback(authority) && is_loopback(host) => {
                 Cow::Owned(format!("{scheme}://{host}/"))
             }
