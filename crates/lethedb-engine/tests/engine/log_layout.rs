@@ -10,7 +10,7 @@ use lethedb_engine::{
     BatchMode, BatchOperation, ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart,
     Engine, FeedCursor, ManualClock, RangeFilter, WriteMode,
 };
-use lethedb_storage::{KeyRange, MemoryStore, Storage, Table};
+use lethedb_storage::{FjallStore, KeyRange, MemoryStore, RedbStore, Storage, Table};
 use serde_json::{json, Value};
 use std::ops::{Bound, ControlFlow};
 use std::sync::Arc;
@@ -273,8 +273,8 @@ async fn a_latest_version_read_skips_superseded_entries_even_within_one_lsn() {
     );
 }
 
-/// A memory store holding the previous release's fixture.
-fn release_store() -> Arc<MemoryStore> {
+/// Writes the previous release's fixture into `store`, as that release left it.
+fn load_release_store(store: &dyn Storage) {
     fn bytes(hex: &Value) -> Vec<u8> {
         let text = hex.as_str().expect("hex");
         (0..text.len())
@@ -283,7 +283,6 @@ fn release_store() -> Arc<MemoryStore> {
             .collect()
     }
     let tables: Value = serde_json::from_str(RELEASE_STORE).expect("fixture");
-    let store = Arc::new(MemoryStore::new());
     let mut write = store.write().expect("write");
     for table in Table::ALL {
         let rows = tables[format!("{table:?}")].as_array().expect("table");
@@ -294,12 +293,44 @@ fn release_store() -> Arc<MemoryStore> {
         }
     }
     write.commit().expect("commit");
-    store
 }
 
 #[tokio::test]
 async fn a_store_of_the_previous_release_is_rewritten_once_when_opened() {
-    let store = release_store();
+    rewritten_once(Arc::new(MemoryStore::new())).await;
+}
+
+#[tokio::test]
+async fn a_redb_store_of_the_previous_release_is_rewritten_once_when_opened() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store = RedbStore::open(&dir.path().join("lethedb.redb")).expect("redb");
+    rewritten_once(Arc::new(store)).await;
+}
+
+#[tokio::test]
+async fn a_fjall_store_of_the_previous_release_is_rewritten_once_when_opened() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let store =
+        FjallStore::open_with_memory(&dir.path().join("fjall"), 16 * 1024 * 1024).expect("fjall");
+    rewritten_once(Arc::new(store)).await;
+}
+
+#[cfg_attr(
+    not(lethedb_test_postgres),
+    ignore = "needs LETHEDB_TEST_POSTGRES: scripts/test postgres runs it"
+)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_store_of_the_previous_release_is_rewritten_once_when_opened() {
+    let url = crate::shared_store::database_url();
+    let schema = crate::shared_store::fresh_schema();
+    let store = crate::shared_store::open_store(&url, &schema);
+    rewritten_once(Arc::new(store)).await;
+}
+
+/// The previous release's store, loaded into `store` and opened: rewritten once, then written
+/// and opened again.
+async fn rewritten_once(store: Arc<dyn Storage>) {
+    load_release_store(&*store);
     assert_eq!(rows(&*store, Table::ChangeIndex).len(), 3, "the old layout");
     let clock = Arc::new(ManualClock::new(START_MS + 61 * 60_000));
     let engine = open(store.clone(), clock.clone()).await;
