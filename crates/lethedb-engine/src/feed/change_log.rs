@@ -20,7 +20,7 @@ use crate::records::ItemRecord;
 use crate::writer::WriteContext;
 use lethedb_storage::{Bytes, KeyRange, ReadTxn, Table};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
 /// The fixed part of an encoded entry before the item key suffix: operation, TTL flag,
@@ -216,9 +216,14 @@ pub(crate) fn read_state(reader: &dyn ReadTxn, container_number: u64) -> EngineR
     }
 }
 
-/// The key and entry of the position that records `record` (stored under `item_key`), if
-/// the log holds one: the last create or replace of that item under the version's LSN that
-/// holds no body (a transactional batch may log several writes of one item under one LSN).
+/// How many entries an LSN holds before a scan of it keeps its positions by item
+/// ([`WriteContext::change_log_positions`]).
+const POSITIONS_KEPT_FROM: usize = 16;
+
+/// The key and entry of the position that records the version at `lsn` of the item stored
+/// under `item_key`, if the log holds one. Only a current version has a position, so there is
+/// at most one (a transactional batch may log several writes of one item under one LSN, all
+/// but the last already holding their bodies).
 fn position_of(
     context: &mut WriteContext<'_>,
     container_number: u64,
@@ -226,17 +231,46 @@ fn position_of(
     lsn: u64,
 ) -> EngineResult<Option<(Vec<u8>, LogEntry)>> {
     let suffix = keys::item_key_suffix(item_key);
+    let hinted = match &context.change_log_positions {
+        Some((container, hinted_lsn, positions))
+            if *container == container_number && *hinted_lsn == lsn =>
+        {
+            positions.get(suffix).cloned()
+        }
+        _ => None,
+    };
+    // A hint is used only if the key still holds this item's position (a rolled-back
+    // savepoint, or this transaction's own writes, may have changed it since the scan).
+    if let Some(key) = hinted {
+        if let Some(value) = context.get(Table::ChangeLog, &key)? {
+            if LogEntry::is_position(&value) && LogEntry::item_suffix_of(&value) == Some(suffix) {
+                let entry = LogEntry::decode(&value).ok_or_else(|| corrupted("change log"))?;
+                return Ok(Some((key, entry)));
+            }
+        }
+    }
     let range = KeyRange::between(
         keys::change_index_from(container_number, lsn),
         keys::change_index_from(container_number, lsn.saturating_add(1)),
     );
-    let mut found = None;
+    let (mut found, mut positions, mut entries) = (None, HashMap::new(), 0usize);
     context.scan(Table::ChangeLog, &range, &mut |key, value| {
-        if LogEntry::is_position(value) && LogEntry::item_suffix_of(value) == Some(suffix) {
-            found = Some((key.to_vec(), value.to_vec()));
+        entries += 1;
+        if LogEntry::is_position(value) {
+            let Some(at) = LogEntry::item_suffix_of(value) else {
+                return ControlFlow::Continue(());
+            };
+            if at == suffix {
+                found = Some((key.to_vec(), value.to_vec()));
+            } else {
+                positions.insert(at.to_vec(), key.to_vec());
+            }
         }
         ControlFlow::Continue(())
     })?;
+    if entries >= POSITIONS_KEPT_FROM {
+        context.change_log_positions = Some((container_number, lsn, positions));
+    }
     match found {
         None => Ok(None),
         Some((key, value)) => {
@@ -335,7 +369,24 @@ pub(crate) fn log_write(
     lsn: u64,
     entry: WriteEntry,
 ) -> EngineResult<()> {
-    append_encoded(context, container_number, lsn, Bytes::from(entry.bytes))
+    append_encoded(
+        context,
+        container_number,
+        lsn,
+        Bytes::from(entry.bytes.clone()),
+    )?;
+    // A position appended under the LSN whose positions are kept joins them.
+    if let (Some((container, kept_lsn, positions)), Some((_, _, sequence))) =
+        (&mut context.change_log_positions, context.change_log_next)
+    {
+        if *container == container_number && *kept_lsn == lsn {
+            if let Some(suffix) = LogEntry::item_suffix_of(&entry.bytes) {
+                let key = keys::change_log_key(container_number, lsn, sequence - 1);
+                positions.insert(suffix.to_vec(), key);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Logs the delete of a visible version.

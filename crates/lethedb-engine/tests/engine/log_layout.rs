@@ -406,3 +406,75 @@ async fn a_purged_version_keeps_its_create_in_the_all_versions_feed() {
     let page = read(&engine, LATEST, ChangeFeedStart::Beginning).await;
     assert!(latest(&page).is_empty());
 }
+
+#[tokio::test]
+async fn a_batch_replacing_many_items_written_under_one_lsn_keeps_every_replaced_body() {
+    let store = Arc::new(MemoryStore::new());
+    let (engine, _clock) = engine_on(store.clone()).await;
+    let now = read(&engine, ALL, ChangeFeedStart::Now).await;
+    let batch = |kind: &'static str, v: i64| {
+        (0..40)
+            .map(|i| BatchOperation {
+                kind: kind.into(),
+                id: Some(format!("i{i}")),
+                body: Some(json!({"id": format!("i{i}"), "pk": "p", "v": v})),
+                if_match: None,
+                partition_key: None,
+            })
+            .collect::<Vec<_>>()
+    };
+    // The second batch creates under its LSN and replaces what it created, then what the
+    // first wrote: each position is found whether the LSN's positions were kept or not.
+    let mut second = batch("Create", 0)
+        .into_iter()
+        .map(|mut operation| {
+            let id = operation.id.clone().expect("id");
+            operation.id = Some(format!("{id}-new"));
+            operation.body = Some(json!({"id": format!("{id}-new"), "pk": "p", "v": 0}));
+            operation
+        })
+        .collect::<Vec<_>>();
+    second.extend(second.clone().into_iter().map(|mut operation| {
+        operation.kind = "Replace".into();
+        operation.body = operation.body.map(|mut body| {
+            body["v"] = json!(3);
+            body
+        });
+        operation
+    }));
+    second.extend(batch("Replace", 2));
+    for operations in [batch("Create", 1), second] {
+        engine
+            .execute_batch(
+                &resolved(&engine, "c"),
+                pk("p"),
+                operations,
+                BatchMode::Atomic,
+            )
+            .await
+            .expect("batch");
+    }
+    let entries = after(&engine, ALL, &now.etag).await;
+    let seen = changes(&entries);
+    assert_eq!(seen.len(), 160);
+    let count = |operation: &str, v: i64| {
+        seen.iter()
+            .filter(|(op, _, value)| op == operation && *value == json!(v))
+            .count()
+    };
+    assert_eq!(
+        [
+            count("create", 1),
+            count("create", 0),
+            count("replace", 3),
+            count("replace", 2)
+        ],
+        [40, 40, 40, 40]
+    );
+    // Every current version has its position, and no other entry is one.
+    let page = read(&engine, LATEST, ChangeFeedStart::Beginning).await;
+    assert_eq!(latest(&page).len(), 80);
+    assert!(latest(&page)
+        .iter()
+        .all(|(_, v)| *v == json!(2) || *v == json!(3)));
+}
