@@ -18,12 +18,15 @@ use crate::feed::change_log::{LogEntry, Operation};
 use crate::keys;
 use crate::records::ItemRecord;
 use lethedb_storage::{KeyRange, Storage, Table, WriteTxn};
+use std::collections::HashMap;
 use std::ops::{Bound, ControlFlow};
 
 /// The catalog key that marks a store whose change log is in this layout (`l`, beside the
 /// catalog's `d`, `c`, `g` and `r` keys), and its value.
 pub(crate) const LAYOUT_KEY: &[u8] = b"lchange-log";
 const LAYOUT_POSITIONS: &[u8] = &[1];
+/// A change-log key's container number and LSN, before its sequence.
+const LSN_KEY_BYTES: usize = 16;
 
 /// Every key of a table.
 fn everything() -> KeyRange {
@@ -43,6 +46,7 @@ pub(crate) fn migrate(store: &dyn Storage) -> EngineResult<bool> {
     if txn.get(Table::Catalog, LAYOUT_KEY)?.as_deref() == Some(LAYOUT_POSITIONS) {
         return Ok(false);
     }
+    let logged = logged_writes(&mut *txn)?;
     let mut versions = Vec::new();
     txn.scan(Table::Items, &everything(), &mut |key, value| {
         versions.push((key.to_vec(), ItemRecord::decode(value)));
@@ -50,7 +54,7 @@ pub(crate) fn migrate(store: &dyn Storage) -> EngineResult<bool> {
     })?;
     for (item_key, record) in versions {
         let record = record.ok_or_else(|| corrupted("item"))?;
-        position_version(&mut *txn, &item_key, &record)?;
+        position_version(&mut *txn, &logged, &item_key, &record)?;
     }
     let mut indexed = Vec::new();
     txn.scan(Table::ChangeIndex, &everything(), &mut |key, _| {
@@ -65,48 +69,81 @@ pub(crate) fn migrate(store: &dyn Storage) -> EngineResult<bool> {
     Ok(true)
 }
 
+/// What the log holds, read once: for each LSN (its first log key, container and LSN) and
+/// item key suffix, the key of the last create or replace of that item under it, and how many
+/// entries each LSN holds (a stored procedure's may hold thousands: each item finds its own
+/// here, not by a scan of its LSN).
+struct LoggedWrites {
+    writes: HashMap<(Vec<u8>, Vec<u8>), Vec<u8>>,
+    entries: HashMap<Vec<u8>, u32>,
+}
+
+fn logged_writes(txn: &mut dyn WriteTxn) -> EngineResult<LoggedWrites> {
+    let mut logged = LoggedWrites {
+        writes: HashMap::new(),
+        entries: HashMap::new(),
+    };
+    txn.scan(Table::ChangeLog, &everything(), &mut |key, value| {
+        let Some(lsn_key) = key.get(..LSN_KEY_BYTES) else {
+            return ControlFlow::Continue(());
+        };
+        *logged.entries.entry(lsn_key.to_vec()).or_default() += 1;
+        let written = value
+            .first()
+            .is_some_and(|op| *op != Operation::Delete as u8);
+        if let (true, Some(suffix)) = (written, LogEntry::item_suffix_of(value)) {
+            let at = (lsn_key.to_vec(), suffix.to_vec());
+            logged.writes.insert(at, key.to_vec());
+        }
+        ControlFlow::Continue(())
+    })?;
+    Ok(logged)
+}
+
 /// Makes the log entry of one stored version a position: the last create or replace of the item
 /// under the version's LSN loses its body, or, when the log has none, one is appended.
 fn position_version(
     txn: &mut dyn WriteTxn,
+    logged: &LoggedWrites,
     item_key: &[u8],
     record: &ItemRecord,
 ) -> EngineResult<()> {
     let container_number = keys::container_number_of(item_key).ok_or_else(|| corrupted("item"))?;
     let suffix = keys::item_key_suffix(item_key);
-    let range = KeyRange::between(
-        keys::change_index_from(container_number, record.lsn),
-        keys::change_index_from(container_number, record.lsn.saturating_add(1)),
-    );
-    let (mut last, mut count) = (None, 0u32);
-    txn.scan(Table::ChangeLog, &range, &mut |key, value| {
-        count += 1;
-        let written = value
-            .first()
-            .is_some_and(|op| *op != Operation::Delete as u8);
-        if written && LogEntry::item_suffix_of(value) == Some(suffix) {
-            last = Some((key.to_vec(), value.to_vec()));
-        }
-        ControlFlow::Continue(())
-    })?;
-    let (key, mut entry) = match last {
-        Some((key, value)) => (
-            key,
-            LogEntry::decode(&value).ok_or_else(|| corrupted("change log"))?,
-        ),
-        None => (
-            keys::change_log_key(container_number, record.lsn, count),
-            LogEntry {
-                operation: Operation::Create,
-                ttl_expired: false,
-                previous_lsn: 0,
-                at_ms: record.last_modified_ms,
-                item_suffix: suffix.to_vec(),
-                record: None,
-            },
-        ),
+    let lsn_key = keys::change_index_from(container_number, record.lsn);
+    let found = match logged.writes.get(&(lsn_key.clone(), suffix.to_vec())) {
+        Some(key) => txn
+            .get(Table::ChangeLog, key)?
+            .map(|value| (key.clone(), value)),
+        None => None,
     };
-    entry.record = None;
+    if let Some((key, value)) = found {
+        let mut entry = LogEntry::decode(&value).ok_or_else(|| corrupted("change log"))?;
+        entry.record = None;
+        txn.put(Table::ChangeLog, &key, &entry.encode())?;
+        return Ok(());
+    }
+    // Appended after the LSN's entries; two items without entries under one LSN (a batch
+    // whose entries were trimmed) take the next free sequences.
+    let mut sequence = logged.entries.get(&lsn_key).copied().unwrap_or(0);
+    while txn
+        .get(
+            Table::ChangeLog,
+            &keys::change_log_key(container_number, record.lsn, sequence),
+        )?
+        .is_some()
+    {
+        sequence += 1;
+    }
+    let entry = LogEntry {
+        operation: Operation::Create,
+        ttl_expired: false,
+        previous_lsn: 0,
+        at_ms: record.last_modified_ms,
+        item_suffix: suffix.to_vec(),
+        record: None,
+    };
+    let key = keys::change_log_key(container_number, record.lsn, sequence);
     txn.put(Table::ChangeLog, &key, &entry.encode())?;
     Ok(())
 }
