@@ -1,9 +1,9 @@
 //! Bringing a vector set forward to a snapshot: from the change log, which holds every create,
 //! replace and delete of the container with its LSN and the version written (a current
-//! version's in its item), or by rebuilding
-//! it from the snapshot's items when the log no longer reaches back to the set (trimmed past
-//! its retention), when it was never built, or when deletes nobody logged (purges of expired
-//! items) have left it holding many more items than the container.
+//! version's body is in its item), or by rebuilding it from the snapshot's items when the log
+//! no longer reaches back to the set (trimmed past its retention), when it was never built, or
+//! when deletes nobody logged (purges of expired items) have left it holding many more items
+//! than the container.
 //!
 //! Writes never wait for this: the set follows the store, read by the queries that need it,
 //! so a write into a container with a vector embedding costs what it costs without one. A TTL
