@@ -478,3 +478,29 @@ async fn a_batch_replacing_many_items_written_under_one_lsn_keeps_every_replaced
         .iter()
         .all(|(_, v)| *v == json!(2) || *v == json!(3)));
 }
+
+#[tokio::test]
+async fn a_restored_snapshot_of_the_previous_release_is_rewritten() {
+    let store = Arc::new(MemoryStore::new());
+    load_release_store(&*store);
+    store
+        .snapshots()
+        .expect("snapshots")
+        .save("release")
+        .expect("save");
+    let clock = Arc::new(ManualClock::new(START_MS + 61 * 60_000));
+    let engine = open(store.clone(), clock).await;
+    upsert(&engine, json!({"id": "a", "pk": "p", "v": 9})).await;
+    assert!(engine.restore_snapshot("release").await.expect("restore"));
+    assert!(rows(&*store, Table::ChangeIndex).is_empty());
+    assert_eq!(log_holding(&*store, r#""v":2"#), (0, 4));
+    let page = read(&engine, LATEST, ChangeFeedStart::Beginning).await;
+    assert_eq!(
+        latest(&page),
+        [
+            ("b".to_string(), json!(1)),
+            ("f".to_string(), json!(2)),
+            ("a".to_string(), json!(2)),
+        ]
+    );
+}
