@@ -176,8 +176,7 @@ pub(crate) fn write_entry(
     WriteEntry { bytes }
 }
 
-/// A container's change-feed state: whether its change index covers old items, and, from
-/// stores written before each shard kept its own marks (`Counters::feed`), the container-wide
+/// A container's change-feed state, from stores written before each shard kept its own marks (`Counters::feed`), the container-wide
 /// TTL-event watermarks and trimmed horizons that every shard without marks of its own starts
 /// from. Nothing moves those any more.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -191,7 +190,9 @@ pub(crate) struct ChangeState {
     /// The other shards' trimmed LSNs, by shard, for a multi-shard container.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) trimmed_shards: BTreeMap<u16, u64>,
-    /// Whether the change index covers items stored before it existed.
+    /// Whether the change index of an earlier layout covered items stored before it existed.
+    /// Nothing reads it since the log holds positions (`log_layout.rs` gives every item one);
+    /// kept so that the rows of every release parse.
     pub(crate) indexed: bool,
 }
 
