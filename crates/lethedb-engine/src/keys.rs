@@ -146,6 +146,13 @@ pub fn item_key_suffix(item_key: &[u8]) -> &[u8] {
     item_key.get(CONTAINER_PREFIX_BYTES..).unwrap_or_default()
 }
 
+/// The container number a per-item key (item, change log, index...) begins with.
+pub fn container_number_of(key: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(
+        key.get(..CONTAINER_PREFIX_BYTES)?.try_into().ok()?,
+    ))
+}
+
 /// The item key made of a container number and a suffix from [`item_key_suffix`].
 pub fn item_key_from_suffix(container_number: u64, suffix: &[u8]) -> Vec<u8> {
     let mut key = container_items_prefix(container_number);
@@ -548,31 +555,12 @@ pub fn shard_of_counters_key(key: &[u8]) -> Option<u16> {
     (tail[0] == SHARD_COUNTERS_MARKER).then(|| u16::from_be_bytes([tail[1], tail[2]]))
 }
 
-/// The change-index key of an item's current version: container number + LSN (big-endian, so
-/// one container's versions sort by LSN) + the item key's suffix.
-pub fn change_index_key(container_number: u64, lsn: u64, item_suffix: &[u8]) -> Vec<u8> {
-    let mut key = change_index_from(container_number, lsn);
-    key.extend_from_slice(item_suffix);
-    key
-}
-
-/// The first change-index key of a container at `lsn` or later.
+/// The first change-log key of a container at `lsn` or later (a change-index key of the layout
+/// before positions, `feed/log_layout.rs`, begins the same way, with the item key suffix after).
 pub fn change_index_from(container_number: u64, lsn: u64) -> Vec<u8> {
     let mut key = container_number.to_be_bytes().to_vec();
     key.extend_from_slice(&lsn.to_be_bytes());
     key
-}
-
-/// The LSN and the item key suffix of a change-index key.
-pub fn split_change_index_key(key: &[u8]) -> Option<(u64, &[u8])> {
-    let lsn = key
-        .get(CONTAINER_PREFIX_BYTES..CONTAINER_PREFIX_BYTES + 8)?
-        .try_into()
-        .ok()?;
-    Some((
-        u64::from_be_bytes(lsn),
-        key.get(CONTAINER_PREFIX_BYTES + 8..)?,
-    ))
 }
 
 /// The change-log key of one entry: container number + LSN + its sequence within the LSN (a
@@ -585,7 +573,8 @@ pub fn change_log_key(container_number: u64, lsn: u64, sequence: u32) -> Vec<u8>
 
 /// The LSN of a change-log key.
 pub fn change_log_lsn(key: &[u8]) -> Option<u64> {
-    split_change_index_key(key).map(|(lsn, _)| lsn)
+    let lsn = key.get(CONTAINER_PREFIX_BYTES..CONTAINER_PREFIX_BYTES + 8)?;
+    Some(u64::from_be_bytes(lsn.try_into().ok()?))
 }
 
 /// The key, in the counters table, of a container's change-feed state (what TTL events were

@@ -7,9 +7,7 @@ use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::feed::change_feed::{
     ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart,
 };
-use crate::feed::change_log;
 use crate::partitions::ranges::RangeFilter;
-use crate::records::writer_container;
 use std::sync::Arc;
 
 impl Engine {
@@ -26,22 +24,6 @@ impl Engine {
             )
         {
             return Err(EngineError::new(ErrorCode::ChangeFeedOutsideRetention));
-        }
-        let number = container.key_number();
-        let indexed = {
-            let reader = self.inner.store.read()?;
-            change_log::read_state(&*reader, number)?.indexed
-        };
-        let needs_index = request.mode == ChangeFeedMode::LatestVersion && !indexed;
-        let (database_id, container_id) = (container.database_id.clone(), container.id.clone());
-        if needs_index {
-            self.inner
-                .writer
-                .write(move |context| {
-                    let container = writer_container(context, &database_id, &container_id)?;
-                    change_log::backfill_index(context, container.key_number())
-                })
-                .await?;
         }
         if request.mode == ChangeFeedMode::AllVersionsAndDeletes {
             // Every event due in the read's shards is in the log before the page is read.

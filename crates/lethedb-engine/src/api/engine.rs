@@ -28,6 +28,8 @@ impl Engine {
         clock: Arc<dyn Clock>,
         config: EngineConfig,
     ) -> EngineResult<Engine> {
+        // A store of the change log's earlier layout is rewritten before anything reads it.
+        crate::feed::log_layout::migrate(&*store)?;
         let containers = Arc::new(ContainerCache::default());
         let invalidated = Arc::clone(&containers);
         let store_offset_ms = Arc::new(AtomicI64::new(0));

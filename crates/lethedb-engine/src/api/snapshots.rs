@@ -43,8 +43,20 @@ impl Engine {
 
     /// Returns the store to the snapshot `name`; false when there is none.
     pub async fn restore_snapshot(&self, name: &str) -> EngineResult<bool> {
+        check_name(name)?;
+        let name = name.to_string();
         let restored = self
-            .on_snapshots(name, |snapshots, name| Ok(snapshots.restore(name)?))
+            .inner
+            .writer
+            .on_store(move |store| {
+                let snapshots = store.snapshots().ok_or_else(|| unsupported(store))?;
+                let restored = snapshots.restore(&name)?;
+                // A snapshot saved by an earlier release holds the change log's earlier layout.
+                if restored {
+                    crate::feed::log_layout::migrate(store)?;
+                }
+                Ok(restored)
+            })
             .await?;
         if restored {
             self.inner.documents.clear();

@@ -1,5 +1,6 @@
-//! Reading the change feed: the latest-version mode from the change index, the
-//! all-versions-and-deletes mode from the change log (`change_log` writes both).
+//! Reading the change feed, both modes from the change log (`change_log` writes it): the
+//! latest-version mode takes its positions (entries of versions still current) and skips the
+//! rest, the all-versions-and-deletes mode takes every entry, a position's body from its item.
 //!
 //! A cursor ([`FeedCursor`]) is an LSN per shard of the read's scope: a page holds what changed
 //! after it, shard after shard, each shard's changes in LSN order (so each logical partition's
@@ -200,18 +201,13 @@ impl PageRead<'_> {
             .page_items_max
             .unwrap_or(PAGE_ITEMS_DEFAULT)
             .clamp(1, PAGE_ITEMS_MAX);
-        let table = match self.request.mode {
-            ChangeFeedMode::LatestVersion => Table::ChangeIndex,
-            ChangeFeedMode::AllVersionsAndDeletes => Table::ChangeLog,
-        };
         let mut entries = Vec::new();
         for read in shards.iter_mut().filter(|read| read.cursor < read.current) {
             let range = change_log::shard_log_after(container, read.shard, read.cursor);
             let mut reached = read.cursor;
             let mut full = false;
-            try_scan(self.reader, table, &range, &mut |key, value| {
-                let (lsn, rest) =
-                    keys::split_change_index_key(key).ok_or_else(|| corrupted("change feed"))?;
+            try_scan(self.reader, Table::ChangeLog, &range, &mut |key, value| {
+                let lsn = keys::change_log_lsn(key).ok_or_else(|| corrupted("change feed"))?;
                 if lsn > read.current {
                     return Ok(ControlFlow::Break(()));
                 }
@@ -219,7 +215,7 @@ impl PageRead<'_> {
                     full = true;
                     return Ok(ControlFlow::Break(()));
                 }
-                if let Some(bytes) = self.entry(&mut scope, lsn, rest, value)? {
+                if let Some(bytes) = self.entry(&mut scope, lsn, value)? {
                     entries.push(bytes);
                 }
                 reached = lsn;
@@ -238,30 +234,38 @@ impl PageRead<'_> {
         &self,
         scope: &mut Scope<'_>,
         lsn: u64,
-        item_suffix: &[u8],
         value: &[u8],
     ) -> EngineResult<Option<Vec<u8>>> {
+        // The log is keyed by LSN alone: an entry of another range is skipped on its item key,
+        // before anything else is decoded.
+        let suffix = LogEntry::item_suffix_of(value).ok_or_else(|| corrupted("change log"))?;
         match self.request.mode {
+            // Only a position records a current version: a delete, or a version that took its
+            // body when it was replaced, is not in this feed.
+            ChangeFeedMode::LatestVersion if !LogEntry::is_position(value) => Ok(None),
             ChangeFeedMode::LatestVersion => latest_version(
                 self.reader,
                 self.container,
                 scope,
                 lsn,
-                item_suffix,
+                suffix,
                 self.now_ms,
                 self.since_ms,
             ),
             ChangeFeedMode::AllVersionsAndDeletes => {
-                // The log is keyed by LSN alone: an entry of another range is skipped on its
-                // item key, before its version is decoded.
-                let suffix =
-                    LogEntry::item_suffix_of(value).ok_or_else(|| corrupted("change log"))?;
                 if !scope.admits(suffix) {
                     return Ok(None);
                 }
-                LogEntry::decode(value)
-                    .ok_or_else(|| corrupted("change log"))
-                    .map(|entry| all_versions(self.container, lsn, &entry))
+                let mut entry = LogEntry::decode(value).ok_or_else(|| corrupted("change log"))?;
+                if entry.holds_position() {
+                    // The version is the item's current one (a retired one holds its body).
+                    let key = keys::item_key_from_suffix(scope.number, suffix);
+                    entry.record = read_record(self.reader, &key)?;
+                    if entry.record.as_ref().is_none_or(|record| record.lsn != lsn) {
+                        return Err(corrupted("change log"));
+                    }
+                }
+                Ok(all_versions(self.container, lsn, &entry))
             }
         }
     }

@@ -1,8 +1,15 @@
-//! The change feed's stored side, written inside the writer's transactions: the change index
-//! (each item's current version under its LSN, for the latest-version feed), the change log
-//! (one entry per create, replace and delete, for the all-versions-and-deletes feed), each
-//! shard's feed marks (how far its TTL events were emitted, `feed/ttl_events.rs`, and its log
-//! trimmed), and the log's retention, shard by shard.
+//! The change feed's stored side, written inside the writer's transactions: the change log
+//! (one entry per create, replace and delete under its LSN, for both feeds), each shard's feed
+//! marks (how far its TTL events were emitted, `feed/ttl_events.rs`, and its log trimmed), and
+//! the log's retention, shard by shard.
+//!
+//! The log is also the latest-version feed's index. While the version a create's or replace's
+//! entry records is the item's current one, the entry holds only its position (operation, time,
+//! previous LSN, item key suffix) and readers take the body from the item; when that version is
+//! replaced, deleted or purged, its entry takes the body ([`retire_version`]), or goes if it is
+//! past retention. So a write stores its document once and writes one feed key, and trimming
+//! never removes an entry whose version is current (the latest-version feed needs it however
+//! old). Stores written before this layout are rewritten once when opened (`log_layout.rs`).
 
 use crate::container::Container;
 use crate::counters::{Counters, FeedMarks};
@@ -13,7 +20,7 @@ use crate::records::ItemRecord;
 use crate::writer::WriteContext;
 use lethedb_storage::{Bytes, KeyRange, ReadTxn, Table};
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
 /// The fixed part of an encoded entry before the item key suffix: operation, TTL flag,
@@ -51,12 +58,13 @@ pub(crate) struct LogEntry {
     pub(crate) at_ms: i64,
     /// The item key's suffix: the partition's place and the id (`keys.rs`).
     pub(crate) item_suffix: Vec<u8>,
-    /// The version written, for creates and replaces.
+    /// The version written, for creates and replaces once it is no longer current; `None` for
+    /// deletes and for a position (the version is the item's current one).
     pub(crate) record: Option<ItemRecord>,
 }
 
 impl LogEntry {
-    fn encode(&self) -> Vec<u8> {
+    pub(crate) fn encode(&self) -> Vec<u8> {
         encode_entry(
             self.operation,
             self.ttl_expired,
@@ -65,7 +73,6 @@ impl LogEntry {
             &self.item_suffix,
             self.record.as_ref(),
         )
-        .0
     }
 
     /// The item key suffix of an encoded entry, read without decoding the version it holds
@@ -73,6 +80,21 @@ impl LogEntry {
     pub(crate) fn item_suffix_of(bytes: &[u8]) -> Option<&[u8]> {
         let length = u32::from_be_bytes(bytes.get(18..ENTRY_HEADER_BYTES)?.try_into().ok()?);
         bytes.get(ENTRY_HEADER_BYTES..ENTRY_HEADER_BYTES + length as usize)
+    }
+
+    /// Whether an encoded entry is a position: a create or replace whose version is still the
+    /// item's current one (it holds no body), read without decoding anything else.
+    pub(crate) fn is_position(bytes: &[u8]) -> bool {
+        bytes
+            .first()
+            .is_some_and(|operation| *operation != Operation::Delete as u8)
+            && LogEntry::item_suffix_of(bytes)
+                .is_some_and(|suffix| bytes.len() == ENTRY_HEADER_BYTES + suffix.len())
+    }
+
+    /// Whether this entry is a position (see [`LogEntry::is_position`]).
+    pub(crate) fn holds_position(&self) -> bool {
+        self.operation != Operation::Delete && self.record.is_none()
     }
 
     pub(crate) fn decode(bytes: &[u8]) -> Option<LogEntry> {
@@ -87,7 +109,7 @@ impl LogEntry {
         let at_ms = i64::from_be_bytes(bytes.get(10..18)?.try_into().ok()?);
         let item_suffix = LogEntry::item_suffix_of(bytes)?.to_vec();
         let rest = bytes.get(ENTRY_HEADER_BYTES + item_suffix.len()..)?;
-        let record = if operation == Operation::Delete {
+        let record = if operation == Operation::Delete || rest.is_empty() {
             None
         } else {
             Some(ItemRecord::decode(rest)?)
@@ -103,7 +125,7 @@ impl LogEntry {
     }
 }
 
-/// The encoded entry, and where the version it logs (an encoded [`ItemRecord`]) starts in it.
+/// An encoded entry: the fixed header, the item key suffix, and the version it logs, if any.
 fn encode_entry(
     operation: Operation,
     ttl_expired: bool,
@@ -111,7 +133,7 @@ fn encode_entry(
     at_ms: i64,
     item_suffix: &[u8],
     record: Option<&ItemRecord>,
-) -> (Vec<u8>, usize) {
+) -> Vec<u8> {
     let record_at = ENTRY_HEADER_BYTES + item_suffix.len();
     let mut out = Vec::with_capacity(record_at + record.map_or(0, ItemRecord::encoded_bytes));
     out.push(operation as u8);
@@ -123,22 +145,12 @@ fn encode_entry(
     if let Some(record) = record {
         record.encode_into(&mut out);
     }
-    (out, record_at)
+    out
 }
 
-/// A create's or replace's log entry, encoded once with the version it logs. The item itself
-/// is stored as [`WriteEntry::record`], a slice of the same buffer, so a store that keeps
-/// values in memory holds the document once for the item and its change-log version.
+/// A create's or replace's log entry, a position (no body: the item holds it).
 pub(crate) struct WriteEntry {
-    bytes: Bytes,
-    record_at: usize,
-}
-
-impl WriteEntry {
-    /// The encoded version (what [`Table::Items`] holds), sharing the entry's buffer.
-    pub(crate) fn record(&self) -> Bytes {
-        self.bytes.slice(self.record_at..)
-    }
+    bytes: Vec<u8>,
 }
 
 /// The log entry of a write: a create when nothing visible was replaced, else a replace of
@@ -153,22 +165,18 @@ pub(crate) fn write_entry(
     } else {
         Operation::Create
     };
-    let (bytes, record_at) = encode_entry(
+    let bytes = encode_entry(
         operation,
         false,
         replaced_lsn.unwrap_or(0),
         record.last_modified_ms,
         keys::item_key_suffix(item_key),
-        Some(record),
+        None,
     );
-    WriteEntry {
-        bytes: Bytes::from(bytes),
-        record_at,
-    }
+    WriteEntry { bytes }
 }
 
-/// A container's change-feed state: whether its change index covers old items, and, from
-/// stores written before each shard kept its own marks (`Counters::feed`), the container-wide
+/// A container's change-feed state, from stores written before each shard kept its own marks (`Counters::feed`), the container-wide
 /// TTL-event watermarks and trimmed horizons that every shard without marks of its own starts
 /// from. Nothing moves those any more.
 #[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -182,7 +190,9 @@ pub(crate) struct ChangeState {
     /// The other shards' trimmed LSNs, by shard, for a multi-shard container.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) trimmed_shards: BTreeMap<u16, u64>,
-    /// Whether the change index covers items stored before it existed.
+    /// Whether the change index of an earlier layout covered items stored before it existed.
+    /// Nothing reads it since the log holds positions (`log_layout.rs` gives every item one);
+    /// kept so that the rows of every release parse.
     pub(crate) indexed: bool,
 }
 
@@ -207,39 +217,93 @@ pub(crate) fn read_state(reader: &dyn ReadTxn, container_number: u64) -> EngineR
     }
 }
 
-fn store_state(
-    context: &mut WriteContext<'_>,
-    container_number: u64,
-    state: &ChangeState,
-) -> EngineResult<()> {
-    let bytes = serde_json::to_vec(state).map_err(|_| corrupted("change feed state"))?;
-    context.put(
-        Table::Counters,
-        &keys::change_state_key(container_number),
-        &bytes,
-    )
-}
+/// How many entries an LSN holds before a scan of it keeps its positions by item
+/// ([`WriteContext::change_log_positions`]).
+const POSITIONS_KEPT_FROM: usize = 16;
 
-/// Indexes a stored version under its LSN.
-pub(crate) fn index_version(
+/// The key and entry of the position that records the version at `lsn` of the item stored
+/// under `item_key`, if the log holds one. Only a current version has a position, so there is
+/// at most one (a transactional batch may log several writes of one item under one LSN, all
+/// but the last already holding their bodies).
+fn position_of(
     context: &mut WriteContext<'_>,
     container_number: u64,
     item_key: &[u8],
     lsn: u64,
-) -> EngineResult<()> {
-    let key = keys::change_index_key(container_number, lsn, keys::item_key_suffix(item_key));
-    context.put(Table::ChangeIndex, &key, &[])
+) -> EngineResult<Option<(Vec<u8>, LogEntry)>> {
+    let suffix = keys::item_key_suffix(item_key);
+    let hinted = match &context.change_log_positions {
+        Some((container, hinted_lsn, positions))
+            if *container == container_number && *hinted_lsn == lsn =>
+        {
+            positions.get(suffix).cloned()
+        }
+        _ => None,
+    };
+    // A hint is used only if the key still holds this item's position (a rolled-back
+    // savepoint, or this transaction's own writes, may have changed it since the scan).
+    if let Some(key) = hinted {
+        if let Some(value) = context.get(Table::ChangeLog, &key)? {
+            if LogEntry::is_position(&value) && LogEntry::item_suffix_of(&value) == Some(suffix) {
+                let entry = LogEntry::decode(&value).ok_or_else(|| corrupted("change log"))?;
+                return Ok(Some((key, entry)));
+            }
+        }
+    }
+    let range = KeyRange::between(
+        keys::change_index_from(container_number, lsn),
+        keys::change_index_from(container_number, lsn.saturating_add(1)),
+    );
+    let (mut found, mut positions, mut entries) = (None, HashMap::new(), 0usize);
+    context.scan(Table::ChangeLog, &range, &mut |key, value| {
+        entries += 1;
+        if LogEntry::is_position(value) {
+            let Some(at) = LogEntry::item_suffix_of(value) else {
+                return ControlFlow::Continue(());
+            };
+            if at == suffix {
+                found = Some((key.to_vec(), value.to_vec()));
+            } else {
+                positions.insert(at.to_vec(), key.to_vec());
+            }
+        }
+        ControlFlow::Continue(())
+    })?;
+    if entries >= POSITIONS_KEPT_FROM {
+        context.change_log_positions = Some((container_number, lsn, positions));
+    }
+    match found {
+        None => Ok(None),
+        Some((key, value)) => {
+            let entry = LogEntry::decode(&value).ok_or_else(|| corrupted("change log"))?;
+            Ok(Some((key, entry)))
+        }
+    }
 }
 
-/// Removes a version's index entry.
-pub(crate) fn unindex_version(
+/// The version `record`, stored under `item_key`, stops being current (replaced, deleted or
+/// purged): its position takes the body, so the all-versions feed still returns the version,
+/// or goes when it is past the container's retention (trimming would have removed it).
+pub(crate) fn retire_version(
     context: &mut WriteContext<'_>,
-    container_number: u64,
+    container: &Container,
     item_key: &[u8],
-    lsn: u64,
+    record: &ItemRecord,
 ) -> EngineResult<()> {
-    let key = keys::change_index_key(container_number, lsn, keys::item_key_suffix(item_key));
-    context.delete(Table::ChangeIndex, &key)
+    let number = container.key_number();
+    let Some((key, mut entry)) = position_of(context, number, item_key, record.lsn)? else {
+        return Ok(());
+    };
+    let retained_from_ms = retained_from_ms(
+        container,
+        context.now_ms,
+        context.change_log_retention_default_ms,
+    );
+    if entry.at_ms < retained_from_ms {
+        return context.delete(Table::ChangeLog, &key);
+    }
+    entry.record = Some(record.clone());
+    context.put(Table::ChangeLog, &key, &entry.encode())
 }
 
 /// Appends one entry under `lsn`, after any the same transaction already wrote under it.
@@ -306,7 +370,24 @@ pub(crate) fn log_write(
     lsn: u64,
     entry: WriteEntry,
 ) -> EngineResult<()> {
-    append_encoded(context, container_number, lsn, entry.bytes)
+    append_encoded(
+        context,
+        container_number,
+        lsn,
+        Bytes::from(entry.bytes.clone()),
+    )?;
+    // A position appended under the LSN whose positions are kept joins them.
+    if let (Some((container, kept_lsn, positions)), Some((_, _, sequence))) =
+        (&mut context.change_log_positions, context.change_log_next)
+    {
+        if *container == container_number && *kept_lsn == lsn {
+            if let Some(suffix) = LogEntry::item_suffix_of(&entry.bytes) {
+                let key = keys::change_log_key(container_number, lsn, sequence - 1);
+                positions.insert(suffix.to_vec(), key);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Logs the delete of a visible version.
@@ -377,17 +458,18 @@ pub(crate) fn trimmed_lsns(
     Ok(trimmed)
 }
 
-/// Whether the oldest log entry of `shard` is past the container's retention (one lookup).
+/// Whether the oldest log entry of `shard` after its trimmed LSN is past the container's
+/// retention (one lookup).
 pub(crate) fn trim_due(
     reader: &dyn ReadTxn,
     container: &Container,
-    shard: Shard,
+    (shard, trimmed_lsn): (Shard, u64),
     before_ms: i64,
 ) -> EngineResult<bool> {
     let mut due = false;
     reader.scan(
         Table::ChangeLog,
-        &shard_log_range(container, shard),
+        &shard_log_after(container, shard, trimmed_lsn.max(shard.base_lsn())),
         &mut |_, value| {
             due = LogEntry::decode(value).is_some_and(|entry| entry.at_ms < before_ms);
             ControlFlow::Break(())
@@ -401,8 +483,12 @@ pub(crate) fn retained_from_ms(container: &Container, now_ms: i64, default_ms: i
     now_ms.saturating_sub(retention_ms(container, default_ms))
 }
 
-/// Deletes the log entries of `shard` older than `before_ms`, oldest first, at most
-/// [`TRIM_ENTRIES_MAX`], and notes the last in `marks`. Returns how many went.
+/// Deletes the log entries of `shard` after its trimmed LSN that are older than `before_ms`,
+/// oldest first, walking at most [`TRIM_ENTRIES_MAX`], and notes the last walked in `marks`.
+/// A position stays (its version is current, and the latest-version feed needs it however
+/// old); when its version is replaced, [`retire_version`] removes it, as it is past retention.
+/// So the trimmed LSN means "every entry at or below it whose version is not current is gone",
+/// and the next walk starts after it. Returns how many went.
 pub(crate) fn trim_shard(
     context: &mut WriteContext<'_>,
     container: &Container,
@@ -410,33 +496,34 @@ pub(crate) fn trim_shard(
     marks: &mut FeedMarks,
     before_ms: i64,
 ) -> EngineResult<usize> {
-    let mut doomed = Vec::new();
+    let (mut doomed, mut walked) = (Vec::new(), Vec::new());
+    let from = marks.trimmed_lsn.max(shard.base_lsn());
     context.scan(
         Table::ChangeLog,
-        &shard_log_range(container, shard),
+        &shard_log_after(container, shard, from),
         &mut |key, value| match LogEntry::decode(value) {
-            Some(entry) if entry.at_ms < before_ms && doomed.len() < TRIM_ENTRIES_MAX => {
-                doomed.push(key.to_vec());
+            Some(entry) if entry.at_ms < before_ms && walked.len() < TRIM_ENTRIES_MAX => {
+                walked.push(key.to_vec());
+                if !entry.holds_position() {
+                    doomed.push(key.to_vec());
+                }
                 ControlFlow::Continue(())
             }
             _ => ControlFlow::Break(()),
         },
     )?;
-    for key in &doomed {
+    for key in &walked {
         if let Some(lsn) = keys::change_log_lsn(key) {
             marks.trimmed_lsn = marks.trimmed_lsn.max(lsn);
         }
+    }
+    for key in &doomed {
         context.delete(Table::ChangeLog, key)?;
     }
     Ok(doomed.len())
 }
 
-/// Every change-index or change-log key of one shard of a container: its LSNs are one run.
-pub(crate) fn shard_log_range(container: &Container, shard: Shard) -> KeyRange {
-    shard_log_after(container, shard, shard.base_lsn())
-}
-
-/// The change-index or change-log keys of one shard of a container after `lsn` (one of the
+/// The change-log keys of one shard of a container after `lsn` (one of the
 /// shard's own).
 pub(crate) fn shard_log_after(container: &Container, shard: Shard, lsn: u64) -> KeyRange {
     let number = container.key_number();
@@ -448,41 +535,13 @@ pub(crate) fn shard_log_after(container: &Container, shard: Shard, lsn: u64) -> 
     KeyRange::between(keys::change_index_from(number, lsn.saturating_add(1)), end)
 }
 
-/// Indexes every stored item of a container under its LSN (stores written before the change
-/// feed existed), once.
-pub(crate) fn backfill_index(
-    context: &mut WriteContext<'_>,
-    container_number: u64,
-) -> EngineResult<()> {
-    let mut state = read_state(context.reader(), container_number)?;
-    if state.indexed {
-        return Ok(());
-    }
-    let mut versions = Vec::new();
-    context.scan(
-        Table::Items,
-        &KeyRange::prefix(&keys::container_items_prefix(container_number)),
-        &mut |key, value| {
-            if let Some((_, lsn, _)) = ItemRecord::decode_header(value) {
-                versions.push((key.to_vec(), lsn));
-            }
-            ControlFlow::Continue(())
-        },
-    )?;
-    for (key, lsn) in versions {
-        index_version(context, container_number, &key, lsn)?;
-    }
-    state.indexed = true;
-    store_state(context, container_number, &state)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ttl::ItemTtl;
 
     #[test]
-    fn a_write_entry_holds_the_item_record_the_item_is_stored_as() {
+    fn a_write_entry_is_a_position_and_a_retired_one_holds_the_version() {
         let record = ItemRecord {
             last_modified_ms: 1_700_000_000_000,
             lsn: 42,
@@ -493,13 +552,10 @@ mod tests {
         let item_key = keys::item_key_from_suffix(3, b"suffix-of-the-item");
         for replaced in [None, Some(41)] {
             let entry = write_entry(&item_key, &record, replaced);
-            assert_eq!(entry.record(), record.encode());
-            assert_eq!(
-                entry.record().as_ptr(),
-                entry.bytes[entry.record_at..].as_ptr()
-            );
-            let decoded = LogEntry::decode(&entry.bytes).expect("decodes");
-            assert_eq!(decoded.record.as_ref(), Some(&record));
+            assert!(LogEntry::is_position(&entry.bytes));
+            let mut decoded = LogEntry::decode(&entry.bytes).expect("decodes");
+            assert!(decoded.holds_position());
+            assert_eq!(decoded.record, None);
             assert_eq!(decoded.previous_lsn, replaced.unwrap_or(0));
             assert_eq!(decoded.item_suffix, keys::item_key_suffix(&item_key));
             let expected = match replaced {
@@ -508,6 +564,21 @@ mod tests {
             };
             assert_eq!(decoded.operation, expected);
             assert_eq!(decoded.at_ms, record.last_modified_ms);
+            decoded.record = Some(record.clone());
+            let retired = decoded.encode();
+            assert!(!LogEntry::is_position(&retired));
+            let again = LogEntry::decode(&retired).expect("decodes");
+            assert_eq!(again.record.as_ref(), Some(&record));
+            assert!(!again.holds_position());
         }
+        let delete = LogEntry {
+            operation: Operation::Delete,
+            ttl_expired: false,
+            previous_lsn: 42,
+            at_ms: 1,
+            item_suffix: b"suffix".to_vec(),
+            record: None,
+        };
+        assert!(!LogEntry::is_position(&delete.encode()));
     }
 }

@@ -147,7 +147,12 @@ pub(crate) fn plan(
             (None, Some(state)) => legacy_marks(state, shard),
             (None, None) => FeedMarks::default(),
         };
-        let trim = trim_due(reader, container, shard, before_ms)?;
+        let trim = trim_due(
+            reader,
+            container,
+            (shard, seen_marks.trimmed_lsn),
+            before_ms,
+        )?;
         let plan = ShardPlan {
             shard,
             seen_lsn: counters.lsn,

@@ -75,11 +75,10 @@ pub struct Feed {
 
 /// The tables that hold something per item of a container, all keyed by the container number
 /// first: deleting a container clears each of them over that prefix (the counters go separately).
-const PER_ITEM_TABLES: [Table; 6] = [
+const PER_ITEM_TABLES: [Table; 5] = [
     Table::Items,
     Table::Expiry,
     Table::ResourceIds,
-    Table::ChangeIndex,
     Table::ChangeLog,
     Table::Index,
 ];
@@ -165,7 +164,7 @@ fn remove_version_keeping(
         )?;
     }
     context.delete(Table::Items, item_key)?;
-    change_log::unindex_version(context, container_number, item_key, record.lsn)?;
+    change_log::retire_version(context, container, item_key, record)?;
     if !keep.resource_id {
         context.delete(
             Table::ResourceIds,
@@ -193,14 +192,14 @@ pub(crate) fn next_lsn(context: &WriteContext<'_>, counters: &mut Counters) {
     };
 }
 
-/// Stores one version (`encoded`: the record as encoded, sharing its change-log entry's
-/// buffer) with its expiry-index and resource-id entries and counts it; the resource-id entry
-/// only when `resource_id_stored` is false.
+/// Stores one version with its expiry-index and resource-id entries and counts it; the
+/// resource-id entry only when `resource_id_stored` is false. Its change-log position is
+/// the caller's (`change_log::log_write`).
 fn store_version(
     context: &mut WriteContext<'_>,
     container_number: u64,
     item_key: &[u8],
-    (record, encoded): (&ItemRecord, Bytes),
+    record: &ItemRecord,
     counters: &mut Counters,
     resource_id_stored: bool,
 ) -> EngineResult<()> {
@@ -216,8 +215,7 @@ fn store_version(
             &entry.encode(),
         )?;
     }
-    context.put_bytes(Table::Items, item_key, encoded)?;
-    change_log::index_version(context, container_number, item_key, record.lsn)?;
+    context.put_bytes(Table::Items, item_key, Bytes::from(record.encode()))?;
     if !resource_id_stored {
         context.put(
             Table::ResourceIds,
@@ -528,7 +526,7 @@ fn store_write(
         context,
         number,
         key,
-        (&record, logged.record()),
+        &record,
         counters,
         plan.keeps_resource_id,
     )?;

@@ -185,7 +185,7 @@ mod tests {
             ),
             (
                 Table::ChangeIndex,
-                keys::change_index_key(CONTAINER, lsn, &suffix),
+                [keys::change_index_from(CONTAINER, lsn), suffix.clone()].concat(),
             ),
             (Table::ChangeLog, keys::change_log_key(CONTAINER, lsn, 0)),
             (

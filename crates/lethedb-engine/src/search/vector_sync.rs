@@ -1,8 +1,9 @@
 //! Bringing a vector set forward to a snapshot: from the change log, which holds every create,
-//! replace and delete of the container with its LSN and the version written, or by rebuilding
-//! it from the snapshot's items when the log no longer reaches back to the set (trimmed past
-//! its retention), when it was never built, or when deletes nobody logged (purges of expired
-//! items) have left it holding many more items than the container.
+//! replace and delete of the container with its LSN and the version written (a current
+//! version's body is in its item), or by rebuilding it from the snapshot's items when the log
+//! no longer reaches back to the set (trimmed past its retention), when it was never built, or
+//! when deletes nobody logged (purges of expired items) have left it holding many more items
+//! than the container.
 //!
 //! Writes never wait for this: the set follows the store, read by the queries that need it,
 //! so a write into a container with a vector embedding costs what it costs without one. A TTL
@@ -82,8 +83,13 @@ fn replay_log(
             if at > *target {
                 return Ok(ControlFlow::Break(()));
             }
-            let entry = LogEntry::decode(value).ok_or_else(|| corrupted("change log"))?;
+            let mut entry = LogEntry::decode(value).ok_or_else(|| corrupted("change log"))?;
             let item_key = keys::item_key_from_suffix(number, &entry.item_suffix);
+            if entry.holds_position() {
+                // A current version's body is its item's (`feed/change_log.rs`).
+                entry.record =
+                    crate::items::read_record(reader, &item_key)?.filter(|record| record.lsn == at);
+            }
             // A multi-shard container's changes are journaled under the version this replay
             // reaches: a reader of an earlier snapshot then reloads every item it changed.
             let noted = if sharded { lsn } else { at };

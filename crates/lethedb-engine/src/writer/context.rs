@@ -26,6 +26,9 @@ pub(super) struct Applied {
 /// A job's operation, run by the writer on the group's transaction.
 pub(super) type ApplyJob = Box<dyn FnOnce(&mut WriteContext<'_>) -> Applied + Send>;
 
+/// One container's number, an LSN, and its change-log positions: item key suffix to log key.
+pub(crate) type LsnPositions = (u64, u64, HashMap<Vec<u8>, Vec<u8>>);
+
 /// The transaction as an operation sees it, plus what the writer needs to know afterwards.
 pub struct WriteContext<'a> {
     pub(super) txn: Box<dyn WriteTxn + 'a>,
@@ -42,6 +45,11 @@ pub struct WriteContext<'a> {
     /// append left it: a transaction that writes thousands of entries under one LSN (a stored
     /// procedure) appends each in constant time. A hint, checked before use (`feed/change_log.rs`).
     pub(crate) change_log_next: Option<(u64, u64, u32)>,
+    /// The change-log positions under one LSN of one container that holds many entries (a
+    /// stored procedure's or a batch's), by item key suffix, as the last scan of it found
+    /// them: a transaction that replaces many items written under one LSN finds each position
+    /// without scanning the LSN again. A hint, checked before use (`feed/change_log.rs`).
+    pub(crate) change_log_positions: Option<LsnPositions>,
     pub(super) catalog_changed: bool,
     pub(super) failure: Option<StorageError>,
 }

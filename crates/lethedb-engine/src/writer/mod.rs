@@ -465,6 +465,7 @@ impl Thread {
             pinned_lsn: None,
             change_log_retention_default_ms: self.change_log_retention_ms.load(Ordering::Relaxed),
             change_log_next: None,
+            change_log_positions: None,
             catalog_changed: false,
             failure: None,
         })

@@ -25,6 +25,7 @@ mod index_plan;
 mod index_policy;
 mod index_upgrade;
 mod item_rules;
+mod log_layout;
 mod model;
 mod order_span;
 mod order_walk;

@@ -49,12 +49,13 @@ async fn the_probes_answer_without_a_signature_while_the_engine_serves() {
 
 #[tokio::test]
 async fn a_poisoned_store_is_not_ready_but_still_alive() {
-    // The catalog's two commits succeed; the first item's commit fails and poisons the engine.
+    // The open's commit (the change log's layout marker, `feed/log_layout.rs`) and the
+    // catalog's two commits succeed; the first item's commit fails and poisons the engine.
     let server = Server::on_store(
         Arc::new(FailingStore::new(
             MemoryStore::new(),
             FaultPlan {
-                fail_commit: Some(3),
+                fail_commit: Some(4),
                 ..FaultPlan::default()
             },
         )),
