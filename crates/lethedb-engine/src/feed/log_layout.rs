@@ -47,14 +47,16 @@ pub(crate) fn migrate(store: &dyn Storage) -> EngineResult<bool> {
         return Ok(false);
     }
     let logged = logged_writes(&mut *txn)?;
+    // Only each version's key, LSN and time are kept: a store's bodies need not fit in memory.
     let mut versions = Vec::new();
     txn.scan(Table::Items, &everything(), &mut |key, value| {
-        versions.push((key.to_vec(), ItemRecord::decode(value)));
+        let stamp = ItemRecord::decode(value).map(|record| (record.lsn, record.last_modified_ms));
+        versions.push((key.to_vec(), stamp));
         ControlFlow::Continue(())
     })?;
-    for (item_key, record) in versions {
-        let record = record.ok_or_else(|| corrupted("item"))?;
-        position_version(&mut *txn, &logged, &item_key, &record)?;
+    for (item_key, stamp) in versions {
+        let stamp = stamp.ok_or_else(|| corrupted("item"))?;
+        position_version(&mut *txn, &logged, &item_key, stamp)?;
     }
     let mut indexed = Vec::new();
     txn.scan(Table::ChangeIndex, &everything(), &mut |key, _| {
@@ -106,11 +108,11 @@ fn position_version(
     txn: &mut dyn WriteTxn,
     logged: &LoggedWrites,
     item_key: &[u8],
-    record: &ItemRecord,
+    (lsn, last_modified_ms): (u64, i64),
 ) -> EngineResult<()> {
     let container_number = keys::container_number_of(item_key).ok_or_else(|| corrupted("item"))?;
     let suffix = keys::item_key_suffix(item_key);
-    let lsn_key = keys::change_index_from(container_number, record.lsn);
+    let lsn_key = keys::change_index_from(container_number, lsn);
     let found = match logged.writes.get(&(lsn_key.clone(), suffix.to_vec())) {
         Some(key) => txn
             .get(Table::ChangeLog, key)?
@@ -129,7 +131,7 @@ fn position_version(
     while txn
         .get(
             Table::ChangeLog,
-            &keys::change_log_key(container_number, record.lsn, sequence),
+            &keys::change_log_key(container_number, lsn, sequence),
         )?
         .is_some()
     {
@@ -139,11 +141,11 @@ fn position_version(
         operation: Operation::Create,
         ttl_expired: false,
         previous_lsn: 0,
-        at_ms: record.last_modified_ms,
+        at_ms: last_modified_ms,
         item_suffix: suffix.to_vec(),
         record: None,
     };
-    let key = keys::change_log_key(container_number, record.lsn, sequence);
+    let key = keys::change_log_key(container_number, lsn, sequence);
     txn.put(Table::ChangeLog, &key, &entry.encode())?;
     Ok(())
 }
