@@ -3,13 +3,13 @@
 //! (emitted at the expiry instant, once, never for a rewritten item, at once when TTL is turned
 //! on late, whether the sweeper ran before or not), and retention.
 
-use crate::common::{pk, resolved};
+use crate::common::{pk, resolved, upsert_document as upsert};
 use lethedb_engine::BatchMode;
 use lethedb_engine::BatchOperation;
 use lethedb_engine::RangeFilter;
 use lethedb_engine::{
     ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart, Engine, EngineConfig,
-    ErrorCode, FeedCursor, ManualClock, WriteMode,
+    ErrorCode, FeedCursor, ManualClock,
 };
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -44,20 +44,6 @@ async fn engine_with(
         .await
         .expect("container");
     (engine, clock)
-}
-
-async fn upsert(engine: &Engine, item: Value) {
-    let key = item["pk"].as_str().expect("pk").to_string();
-    engine
-        .write_item(
-            &resolved(engine, "c"),
-            WriteMode::Upsert,
-            pk(&key),
-            item,
-            None,
-        )
-        .await
-        .expect("upsert");
 }
 
 async fn read(

@@ -5,10 +5,10 @@
 //! a store written by the previous release (`tests/fixtures/change_log/`, written by
 //! `examples/change_log_fixture.rs` on that release) is rewritten once when opened.
 
-use crate::common::{config, pk, resolved};
+use crate::common::{config, pk, resolved, upsert_document as upsert};
 use lethedb_engine::{
     BatchMode, BatchOperation, ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart,
-    Engine, FeedCursor, ManualClock, RangeFilter, WriteMode,
+    Engine, FeedCursor, ManualClock, RangeFilter,
 };
 use lethedb_storage::{FjallStore, KeyRange, MemoryStore, RedbStore, Storage, Table};
 use serde_json::{json, Value};
@@ -81,20 +81,6 @@ async fn engine_with_ttl(
         .await
         .expect("container");
     (engine, clock)
-}
-
-async fn upsert(engine: &Engine, item: Value) {
-    let key = item["pk"].as_str().expect("pk").to_string();
-    engine
-        .write_item(
-            &resolved(engine, "c"),
-            WriteMode::Upsert,
-            pk(&key),
-            item,
-            None,
-        )
-        .await
-        .expect("upsert");
 }
 
 async fn read(engine: &Engine, mode: ChangeFeedMode, start: ChangeFeedStart) -> ChangeFeedPage {
