@@ -27,9 +27,23 @@ use std::sync::Arc;
 // The system properties live with the limits, where the unique key policy reads them too.
 pub use crate::limits::SYSTEM_PROPERTIES;
 
-/// Version 2 added the item's own `ttl` to the header, so expiry checks never parse bodies.
-const ITEM_RECORD_VERSION: u8 = 2;
-const ITEM_HEADER_BYTES: usize = 33;
+/// Version 2 added the item's own `ttl` to the header, so expiry checks never parse bodies;
+/// version 3 the place of the version's change-log entry ([`LogPlace`]), so that replacing
+/// the version rewrites that entry without reading it first (a round trip on a shared store).
+/// A record without a place is written, and read, as version 2.
+const ITEM_RECORD_VERSION: u8 = 3;
+const ITEM_RECORD_VERSION_2: u8 = 2;
+const ITEM_HEADER_BYTES: usize = 46;
+const ITEM_HEADER_BYTES_2: usize = 33;
+
+/// Where a version's change-log entry is and what it says besides the version's time and
+/// item key: the entry's sequence under the version's LSN, and the LSN of the visible version
+/// it replaced (`None`: a create).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogPlace {
+    pub sequence: u32,
+    pub replaced_lsn: Option<u64>,
+}
 
 /// One stored version of an item.
 #[derive(Clone, Debug, PartialEq)]
@@ -41,6 +55,8 @@ pub struct ItemRecord {
     pub document_number: u64,
     /// The document's own `ttl`, as it affects expiry (read from the body when written).
     pub ttl: ItemTtl,
+    /// Where the version's change-log entry is; `None` for a record of an earlier release.
+    pub log_place: Option<LogPlace>,
     /// The document as the client sent it, minus system properties, as compact JSON.
     pub body: Vec<u8>,
 }
@@ -54,36 +70,60 @@ impl ItemRecord {
 
     /// The length of [`ItemRecord::encode`]'s bytes.
     pub fn encoded_bytes(&self) -> usize {
-        ITEM_HEADER_BYTES + self.body.len()
+        let header = match self.log_place {
+            Some(_) => ITEM_HEADER_BYTES,
+            None => ITEM_HEADER_BYTES_2,
+        };
+        header + self.body.len()
     }
 
     /// Appends the encoded record to `out` (inside a change-log entry, say).
     pub fn encode_into(&self, out: &mut Vec<u8>) {
-        out.push(ITEM_RECORD_VERSION);
+        out.push(match self.log_place {
+            Some(_) => ITEM_RECORD_VERSION,
+            None => ITEM_RECORD_VERSION_2,
+        });
         out.extend_from_slice(&self.last_modified_ms.to_be_bytes());
         out.extend_from_slice(&self.lsn.to_be_bytes());
         out.extend_from_slice(&self.document_number.to_be_bytes());
         out.extend_from_slice(&ttl_code(self.ttl).to_be_bytes());
+        if let Some(place) = self.log_place {
+            out.extend_from_slice(&place.sequence.to_be_bytes());
+            out.push(u8::from(place.replaced_lsn.is_some()));
+            out.extend_from_slice(&place.replaced_lsn.unwrap_or(0).to_be_bytes());
+        }
         out.extend_from_slice(&self.body);
     }
 
     /// Decodes a stored record; `None` means the bytes are not a record (corruption).
     pub fn decode(bytes: &[u8]) -> Option<ItemRecord> {
         let (last_modified_ms, lsn, ttl) = ItemRecord::decode_header(bytes)?;
+        let header = header_bytes(bytes)?;
+        let log_place = match header {
+            ITEM_HEADER_BYTES => {
+                let sequence = u32::from_be_bytes(bytes.get(33..37)?.try_into().ok()?);
+                let replaced = *bytes.get(37)? != 0;
+                let lsn = u64::from_be_bytes(bytes.get(38..46)?.try_into().ok()?);
+                Some(LogPlace {
+                    sequence,
+                    replaced_lsn: replaced.then_some(lsn),
+                })
+            }
+            _ => None,
+        };
         Some(ItemRecord {
             last_modified_ms,
             lsn,
             document_number: ItemRecord::decode_document_number(bytes)?,
             ttl,
-            body: bytes[ITEM_HEADER_BYTES..].to_vec(),
+            log_place,
+            body: bytes.get(header..)?.to_vec(),
         })
     }
 
     /// The header fields expiry needs, without copying the body.
     pub fn decode_header(bytes: &[u8]) -> Option<(i64, u64, ItemTtl)> {
-        if bytes.len() < ITEM_HEADER_BYTES || bytes[0] != ITEM_RECORD_VERSION {
-            return None;
-        }
+        header_bytes(bytes)?;
         let field = |at: usize| -> Option<[u8; 8]> { bytes.get(at..at + 8)?.try_into().ok() };
         Some((
             i64::from_be_bytes(field(1)?),
@@ -100,12 +140,24 @@ impl ItemRecord {
 
     /// The bytes of the stored document (the body) in an encoded record, without decoding it.
     pub fn body_bytes(bytes: &[u8]) -> usize {
-        bytes.len().saturating_sub(ITEM_HEADER_BYTES)
+        bytes
+            .len()
+            .saturating_sub(header_bytes(bytes).unwrap_or(ITEM_HEADER_BYTES))
     }
 
     pub fn document(&self) -> Option<Value> {
         serde_json::from_slice(&self.body).ok()
     }
+}
+
+/// The header's length of an encoded record of either version, if the bytes are one.
+fn header_bytes(bytes: &[u8]) -> Option<usize> {
+    let header = match *bytes.first()? {
+        ITEM_RECORD_VERSION => ITEM_HEADER_BYTES,
+        ITEM_RECORD_VERSION_2 => ITEM_HEADER_BYTES_2,
+        _ => return None,
+    };
+    (bytes.len() >= header).then_some(header)
 }
 
 fn ttl_code(ttl: ItemTtl) -> i64 {
@@ -484,9 +536,28 @@ mod tests {
             lsn: 9,
             document_number: 4,
             ttl: ItemTtl::Secs(7),
+            log_place: None,
             body: b"{\"id\":\"a\"}".to_vec(),
         };
         assert_eq!(ItemRecord::decode(&record.encode()), Some(record.clone()));
+        // A record with its log entry's place (version 3), beside one without (version 2).
+        for replaced_lsn in [None, Some(5)] {
+            let placed = ItemRecord {
+                log_place: Some(LogPlace {
+                    sequence: 3,
+                    replaced_lsn,
+                }),
+                ..record.clone()
+            };
+            let bytes = placed.encode();
+            assert_eq!(bytes.len(), placed.encoded_bytes());
+            assert_eq!(ItemRecord::decode(&bytes), Some(placed.clone()));
+            assert_eq!(ItemRecord::body_bytes(&bytes), record.body.len());
+            assert_eq!(
+                ItemRecord::decode_header(&bytes),
+                Some((-3, 9, ItemTtl::Secs(7)))
+            );
+        }
         assert_eq!(
             ItemRecord::decode_header(&record.encode()),
             Some((-3, 9, ItemTtl::Secs(7)))

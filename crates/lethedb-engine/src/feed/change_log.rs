@@ -291,7 +291,26 @@ pub(crate) fn retire_version(
     record: &ItemRecord,
 ) -> EngineResult<()> {
     let number = container.key_number();
-    let Some((key, mut entry)) = position_of(context, number, item_key, record.lsn)? else {
+    // A record that knows its entry's place rewrites the entry blind; one stored by an earlier
+    // release looks for it.
+    let found = match record.log_place {
+        Some(place) => Some((
+            keys::change_log_key(number, record.lsn, place.sequence),
+            LogEntry {
+                operation: match place.replaced_lsn {
+                    Some(_) => Operation::Replace,
+                    None => Operation::Create,
+                },
+                ttl_expired: false,
+                previous_lsn: place.replaced_lsn.unwrap_or(0),
+                at_ms: record.last_modified_ms,
+                item_suffix: keys::item_key_suffix(item_key).to_vec(),
+                record: None,
+            },
+        )),
+        None => position_of(context, number, item_key, record.lsn)?,
+    };
+    let Some((key, mut entry)) = found else {
         return Ok(());
     };
     let retained_from_ms = retained_from_ms(
@@ -317,7 +336,8 @@ pub(crate) fn append(
     lsn: u64,
     entry: &LogEntry,
 ) -> EngineResult<()> {
-    append_encoded(context, container_number, lsn, Bytes::from(entry.encode()))
+    append_encoded(context, container_number, lsn, Bytes::from(entry.encode()))?;
+    Ok(())
 }
 
 /// [`append`] of an encoded entry.
@@ -326,7 +346,7 @@ fn append_encoded(
     container_number: u64,
     lsn: u64,
     entry: Bytes,
-) -> EngineResult<()> {
+) -> EngineResult<u32> {
     let first = keys::change_log_key(container_number, lsn, 0);
     // Most LSNs hold one entry: a point lookup settles it. A transaction's later entries take
     // the sequence the previous append left, if its entry is still there (a rolled-back
@@ -360,34 +380,33 @@ fn append_encoded(
         entry,
     )?;
     context.change_log_next = Some((container_number, lsn, sequence + 1));
-    Ok(())
+    Ok(sequence)
 }
 
-/// Logs a write under its version's LSN (`entry` from [`write_entry`]).
+/// Logs a write under its version's LSN (`entry` from [`write_entry`]); returns the entry's
+/// sequence under it, which the version's record keeps ([`crate::records::LogPlace`]).
 pub(crate) fn log_write(
     context: &mut WriteContext<'_>,
     container_number: u64,
     lsn: u64,
     entry: WriteEntry,
-) -> EngineResult<()> {
-    append_encoded(
+) -> EngineResult<u32> {
+    let sequence = append_encoded(
         context,
         container_number,
         lsn,
         Bytes::from(entry.bytes.clone()),
     )?;
     // A position appended under the LSN whose positions are kept joins them.
-    if let (Some((container, kept_lsn, positions)), Some((_, _, sequence))) =
-        (&mut context.change_log_positions, context.change_log_next)
-    {
+    if let Some((container, kept_lsn, positions)) = &mut context.change_log_positions {
         if *container == container_number && *kept_lsn == lsn {
             if let Some(suffix) = LogEntry::item_suffix_of(&entry.bytes) {
-                let key = keys::change_log_key(container_number, lsn, sequence - 1);
+                let key = keys::change_log_key(container_number, lsn, sequence);
                 positions.insert(suffix.to_vec(), key);
             }
         }
     }
-    Ok(())
+    Ok(sequence)
 }
 
 /// Logs the delete of a visible version.
@@ -547,6 +566,7 @@ mod tests {
             lsn: 42,
             document_number: 7,
             ttl: ItemTtl::Secs(30),
+            log_place: None,
             body: br#"{"id":"a","pk":"p"}"#.to_vec(),
         };
         let item_key = keys::item_key_from_suffix(3, b"suffix-of-the-item");

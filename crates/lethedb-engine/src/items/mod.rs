@@ -33,7 +33,7 @@ use crate::index::maintain::{replace_entries, EntryChanges, VersionRef};
 use crate::keys::{self, PartitionPlace};
 use crate::partitions::partition_key::PartitionKeyValue;
 use crate::partitions::shards::{next_document_number, Shard};
-use crate::records::{ExpiryEntry, ItemRecord};
+use crate::records::{ExpiryEntry, ItemRecord, LogPlace};
 use crate::throughput::request_units;
 use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
@@ -497,11 +497,12 @@ fn store_write(
         remove_version_keeping(context, container, &found.key, old, counters, keep)?;
     }
     next_lsn(context, counters);
-    let record = ItemRecord {
+    let mut record = ItemRecord {
         last_modified_ms: context.now_ms,
         lsn: counters.lsn,
         document_number: plan.document_number,
         ttl: ttl::item_ttl(&body.document),
+        log_place: None,
         body: body.bytes,
     };
     // The version under the write's key (visible or expired) gives way to the new one: only
@@ -522,6 +523,15 @@ fn store_write(
         None => found.visible().map(|old| old.lsn),
     };
     let logged = change_log::write_entry(key, &record, replaced_lsn);
+    if let Some((old_key, Some(old))) = &found.renamed_from {
+        change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
+    }
+    // The record keeps its entry's place, so that replacing it rewrites the entry blind.
+    let sequence = change_log::log_write(context, number, record.lsn, logged)?;
+    record.log_place = Some(LogPlace {
+        sequence,
+        replaced_lsn,
+    });
     store_version(
         context,
         number,
@@ -531,10 +541,6 @@ fn store_write(
         plan.keeps_resource_id,
     )?;
     store_claims(context, &plan.claims.to_store, key)?;
-    if let Some((old_key, Some(old))) = &found.renamed_from {
-        change_log::log_delete(context, number, old_key, old.lsn, record.lsn)?;
-    }
-    change_log::log_write(context, number, record.lsn, logged)?;
     Ok((record, changes))
 }
 

@@ -412,13 +412,13 @@ async fn a_write_group_waits_twice_whatever_its_size() {
     };
     write(WriteMode::Create, "warm".into()).await;
     // The start (lock, clock, epoch) with the group's items and counters, and the changes
-    // sent with COMMIT: nothing per key. A write that replaces a version reads that version's
-    // change-log position too, whose key (its LSN's entries) the start cannot know, so that
-    // the entry can take the replaced body (`feed/change_log.rs`): one more.
-    for (mode, waits) in [(WriteMode::Create, 2), (WriteMode::Upsert, 3)] {
+    // sent with COMMIT: nothing per key. A write that replaces a version rewrites that
+    // version's change-log entry with its body blind, at the place the version's record keeps
+    // (`records::LogPlace`): no read of it either.
+    for mode in [WriteMode::Create, WriteMode::Upsert] {
         let before = store.round_trips();
         write(mode, "one".into()).await;
-        assert_eq!(store.round_trips() - before, waits, "one write");
+        assert_eq!(store.round_trips() - before, 2, "one write");
     }
     let before = store.round_trips();
     let mut burst = tokio::task::JoinSet::new();
