@@ -2,8 +2,8 @@
 //! entries, a container's index-build state, and the catalog records of databases,
 //! containers, child resources and the sequence numbers.
 //!
-//! Item records are a fixed binary header (last-modified milliseconds, LSN, document sequence
-//! number) followed by the document's JSON without system properties; the system properties are
+//! Item records are a fixed binary header (last-modified milliseconds, LSN, document number,
+//! `ttl`, the change-log entry's place) followed by the document's JSON without system properties; the system properties are
 //! derived on every read, so a client can never override them. Catalog records are small JSON
 //! values. Nothing here decides visibility or validates a request.
 
@@ -27,10 +27,9 @@ use std::sync::Arc;
 // The system properties live with the limits, where the unique key policy reads them too.
 pub use crate::limits::SYSTEM_PROPERTIES;
 
-/// Version 2 added the item's own `ttl` to the header, so expiry checks never parse bodies;
-/// version 3 the place of the version's change-log entry ([`LogPlace`]), so that replacing
-/// the version rewrites that entry without reading it first (a round trip on a shared store).
-/// A record without a place is written, and read, as version 2.
+/// Version 2 added the item's own `ttl` (expiry never parses bodies), version 3 its change-log
+/// entry's place ([`LogPlace`]: a replacement rewrites that entry unread); a record without a
+/// place is written, and read, as version 2.
 const ITEM_RECORD_VERSION: u8 = 3;
 const ITEM_RECORD_VERSION_2: u8 = 2;
 const ITEM_HEADER_BYTES: usize = 46;
@@ -99,17 +98,14 @@ impl ItemRecord {
     pub fn decode(bytes: &[u8]) -> Option<ItemRecord> {
         let (last_modified_ms, lsn, ttl) = ItemRecord::decode_header(bytes)?;
         let header = header_bytes(bytes)?;
-        let log_place = match header {
-            ITEM_HEADER_BYTES => {
-                let sequence = u32::from_be_bytes(bytes.get(33..37)?.try_into().ok()?);
-                let replaced = *bytes.get(37)? != 0;
-                let lsn = u64::from_be_bytes(bytes.get(38..46)?.try_into().ok()?);
-                Some(LogPlace {
-                    sequence,
-                    replaced_lsn: replaced.then_some(lsn),
-                })
-            }
-            _ => None,
+        let log_place = if header == ITEM_HEADER_BYTES {
+            Some(LogPlace {
+                sequence: u32::from_be_bytes(bytes.get(33..37)?.try_into().ok()?),
+                replaced_lsn: (*bytes.get(37)? != 0)
+                    .then_some(u64::from_be_bytes(bytes.get(38..46)?.try_into().ok()?)),
+            })
+        } else {
+            None
         };
         Some(ItemRecord {
             last_modified_ms,

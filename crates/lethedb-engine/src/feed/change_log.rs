@@ -160,20 +160,24 @@ pub(crate) fn write_entry(
     record: &ItemRecord,
     replaced_lsn: Option<u64>,
 ) -> WriteEntry {
-    let operation = if replaced_lsn.is_some() {
-        Operation::Replace
-    } else {
-        Operation::Create
-    };
-    let bytes = encode_entry(
-        operation,
-        false,
-        replaced_lsn.unwrap_or(0),
-        record.last_modified_ms,
-        keys::item_key_suffix(item_key),
-        None,
-    );
-    WriteEntry { bytes }
+    WriteEntry {
+        bytes: written(item_key, record, replaced_lsn).encode(),
+    }
+}
+
+/// [`write_entry`]'s entry, decoded.
+fn written(item_key: &[u8], record: &ItemRecord, replaced_lsn: Option<u64>) -> LogEntry {
+    LogEntry {
+        operation: match replaced_lsn {
+            Some(_) => Operation::Replace,
+            None => Operation::Create,
+        },
+        ttl_expired: false,
+        previous_lsn: replaced_lsn.unwrap_or(0),
+        at_ms: record.last_modified_ms,
+        item_suffix: keys::item_key_suffix(item_key).to_vec(),
+        record: None,
+    }
 }
 
 /// A container's change-feed state, from stores written before each shard kept its own marks (`Counters::feed`), the container-wide
@@ -291,22 +295,11 @@ pub(crate) fn retire_version(
     record: &ItemRecord,
 ) -> EngineResult<()> {
     let number = container.key_number();
-    // A record that knows its entry's place rewrites the entry blind; one stored by an earlier
-    // release looks for it.
+    // A record that knows its entry's place rewrites it blind; an earlier release's looks.
     let found = match record.log_place {
         Some(place) => Some((
             keys::change_log_key(number, record.lsn, place.sequence),
-            LogEntry {
-                operation: match place.replaced_lsn {
-                    Some(_) => Operation::Replace,
-                    None => Operation::Create,
-                },
-                ttl_expired: false,
-                previous_lsn: place.replaced_lsn.unwrap_or(0),
-                at_ms: record.last_modified_ms,
-                item_suffix: keys::item_key_suffix(item_key).to_vec(),
-                record: None,
-            },
+            written(item_key, record, place.replaced_lsn),
         )),
         None => position_of(context, number, item_key, record.lsn)?,
     };
