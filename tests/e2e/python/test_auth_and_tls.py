@@ -11,6 +11,7 @@ from azure.cosmos import CosmosClient, PartitionKey
 from azure.cosmos.exceptions import CosmosHttpResponseError
 
 from conftest import make_client, unique_id
+from lethedb_server import free_port
 
 # Valid base64 of the right length, but not the server's key.
 WRONG_KEY = base64.b64encode(bytes(range(64))).decode()
@@ -98,3 +99,25 @@ def test_advertise_url_with_tls_is_https(start_server):
     client = make_client(advertised)
     want = f"https://localhost:{advertised.port}/"
     assert _advertised(client) == [want, want]
+
+
+def test_the_compute_gateway_over_https_serves_ids_the_routing_gateway_refuses(start_server):
+    """`--compute-gateway-port` with `--tls`: the second endpoint speaks HTTPS too and reads an
+    id holding a `%xx` sequence as sent (200), where the main endpoint answers 401 as the service's
+    routing gateway does (docs/compatibility.md, "Create")."""
+    gateway_port = free_port()
+    main = start_server(tls=True, extra_args=["--compute-gateway-port", str(gateway_port)])
+    database = make_client(main).create_database(unique_id("db"))
+    container = database.create_container("ids", partition_key=PartitionKey(path="/pk"))
+    container.create_item({"id": "Test%2Fid", "pk": "p"})
+    with pytest.raises(CosmosHttpResponseError) as refused:
+        container.read_item("Test%2Fid", partition_key="p")
+    assert refused.value.status_code == 401
+    gateway = CosmosClient(f"https://127.0.0.1:{gateway_port}/", main.key, connection_verify=False,
+                           connection_timeout=10, read_timeout=30)
+    assert gateway.get_database_account().WritableLocations[0]["databaseAccountEndpoint"].endswith(
+        f":{gateway_port}/")
+    served = gateway.get_database_client(database.id).get_container_client("ids")
+    assert served.read_item("Test%2Fid", partition_key="p")["id"] == "Test%2Fid"
+    served.delete_item("Test%2Fid", partition_key="p")
+    assert list(container.query_items("SELECT * FROM c", partition_key="p")) == []
