@@ -1,7 +1,7 @@
 //! Transactional batches: all or nothing, each operation with its single-item rules; bulk:
 //! each operation on its own; partition deletes.
 
-use crate::common::{engine_with_container, pk, resolved};
+use crate::common::{atomic_batch, engine_with_container, pk, resolved};
 use lethedb_engine::BatchMode;
 use lethedb_engine::RangeFilter;
 
@@ -72,15 +72,7 @@ async fn a_successful_batch_applies_every_operation_in_order() {
         {"operationType": "Delete", "id": "a"}
     ]))
     .expect("parse");
-    let (results, succeeded, _) = engine
-        .execute_batch(
-            &resolved(&engine, "c"),
-            pk("p"),
-            operations,
-            BatchMode::Atomic,
-        )
-        .await
-        .expect("batch");
+    let (results, succeeded, _) = atomic_batch(&engine, operations).await;
     assert!(succeeded);
     assert_eq!(
         outcomes(&results),
@@ -117,15 +109,7 @@ async fn a_failing_operation_undoes_the_whole_batch() {
         {"operationType": "Create", "resourceBody": {"id": "a", "pk": "p"}}
     ]))
     .expect("parse");
-    let (results, succeeded, _) = engine
-        .execute_batch(
-            &resolved(&engine, "c"),
-            pk("p"),
-            operations,
-            BatchMode::Atomic,
-        )
-        .await
-        .expect("batch");
+    let (results, succeeded, _) = atomic_batch(&engine, operations).await;
     assert!(!succeeded);
     assert_eq!(
         outcomes(&results),

@@ -3,8 +3,7 @@
 //! (emitted at the expiry instant, once, never for a rewritten item, at once when TTL is turned
 //! on late, whether the sweeper ran before or not), and retention.
 
-use crate::common::{pk, resolved, upsert_document as upsert};
-use lethedb_engine::BatchMode;
+use crate::common::{atomic_batch, pk, resolved, upsert_document as upsert};
 use lethedb_engine::BatchOperation;
 use lethedb_engine::RangeFilter;
 use lethedb_engine::{
@@ -166,15 +165,7 @@ async fn pages_never_split_a_transaction() {
             partition_key: None,
         })
         .collect();
-    engine
-        .execute_batch(
-            &resolved(&engine, "c"),
-            pk("p"),
-            operations,
-            BatchMode::Atomic,
-        )
-        .await
-        .expect("batch");
+    atomic_batch(&engine, operations).await;
     upsert(&engine, json!({"id": "last", "pk": "p"})).await;
     let first = read(&engine, LATEST, ChangeFeedStart::Beginning, Some(2))
         .await

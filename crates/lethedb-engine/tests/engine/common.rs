@@ -250,3 +250,19 @@ pub async fn ttl_events_from(
         start = ChangeFeedStart::Continuation { cursor: page.etag };
     }
 }
+
+/// Runs `operations` as one atomic transactional batch in partition `p` of container `c`.
+pub async fn atomic_batch(
+    engine: &lethedb_engine::Engine,
+    operations: Vec<lethedb_engine::BatchOperation>,
+) -> (Vec<lethedb_engine::BatchEntry>, bool, u64) {
+    engine
+        .execute_batch(
+            &resolved(engine, "c"),
+            pk("p"),
+            operations,
+            lethedb_engine::BatchMode::Atomic,
+        )
+        .await
+        .expect("batch")
+}

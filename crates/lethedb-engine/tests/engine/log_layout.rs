@@ -5,10 +5,10 @@
 //! a store written by the previous release (`tests/fixtures/change_log/`, written by
 //! `examples/change_log_fixture.rs` on that release) is rewritten once when opened.
 
-use crate::common::{config, pk, resolved, upsert_document as upsert};
+use crate::common::{atomic_batch, config, pk, resolved, upsert_document as upsert};
 use lethedb_engine::{
-    BatchMode, BatchOperation, ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart,
-    Engine, FeedCursor, ManualClock, RangeFilter,
+    BatchOperation, ChangeFeedMode, ChangeFeedPage, ChangeFeedRequest, ChangeFeedStart, Engine,
+    FeedCursor, ManualClock, RangeFilter,
 };
 use lethedb_storage::{FjallStore, KeyRange, MemoryStore, RedbStore, Storage, Table};
 use serde_json::{json, Value};
@@ -229,15 +229,11 @@ async fn a_latest_version_read_skips_superseded_entries_even_within_one_lsn() {
         if_match: None,
         partition_key: None,
     };
-    engine
-        .execute_batch(
-            &resolved(&engine, "c"),
-            pk("p"),
-            vec![operation("Create", 1), operation("Replace", 2)],
-            BatchMode::Atomic,
-        )
-        .await
-        .expect("batch");
+    atomic_batch(
+        &engine,
+        vec![operation("Create", 1), operation("Replace", 2)],
+    )
+    .await;
     let page = read(&engine, LATEST, ChangeFeedStart::Beginning).await;
     assert_eq!(
         latest(&page),
@@ -430,15 +426,7 @@ async fn a_batch_replacing_many_items_written_under_one_lsn_keeps_every_replaced
     }));
     second.extend(batch("Replace", 2));
     for operations in [batch("Create", 1), second] {
-        engine
-            .execute_batch(
-                &resolved(&engine, "c"),
-                pk("p"),
-                operations,
-                BatchMode::Atomic,
-            )
-            .await
-            .expect("batch");
+        atomic_batch(&engine, operations).await;
     }
     let entries = after(&engine, ALL, &now.etag).await;
     let seen = changes(&entries);
