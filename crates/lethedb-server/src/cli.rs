@@ -168,6 +168,12 @@ pub struct ServeArgs {
     /// after a crash. Ignored by the other stores.
     #[arg(long, env = "LETHEDB_REDO_CHECKPOINT_MB", default_value_t = 64)]
     pub redo_checkpoint_mb: u64,
+    /// How many MiB of committed changes the redb store keeps in memory, durable in its redo
+    /// log, before it writes them into the store file at once (docs/storage.md): larger spends
+    /// fewer instructions per write and more memory; 0 writes every commit. Ignored by the
+    /// other stores.
+    #[arg(long, env = "LETHEDB_REDO_STAGED_MB", default_value_t = 8)]
+    pub redo_staged_mb: usize,
     /// Memory for parsed documents that speeds up queries, in MiB (0 turns it off).
     #[arg(long, env = "LETHEDB_DOCUMENT_CACHE_MB", default_value_t = 64)]
     pub document_cache_mb: usize,

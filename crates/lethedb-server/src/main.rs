@@ -102,6 +102,7 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
     let memory = StoreMemory {
         cache_mb: args.cache_mb,
         redo_checkpoint_mb: args.redo_checkpoint_mb,
+        redo_staged_mb: args.redo_staged_mb,
     };
     let store =
         open_durable(&args.data_dir, args.store, memory).context("cannot open the store")?;
@@ -109,10 +110,11 @@ fn open_store(args: &ServeArgs) -> anyhow::Result<(Arc<dyn Storage>, String)> {
 }
 
 /// How much memory a durable store may use: its cache, and (redb) the redo log it lets grow
-/// before a checkpoint.
+/// before a checkpoint and the committed changes it keeps before writing them into its file.
 struct StoreMemory {
     cache_mb: usize,
     redo_checkpoint_mb: u64,
+    redo_staged_mb: usize,
 }
 
 /// Opens (or creates) the durable store of `kind` in `data_dir`, with `memory`. A directory that holds only the other kind is refused rather than given an
@@ -136,11 +138,14 @@ fn open_durable(
             if folder.exists() && !file.exists() {
                 return Err(refuse("fjall", "fjall"));
             }
-            Ok(Arc::new(RedbStore::open_with_checkpoint(
-                &file,
-                cache_bytes,
-                memory.redo_checkpoint_mb.saturating_mul(1024 * 1024),
-            )?))
+            Ok(Arc::new(
+                RedbStore::open_with_checkpoint(
+                    &file,
+                    cache_bytes,
+                    memory.redo_checkpoint_mb.saturating_mul(1024 * 1024),
+                )?
+                .with_staged_bytes(memory.redo_staged_mb.saturating_mul(1024 * 1024)),
+            ))
         }
         StoreKind::Fjall => {
             if file.exists() && !folder.exists() {
@@ -189,6 +194,7 @@ fn offline_store(
     let memory = StoreMemory {
         cache_mb: lethedb_storage::CACHE_BYTES_DEFAULT / (1024 * 1024),
         redo_checkpoint_mb: lethedb_storage::CHECKPOINT_LOG_BYTES_DEFAULT / (1024 * 1024),
+        redo_staged_mb: lethedb_storage::STAGED_BYTES_DEFAULT / (1024 * 1024),
     };
     open_durable(data_dir, kind, memory).context("cannot open the store (is a server using it?)")
 }

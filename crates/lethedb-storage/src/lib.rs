@@ -25,6 +25,7 @@ mod memory;
 mod overlay;
 mod postgres;
 mod redb_snapshots;
+mod redb_staged;
 mod redb_store;
 mod redo_log;
 mod write_txn;
@@ -41,11 +42,15 @@ pub use failing::{FailingStore, FaultPlan};
 pub use fjall_store::{FjallStore, FJALL_MEMORY_BYTES_DEFAULT};
 pub use memory::MemoryStore;
 pub use postgres::{PgOptions, PgStore, POSTGRES_SCHEMA_DEFAULT};
-pub use redb_store::{RedbStore, CACHE_BYTES_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT};
+pub use redb_store::{
+    RedbStore, CACHE_BYTES_DEFAULT, CHECKPOINT_LOG_BYTES_DEFAULT, STAGED_BYTES_DEFAULT,
+};
 pub use redo_log::read_redo_log;
 
 #[cfg(test)]
 mod model_test;
+#[cfg(test)]
+mod redb_staged_test;
 #[cfg(test)]
 mod redo_log_test;
 #[cfg(test)]

@@ -206,6 +206,31 @@ fn redb_store_matches_the_model() {
 }
 
 #[test]
+fn redb_store_matches_the_model_whenever_it_writes_its_staged_changes() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // Every commit written into redb at once, every few commits, and only at the close.
+    for staged_bytes in [0, 300, usize::MAX] {
+        for seed in 4..7 {
+            let path = dir
+                .path()
+                .join(format!("staged-{staged_bytes}-{seed}.redb"));
+            let store = RedbStore::open(&path)
+                .expect("open")
+                .with_staged_bytes(staged_bytes);
+            let committed = run_model(&store, seed);
+            drop(store);
+            let reopened = RedbStore::open(&path).expect("reopen");
+            let read = reopened.read().expect("read");
+            let everything = KeyRange::prefix(&[]);
+            assert_eq!(
+                collect(&*read, Table::Items, &everything, false, usize::MAX),
+                expected(&committed, &everything, false, usize::MAX)
+            );
+        }
+    }
+}
+
+#[test]
 fn failing_store_loses_nothing_committed() {
     for seed in 1..12 {
         for plan in [

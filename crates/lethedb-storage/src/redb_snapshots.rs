@@ -9,7 +9,7 @@
 //! the pages it holds are not freed: the file grows by what changed since.
 
 use crate::api::{Snapshots, StorageError};
-use crate::redb_store::{checkpoint, RedbStore};
+use crate::redb_store::RedbStore;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 const NAMES: TableDefinition<'static, &'static str, u64> = TableDefinition::new("snapshots");
@@ -34,6 +34,9 @@ impl RedbStore {
 
 impl Snapshots for RedbStore {
     fn save(&self, name: &str) -> Result<(), StorageError> {
+        // A savepoint records what redb has committed, so the staged changes go into it first.
+        let settle = self.database().begin_write().map_err(io)?;
+        self.checkpoint_staged(settle, &mut self.redo())?;
         let write = self.database().begin_write().map_err(io)?;
         // First, while the transaction is clean, as redb requires.
         let id = write.persistent_savepoint().map_err(io)?;
@@ -45,20 +48,19 @@ impl Snapshots for RedbStore {
         if let Some(old) = replaced {
             write.delete_persistent_savepoint(old).map_err(io)?;
         }
-        checkpoint(write, &mut self.redo())
+        self.checkpoint_staged(write, &mut self.redo())
     }
 
     fn restore(&self, name: &str) -> Result<bool, StorageError> {
         let Some(id) = self.snapshot_id(name)? else {
             return Ok(false);
         };
-        let mut write = self.database().begin_write().map_err(io)?;
-        let savepoint = write.get_persistent_savepoint(id).map_err(io)?;
-        write.restore_savepoint(&savepoint).map_err(io)?;
-        drop(savepoint);
-        // Through a checkpoint: the redo log's records are of the state left behind and must
-        // never be replayed over the one restored.
-        checkpoint(write, &mut self.redo())?;
+        // Through a checkpoint: the redo log's records and the staged changes are of the state
+        // left behind and must never be replayed or read over the one restored.
+        self.replace_state(|write| {
+            let savepoint = write.get_persistent_savepoint(id).map_err(io)?;
+            write.restore_savepoint(&savepoint).map_err(io)
+        })?;
         // The state restored predates the savepoint's own name: save it again under it.
         self.save(name)?;
         Ok(true)
@@ -74,7 +76,7 @@ impl Snapshots for RedbStore {
         if let Some(id) = removed {
             write.delete_persistent_savepoint(id).map_err(io)?;
         }
-        checkpoint(write, &mut self.redo())?;
+        self.checkpoint_staged(write, &mut self.redo())?;
         Ok(removed.is_some())
     }
 

@@ -1,24 +1,28 @@
 //! The durable backend: one redb database file with a table per [`Table`], and its redo log.
 //!
 //! redb gives us MVCC snapshots (readers never wait for the writer) and copy-on-write commits.
-//! A commit appends its changes to the redo log (`redo_log.rs`) and syncs it, then commits to
-//! redb without syncing (`Durability::None`: redb keeps the pages in memory, and a crash returns
-//! the file to its last durable commit); so a commit is durable when `commit` returns, and
-//! visible to readers only after its sync. Once the log has grown past
-//! [`CHECKPOINT_LOG_BYTES_DEFAULT`], a commit is a durable redb commit instead (a checkpoint),
-//! which writes every page changed since the last one once, and the log is emptied. Opening the
-//! store replays the log's records of the store's generation. This module maps the trait onto
-//! redb and the log; it does not batch, retry or interpret anything.
+//! A commit appends its changes to the redo log (`redo_log.rs`) and syncs it, so a commit is
+//! durable when `commit` returns, and
+//! visible to readers only after its sync. A synced commit's changes are staged in memory
+//! (`redb_staged.rs`) and readers see them over redb's; once the staged bytes pass
+//! [`STAGED_BYTES_DEFAULT`], the commit writes them all into redb at once, without syncing
+//! (`Durability::None`: redb keeps the pages in memory, and a crash returns the file to its last
+//! durable commit). Once the log has grown past [`CHECKPOINT_LOG_BYTES_DEFAULT`], that write is
+//! a durable redb commit instead (a checkpoint), which writes every page changed since the last
+//! one once, and the log is emptied. Opening the store replays the log's records of the store's
+//! generation. This module maps the trait onto redb and the log; it does not batch, retry or
+//! interpret anything.
 
 use crate::api::{KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
+use crate::redb_staged::{Side, Staged};
 use crate::redo_log::{self, RedoLog};
 use crate::write_txn::{Base, OverlayWrite};
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 use std::cell::OnceCell;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 
 const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
     TableDefinition::new("catalog"),
@@ -41,7 +45,12 @@ const GENERATION_KEY: &str = "generation";
 /// to the file early, unsynced). Larger: fewer bytes written per write, a longer replay.
 pub const CHECKPOINT_LOG_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 
-fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
+/// How many bytes of keys and values commits stage before one writes them into redb: the memory
+/// they hold (about twice this with the maps' nodes) against how many commits share each copied
+/// page (`bench/results/redb-staged.md`). 0 writes every commit into redb.
+pub const STAGED_BYTES_DEFAULT: usize = 8 * 1024 * 1024;
+
+pub(crate) fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
     DEFINITIONS[table.index()]
 }
 
@@ -62,6 +71,10 @@ pub struct RedbStore {
     /// single write transaction is held then, so it is never contended on the write path.
     redo: Mutex<Redo>,
     checkpoint_log_bytes: u64,
+    /// Commits durable in the log and not yet in redb; replaced only by the holder of redb's
+    /// write transaction, and read together with a redb snapshot under this lock.
+    staged: RwLock<Arc<Staged>>,
+    staged_bytes_max: usize,
 }
 
 /// The redo log and the store's generation, which every checkpoint raises.
@@ -119,7 +132,16 @@ impl RedbStore {
             poisoned: AtomicBool::new(false),
             redo: Mutex::new(redo),
             checkpoint_log_bytes,
+            staged: RwLock::default(),
+            staged_bytes_max: STAGED_BYTES_DEFAULT,
         })
+    }
+
+    /// This store, staging up to `bytes` of committed changes before writing them into redb
+    /// (see [`STAGED_BYTES_DEFAULT`]).
+    pub fn with_staged_bytes(mut self, bytes: usize) -> RedbStore {
+        self.staged_bytes_max = bytes;
+        self
     }
 }
 
@@ -169,12 +191,65 @@ impl RedbStore {
     }
 
     /// The redo log, for a caller that commits durably outside the write path (snapshots):
-    /// it must commit through [`checkpoint`], so that the log never replays over its commit.
+    /// it must commit through [`RedbStore::checkpoint_staged`], so that the log never replays
+    /// over its commit and no staged change is lost with the log.
     pub(crate) fn redo(&self) -> MutexGuard<'_, Redo> {
         // A panic while holding it leaves the log as its last whole append or emptying left it.
         self.redo
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn staged(&self) -> Arc<Staged> {
+        // Replaced in one assignment, so whole even when a panic poisoned the lock.
+        Arc::clone(
+            &self
+                .staged
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    fn publish(&self, staged: Arc<Staged>) {
+        *self
+            .staged
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = staged;
+    }
+
+    /// Writes the staged changes into `transaction` (which its caller holds, so nothing is
+    /// staged meanwhile), commits it as a checkpoint, and then empties the staged maps: a reader
+    /// between the two reads the same values from either side.
+    pub(crate) fn checkpoint_staged(
+        &self,
+        transaction: redb::WriteTransaction,
+        redo: &mut Redo,
+    ) -> Result<(), StorageError> {
+        let staged = self.staged();
+        staged.apply(&transaction)?;
+        checkpoint(transaction, redo)?;
+        if !staged.is_empty() {
+            self.publish(Arc::default());
+        }
+        Ok(())
+    }
+
+    /// Replaces the whole committed state by running `change` on a transaction and
+    /// checkpointing it, with the staged changes dropped: they belong to the state replaced.
+    /// Readers wait meanwhile, since neither side alone reads as either state.
+    pub(crate) fn replace_state(
+        &self,
+        change: impl FnOnce(&mut redb::WriteTransaction) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        let mut transaction = self.database.begin_write().map_err(io)?;
+        change(&mut transaction)?;
+        let mut staged = self
+            .staged
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        checkpoint(transaction, &mut self.redo())?;
+        *staged = Arc::default();
+        Ok(())
     }
 }
 
@@ -189,7 +264,7 @@ impl Drop for RedbStore {
             .database
             .begin_write()
             .map_err(io)
-            .and_then(|transaction| checkpoint(transaction, &mut self.redo()));
+            .and_then(|transaction| self.checkpoint_staged(transaction, &mut self.redo()));
         if let Err(error) = closed {
             tracing::warn!(%error, "the closing checkpoint failed; the next open replays the log");
         }
@@ -198,9 +273,18 @@ impl Drop for RedbStore {
 
 impl Storage for RedbStore {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
+        // Both under the lock, so a reader never pairs the maps of one state with redb's of
+        // another (`replace_state` holds it while it commits).
+        let guard = self
+            .staged
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let staged = Arc::clone(&guard);
         let transaction = self.database.begin_read().map_err(io)?;
+        drop(guard);
         Ok(Box::new(RedbRead {
             transaction,
+            staged,
             tables: Default::default(),
         }))
     }
@@ -210,8 +294,11 @@ impl Storage for RedbStore {
             return Err(StorageError::Poisoned);
         }
         let transaction = self.database.begin_write().map_err(io)?;
+        // Taken after redb's write transaction: only its holder replaces the maps.
+        let staged = self.staged();
         Ok(Box::new(OverlayWrite::new(RedbBase {
             transaction,
+            staged,
             store: self,
         })))
     }
@@ -227,11 +314,12 @@ impl Storage for RedbStore {
 
 type ReadTable = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
 
-/// A snapshot; tables are opened on first use, since most requests touch one or two of them,
-/// and kept (redb finds a table by name in its table tree, which cost a point read about 5 % of
-/// its instructions when done on every call).
+/// A snapshot: redb's and the staged changes taken with it. Tables are opened on first use,
+/// since most requests touch one or two of them, and kept (redb finds a table by name in its
+/// table tree, which cost a point read about 5 % of its instructions when done on every call).
 struct RedbRead {
     transaction: redb::ReadTransaction,
+    staged: Arc<Staged>,
     tables: [OnceCell<ReadTable>; Table::ALL.len()],
 }
 
@@ -244,50 +332,12 @@ impl RedbRead {
         let opened = self.transaction.open_table(definition(table)).map_err(io)?;
         Ok(cell.get_or_init(|| opened))
     }
-}
 
-fn visit_all<'a, I>(entries: I, visit: Visit<'_>) -> Result<(), StorageError>
-where
-    I: Iterator<
-        Item = Result<
-            (
-                redb::AccessGuard<'a, &'static [u8]>,
-                redb::AccessGuard<'a, &'static [u8]>,
-            ),
-            redb::StorageError,
-        >,
-    >,
-{
-    for entry in entries {
-        let (key, value) = entry.map_err(io)?;
-        if visit(key.value(), value.value()).is_break() {
-            break;
-        }
-    }
-    Ok(())
-}
-
-impl ReadTxn for RedbRead {
-    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
-        let found = self.table(table)?.get(key).map_err(io)?;
-        Ok(found.map(|value| value.value().to_vec()))
-    }
-
-    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
-        if range.is_empty() {
-            return Ok(());
-        }
-        let entries = self
-            .table(table)?
-            .range::<&[u8]>(range.as_slices())
-            .map_err(io)?;
-        visit_all(entries, visit)
-    }
-
-    fn scan_rev(
+    fn scan_either(
         &self,
         table: Table,
         range: &KeyRange,
+        reverse: bool,
         visit: Visit<'_>,
     ) -> Result<(), StorageError> {
         if range.is_empty() {
@@ -297,15 +347,64 @@ impl ReadTxn for RedbRead {
             .table(table)?
             .range::<&[u8]>(range.as_slices())
             .map_err(io)?;
-        visit_all(entries.rev(), visit)
+        let base: Box<dyn Iterator<Item = BaseEntry<Guarded<'_>, Guarded<'_>>>> = if reverse {
+            Box::new(entries.rev().map(guarded))
+        } else {
+            Box::new(entries.map(guarded))
+        };
+        if !self.staged.touches(table) {
+            return visit_all(base, visit);
+        }
+        visit_all(self.staged.merged(table, range, reverse, base), visit)
     }
 }
 
-/// The committed side of the write transaction. Writes wait in the overlay until commit, where
-/// each table is opened once and each changed key written once (redb opens a table by name on
-/// every call, and a group commit rewrites a container's counters many times).
+fn visit_all<K, V>(
+    entries: impl Iterator<Item = BaseEntry<K, V>>,
+    visit: Visit<'_>,
+) -> Result<(), StorageError>
+where
+    K: AsRef<[u8]>,
+    V: AsRef<[u8]>,
+{
+    for entry in entries {
+        let (key, value) = entry?;
+        if visit(key.as_ref(), value.as_ref()).is_break() {
+            break;
+        }
+    }
+    Ok(())
+}
+
+impl ReadTxn for RedbRead {
+    fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        if let Some(change) = self.staged.get(table, key) {
+            return Ok(change.map(<[u8]>::to_vec));
+        }
+        let found = self.table(table)?.get(key).map_err(io)?;
+        Ok(found.map(|value| value.value().to_vec()))
+    }
+
+    fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {
+        self.scan_either(table, range, false, visit)
+    }
+
+    fn scan_rev(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        visit: Visit<'_>,
+    ) -> Result<(), StorageError> {
+        self.scan_either(table, range, true, visit)
+    }
+}
+
+/// The committed side of the write transaction: redb's state with the staged changes over it.
+/// Writes wait in the overlay until commit, which logs them and stages them, and writes the
+/// staged changes into redb when they have grown past the store's bound.
 struct RedbBase<'a> {
     transaction: redb::WriteTransaction,
+    staged: Arc<Staged>,
     store: &'a RedbStore,
 }
 
@@ -334,6 +433,9 @@ fn guarded(entry: RedbEntry<'_>) -> BaseEntry<Guarded<'_>, Guarded<'_>> {
 
 impl Base for RedbBase<'_> {
     fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        if let Some(change) = self.staged.get(table, key) {
+            return Ok(change.map(<[u8]>::to_vec));
+        }
         let opened = self.transaction.open_table(definition(table)).map_err(io)?;
         let found = opened.get(key).map_err(io)?;
         Ok(found.map(|value| value.value().to_vec()))
@@ -357,36 +459,30 @@ impl Base for RedbBase<'_> {
         } else {
             Box::new(entries.map(guarded))
         };
-        overlay.merged_scan(table, range, reverse, base, visit)
+        if !self.staged.touches(table) {
+            return overlay.merged_scan(table, range, reverse, base, visit);
+        }
+        let merged = self.staged.merged(table, range, reverse, base);
+        let merged: Box<dyn Iterator<Item = BaseEntry<Side<'_, _>, Side<'_, _>>>> =
+            Box::new(merged);
+        overlay.merged_scan(table, range, reverse, merged, visit)
     }
 
     fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
-        let RedbBase { transaction, store } = self;
+        let RedbBase {
+            transaction,
+            staged,
+            store,
+        } = self;
         let tables: Vec<_> = overlay
             .into_tables()
             .filter(|(_, changes)| !changes.is_empty())
             .collect();
-        for (table, changes) in &tables {
-            let mut opened = transaction.open_table(definition(*table)).map_err(io)?;
-            // Keys arrive sorted, which keeps redb's copy-on-write pages hot.
-            for (key, change) in changes {
-                match change {
-                    Some(value) => opened.insert(key.as_slice(), value.as_ref()).map(drop),
-                    None => opened.remove(key.as_slice()).map(drop),
-                }
-                .map_err(io)?;
-            }
+        if tables.is_empty() {
+            // Nothing to log, stage or make durable: only the transaction to end.
+            return transaction.abort().map_err(io);
         }
-        let mut redo = store.redo();
-        let committed = if tables.is_empty() {
-            // Nothing to log or to make durable: only the transaction to end.
-            commit_unsynced(transaction)
-        } else if redo.log.bytes() >= store.checkpoint_log_bytes {
-            checkpoint(transaction, &mut redo)
-        } else {
-            commit_logged(transaction, &mut redo, &tables)
-        };
-        committed.map_err(|error| {
+        commit_staged(store, transaction, &staged, &tables).map_err(|error| {
             store.poisoned.store(true, Ordering::Release);
             tracing::error!(%error, "commit failed; refusing further writes until restart");
             error
@@ -394,19 +490,40 @@ impl Base for RedbBase<'_> {
     }
 }
 
-/// Appends the changes to the redo log and syncs it, then commits them to redb without a sync:
-/// readers see them only once they are durable in the log.
-fn commit_logged(
+/// Appends the changes to the redo log and syncs it, then stages them: readers see them only
+/// once they are durable in the log. When the staged changes have outgrown the store's bound,
+/// or the log its checkpoint size, they are then written into redb, which readers cannot tell,
+/// since the maps are emptied only after redb has committed all they hold.
+fn commit_staged(
+    store: &RedbStore,
     transaction: redb::WriteTransaction,
-    redo: &mut Redo,
+    staged: &Staged,
     tables: &[(Table, crate::overlay::Changes)],
 ) -> Result<(), StorageError> {
+    let mut redo = store.redo();
     let borrowed: Vec<_> = tables
         .iter()
         .map(|(table, changes)| (*table, changes))
         .collect();
-    redo.log.append(redo.generation, &borrowed)?;
-    commit_unsynced(transaction)
+    // Decided before the append: the log grown past its size by earlier commits.
+    let checkpoint_due = redo.log.bytes() >= store.checkpoint_log_bytes;
+    let generation = redo.generation;
+    // Appended even before a checkpoint: readers may see the staged commit before redb has it.
+    redo.log.append(generation, &borrowed)?;
+    let next = Arc::new(staged.with(tables));
+    if !checkpoint_due && next.bytes() < store.staged_bytes_max {
+        store.publish(next);
+        return transaction.abort().map_err(io);
+    }
+    store.publish(Arc::clone(&next));
+    next.apply(&transaction)?;
+    if checkpoint_due {
+        checkpoint(transaction, &mut redo)?;
+    } else {
+        commit_unsynced(transaction)?;
+    }
+    store.publish(Arc::default());
+    Ok(())
 }
 
 fn commit_unsynced(mut transaction: redb::WriteTransaction) -> Result<(), StorageError> {

@@ -25,6 +25,9 @@ pub(crate) enum Entry {
     Inline(ThinArc<u32, u8>),
     /// The key, and its value in a buffer that other entries may share.
     Shared(ThinArc<Bytes, u8>),
+    /// A deletion not yet written where it applies (the redb store's staged changes,
+    /// `redb_staged.rs`): the key alone. The in-memory store never holds one.
+    Deleted(ThinArc<(), u8>),
 }
 
 impl Entry {
@@ -43,9 +46,18 @@ impl Entry {
         }
     }
 
+    /// The deletion of `key`.
+    pub(crate) fn deleted(key: &[u8]) -> Entry {
+        Entry::Deleted(ThinArc::from_header_and_slice((), key))
+    }
+
+    pub(crate) fn is_deleted(&self) -> bool {
+        matches!(self, Entry::Deleted(_))
+    }
+
     pub(crate) fn key(&self) -> &[u8] {
         match self {
-            Entry::Key(entry) => &entry.slice,
+            Entry::Key(entry) | Entry::Deleted(entry) => &entry.slice,
             Entry::Inline(entry) => entry
                 .slice
                 .get(..entry.header.header as usize)
@@ -56,7 +68,7 @@ impl Entry {
 
     pub(crate) fn value(&self) -> &[u8] {
         match self {
-            Entry::Key(_) => &[],
+            Entry::Key(_) | Entry::Deleted(_) => &[],
             Entry::Inline(entry) => entry
                 .slice
                 .get(entry.header.header as usize..)

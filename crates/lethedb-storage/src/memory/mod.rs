@@ -17,7 +17,7 @@ use imbl::OrdSet;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, RwLock};
 
-mod entry;
+pub(crate) mod entry;
 
 type Map = OrdSet<Entry>;
 type Tables = [Map; Table::ALL.len()];
