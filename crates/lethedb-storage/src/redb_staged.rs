@@ -74,15 +74,18 @@ impl Staged {
         next
     }
 
-    /// Writes every staged change into `transaction`, table by table in key order.
-    pub(crate) fn apply(&self, transaction: &redb::WriteTransaction) -> Result<(), StorageError> {
+    /// Writes every staged change into `transaction`, table by table in key order, each table
+    /// where `definition` names it.
+    pub(crate) fn apply(
+        &self,
+        transaction: &redb::WriteTransaction,
+        definition: fn(Table) -> redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
+    ) -> Result<(), StorageError> {
         for (table, map) in Table::ALL.into_iter().zip(&self.tables) {
             if map.is_empty() {
                 continue;
             }
-            let mut opened = transaction
-                .open_table(crate::redb_store::definition(table))
-                .map_err(io)?;
+            let mut opened = transaction.open_table(definition(table)).map_err(io)?;
             for entry in map {
                 if entry.is_deleted() {
                     opened.remove(entry.key()).map(drop)

@@ -50,7 +50,7 @@ pub const CHECKPOINT_LOG_BYTES_DEFAULT: u64 = 64 * 1024 * 1024;
 /// page (`bench/results/redb-staged.md`). 0 writes every commit into redb.
 pub const STAGED_BYTES_DEFAULT: usize = 8 * 1024 * 1024;
 
-pub(crate) fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
+fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
     DEFINITIONS[table.index()]
 }
 
@@ -226,7 +226,7 @@ impl RedbStore {
         redo: &mut Redo,
     ) -> Result<(), StorageError> {
         let staged = self.staged();
-        staged.apply(&transaction)?;
+        staged.apply(&transaction, definition)?;
         checkpoint(transaction, redo)?;
         if !staged.is_empty() {
             self.publish(Arc::default());
@@ -516,7 +516,7 @@ fn commit_staged(
         return transaction.abort().map_err(io);
     }
     store.publish(Arc::clone(&next));
-    next.apply(&transaction)?;
+    next.apply(&transaction, definition)?;
     if checkpoint_due {
         checkpoint(transaction, &mut redo)?;
     } else {
