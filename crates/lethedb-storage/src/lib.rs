@@ -24,6 +24,7 @@ mod fjall_store;
 mod memory;
 mod overlay;
 mod postgres;
+mod redb_flush;
 mod redb_snapshots;
 mod redb_staged;
 mod redb_store;

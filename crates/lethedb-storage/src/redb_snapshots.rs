@@ -21,7 +21,7 @@ fn io(error: impl std::fmt::Display) -> StorageError {
 impl RedbStore {
     /// The savepoint id saved under `name`, as last committed.
     fn snapshot_id(&self, name: &str) -> Result<Option<u64>, StorageError> {
-        let read = self.database().begin_read().map_err(io)?;
+        let read = self.shared().database.begin_read().map_err(io)?;
         let names = match read.open_table(NAMES) {
             Ok(names) => names,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(None),
@@ -34,10 +34,12 @@ impl RedbStore {
 
 impl Snapshots for RedbStore {
     fn save(&self, name: &str) -> Result<(), StorageError> {
+        let shared = self.shared();
+        let _exclusive = shared.exclusive();
         // A savepoint records what redb has committed, so the staged changes go into it first.
-        let settle = self.database().begin_write().map_err(io)?;
-        self.checkpoint_staged(settle, &mut self.redo())?;
-        let write = self.database().begin_write().map_err(io)?;
+        let settle = shared.database.begin_write().map_err(io)?;
+        shared.checkpoint_staged(settle, &mut shared.redo())?;
+        let write = shared.database.begin_write().map_err(io)?;
         // First, while the transaction is clean, as redb requires.
         let id = write.persistent_savepoint().map_err(io)?;
         let replaced = {
@@ -48,7 +50,7 @@ impl Snapshots for RedbStore {
         if let Some(old) = replaced {
             write.delete_persistent_savepoint(old).map_err(io)?;
         }
-        self.checkpoint_staged(write, &mut self.redo())
+        shared.checkpoint_staged(write, &mut shared.redo())
     }
 
     fn restore(&self, name: &str) -> Result<bool, StorageError> {
@@ -57,7 +59,7 @@ impl Snapshots for RedbStore {
         };
         // Through a checkpoint: the redo log's records and the staged changes are of the state
         // left behind and must never be replayed or read over the one restored.
-        self.replace_state(|write| {
+        self.shared().replace_state(|write| {
             let savepoint = write.get_persistent_savepoint(id).map_err(io)?;
             write.restore_savepoint(&savepoint).map_err(io)
         })?;
@@ -67,7 +69,9 @@ impl Snapshots for RedbStore {
     }
 
     fn delete(&self, name: &str) -> Result<bool, StorageError> {
-        let write = self.database().begin_write().map_err(io)?;
+        let shared = self.shared();
+        let _exclusive = shared.exclusive();
+        let write = shared.database.begin_write().map_err(io)?;
         let removed = {
             let mut names = write.open_table(NAMES).map_err(io)?;
             let removed = names.remove(name).map_err(io)?;
@@ -76,12 +80,12 @@ impl Snapshots for RedbStore {
         if let Some(id) = removed {
             write.delete_persistent_savepoint(id).map_err(io)?;
         }
-        self.checkpoint_staged(write, &mut self.redo())?;
+        shared.checkpoint_staged(write, &mut shared.redo())?;
         Ok(removed.is_some())
     }
 
     fn names(&self) -> Result<Vec<String>, StorageError> {
-        let read = self.database().begin_read().map_err(io)?;
+        let read = self.shared().database.begin_read().map_err(io)?;
         let names = match read.open_table(NAMES) {
             Ok(names) => names,
             Err(redb::TableError::TableDoesNotExist(_)) => return Ok(Vec::new()),

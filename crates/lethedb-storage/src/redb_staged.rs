@@ -29,9 +29,9 @@ use std::iter::Fuse;
 /// One table's staged changes.
 type StagedMap = OrdSet<Entry>;
 
-/// Every table's staged changes, and how many bytes of keys and values they hold.
+/// Every table's changes of one tier, and how many bytes of keys and values they hold.
 #[derive(Clone, Default)]
-pub(crate) struct Staged {
+pub(crate) struct Tier {
     tables: [StagedMap; Table::ALL.len()],
     bytes: usize,
 }
@@ -39,7 +39,7 @@ pub(crate) struct Staged {
 /// A staged change as a merge meets it.
 type StagedEntry<'a> = &'a Entry;
 
-impl Staged {
+impl Tier {
     pub(crate) fn is_empty(&self) -> bool {
         self.tables.iter().all(StagedMap::is_empty)
     }
@@ -58,7 +58,7 @@ impl Staged {
     }
 
     /// These changes with one commit's on top of them. Large values stay the writer's buffers.
-    pub(crate) fn with(&self, tables: &[(Table, Changes)]) -> Staged {
+    pub(crate) fn with(&self, tables: &[(Table, Changes)]) -> Tier {
         let mut next = self.clone();
         for (table, changes) in tables {
             let map = &mut next.tables[table.index()];
@@ -98,14 +98,8 @@ impl Staged {
         Ok(())
     }
 
-    /// Whether a scan of `table` must merge staged changes at all.
-    pub(crate) fn touches(&self, table: Table) -> bool {
-        !self.tables[table.index()].is_empty()
-    }
-
-    /// redb's entries of `range` (`base`, in scan order) with the staged changes of `table`
-    /// merged over them, lazily.
-    pub(crate) fn merged<'a, K, V, I>(
+    /// This tier's entries of `range` merged over `base`'s (in scan order), lazily.
+    fn merged<'a, K, V, I>(
         &'a self,
         table: Table,
         range: &KeyRange,
@@ -128,6 +122,61 @@ impl Staged {
             next_base: None,
             reverse,
         }
+    }
+}
+
+/// The staged changes: the active tier, to which each commit adds its changes, over the frozen
+/// one, which the store's flusher is writing into redb (empty when it is idle). A tier is
+/// frozen whole and emptied only once redb holds it, so readers see the same values throughout.
+#[derive(Clone, Default)]
+pub(crate) struct Staged {
+    pub(crate) active: Tier,
+    pub(crate) frozen: Tier,
+}
+
+impl Staged {
+    pub(crate) fn is_empty(&self) -> bool {
+        self.active.is_empty() && self.frozen.is_empty()
+    }
+
+    /// `Some(Some(value))`: staged written; `Some(None)`: staged deleted; `None`: redb's.
+    pub(crate) fn get(&self, table: Table, key: &[u8]) -> Option<Option<&[u8]>> {
+        self.active
+            .get(table, key)
+            .or_else(|| self.frozen.get(table, key))
+    }
+
+    /// Whether a scan of `table` must merge staged changes at all.
+    pub(crate) fn touches(&self, table: Table) -> bool {
+        let touched = |tier: &Tier| !tier.tables[table.index()].is_empty();
+        touched(&self.active) || touched(&self.frozen)
+    }
+
+    /// redb's entries of `range` (`base`, in scan order) with the staged changes of `table`
+    /// merged over them, lazily: the frozen tier over redb's, the active one over both.
+    pub(crate) fn merged<'a, K, V, I>(
+        &'a self,
+        table: Table,
+        range: &KeyRange,
+        reverse: bool,
+        base: I,
+    ) -> Merged<'a, Side<'a, K>, Side<'a, V>, Merged<'a, K, V, I>>
+    where
+        K: AsRef<[u8]>,
+        I: Iterator<Item = BaseEntry<K, V>>,
+    {
+        let frozen = self.frozen.merged(table, range, reverse, base);
+        self.active.merged(table, range, reverse, frozen)
+    }
+
+    /// Writes both tiers into `transaction`, the frozen one first (the active one is newer).
+    pub(crate) fn apply(
+        &self,
+        transaction: &redb::WriteTransaction,
+        definition: fn(Table) -> redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
+    ) -> Result<(), StorageError> {
+        self.frozen.apply(transaction, definition)?;
+        self.active.apply(transaction, definition)
     }
 }
 
@@ -218,7 +267,7 @@ mod tests {
     use bytes::Bytes;
     use std::collections::BTreeMap;
 
-    fn staged(changes: &[(&str, Option<&str>)]) -> Staged {
+    fn tier(changes: &[(&str, Option<&str>)]) -> Tier {
         let changes: Changes = changes
             .iter()
             .map(|(key, value)| {
@@ -228,7 +277,14 @@ mod tests {
                 )
             })
             .collect();
-        Staged::default().with(&[(Table::Items, changes)])
+        Tier::default().with(&[(Table::Items, changes)])
+    }
+
+    fn staged(changes: &[(&str, Option<&str>)]) -> Staged {
+        Staged {
+            active: tier(changes),
+            frozen: Tier::default(),
+        }
     }
 
     fn merged(staged: &Staged, base: &BTreeMap<&str, &str>, reverse: bool) -> Vec<String> {
@@ -274,11 +330,31 @@ mod tests {
 
     #[test]
     fn a_later_commit_replaces_an_earlier_staged_change_and_leaves_the_earlier_maps_alone() {
-        let first = staged(&[("a", Some("1"))]);
+        let first = tier(&[("a", Some("1"))]);
         let second = first.with(&[(Table::Items, Changes::from([(b"a".to_vec(), None)]))]);
         assert_eq!(first.get(Table::Items, b"a"), Some(Some(&b"1"[..])));
         assert_eq!(second.get(Table::Items, b"a"), Some(None));
         assert!(second.bytes() > first.bytes());
-        assert!(Staged::default().is_empty() && !second.is_empty());
+        assert!(Tier::default().is_empty() && !second.is_empty());
+    }
+
+    #[test]
+    fn the_active_tier_reads_over_the_frozen_one_which_reads_over_redb() {
+        let staged = Staged {
+            active: tier(&[("a", Some("3")), ("b", None)]),
+            frozen: tier(&[
+                ("a", Some("1")),
+                ("b", Some("2")),
+                ("c", Some("2")),
+                ("d", None),
+            ]),
+        };
+        let base = BTreeMap::from([("c", "0"), ("d", "0"), ("e", "0")]);
+        assert_eq!(merged(&staged, &base, false), ["a=3", "c=2", "e=0"]);
+        assert_eq!(merged(&staged, &base, true), ["e=0", "c=2", "a=3"]);
+        assert_eq!(staged.get(Table::Items, b"a"), Some(Some(&b"3"[..])));
+        assert_eq!(staged.get(Table::Items, b"b"), Some(None));
+        assert_eq!(staged.get(Table::Items, b"c"), Some(Some(&b"2"[..])));
+        assert!(staged.touches(Table::Items) && !staged.touches(Table::Index));
     }
 }

@@ -1,0 +1,332 @@
+//! The redb store's shared state, its writer's commit, and its flusher: the thread that writes
+//! staged changes into redb beside the writer.
+//!
+//! A commit appends its changes to the redo log and syncs it, then adds them to the active tier
+//! of the staged changes (`redb_staged.rs`), where readers see them. Once the active tier holds
+//! the store's bound of bytes, the commit freezes it and hands it to the flusher, which writes
+//! it into redb in one unsynced transaction and then empties the frozen tier; writes go on
+//! meanwhile, since the engine's write transactions read a redb snapshot and never hold redb's
+//! own write transaction. Writing 8 MiB of staged changes into redb takes ~330 million
+//! instructions, which the writer would otherwise spend in one commit, with every write waiting
+//! behind it (`bench/results/redb-staged.md`). A writer that fills a second tier before the
+//! flusher is done waits for it, which bounds the memory.
+//!
+//! A checkpoint (a synced redb commit that empties the log, once the log has grown past its
+//! size) is still the writer's: it waits for the flusher, then writes the active tier with the
+//! checkpoint, so the log is emptied only when redb holds everything it recorded. So do named
+//! snapshots and the close, which take the writer's lock first.
+
+use crate::api::{StorageError, Table};
+use crate::overlay::Changes;
+use crate::redb_staged::{Staged, Tier};
+use crate::redo_log::RedoLog;
+use redb::{ReadableDatabase, TableDefinition};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+
+const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
+    TableDefinition::new("catalog"),
+    TableDefinition::new("items"),
+    TableDefinition::new("expiry"),
+    TableDefinition::new("counters"),
+    TableDefinition::new("resource_ids"),
+    TableDefinition::new("change_index"),
+    TableDefinition::new("change_log"),
+    TableDefinition::new("index"),
+];
+
+/// The store's own bookkeeping: the redo log's generation under [`GENERATION_KEY`]. A store
+/// written before the redo log lacks the table and is at generation 0 with no log.
+pub(crate) const REDO_STATE: TableDefinition<'static, &'static str, u64> =
+    TableDefinition::new("redo_log");
+pub(crate) const GENERATION_KEY: &str = "generation";
+
+pub(crate) fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
+    DEFINITIONS[table.index()]
+}
+
+pub(crate) fn io(error: impl std::fmt::Display) -> StorageError {
+    StorageError::Io(error.to_string())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Each guarded value is changed in single assignments, so it is whole after a panic.
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The redo log and the store's generation, which every checkpoint raises.
+pub(crate) struct Redo {
+    pub(crate) log: RedoLog,
+    pub(crate) generation: u64,
+}
+
+/// Commits `transaction` durably with the next generation, then empties the log: its records,
+/// of the generation before, are all in the store now and will never be replayed.
+pub(crate) fn checkpoint(
+    transaction: redb::WriteTransaction,
+    redo: &mut Redo,
+) -> Result<(), StorageError> {
+    let next = redo.generation + 1;
+    transaction
+        .open_table(REDO_STATE)
+        .map_err(io)?
+        .insert(GENERATION_KEY, next)
+        .map_err(io)?;
+    transaction.commit().map_err(io)?;
+    redo.generation = next;
+    redo.log.empty()
+}
+
+fn commit_unsynced(mut transaction: redb::WriteTransaction) -> Result<(), StorageError> {
+    transaction
+        .set_durability(redb::Durability::None)
+        .map_err(io)?;
+    transaction.commit().map_err(io)
+}
+
+/// What the flusher has been asked to do.
+#[derive(Default)]
+struct FlushState {
+    /// A frozen tier waits to be written (set by the writer, cleared by the flusher).
+    pending: bool,
+    /// The store is closing.
+    stop: bool,
+}
+
+/// Everything the store and its flusher share.
+pub(crate) struct Shared {
+    pub(crate) database: redb::Database,
+    /// Set when a commit or a flush failed: what reached the disk is unknown, so no further
+    /// write is tried.
+    pub(crate) poisoned: AtomicBool,
+    redo: Mutex<Redo>,
+    /// Replaced only by the writer (the active tier, and freezing it) and by the flusher
+    /// (emptying the frozen tier), and read together with a redb snapshot under this lock.
+    staged: RwLock<Arc<Staged>>,
+    /// Held by the engine's write transaction, and by whatever needs redb's write transaction
+    /// outside the flusher (checkpoints, snapshots, the close).
+    writer: Mutex<()>,
+    flush: Mutex<FlushState>,
+    flushed: Condvar,
+    checkpoint_log_bytes: u64,
+    staged_bytes_max: AtomicUsize,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        database: redb::Database,
+        redo: Redo,
+        checkpoint_log_bytes: u64,
+        staged_bytes_max: usize,
+    ) -> Shared {
+        Shared {
+            database,
+            poisoned: AtomicBool::new(false),
+            redo: Mutex::new(redo),
+            staged: RwLock::default(),
+            writer: Mutex::new(()),
+            flush: Mutex::default(),
+            flushed: Condvar::new(),
+            checkpoint_log_bytes,
+            staged_bytes_max: AtomicUsize::new(staged_bytes_max),
+        }
+    }
+
+    pub(crate) fn set_staged_bytes_max(&self, bytes: usize) {
+        self.staged_bytes_max.store(bytes, Ordering::Relaxed);
+    }
+
+    pub(crate) fn redo(&self) -> MutexGuard<'_, Redo> {
+        lock(&self.redo)
+    }
+
+    /// The engine's write transaction's turn.
+    pub(crate) fn writer(&self) -> MutexGuard<'_, ()> {
+        lock(&self.writer)
+    }
+
+    /// The writer's turn with the flusher idle: redb's write transaction is free, and the
+    /// frozen tier empty, until the guard is dropped.
+    pub(crate) fn exclusive(&self) -> MutexGuard<'_, ()> {
+        let writer = self.writer();
+        self.wait_idle();
+        writer
+    }
+
+    fn wait_idle(&self) {
+        let mut state = lock(&self.flush);
+        while state.pending {
+            state = self
+                .flushed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    fn staged(&self) -> Arc<Staged> {
+        Arc::clone(
+            &self
+                .staged
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// The staged changes and a redb snapshot, taken together.
+    pub(crate) fn snapshot(&self) -> Result<(Arc<Staged>, redb::ReadTransaction), StorageError> {
+        let guard = self
+            .staged
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let staged = Arc::clone(&guard);
+        let transaction = self.database.begin_read().map_err(io)?;
+        drop(guard);
+        Ok((staged, transaction))
+    }
+
+    /// Replaces the staged changes with `change` of those published now.
+    fn restage(&self, change: impl FnOnce(&Staged) -> Staged) {
+        let mut guard = self
+            .staged
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *guard = Arc::new(change(&guard));
+    }
+
+    /// Writes the staged changes into `transaction` and commits it as a checkpoint, then
+    /// empties them: a reader between the two reads the same values from either side. The
+    /// caller holds [`Shared::exclusive`].
+    pub(crate) fn checkpoint_staged(
+        &self,
+        transaction: redb::WriteTransaction,
+        redo: &mut Redo,
+    ) -> Result<(), StorageError> {
+        let staged = self.staged();
+        staged.apply(&transaction, definition)?;
+        checkpoint(transaction, redo)?;
+        if !staged.is_empty() {
+            self.restage(|_| Staged::default());
+        }
+        Ok(())
+    }
+
+    /// Replaces the whole committed state by running `change` on a transaction and
+    /// checkpointing it, with the staged changes dropped: they belong to the state replaced.
+    /// Readers wait meanwhile, since neither side alone reads as either state.
+    pub(crate) fn replace_state(
+        &self,
+        change: impl FnOnce(&mut redb::WriteTransaction) -> Result<(), StorageError>,
+    ) -> Result<(), StorageError> {
+        let _exclusive = self.exclusive();
+        let mut transaction = self.database.begin_write().map_err(io)?;
+        change(&mut transaction)?;
+        let mut staged = self
+            .staged
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        checkpoint(transaction, &mut self.redo())?;
+        *staged = Arc::default();
+        Ok(())
+    }
+
+    /// The writer's commit (its caller holds [`Shared::writer`]): appends the changes to the
+    /// redo log and syncs it, then stages them, so readers see them only once they are durable.
+    /// Past the log's size it checkpoints; past the staged bound it hands the active tier to
+    /// the flusher, waiting for it first only when a frozen tier is still being written and a
+    /// second one is full.
+    pub(crate) fn commit(&self, tables: &[(Table, Changes)]) -> Result<(), StorageError> {
+        let mut redo = self.redo();
+        // Decided before the append: the log grown past its size by earlier commits.
+        let checkpoint_due = redo.log.bytes() >= self.checkpoint_log_bytes;
+        let borrowed: Vec<_> = tables
+            .iter()
+            .map(|(table, changes)| (*table, changes))
+            .collect();
+        let generation = redo.generation;
+        redo.log.append(generation, &borrowed)?;
+        let active = self.staged().active.with(tables);
+        let active_bytes = active.bytes();
+        self.restage(|now| Staged {
+            active,
+            frozen: now.frozen.clone(),
+        });
+        if checkpoint_due {
+            self.wait_idle();
+            if self.poisoned.load(Ordering::Acquire) {
+                // The flusher failed: this commit is durable in the log, and no write follows.
+                return Ok(());
+            }
+            let transaction = self.database.begin_write().map_err(io)?;
+            return self.checkpoint_staged(transaction, &mut redo);
+        }
+        let bound = self.staged_bytes_max.load(Ordering::Relaxed);
+        if active_bytes < bound {
+            return Ok(());
+        }
+        let mut state = lock(&self.flush);
+        while state.pending && active_bytes >= bound.saturating_mul(2) {
+            state = self
+                .flushed
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+        if !state.pending && !self.poisoned.load(Ordering::Acquire) {
+            // The flusher is idle and did not fail, so the frozen tier is empty.
+            self.restage(|now| Staged {
+                active: Tier::default(),
+                frozen: now.active.clone(),
+            });
+            state.pending = true;
+            self.flushed.notify_all();
+        }
+        Ok(())
+    }
+
+    /// Asks the flusher to stop once what it was handed is written.
+    pub(crate) fn stop_flusher(&self) {
+        lock(&self.flush).stop = true;
+        self.flushed.notify_all();
+    }
+}
+
+/// The flusher's loop: writes each frozen tier into redb, unsynced, then empties it. A failure
+/// poisons the store; the frozen tier then stays readable, since the log holds it.
+pub(crate) fn run_flusher(shared: Arc<Shared>) {
+    loop {
+        {
+            let mut state = lock(&shared.flush);
+            while !state.pending && !state.stop {
+                state = shared
+                    .flushed
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+            }
+            if !state.pending {
+                return;
+            }
+        }
+        let frozen = shared.staged().frozen.clone();
+        let written = shared
+            .database
+            .begin_write()
+            .map_err(io)
+            .and_then(|transaction| {
+                frozen.apply(&transaction, definition)?;
+                commit_unsynced(transaction)
+            });
+        match written {
+            Ok(()) => shared.restage(|now| Staged {
+                active: now.active.clone(),
+                frozen: Tier::default(),
+            }),
+            Err(error) => {
+                shared.poisoned.store(true, Ordering::Release);
+                tracing::error!(%error, "writing staged changes into the store failed; refusing further writes until restart");
+            }
+        }
+        lock(&shared.flush).pending = false;
+        shared.flushed.notify_all();
+    }
+}
