@@ -5,8 +5,11 @@
 //! It does not group, commit or answer jobs: that is the writer thread (`mod.rs`).
 
 /// What a job hands back after applying: called with the commit's outcome.
+use super::kept_counters::KeptCounters;
 use crate::container::Container;
+use crate::counters::row::Counters;
 use crate::error::{EngineError, EngineResult};
+use crate::partitions::shards::Shard;
 use crate::poison::panic_message;
 use crate::scan_visit::{try_scan_with, TryVisit};
 use lethedb_storage::{Bytes, KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
@@ -29,6 +32,12 @@ pub(super) type ApplyJob = Box<dyn FnOnce(&mut WriteContext<'_>) -> Applied + Se
 /// One container's number, an LSN, and its change-log positions: item key suffix to log key.
 pub(crate) type LsnPositions = (u64, u64, HashMap<Vec<u8>, Vec<u8>>);
 
+/// A savepoint of the transaction and of the counters rows the group noted with it.
+pub struct ContextSavepoint {
+    store: Savepoint,
+    counters: usize,
+}
+
 /// The transaction as an operation sees it, plus what the writer needs to know afterwards.
 pub struct WriteContext<'a> {
     pub(super) txn: Box<dyn WriteTxn + 'a>,
@@ -50,6 +59,8 @@ pub struct WriteContext<'a> {
     /// them: a transaction that replaces many items written under one LSN finds each position
     /// without scanning the LSN again. A hint, checked before use (`feed/change_log.rs`).
     pub(crate) change_log_positions: Option<LsnPositions>,
+    /// The counters rows the group wrote and the lane kept (`kept_counters.rs`).
+    pub(super) counters: KeptCounters,
     pub(super) catalog_changed: bool,
     pub(super) failure: Option<StorageError>,
 }
@@ -110,18 +121,38 @@ impl WriteContext<'_> {
 
     /// Marks the transaction's current state (nested inside the writer's own savepoint around
     /// the job), for a transactional batch that must undo its earlier operations.
-    pub fn savepoint(&mut self) -> Savepoint {
-        self.txn.savepoint()
+    pub fn savepoint(&mut self) -> ContextSavepoint {
+        ContextSavepoint {
+            store: self.txn.savepoint(),
+            counters: self.counters.mark(),
+        }
     }
 
     /// Undoes every change made since `savepoint`.
-    pub fn rollback_to(&mut self, savepoint: Savepoint) {
-        self.txn.rollback_to(savepoint);
+    pub fn rollback_to(&mut self, savepoint: ContextSavepoint) {
+        self.txn.rollback_to(savepoint.store);
+        self.counters.rollback_to(savepoint.counters);
     }
 
     /// Keeps the changes made since `savepoint`.
-    pub fn release(&mut self, savepoint: Savepoint) {
-        self.txn.release(savepoint);
+    pub fn release(&mut self, savepoint: ContextSavepoint) {
+        self.txn.release(savepoint.store);
+    }
+
+    /// The counters row of `shard` of container `number`, if the group wrote it or the lane
+    /// kept it from an earlier group; `None`: read it through the transaction.
+    pub(crate) fn kept_counters(&self, number: u64, shard: Shard) -> Option<Counters> {
+        self.counters.get((number, shard))
+    }
+
+    /// Notes that the transaction wrote `counters` as the row of `shard` of container `number`.
+    pub(crate) fn keep_counters(&mut self, number: u64, shard: Shard, counters: Counters) {
+        self.counters.put((number, shard), counters);
+    }
+
+    /// Notes that the transaction deleted every counters row of container `number`.
+    pub(crate) fn forget_counters(&mut self, number: u64) {
+        self.counters.forget_container(number);
     }
 
     /// The transaction for read-only helpers shared with snapshot readers.
@@ -138,21 +169,21 @@ impl WriteContext<'_> {
     /// Applies one job inside a savepoint: kept if it succeeded, rolled back if it failed.
     /// A panic is returned as its message; the transaction must then be dropped.
     pub(super) fn apply(&mut self, apply: ApplyJob) -> Result<Finish, String> {
-        let savepoint = self.txn.savepoint();
+        let savepoint = self.savepoint();
         let changed_before = self.catalog_changed;
         match catch_unwind(AssertUnwindSafe(|| apply(self))) {
             Ok(Applied {
                 succeeded: true,
                 finish,
             }) => {
-                self.txn.release(savepoint);
+                self.release(savepoint);
                 Ok(finish)
             }
             Ok(Applied {
                 succeeded: false,
                 finish,
             }) => {
-                self.txn.rollback_to(savepoint);
+                self.rollback_to(savepoint);
                 if self.catalog_changed && !changed_before {
                     // Definitions cached from the undone changes must not outlive them.
                     self.containers.clear();

@@ -31,21 +31,26 @@
 
 mod context;
 mod job;
+mod kept_counters;
 mod lanes;
 mod stats;
 
-pub use context::WriteContext;
 use context::{Applied, Finish};
-use job::{Job, Message, StoreJob};
+pub use context::{ContextSavepoint, WriteContext};
+use job::{answer_once, Job, Message, StoreJob};
 pub use lanes::WRITER_LANES_SHARED_DEFAULT;
 pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
+use crate::counters::row::Counters;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
 use crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT;
+use crate::partitions::sessions::RangeSessions;
 use crate::poison::Poison;
+use kept_counters::{KeptCounters, ShardOf};
 use lethedb_storage::{Storage, StorageError, Table};
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -67,6 +72,8 @@ pub struct Writer {
     lanes: Vec<mpsc::SyncSender<Message>>,
     pub stats: Arc<WriterStats>,
     pub(crate) poison: Arc<Poison>,
+    /// The session sequences every lane raises after each commit, by the counters it wrote.
+    pub(crate) sessions: Arc<RangeSessions>,
     /// How long the change log keeps entries of containers without a `changeFeedPolicy`.
     change_log_retention_ms: Arc<AtomicI64>,
 }
@@ -105,6 +112,9 @@ impl Writer {
             CHANGE_LOG_RETENTION_MINUTES_DEFAULT.saturating_mul(60_000),
         ));
         let on_catalog_change: Arc<dyn Fn() + Send + Sync> = Arc::new(on_catalog_change);
+        let sessions = Arc::new(RangeSessions::default());
+        // Only a lane that alone writes the store may trust rows of earlier groups.
+        let keeps_counters = lane_count == 1 && !store.is_shared();
         let mut lanes = Vec::with_capacity(lane_count);
         let mut receivers = Vec::with_capacity(lane_count);
         for _ in 0..lane_count {
@@ -123,6 +133,9 @@ impl Writer {
                 stats: Arc::clone(&stats),
                 poison: Arc::clone(&poison),
                 change_log_retention_ms: Arc::clone(&change_log_retention_ms),
+                sessions: Arc::clone(&sessions),
+                keeps_counters,
+                kept_counters: Cell::default(),
             };
             let callback = Arc::clone(&on_catalog_change);
             let name = if index == 0 {
@@ -139,6 +152,7 @@ impl Writer {
             lanes,
             stats,
             poison,
+            sessions,
             change_log_retention_ms,
         };
         Ok((writer, handle))
@@ -270,21 +284,6 @@ impl Writer {
     }
 }
 
-/// Sends a request's answer unless it was already sent.
-fn answer_once<T>(
-    reply: &Mutex<Option<tokio::sync::oneshot::Sender<EngineResult<T>>>>,
-    outcome: EngineResult<T>,
-) {
-    let sender = reply
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some(sender) = sender {
-        // The requester may have gone away; then nobody needs the answer.
-        let _ = sender.send(outcome);
-    }
-}
-
 /// What the writer thread owns.
 struct Thread {
     store: Arc<dyn Storage>,
@@ -296,6 +295,10 @@ struct Thread {
     stats: Arc<WriterStats>,
     poison: Arc<Poison>,
     change_log_retention_ms: Arc<AtomicI64>,
+    sessions: Arc<RangeSessions>,
+    /// Whether the lane keeps the counters rows it committed (`kept_counters.rs`).
+    keeps_counters: bool,
+    kept_counters: Cell<HashMap<ShardOf, Counters>>,
 }
 
 impl Thread {
@@ -341,6 +344,8 @@ impl Thread {
                     );
                 }
                 containers.clear();
+                // The operation may change any row (a snapshot's restore replaces them all).
+                self.kept_counters.take();
                 job(&*self.store, &on_catalog_change);
             }
         }
@@ -466,6 +471,7 @@ impl Thread {
             change_log_retention_default_ms: self.change_log_retention_ms.load(Ordering::Relaxed),
             change_log_next: None,
             change_log_positions: None,
+            counters: KeptCounters::starting_from(self.kept_counters.take()),
             catalog_changed: false,
             failure: None,
         })
@@ -542,6 +548,7 @@ impl Thread {
             catalog_changed,
             failure,
             containers: cached,
+            counters,
             ..
         } = context;
         *containers = cached;
@@ -570,6 +577,12 @@ impl Thread {
         if committed.is_err() || catalog_changed {
             containers.clear();
             on_catalog_change();
+        }
+        if committed.is_ok() {
+            // Before any job is answered, so every token answered afterwards covers the group.
+            let keep = self.keeps_counters && !catalog_changed;
+            self.kept_counters
+                .set(counters.committed(keep, &self.sessions));
         }
         committed
     }
