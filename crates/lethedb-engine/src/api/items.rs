@@ -7,7 +7,7 @@
 use crate::catalog::kinds::ResourceKind;
 use crate::catalog::script_body::{TriggerOperation, TriggerType};
 use crate::container::Container;
-use crate::counters::{counters_in, decode_counters, read_container_counters, read_counters};
+use crate::counters::{decode_counters, read_container_counters, read_counters};
 use crate::engine::Engine;
 use crate::error::{corrupted, writer_busy, EngineError, EngineResult, ErrorCode};
 use crate::items::batch::{
@@ -159,14 +159,14 @@ impl Engine {
                 if atomic {
                     check_batch_partition_key(&container, partition_key.as_ref())?;
                     let shard = shard.unwrap_or(Shard(0));
-                    let lsn = counters_in(context, &container, shard)?.lsn;
+                    let lsn = read_counters(context.reader(), &container, shard)?.lsn;
                     context.pinned_lsn = Some(lsn + 1);
                 }
                 let outcome = run_batch(context, &container, partition_key, operations, mode);
                 context.pinned_lsn = None;
                 let (entries, succeeded) = outcome?;
                 let lsn = match shard {
-                    Some(shard) => counters_in(context, &container, shard)?.lsn,
+                    Some(shard) => read_counters(context.reader(), &container, shard)?.lsn,
                     None => read_container_counters(context.reader(), &container)?.lsn,
                 };
                 Ok((entries, succeeded, lsn))

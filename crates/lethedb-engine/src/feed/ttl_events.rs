@@ -22,7 +22,7 @@
 //! Which jobs run, on which locks, is `feed/ttl_jobs.rs`'s business.
 
 use crate::container::Container;
-use crate::counters::{counters_in, read_shard_counters, store_counters, Counters, FeedMarks};
+use crate::counters::{read_counters, read_shard_counters, store_counters, Counters, FeedMarks};
 use crate::error::EngineResult;
 use crate::feed::change_log::{
     self, append, legacy_marks, read_state, retained_from_ms, trim_due, trim_shard, LogEntry,
@@ -255,7 +255,7 @@ pub(crate) fn apply(
     plan: &ShardPlan,
 ) -> EngineResult<u64> {
     let shard = plan.shard;
-    let mut counters = counters_in(context, container, shard)?;
+    let mut counters = read_counters(context.reader(), container, shard)?;
     let mut marks = change_log::shard_marks(context.reader(), container, shard, &counters)?;
     let fresh = counters.lsn == plan.seen_lsn && marks == plan.seen_marks;
     let found;

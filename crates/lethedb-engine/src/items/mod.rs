@@ -26,7 +26,7 @@ pub use self::stored::StoredItem;
 use self::rules::{Body, Effect, Version, WriteMode};
 use self::unique_keys::{check_write, release_claims, store_claims, WriteClaims};
 use crate::container::Container;
-use crate::counters::{counters_in, delete_counters, store_counters, Counters};
+use crate::counters::{delete_counters, read_counters, store_counters, Counters};
 use crate::error::{corrupted, item_not_found, EngineResult};
 use crate::feed::{change_log, ttl_events};
 use crate::index::maintain::{replace_entries, EntryChanges, VersionRef};
@@ -374,7 +374,7 @@ pub(crate) fn apply_write(
     )?;
     // Validation is over: from here on the operation writes.
     let shard = container.shard_of_key(&found.key);
-    let mut counters = counters_in(context, &container, shard)?;
+    let mut counters = read_counters(context.reader(), &container, shard)?;
     if let Some(expired) = found.existing.as_ref().filter(|_| !found.visible) {
         // An expired version is about to go: its TTL event must be out first.
         ttl_events::emit_ttl_event_of(context, &container, &found.key, expired, &mut counters)?;
@@ -559,7 +559,7 @@ pub(crate) fn apply_delete(
         .map(|record| (stored_version(number, &record), record));
     let existing = rules::decide_existing(if_match.as_deref(), current)?;
     let shard = container.shard_of_key(&key);
-    let mut counters = counters_in(context, container, shard)?;
+    let mut counters = read_counters(context.reader(), container, shard)?;
     let changes = remove_version(context, container, &key, &existing, &mut counters)?;
     next_lsn(context, &mut counters);
     change_log::log_delete(context, number, &key, existing.lsn, counters.lsn)?;

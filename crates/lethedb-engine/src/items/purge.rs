@@ -8,7 +8,7 @@
 
 use super::{next_lsn, remove_version};
 use crate::container::Container;
-use crate::counters::{counters_in, store_counters, ShardCounters};
+use crate::counters::{read_counters, store_counters, ShardCounters};
 use crate::error::{corrupted, EngineResult};
 use crate::feed::{change_log, ttl_events};
 use crate::keys;
@@ -40,7 +40,7 @@ pub(crate) fn apply_delete_partition(
         },
     )?;
     let shard = container.shard_of(&partition_key);
-    let mut counters = counters_in(context, container, shard)?;
+    let mut counters = read_counters(context.reader(), container, shard)?;
     let mut deleted = Vec::new();
     for (key, record) in &doomed {
         if record_is_expired(container, record, context.now_ms) {

@@ -8,7 +8,7 @@
 
 use super::view::ScriptWrite;
 use crate::container::Container;
-use crate::counters::counters_in;
+use crate::counters::read_counters;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::items::{apply_delete, apply_write, read_record, StoredItem, WriteRequest};
 use crate::partitions::partition_key::PartitionKeyValue;
@@ -67,7 +67,7 @@ pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineR
     }
     // A script writes one logical partition, so one shard: its writes share the next LSN.
     let shard = container.shard_of(&plan.partition);
-    let lsn = counters_in(context, &container, shard)?.lsn;
+    let lsn = read_counters(context.reader(), &container, shard)?.lsn;
     context.pinned_lsn = Some(lsn + 1);
     let applied = apply_writes(context, &container, &plan.partition, plan.writes);
     context.pinned_lsn = None;
@@ -82,7 +82,7 @@ pub(crate) fn apply(context: &mut WriteContext<'_>, plan: CommitPlan) -> EngineR
             finals.insert(key, item);
         }
     }
-    let lsn = counters_in(context, &container, shard)?.lsn;
+    let lsn = read_counters(context.reader(), &container, shard)?.lsn;
     Ok(Committed {
         finals,
         lsn,

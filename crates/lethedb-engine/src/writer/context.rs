@@ -5,11 +5,8 @@
 //! It does not group, commit or answer jobs: that is the writer thread (`mod.rs`).
 
 /// What a job hands back after applying: called with the commit's outcome.
-use super::kept_counters::KeptCounters;
 use crate::container::Container;
-use crate::counters::row::Counters;
 use crate::error::{EngineError, EngineResult};
-use crate::partitions::shards::Shard;
 use crate::poison::panic_message;
 use crate::scan_visit::{try_scan_with, TryVisit};
 use lethedb_storage::{Bytes, KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
@@ -32,10 +29,10 @@ pub(super) type ApplyJob = Box<dyn FnOnce(&mut WriteContext<'_>) -> Applied + Se
 /// One container's number, an LSN, and its change-log positions: item key suffix to log key.
 pub(crate) type LsnPositions = (u64, u64, HashMap<Vec<u8>, Vec<u8>>);
 
-/// A savepoint of the transaction and of the counters rows the group noted with it.
+/// A savepoint of the transaction, and how many written LSNs were noted when it was taken.
 pub struct ContextSavepoint {
     store: Savepoint,
-    counters: usize,
+    written_lsns: usize,
 }
 
 /// The transaction as an operation sees it, plus what the writer needs to know afterwards.
@@ -59,8 +56,10 @@ pub struct WriteContext<'a> {
     /// them: a transaction that replaces many items written under one LSN finds each position
     /// without scanning the LSN again. A hint, checked before use (`feed/change_log.rs`).
     pub(crate) change_log_positions: Option<LsnPositions>,
-    /// The counters rows the group wrote and the lane kept (`kept_counters.rs`).
-    pub(super) counters: KeptCounters,
+    /// The LSN of every counters row the transaction wrote, with its container's number, in
+    /// order (a savepoint's rollback cuts the list back with the writes): what the commit
+    /// raises the session sequences by.
+    pub(super) written_lsns: Vec<(u64, u64)>,
     pub(super) catalog_changed: bool,
     pub(super) failure: Option<StorageError>,
 }
@@ -124,14 +123,14 @@ impl WriteContext<'_> {
     pub fn savepoint(&mut self) -> ContextSavepoint {
         ContextSavepoint {
             store: self.txn.savepoint(),
-            counters: self.counters.mark(),
+            written_lsns: self.written_lsns.len(),
         }
     }
 
     /// Undoes every change made since `savepoint`.
     pub fn rollback_to(&mut self, savepoint: ContextSavepoint) {
         self.txn.rollback_to(savepoint.store);
-        self.counters.rollback_to(savepoint.counters);
+        self.written_lsns.truncate(savepoint.written_lsns);
     }
 
     /// Keeps the changes made since `savepoint`.
@@ -139,20 +138,9 @@ impl WriteContext<'_> {
         self.txn.release(savepoint.store);
     }
 
-    /// The counters row of `shard` of container `number`, if the group wrote it or the lane
-    /// kept it from an earlier group; `None`: read it through the transaction.
-    pub(crate) fn kept_counters(&self, number: u64, shard: Shard) -> Option<Counters> {
-        self.counters.get((number, shard))
-    }
-
-    /// Notes that the transaction wrote `counters` as the row of `shard` of container `number`.
-    pub(crate) fn keep_counters(&mut self, number: u64, shard: Shard, counters: Counters) {
-        self.counters.put((number, shard), counters);
-    }
-
-    /// Notes that the transaction deleted every counters row of container `number`.
-    pub(crate) fn forget_counters(&mut self, number: u64) {
-        self.counters.forget_container(number);
+    /// Notes that the transaction wrote a counters row of container `number` with `lsn`.
+    pub(crate) fn note_written_lsn(&mut self, number: u64, lsn: u64) {
+        self.written_lsns.push((number, lsn));
     }
 
     /// The transaction for read-only helpers shared with snapshot readers.

@@ -14,9 +14,7 @@
 //! exactly as two processes do. Each lane keeps its own cached definitions and catalog epoch;
 //! such a store's write transactions report the epoch (fjall keeps it in its process), so a
 //! lane drops its definitions when another lane changed the catalog, before its next group's
-//! first job runs. Counters rows are kept from one group to the next only with one lane on a
-//! store no other process writes (`kept_counters.rs`): with several, another lane may have
-//! written them since.
+//! first job runs. Counters are never cached: each group reads its shards' rows.
 //!
 //! This module only counts lanes, routes jobs and starts threads; `mod.rs` runs each lane's
 //! groups.

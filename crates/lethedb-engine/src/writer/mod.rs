@@ -31,7 +31,6 @@
 
 mod context;
 mod job;
-mod kept_counters;
 mod lanes;
 mod stats;
 
@@ -43,14 +42,11 @@ pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
-use crate::counters::row::Counters;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
 use crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT;
 use crate::partitions::sessions::RangeSessions;
 use crate::poison::Poison;
-use kept_counters::{KeptCounters, ShardOf};
 use lethedb_storage::{Storage, StorageError, Table};
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -72,7 +68,7 @@ pub struct Writer {
     lanes: Vec<mpsc::SyncSender<Message>>,
     pub stats: Arc<WriterStats>,
     pub(crate) poison: Arc<Poison>,
-    /// The session sequences every lane raises after each commit, by the counters it wrote.
+    /// The session sequences every lane raises after each commit (`partitions/sessions.rs`).
     pub(crate) sessions: Arc<RangeSessions>,
     /// How long the change log keeps entries of containers without a `changeFeedPolicy`.
     change_log_retention_ms: Arc<AtomicI64>,
@@ -113,8 +109,6 @@ impl Writer {
         ));
         let on_catalog_change: Arc<dyn Fn() + Send + Sync> = Arc::new(on_catalog_change);
         let sessions = Arc::new(RangeSessions::default());
-        // Only a lane that alone writes the store may trust rows of earlier groups.
-        let keeps_counters = lane_count == 1 && !store.is_shared();
         let mut lanes = Vec::with_capacity(lane_count);
         let mut receivers = Vec::with_capacity(lane_count);
         for _ in 0..lane_count {
@@ -134,8 +128,6 @@ impl Writer {
                 poison: Arc::clone(&poison),
                 change_log_retention_ms: Arc::clone(&change_log_retention_ms),
                 sessions: Arc::clone(&sessions),
-                keeps_counters,
-                kept_counters: Cell::default(),
             };
             let callback = Arc::clone(&on_catalog_change);
             let name = if index == 0 {
@@ -296,9 +288,6 @@ struct Thread {
     poison: Arc<Poison>,
     change_log_retention_ms: Arc<AtomicI64>,
     sessions: Arc<RangeSessions>,
-    /// Whether the lane keeps the counters rows it committed (`kept_counters.rs`).
-    keeps_counters: bool,
-    kept_counters: Cell<HashMap<ShardOf, Counters>>,
 }
 
 impl Thread {
@@ -344,8 +333,6 @@ impl Thread {
                     );
                 }
                 containers.clear();
-                // The operation may change any row (a snapshot's restore replaces them all).
-                self.kept_counters.take();
                 job(&*self.store, &on_catalog_change);
             }
         }
@@ -471,7 +458,7 @@ impl Thread {
             change_log_retention_default_ms: self.change_log_retention_ms.load(Ordering::Relaxed),
             change_log_next: None,
             change_log_positions: None,
-            counters: KeptCounters::starting_from(self.kept_counters.take()),
+            written_lsns: Vec::new(),
             catalog_changed: false,
             failure: None,
         })
@@ -548,7 +535,7 @@ impl Thread {
             catalog_changed,
             failure,
             containers: cached,
-            counters,
+            written_lsns,
             ..
         } = context;
         *containers = cached;
@@ -579,10 +566,11 @@ impl Thread {
             on_catalog_change();
         }
         if committed.is_ok() {
-            // Before any job is answered, so every token answered afterwards covers the group.
-            let keep = self.keeps_counters && !catalog_changed;
-            self.kept_counters
-                .set(counters.committed(keep, &self.sessions));
+            // Before any job is answered: every token answered afterwards covers the group,
+            // a purge or a TTL event that answers nobody included.
+            for (number, lsn) in written_lsns {
+                self.sessions.raise_committed(number, lsn);
+            }
         }
         committed
     }
