@@ -129,7 +129,8 @@ pub(crate) fn decode_counters(bytes: Option<Vec<u8>>, shard: Shard) -> EngineRes
     }
 }
 
-/// Writes one shard's counters.
+/// Writes one shard's counters, and notes its LSN for the session sequences the commit
+/// raises (`writer/mod.rs`).
 pub(crate) fn store_counters(
     context: &mut WriteContext<'_>,
     container: &Container,
@@ -140,7 +141,9 @@ pub(crate) fn store_counters(
         Table::Counters,
         &container.counters_key(shard),
         &counters.encode(),
-    )
+    )?;
+    context.note_written_lsn(container.key_number(), counters.lsn);
+    Ok(())
 }
 
 /// A whole container's counters: its shards' items and bytes summed, and as its LSN its

@@ -205,9 +205,9 @@ pub(crate) struct Inner {
     pub(crate) plans: PlanMemory,
     /// The decoded vectors exact vector search scans (`search/`).
     pub(crate) vectors: VectorStores,
-    /// Every container's shard sequences as last seen, for range session tokens
-    /// (`partitions/sessions.rs`).
-    pub(crate) sessions: RangeSessions,
+    /// Every container's shard sequences as last seen, for range session tokens; the
+    /// writer's, which raises them after each commit (`partitions/sessions.rs`).
+    pub(crate) sessions: Arc<RangeSessions>,
 }
 
 /// The engine. Cloning it is cheap and shares everything.

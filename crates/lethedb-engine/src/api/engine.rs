@@ -11,7 +11,6 @@ use crate::error::{EngineError, EngineResult, ErrorCode};
 use crate::index::plan_memory::PlanMemory;
 use crate::items::document_cache::DocumentCache;
 use crate::limits::{SCANS_CONCURRENT_MAX, SCRIPTS_CONCURRENT_MAX};
-use crate::partitions::sessions::RangeSessions;
 use crate::search::VectorStores;
 use crate::throughput::{BudgetKey, BudgetTotals, Budgets, Priority};
 use crate::ttl::sweep_stats::SweepRegistry;
@@ -47,6 +46,7 @@ impl Engine {
             .max(1)
             .saturating_mul(60_000);
         writer.set_change_log_retention_ms(change_log_retention_ms);
+        let sessions = Arc::clone(&writer.sessions);
         // User activity paces the sweeper, so it is measured on the clock's pacer.
         let started = clock.pacer().stopwatch();
         Ok(Engine {
@@ -62,7 +62,7 @@ impl Engine {
                 sweep_stats: SweepRegistry::default(),
                 budgets: Budgets::default(),
                 documents: DocumentCache::new(config.document_cache_bytes),
-                sessions: RangeSessions::default(),
+                sessions,
                 scans: Arc::new(tokio::sync::Semaphore::new(SCANS_CONCURRENT_MAX)),
                 scripts: Arc::new(tokio::sync::Semaphore::new(SCRIPTS_CONCURRENT_MAX)),
                 script_limits: config.script_limits,

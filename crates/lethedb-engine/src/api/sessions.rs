@@ -40,19 +40,23 @@ impl Engine {
             .map(|(_, lsn)| lsn)
             .collect();
         let version = lsns.iter().copied().map(sequence).sum();
-        self.inner.sessions.keep(
+        // `reader` may have begun before a commit the sessions missed: it only raises.
+        self.inner.sessions.raise_held(
             container.key_number(),
-            ShardSequences::new(container.shards, lsns),
+            &ShardSequences::new(container.shards, lsns),
         );
         Ok(version)
     }
 
-    /// The kept sequences of `container`, read from the store at its first use.
+    /// The kept sequences of `container`, read from the store at its first use (and again
+    /// while commits missed during the read keep it from being kept).
     async fn shard_sequences(&self, container: &Container) -> EngineResult<Arc<ShardSequences>> {
         let number = container.key_number();
         if let Some(known) = self.inner.sessions.get(number) {
             return Ok(known);
         }
+        // Taken before the store is read: a commit missed after it keeps the read from being kept.
+        let ticket = self.inner.sessions.ticket();
         let shards = container.shards.max(1);
         let keys: Vec<Vec<u8>> = (0..shards)
             .map(|shard| container.counters_key(Shard(shard)))
@@ -80,6 +84,6 @@ impl Engine {
         Ok(self
             .inner
             .sessions
-            .keep(number, ShardSequences::new(shards, lsns)))
+            .keep(number, ShardSequences::new(shards, lsns), ticket))
     }
 }

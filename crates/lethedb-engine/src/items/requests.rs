@@ -6,7 +6,7 @@
 //! visibility `ttl/expiry.rs`, storage layout `keys.rs`.
 
 use crate::container::Container;
-use crate::counters::{decode_counters, read_container_counters, read_counters};
+use crate::counters::{decode_counters, read_container_counters};
 use crate::engine::Engine;
 use crate::error::{
     container_not_found, corrupted, invalid_continuation, item_not_found, EngineResult,
@@ -85,6 +85,12 @@ impl PointLook {
 }
 
 impl Engine {
+    /// A point read on a snapshot, with the shard LSN its answer's session token is raised
+    /// by (`with_lsn`): on a shared store the shard's counters, which the look reads with the
+    /// item, since other processes write it; on a store only this process writes, the item's
+    /// own LSN, since the writer raised the session sequences by every commit before
+    /// acknowledging it (`partitions/sessions.rs`), and reading the counters would add nothing
+    /// an acknowledged write did not already put there. Without `with_lsn`, the item's LSN.
     pub(crate) fn read_item_in(
         &self,
         container: &Arc<Container>,
@@ -104,11 +110,7 @@ impl Engine {
         if record_is_expired(container, &record, self.now_in(&*reader)) {
             return Err(item_not_found());
         }
-        let lsn = if with_lsn {
-            read_counters(&*reader, container, container.shard_of_place(&place))?.lsn
-        } else {
-            record.lsn
-        };
+        let lsn = record.lsn;
         Ok((
             StoredItem {
                 container: Arc::clone(container),

@@ -6,11 +6,19 @@
 //!
 //! Reading every shard's counters for each point operation would cost up to 64 reads, so the
 //! sums come from here: a container's shard sequences are read from the store once, at its first
-//! answer, and then only raised, by every answer that learns a shard's LSN (a point read's
-//! counters, a write's LSN, a query's counters). They never fall, so the tokens one process gives
-//! for a range never fall either. On a store shared by several processes, another process's
-//! writes show here only once an answer of this one reads them; every read is served strongly
-//! whatever token is sent, so a lagging token costs nothing but its number.
+//! answer, and then only raised: by the writer after each commit, with the LSN of every counters
+//! row it wrote (a sweeper's purge and a TTL event included), and by every answer that learns a
+//! shard's LSN (a write's LSN, a query's counters, a point read's on a shared store). They never
+//! fall, so the tokens one process gives for a range never fall either, and every token given
+//! after a write was acknowledged covers it: a point read on a store only this process writes
+//! takes its token from here without reading the counters. On a store shared by several
+//! processes, another process's writes show here only once an answer of this one reads them;
+//! every read is served strongly whatever token is sent, so a lagging token costs nothing but
+//! its number.
+//!
+//! A commit in a container not held here raises nothing; it is counted instead (`missed`), so a
+//! first read of the container's counters that began before that commit is not kept (it may
+//! lack the commit): only a read that began after every such commit fills the container in.
 //!
 //! Pure bookkeeping: reading the store is the caller's (`api/sessions.rs`).
 
@@ -27,7 +35,15 @@ const CONTAINERS_MAX: usize = 4096;
 /// Every container's shard sequences, by container number.
 #[derive(Default)]
 pub(crate) struct RangeSessions {
-    containers: RwLock<HashMap<u64, Arc<ShardSequences>>>,
+    containers: RwLock<Held>,
+}
+
+#[derive(Default)]
+struct Held {
+    by_number: HashMap<u64, Arc<ShardSequences>>,
+    /// Commits that raised no container held, and emptyings of `by_number`: a read of the
+    /// store begun before one of them may lack a committed write (see the module's opening).
+    missed: u64,
 }
 
 /// One container's latest known sequence per shard.
@@ -66,37 +82,88 @@ impl ShardSequences {
     }
 }
 
+impl ShardSequences {
+    /// Raises every sequence to `read`'s, where that is higher.
+    fn raise_all(&self, read: &ShardSequences) {
+        for (shard, slot) in read.sequences.iter().enumerate() {
+            if let Some(own) = self.sequences.get(shard) {
+                own.fetch_max(slot.load(Ordering::Relaxed), Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 impl RangeSessions {
-    /// The sequences kept for container `number`, if it has been read.
-    pub(crate) fn get(&self, number: u64) -> Option<Arc<ShardSequences>> {
-        let containers = self
-            .containers
+    fn held(&self) -> std::sync::RwLockReadGuard<'_, Held> {
+        self.containers
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        containers.get(&number).cloned()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Keeps `read` for container `number`; when another answer kept one first, that one is
-    /// raised by `read`'s sequences and returned, so no sequence ever falls.
-    pub(crate) fn keep(&self, number: u64, read: ShardSequences) -> Arc<ShardSequences> {
-        let mut containers = self
-            .containers
+    fn held_mut(&self) -> std::sync::RwLockWriteGuard<'_, Held> {
+        self.containers
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(kept) = containers.get(&number) {
-            for (shard, slot) in read.sequences.iter().enumerate() {
-                if let Some(own) = kept.sequences.get(shard) {
-                    own.fetch_max(slot.load(Ordering::Relaxed), Ordering::Relaxed);
-                }
-            }
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The sequences kept for container `number`, if it has been read.
+    pub(crate) fn get(&self, number: u64) -> Option<Arc<ShardSequences>> {
+        self.held().by_number.get(&number).cloned()
+    }
+
+    /// What a first read of a container's counters takes before it begins, for
+    /// [`RangeSessions::keep`].
+    pub(crate) fn ticket(&self) -> u64 {
+        self.held().missed
+    }
+
+    /// Raises container `number`'s sequence of the shard `lsn` names, after a commit that
+    /// wrote that shard's counters with `lsn`; a container not held counts as missed.
+    pub(crate) fn raise_committed(&self, number: u64, lsn: u64) {
+        if let Some(known) = self.get(number) {
+            known.raise(lsn);
+            return;
+        }
+        let mut held = self.held_mut();
+        match held.by_number.get(&number) {
+            Some(known) => known.raise(lsn),
+            None => held.missed += 1,
+        }
+    }
+
+    /// Keeps `read`, read from the store after `ticket` was taken, for container `number`;
+    /// when another answer kept one first, that one is raised by `read`'s sequences and
+    /// returned, so no sequence ever falls. When a commit was missed since `ticket`, `read` may
+    /// lack it: it is returned for its own answer (which it covers) but not kept.
+    pub(crate) fn keep(
+        &self,
+        number: u64,
+        read: ShardSequences,
+        ticket: u64,
+    ) -> Arc<ShardSequences> {
+        let mut held = self.held_mut();
+        if let Some(kept) = held.by_number.get(&number) {
+            kept.raise_all(&read);
             return Arc::clone(kept);
         }
-        if containers.len() >= CONTAINERS_MAX {
-            containers.clear();
+        if held.missed != ticket {
+            return Arc::new(read);
+        }
+        if held.by_number.len() >= CONTAINERS_MAX {
+            held.by_number.clear();
+            held.missed += 1;
         }
         let kept = Arc::new(read);
-        containers.insert(number, Arc::clone(&kept));
+        held.by_number.insert(number, Arc::clone(&kept));
         kept
+    }
+
+    /// Raises container `number`'s kept sequences by `read`'s, when it is held (a read of
+    /// unknown age never fills a container in).
+    pub(crate) fn raise_held(&self, number: u64, read: &ShardSequences) {
+        if let Some(known) = self.get(number) {
+            known.raise_all(read);
+        }
     }
 }
 
@@ -126,10 +193,37 @@ mod tests {
     #[test]
     fn keeping_a_second_read_raises_the_first_and_never_lowers_it() {
         let sessions = RangeSessions::default();
-        let first = sessions.keep(7, ShardSequences::new(2, [lsn(0, 4), lsn(1, 1)]));
-        let second = sessions.keep(7, ShardSequences::new(2, [lsn(0, 2), lsn(1, 6)]));
+        let ticket = sessions.ticket();
+        let first = sessions.keep(7, ShardSequences::new(2, [lsn(0, 4), lsn(1, 1)]), ticket);
+        let second = sessions.keep(7, ShardSequences::new(2, [lsn(0, 2), lsn(1, 6)]), ticket);
         assert!(Arc::ptr_eq(&first, &second));
         assert_eq!(first.sum(0..=1), 10);
         assert!(sessions.get(8).is_none());
+        // A read of unknown age raises a held container and never fills one in.
+        sessions.raise_held(7, &ShardSequences::new(2, [lsn(1, 8)]));
+        sessions.raise_held(8, &ShardSequences::new(2, [lsn(1, 8)]));
+        assert_eq!(first.sum(0..=1), 12);
+        assert!(sessions.get(8).is_none());
+    }
+
+    #[test]
+    fn a_read_begun_before_a_commit_the_sessions_missed_is_not_kept() {
+        let sessions = RangeSessions::default();
+        // A first read of container 7 takes its ticket and reads the store...
+        let ticket = sessions.ticket();
+        let read = ShardSequences::new(2, [lsn(0, 4)]);
+        // ...while a commit in 7 (not held yet) raises nothing and is counted.
+        sessions.raise_committed(7, lsn(0, 5));
+        let answered = sessions.keep(7, read, ticket);
+        assert_eq!(answered.sum(0..=1), 4);
+        assert!(
+            sessions.get(7).is_none(),
+            "a read that may lack a commit was kept"
+        );
+        // A read begun after the commit is kept, and later commits raise it.
+        let ticket = sessions.ticket();
+        sessions.keep(7, ShardSequences::new(2, [lsn(0, 5)]), ticket);
+        sessions.raise_committed(7, lsn(1, 3));
+        assert_eq!(sessions.get(7).map(|known| known.sum(0..=1)), Some(8));
     }
 }

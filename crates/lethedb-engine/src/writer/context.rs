@@ -29,6 +29,12 @@ pub(super) type ApplyJob = Box<dyn FnOnce(&mut WriteContext<'_>) -> Applied + Se
 /// One container's number, an LSN, and its change-log positions: item key suffix to log key.
 pub(crate) type LsnPositions = (u64, u64, HashMap<Vec<u8>, Vec<u8>>);
 
+/// A savepoint of the transaction, and how many written LSNs were noted when it was taken.
+pub struct ContextSavepoint {
+    store: Savepoint,
+    written_lsns: usize,
+}
+
 /// The transaction as an operation sees it, plus what the writer needs to know afterwards.
 pub struct WriteContext<'a> {
     pub(super) txn: Box<dyn WriteTxn + 'a>,
@@ -50,6 +56,10 @@ pub struct WriteContext<'a> {
     /// them: a transaction that replaces many items written under one LSN finds each position
     /// without scanning the LSN again. A hint, checked before use (`feed/change_log.rs`).
     pub(crate) change_log_positions: Option<LsnPositions>,
+    /// The LSN of every counters row the transaction wrote, with its container's number, in
+    /// order (a savepoint's rollback cuts the list back with the writes): what the commit
+    /// raises the session sequences by.
+    pub(super) written_lsns: Vec<(u64, u64)>,
     pub(super) catalog_changed: bool,
     pub(super) failure: Option<StorageError>,
 }
@@ -110,18 +120,27 @@ impl WriteContext<'_> {
 
     /// Marks the transaction's current state (nested inside the writer's own savepoint around
     /// the job), for a transactional batch that must undo its earlier operations.
-    pub fn savepoint(&mut self) -> Savepoint {
-        self.txn.savepoint()
+    pub fn savepoint(&mut self) -> ContextSavepoint {
+        ContextSavepoint {
+            store: self.txn.savepoint(),
+            written_lsns: self.written_lsns.len(),
+        }
     }
 
     /// Undoes every change made since `savepoint`.
-    pub fn rollback_to(&mut self, savepoint: Savepoint) {
-        self.txn.rollback_to(savepoint);
+    pub fn rollback_to(&mut self, savepoint: ContextSavepoint) {
+        self.txn.rollback_to(savepoint.store);
+        self.written_lsns.truncate(savepoint.written_lsns);
     }
 
     /// Keeps the changes made since `savepoint`.
-    pub fn release(&mut self, savepoint: Savepoint) {
-        self.txn.release(savepoint);
+    pub fn release(&mut self, savepoint: ContextSavepoint) {
+        self.txn.release(savepoint.store);
+    }
+
+    /// Notes that the transaction wrote a counters row of container `number` with `lsn`.
+    pub(crate) fn note_written_lsn(&mut self, number: u64, lsn: u64) {
+        self.written_lsns.push((number, lsn));
     }
 
     /// The transaction for read-only helpers shared with snapshot readers.
@@ -138,21 +157,21 @@ impl WriteContext<'_> {
     /// Applies one job inside a savepoint: kept if it succeeded, rolled back if it failed.
     /// A panic is returned as its message; the transaction must then be dropped.
     pub(super) fn apply(&mut self, apply: ApplyJob) -> Result<Finish, String> {
-        let savepoint = self.txn.savepoint();
+        let savepoint = self.savepoint();
         let changed_before = self.catalog_changed;
         match catch_unwind(AssertUnwindSafe(|| apply(self))) {
             Ok(Applied {
                 succeeded: true,
                 finish,
             }) => {
-                self.txn.release(savepoint);
+                self.release(savepoint);
                 Ok(finish)
             }
             Ok(Applied {
                 succeeded: false,
                 finish,
             }) => {
-                self.txn.rollback_to(savepoint);
+                self.rollback_to(savepoint);
                 if self.catalog_changed && !changed_before {
                     // Definitions cached from the undone changes must not outlive them.
                     self.containers.clear();

@@ -2,11 +2,13 @@
 //! and how a group of jobs is shaped by the shards they write: which shard locks the group
 //! needs, and which jobs wait for a later group because another process holds their shards.
 //!
-//! It runs no job and opens no transaction; `mod.rs` does.
+//! It runs no job and opens no transaction; `mod.rs` does. It only sends a job's answer
+//! (`answer_once`), whichever of the job's two ways of answering runs last.
 
 use super::context::ApplyJob;
-use crate::error::EngineError;
+use crate::error::{EngineError, EngineResult};
 use lethedb_storage::{Storage, Table};
+use std::sync::Mutex;
 
 /// One queued mutation.
 pub(super) struct Job {
@@ -65,4 +67,19 @@ pub(super) fn defer_unheld(batch: &mut Vec<Job>, deferred: &mut Vec<Job>, acquir
     let (kept, left): (Vec<Job>, Vec<Job>) = batch.drain(..).partition(held);
     *batch = kept;
     deferred.extend(left);
+}
+
+/// Sends a request's answer unless it was already sent.
+pub(super) fn answer_once<T>(
+    reply: &Mutex<Option<tokio::sync::oneshot::Sender<EngineResult<T>>>>,
+    outcome: EngineResult<T>,
+) {
+    let sender = reply
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take();
+    if let Some(sender) = sender {
+        // The requester may have gone away; then nobody needs the answer.
+        let _ = sender.send(outcome);
+    }
 }

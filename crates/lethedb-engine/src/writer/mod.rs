@@ -34,9 +34,9 @@ mod job;
 mod lanes;
 mod stats;
 
-pub use context::WriteContext;
 use context::{Applied, Finish};
-use job::{Job, Message, StoreJob};
+pub use context::{ContextSavepoint, WriteContext};
+use job::{answer_once, Job, Message, StoreJob};
 pub use lanes::WRITER_LANES_SHARED_DEFAULT;
 pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 
@@ -44,6 +44,7 @@ use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
 use crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT;
+use crate::partitions::sessions::RangeSessions;
 use crate::poison::Poison;
 use lethedb_storage::{Storage, StorageError, Table};
 use std::collections::HashMap;
@@ -67,6 +68,8 @@ pub struct Writer {
     lanes: Vec<mpsc::SyncSender<Message>>,
     pub stats: Arc<WriterStats>,
     pub(crate) poison: Arc<Poison>,
+    /// The session sequences every lane raises after each commit (`partitions/sessions.rs`).
+    pub(crate) sessions: Arc<RangeSessions>,
     /// How long the change log keeps entries of containers without a `changeFeedPolicy`.
     change_log_retention_ms: Arc<AtomicI64>,
 }
@@ -105,6 +108,7 @@ impl Writer {
             CHANGE_LOG_RETENTION_MINUTES_DEFAULT.saturating_mul(60_000),
         ));
         let on_catalog_change: Arc<dyn Fn() + Send + Sync> = Arc::new(on_catalog_change);
+        let sessions = Arc::new(RangeSessions::default());
         let mut lanes = Vec::with_capacity(lane_count);
         let mut receivers = Vec::with_capacity(lane_count);
         for _ in 0..lane_count {
@@ -123,6 +127,7 @@ impl Writer {
                 stats: Arc::clone(&stats),
                 poison: Arc::clone(&poison),
                 change_log_retention_ms: Arc::clone(&change_log_retention_ms),
+                sessions: Arc::clone(&sessions),
             };
             let callback = Arc::clone(&on_catalog_change);
             let name = if index == 0 {
@@ -139,6 +144,7 @@ impl Writer {
             lanes,
             stats,
             poison,
+            sessions,
             change_log_retention_ms,
         };
         Ok((writer, handle))
@@ -270,21 +276,6 @@ impl Writer {
     }
 }
 
-/// Sends a request's answer unless it was already sent.
-fn answer_once<T>(
-    reply: &Mutex<Option<tokio::sync::oneshot::Sender<EngineResult<T>>>>,
-    outcome: EngineResult<T>,
-) {
-    let sender = reply
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take();
-    if let Some(sender) = sender {
-        // The requester may have gone away; then nobody needs the answer.
-        let _ = sender.send(outcome);
-    }
-}
-
 /// What the writer thread owns.
 struct Thread {
     store: Arc<dyn Storage>,
@@ -296,6 +287,7 @@ struct Thread {
     stats: Arc<WriterStats>,
     poison: Arc<Poison>,
     change_log_retention_ms: Arc<AtomicI64>,
+    sessions: Arc<RangeSessions>,
 }
 
 impl Thread {
@@ -466,6 +458,7 @@ impl Thread {
             change_log_retention_default_ms: self.change_log_retention_ms.load(Ordering::Relaxed),
             change_log_next: None,
             change_log_positions: None,
+            written_lsns: Vec::new(),
             catalog_changed: false,
             failure: None,
         })
@@ -542,6 +535,7 @@ impl Thread {
             catalog_changed,
             failure,
             containers: cached,
+            written_lsns,
             ..
         } = context;
         *containers = cached;
@@ -570,6 +564,13 @@ impl Thread {
         if committed.is_err() || catalog_changed {
             containers.clear();
             on_catalog_change();
+        }
+        if committed.is_ok() {
+            // Before any job is answered: every token answered afterwards covers the group,
+            // a purge or a TTL event that answers nobody included.
+            for (number, lsn) in written_lsns {
+                self.sessions.raise_committed(number, lsn);
+            }
         }
         committed
     }

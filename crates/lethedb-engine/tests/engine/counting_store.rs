@@ -1,28 +1,38 @@
 //! A store wrapper for tests that measure what a read costs: it counts the rows of the items
-//! table that its snapshots read (scanned or got) and forwards everything else to a memory
-//! store. Writes are not counted.
+//! and counters tables that its snapshots read (scanned or got) and forwards everything else
+//! to a memory store (or another store this process alone writes). Writes are not counted.
 
 use lethedb_storage::{
     KeyRange, MemoryStore, ReadTxn, Storage, StorageError, Table, Visit, WriteTxn,
 };
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// A memory store that counts the items-table rows its snapshots read (scanned or got).
-pub struct CountingStore {
-    inner: MemoryStore,
+/// A store (memory unless told) that counts the items- and counters-table rows its
+/// snapshots read (scanned or got).
+pub struct CountingStore<S: Storage = MemoryStore> {
+    inner: S,
     items_read: AtomicU64,
+    counters_read: AtomicU64,
 }
 
 impl CountingStore {
     pub fn new() -> CountingStore {
+        CountingStore::over(MemoryStore::new())
+    }
+}
+
+impl<S: Storage> CountingStore<S> {
+    /// Counts the reads of `inner`'s snapshots.
+    pub fn over(inner: S) -> CountingStore<S> {
         CountingStore {
-            inner: MemoryStore::new(),
+            inner,
             items_read: AtomicU64::new(0),
+            counters_read: AtomicU64::new(0),
         }
     }
 
     /// The store it counts for, to read and write behind the count.
-    pub fn inner(&self) -> &MemoryStore {
+    pub fn inner(&self) -> &S {
         &self.inner
     }
 
@@ -30,18 +40,26 @@ impl CountingStore {
     pub fn taken(&self) -> u64 {
         self.items_read.swap(0, Ordering::SeqCst)
     }
+
+    /// The counters-table rows read since the last call.
+    pub fn counters_taken(&self) -> u64 {
+        self.counters_read.swap(0, Ordering::SeqCst)
+    }
 }
 
 struct CountingRead<'a> {
     inner: Box<dyn ReadTxn + 'a>,
     items_read: &'a AtomicU64,
+    counters_read: &'a AtomicU64,
 }
 
 impl CountingRead<'_> {
     fn count(&self, table: Table) {
-        if table == Table::Items {
-            self.items_read.fetch_add(1, Ordering::SeqCst);
-        }
+        match table {
+            Table::Items => self.items_read.fetch_add(1, Ordering::SeqCst),
+            Table::Counters => self.counters_read.fetch_add(1, Ordering::SeqCst),
+            _ => 0,
+        };
     }
 }
 
@@ -71,11 +89,12 @@ impl ReadTxn for CountingRead<'_> {
     }
 }
 
-impl Storage for CountingStore {
+impl<S: Storage> Storage for CountingStore<S> {
     fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
         Ok(Box::new(CountingRead {
             inner: self.inner.read()?,
             items_read: &self.items_read,
+            counters_read: &self.counters_read,
         }))
     }
 

@@ -37,6 +37,7 @@ mod resolved_container;
 mod resources;
 mod script_resources;
 mod scripts;
+mod session_memory;
 mod shared_buckets;
 mod shared_sessions;
 mod shared_store;

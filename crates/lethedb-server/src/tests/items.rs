@@ -403,3 +403,42 @@ async fn a_negative_item_ttl_is_refused_in_a_container_without_ttl() {
         .await;
     assert_eq!(kept.status, StatusCode::CREATED, "{}", kept.body);
 }
+
+/// A point read on a store only this process writes takes its session from memory, without
+/// reading the partition's counters: after the sweeper's purge, which answered nobody, it
+/// answers the session headers that a read of the counters gives (a 404 in the same partition
+/// reads them), moved by the purge, and the item's own LSN unchanged.
+#[tokio::test]
+async fn a_point_read_after_a_sweeper_purge_answers_what_the_counters_say() {
+    let mut engine = None;
+    let server = Server::with(|state| engine = Some(state.engine.clone()));
+    let engine = engine.expect("the server's engine");
+    server
+        .setup(json!({"id": "c", "partitionKey": {"paths": ["/pk"]}, "defaultTtl": -1}))
+        .await;
+    server.create_item(json!({"id": "keep", "pk": "p"})).await;
+    let doomed = server
+        .create_item(json!({"id": "doomed", "pk": "p", "ttl": 1}))
+        .await;
+    assert_eq!(doomed.status, StatusCode::CREATED);
+    let before = server.read_item("keep", "p").await;
+    server.clock.advance_ms(2_000);
+    while engine.sweep_once(100).await.expect("sweep").0 > 0 {}
+    // The found item first: the 404 raises the session by the counters it reads.
+    let found = server.read_item("keep", "p").await;
+    let missing = server.read_item("absent", "p").await;
+    assert_eq!(found.status, StatusCode::OK);
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    for name in ["x-ms-session-token", "lsn", "x-ms-global-committed-lsn"] {
+        assert_eq!(found.header(name), missing.header(name), "{name}");
+        assert_ne!(
+            found.header(name),
+            before.header(name),
+            "{name}: the purge moved it"
+        );
+    }
+    assert_eq!(
+        found.header("x-ms-item-lsn"),
+        before.header("x-ms-item-lsn")
+    );
+}
