@@ -75,12 +75,35 @@ pub async fn engine_with_container(
 
 /// The store these tests run the engine on: in memory, unless `LETHEDB_TEST_STORE=fjall`
 /// names the fjall store, opened in a temporary directory of its own (removed with it), whose
-/// engine runs a writer lane per core (`EngineConfig::writer_lanes`).
+/// engine runs a writer lane per core (`EngineConfig::writer_lanes`), or `redb` the redb store,
+/// likewise, which hands its staged changes to its flusher every 4 KiB so that the tests read
+/// through all three of its layers.
 pub fn test_store() -> std::sync::Arc<dyn lethedb_storage::Storage> {
     match std::env::var("LETHEDB_TEST_STORE").as_deref() {
         Ok("fjall") => std::sync::Arc::new(TempFjall::open()),
+        Ok("redb") => std::sync::Arc::new(TempRedb::open()),
         Ok("memory") | Err(_) => std::sync::Arc::new(lethedb_storage::MemoryStore::new()),
-        Ok(other) => panic!("LETHEDB_TEST_STORE={other}: expected memory or fjall"),
+        Ok(other) => panic!("LETHEDB_TEST_STORE={other}: expected memory, fjall or redb"),
+    }
+}
+
+/// A redb store in a temporary directory that is removed when the store is dropped.
+struct TempRedb {
+    // Declared first, so the store is closed before its directory is removed.
+    store: lethedb_storage::RedbStore,
+    _dir: tempfile::TempDir,
+}
+
+impl TempRedb {
+    fn open() -> TempRedb {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = lethedb_storage::RedbStore::open_with_cache(
+            &dir.path().join("lethedb.redb"),
+            16 * 1024 * 1024,
+        )
+        .expect("redb store")
+        .with_staged_bytes(4096);
+        TempRedb { store, _dir: dir }
     }
 }
 
@@ -141,6 +164,23 @@ impl lethedb_storage::Storage for TempFjall {
     }
     fn kind(&self) -> &'static str {
         self.store.kind()
+    }
+}
+
+impl lethedb_storage::Storage for TempRedb {
+    fn read(
+        &self,
+    ) -> Result<Box<dyn lethedb_storage::ReadTxn + '_>, lethedb_storage::StorageError> {
+        self.store.read()
+    }
+    fn write(&self) -> Written<'_> {
+        self.store.write()
+    }
+    fn kind(&self) -> &'static str {
+        self.store.kind()
+    }
+    fn snapshots(&self) -> Option<&dyn lethedb_storage::Snapshots> {
+        self.store.snapshots()
     }
 }
 
