@@ -11,16 +11,21 @@
 //! behind it (`bench/results/redb-staged.md`). A writer that fills a second tier before the
 //! flusher is done waits for it, which bounds the memory.
 //!
-//! A checkpoint (a synced redb commit that empties the log, once the log has grown past its
-//! size) is still the writer's: it waits for the flusher, then writes the active tier with the
-//! checkpoint, so the log is emptied only when redb holds everything it recorded. So do named
-//! snapshots and the close, which take the writer's lock first.
+//! A checkpoint (a synced redb commit after which the log's records are never replayed) is the
+//! flusher's too, once the log has grown past its size: the commit that finds it so cuts the
+//! log (`redo_log.rs`: later records go to a new file, under the next generation) and freezes
+//! the active tier, and the flusher writes that tier with a synced commit that stores the next
+//! generation, then removes the file before the cut. Everything that file recorded is then in
+//! redb: in that commit, or in an earlier unsynced one, which a synced commit makes durable.
+//! Named snapshots and the close take the writer's lock, wait for the flusher and checkpoint
+//! what is staged themselves.
 
 use crate::api::{StorageError, Table};
 use crate::overlay::Changes;
 use crate::redb_staged::{Staged, Tier};
-use crate::redo_log::RedoLog;
+use crate::redo_log::{self, RedoLog};
 use redb::{ReadableDatabase, TableDefinition};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 
@@ -91,6 +96,9 @@ fn commit_unsynced(mut transaction: redb::WriteTransaction) -> Result<(), Storag
 struct FlushState {
     /// A frozen tier waits to be written (set by the writer, cleared by the flusher).
     pending: bool,
+    /// The frozen tier ends where the log was cut: write it with a synced commit that stores
+    /// this generation (the one the records after the cut carry).
+    checkpoint: Option<u64>,
     /// The store is closing.
     stop: bool,
 }
@@ -112,6 +120,8 @@ pub(crate) struct Shared {
     flushed: Condvar,
     checkpoint_log_bytes: u64,
     staged_bytes_max: AtomicUsize,
+    /// The redo log's path, whose previous file the flusher's checkpoint removes.
+    log_path: PathBuf,
 }
 
 impl Shared {
@@ -124,6 +134,7 @@ impl Shared {
         Shared {
             database,
             poisoned: AtomicBool::new(false),
+            log_path: redo.log.path().to_path_buf(),
             redo: Mutex::new(redo),
             staged: RwLock::default(),
             writer: Mutex::new(()),
@@ -233,9 +244,10 @@ impl Shared {
 
     /// The writer's commit (its caller holds [`Shared::writer`]): appends the changes to the
     /// redo log and syncs it, then stages them, so readers see them only once they are durable.
-    /// Past the log's size it checkpoints; past the staged bound it hands the active tier to
-    /// the flusher, waiting for it first only when a frozen tier is still being written and a
-    /// second one is full.
+    /// Past the staged bound, or past the log's size, it hands the active tier to the flusher
+    /// (cutting the log for a checkpoint in the second case), waiting for it first only when a
+    /// frozen tier is still being written and a second one is full; a flusher still busy is
+    /// otherwise left alone, and a later commit hands over.
     pub(crate) fn commit(&self, tables: &[(Table, Changes)]) -> Result<(), StorageError> {
         let mut redo = self.redo();
         // Decided before the append: the log grown past its size by earlier commits.
@@ -252,17 +264,8 @@ impl Shared {
             active,
             frozen: now.frozen.clone(),
         });
-        if checkpoint_due {
-            self.wait_idle();
-            if self.poisoned.load(Ordering::Acquire) {
-                // The flusher failed: this commit is durable in the log, and no write follows.
-                return Ok(());
-            }
-            let transaction = self.database.begin_write().map_err(io)?;
-            return self.checkpoint_staged(transaction, &mut redo);
-        }
         let bound = self.staged_bytes_max.load(Ordering::Relaxed);
-        if active_bytes < bound {
+        if !checkpoint_due && active_bytes < bound {
             return Ok(());
         }
         let mut state = lock(&self.flush);
@@ -272,15 +275,22 @@ impl Shared {
                 .wait(state)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
         }
-        if !state.pending && !self.poisoned.load(Ordering::Acquire) {
-            // The flusher is idle and did not fail, so the frozen tier is empty.
-            self.restage(|now| Staged {
-                active: Tier::default(),
-                frozen: now.active.clone(),
-            });
-            state.pending = true;
-            self.flushed.notify_all();
+        if state.pending || self.poisoned.load(Ordering::Acquire) {
+            return Ok(());
         }
+        // The flusher is idle and did not fail, so the frozen tier is empty and the log has no
+        // previous file.
+        if checkpoint_due {
+            redo.log.cut()?;
+            redo.generation += 1;
+            state.checkpoint = Some(redo.generation);
+        }
+        self.restage(|now| Staged {
+            active: Tier::default(),
+            frozen: now.active.clone(),
+        });
+        state.pending = true;
+        self.flushed.notify_all();
         Ok(())
     }
 
@@ -295,7 +305,7 @@ impl Shared {
 /// poisons the store; the frozen tier then stays readable, since the log holds it.
 pub(crate) fn run_flusher(shared: Arc<Shared>) {
     loop {
-        {
+        let checkpoint_generation = {
             let mut state = lock(&shared.flush);
             while !state.pending && !state.stop {
                 state = shared
@@ -306,16 +316,10 @@ pub(crate) fn run_flusher(shared: Arc<Shared>) {
             if !state.pending {
                 return;
             }
-        }
+            state.checkpoint.take()
+        };
         let frozen = shared.staged().frozen.clone();
-        let written = shared
-            .database
-            .begin_write()
-            .map_err(io)
-            .and_then(|transaction| {
-                frozen.apply(&transaction, definition)?;
-                commit_unsynced(transaction)
-            });
+        let written = shared.write_frozen(&frozen, checkpoint_generation);
         match written {
             Ok(()) => shared.restage(|now| Staged {
                 active: now.active.clone(),
@@ -328,5 +332,33 @@ pub(crate) fn run_flusher(shared: Arc<Shared>) {
         }
         lock(&shared.flush).pending = false;
         shared.flushed.notify_all();
+    }
+}
+
+impl Shared {
+    /// The flusher's transaction: the frozen tier, unsynced, or with a checkpoint that stores
+    /// `checkpoint_generation` and then removes the log's file from before the cut.
+    fn write_frozen(
+        &self,
+        frozen: &Tier,
+        checkpoint_generation: Option<u64>,
+    ) -> Result<(), StorageError> {
+        let transaction = self.database.begin_write().map_err(io)?;
+        frozen.apply(&transaction, definition)?;
+        let Some(generation) = checkpoint_generation else {
+            return commit_unsynced(transaction);
+        };
+        transaction
+            .open_table(REDO_STATE)
+            .map_err(io)?
+            .insert(GENERATION_KEY, generation)
+            .map_err(io)?;
+        transaction.commit().map_err(io)?;
+        // Left behind, the file is harmless: its records are of an older generation now, and
+        // the next cut or checkpoint replaces or removes it.
+        if let Err(error) = redo_log::remove_previous(&self.log_path) {
+            tracing::warn!(%error, "could not remove the redo log's file from before the checkpoint");
+        }
+        Ok(())
     }
 }

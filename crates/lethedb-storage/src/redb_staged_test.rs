@@ -23,11 +23,24 @@ fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
 }
 
 /// What a process killed now leaves on disk, copied into `directory`.
-fn killed_copy(store_path: &Path, directory: &Path, name: &str) -> PathBuf {
+fn killed_copy(store: &RedbStore, store_path: &Path, directory: &Path, name: &str) -> PathBuf {
+    settle(store);
     let copy = directory.join(name);
     std::fs::copy(store_path, &copy).expect("copy the store");
-    std::fs::copy(redo_log::path_for(store_path), redo_log::path_for(&copy)).expect("copy log");
+    let log = redo_log::path_for(store_path);
+    std::fs::copy(&log, redo_log::path_for(&copy)).expect("copy log");
+    let previous = redo_log::previous_path_for(&log);
+    if previous.exists() {
+        let copied = redo_log::previous_path_for(&redo_log::path_for(&copy));
+        std::fs::copy(previous, copied).expect("copy the previous log");
+    }
     copy
+}
+
+/// Waits for the store's flusher to be idle: files copied one after another while it writes
+/// would not be one instant's state, as a crash leaves.
+fn settle(store: &RedbStore) {
+    drop(store.shared().exclusive());
 }
 
 fn open(path: &Path, checkpoint_log_bytes: u64, staged_bytes: usize) -> RedbStore {
@@ -58,7 +71,12 @@ fn a_killed_process_loses_no_commit_whether_staged_written_unsynced_or_checkpoin
             .expect("delete");
         write.commit().expect("commit");
         assert_eq!(get(&store, &3u32.to_be_bytes()), None);
-        let copy = killed_copy(&path, directory.path(), &format!("copy-{case}.redb"));
+        let copy = killed_copy(
+            &store,
+            &path,
+            directory.path(),
+            &format!("copy-{case}.redb"),
+        );
         let recovered = open(&copy, u64::MAX, usize::MAX);
         for number in (0..20u32).filter(|number| *number != 3) {
             assert_eq!(
@@ -88,7 +106,7 @@ fn a_snapshot_holds_what_was_staged_and_its_checkpoints_lose_nothing_staged() {
     snapshots.save("second").expect("save");
     put(&store, b"staged", b"3");
     assert!(snapshots.delete("second").expect("delete"));
-    let copy = killed_copy(&path, directory.path(), "copy.redb");
+    let copy = killed_copy(&store, &path, directory.path(), "copy.redb");
     let recovered = open(&copy, u64::MAX, usize::MAX);
     assert_eq!(get(&recovered, b"staged"), Some(b"3".to_vec()));
     // The first snapshot holds the staged write made before it, not the ones after.
@@ -121,4 +139,96 @@ fn a_reader_keeps_its_state_while_commits_are_staged_and_written_into_redb() {
     assert_eq!(reader.get(Table::Items, b"other").expect("get"), None);
     assert_eq!(get(&store, b"key"), Some(vec![2; 1000]));
     assert_eq!(get(&store, b"other"), Some(vec![3; 1000]));
+}
+
+/// The generation stored in the closed store at `path`.
+fn stored_generation(path: &Path) -> u64 {
+    use redb::ReadableDatabase;
+    let database = redb::Database::open(path).expect("open the file");
+    let read = database.begin_read().expect("read");
+    let state = read
+        .open_table(crate::redb_flush::REDO_STATE)
+        .expect("state");
+    let generation = state
+        .get(crate::redb_flush::GENERATION_KEY)
+        .expect("get")
+        .expect("a generation")
+        .value();
+    generation
+}
+
+fn changes(pairs: &[(&[u8], &[u8])]) -> crate::overlay::Changes {
+    pairs
+        .iter()
+        .map(|(key, value)| (key.to_vec(), Some(bytes::Bytes::copy_from_slice(value))))
+        .collect()
+}
+
+#[test]
+fn a_cut_log_whose_checkpoint_never_committed_replays_both_of_its_files() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    drop(open(&path, u64::MAX, usize::MAX));
+    let generation = stored_generation(&path);
+    // A process killed after a cut, before the flusher's checkpoint committed: the records
+    // before the cut in the previous file, those after it in the current one, a generation on.
+    let mut log = redo_log::RedoLog::open(&redo_log::path_for(&path)).expect("log");
+    let before = changes(&[(b"a", b"1"), (b"b", b"1")]);
+    log.append(generation, &[(Table::Items, &before)])
+        .expect("append");
+    log.cut().expect("cut");
+    let after = changes(&[(b"b", b"2"), (b"c", b"2")]);
+    log.append(generation + 1, &[(Table::Items, &after)])
+        .expect("append");
+    drop(log);
+    let store = open(&path, u64::MAX, usize::MAX);
+    assert_eq!(get(&store, b"a"), Some(b"1".to_vec()));
+    assert_eq!(get(&store, b"b"), Some(b"2".to_vec()));
+    assert_eq!(get(&store, b"c"), Some(b"2".to_vec()));
+    // The replay was checkpointed: the previous file is gone and the log empty.
+    let log_path = redo_log::path_for(&path);
+    assert!(!redo_log::previous_path_for(&log_path).exists());
+    assert_eq!(std::fs::metadata(&log_path).expect("log").len(), 0);
+}
+
+#[test]
+fn a_previous_file_left_after_its_checkpoint_committed_is_never_replayed() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    drop(open(&path, u64::MAX, usize::MAX));
+    let generation = stored_generation(&path);
+    // The checkpoint after a cut committed (the store is at `generation`) and the process was
+    // killed before it removed the file from before the cut, whose records are older.
+    let mut log = redo_log::RedoLog::open(&redo_log::path_for(&path)).expect("log");
+    let stale = changes(&[(b"stale", b"0")]);
+    log.append(generation - 1, &[(Table::Items, &stale)])
+        .expect("append");
+    log.cut().expect("cut");
+    let fresh = changes(&[(b"fresh", b"1")]);
+    log.append(generation, &[(Table::Items, &fresh)])
+        .expect("append");
+    drop(log);
+    let store = open(&path, u64::MAX, usize::MAX);
+    assert_eq!(get(&store, b"stale"), None);
+    assert_eq!(get(&store, b"fresh"), Some(b"1".to_vec()));
+}
+
+#[test]
+fn the_flushers_checkpoint_cuts_the_log_and_a_killed_process_loses_nothing() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    // Every commit after the log holds 3 KiB cuts it for a checkpoint the flusher takes.
+    let store = open(&path, 3000, usize::MAX);
+    for number in 0..40u32 {
+        put(&store, &number.to_be_bytes(), &[9; 1000]);
+    }
+    settle(&store);
+    let log_path = redo_log::path_for(&path);
+    assert!(!redo_log::previous_path_for(&log_path).exists());
+    assert!(std::fs::metadata(&log_path).expect("log").len() < 3000 + 2000);
+    let copy = killed_copy(&store, &path, directory.path(), "copy.redb");
+    let recovered = open(&copy, u64::MAX, usize::MAX);
+    for number in 0..40u32 {
+        assert_eq!(get(&recovered, &number.to_be_bytes()), Some(vec![9; 1000]));
+    }
 }

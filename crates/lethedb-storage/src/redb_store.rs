@@ -7,9 +7,9 @@
 //! staged bytes pass [`STAGED_BYTES_DEFAULT`], the flusher (`redb_flush.rs`) writes them all
 //! into redb at once, beside the writer and without syncing (`Durability::None`: redb keeps the
 //! pages in memory, and a crash returns the file to its last durable commit). Once the log has
-//! grown past [`CHECKPOINT_LOG_BYTES_DEFAULT`], a commit writes them with a durable redb commit
-//! instead (a checkpoint), which writes every page changed since the last one once, and the log
-//! is emptied. Opening the store replays the log's records of the store's generation. This
+//! grown past [`CHECKPOINT_LOG_BYTES_DEFAULT`], a commit cuts the log and the flusher's write is
+//! a durable redb commit instead (a checkpoint), which writes every page changed since the last
+//! one once, after which the log's file from before the cut is removed. Opening the store replays the log's records of the store's generation. This
 //! module maps the trait onto redb, the staged changes and the log; it does not batch, retry or
 //! interpret anything.
 
@@ -85,12 +85,15 @@ impl RedbStore {
         for table in Table::ALL {
             transaction.open_table(definition(table)).map_err(io)?;
         }
-        let commits = log.records(generation)?;
+        let (commits, log_generation) = logged_commits(&mut log, generation)?;
         if !commits.is_empty() {
             tracing::info!(commits = commits.len(), "replaying the redo log");
         }
         replay(&transaction, commits)?;
-        let mut redo = Redo { log, generation };
+        let mut redo = Redo {
+            log,
+            generation: log_generation,
+        };
         checkpoint(transaction, &mut redo)?;
         let shared = Arc::new(Shared::new(
             database,
@@ -128,6 +131,25 @@ fn stored_generation(transaction: &redb::WriteTransaction) -> Result<u64, Storag
     let state = transaction.open_table(REDO_STATE).map_err(io)?;
     let generation = state.get(GENERATION_KEY).map_err(io)?;
     Ok(generation.map_or(0, |value| value.value()))
+}
+
+/// The commits to replay over a store of `generation`, oldest first, and the generation of the
+/// current log file's records: the previous file's records of `generation` (a cut whose
+/// checkpoint never committed left them), then the current file's of `generation` or, after
+/// such a cut, of the one after it.
+fn logged_commits(
+    log: &mut RedoLog,
+    generation: u64,
+) -> Result<(Vec<Vec<redo_log::Change>>, u64), StorageError> {
+    let previous = redo_log::previous_records(log.path(), generation)?;
+    let cut = previous.as_ref().is_some_and(|records| !records.is_empty());
+    let mut commits = previous.unwrap_or_default();
+    let log_generation = match log.first_generation()? {
+        Some(first) if cut && first == generation + 1 => first,
+        _ => generation,
+    };
+    commits.extend(log.records(log_generation)?);
+    Ok((commits, log_generation))
 }
 
 /// Applies replayed commits, oldest first, to `transaction`.

@@ -19,6 +19,12 @@
 //! checkpoint and the emptying replays nothing twice. A torn or short record ends the replay:
 //! its commit never returned, so nobody was told it happened.
 //!
+//! A checkpoint that the store's flusher takes while writes go on cuts the log first: the file
+//! is renamed to `<store>.wal.previous` and a new one begun, whose records carry the next
+//! generation, the one the checkpoint will store. The checkpoint then removes the previous
+//! file. Opening replays the previous file's records of the store's generation, then the
+//! current file's of that generation or, after a cut, of the next one.
+//!
 //! This module frames, appends, syncs and reads records; it knows nothing of redb, and the
 //! store decides when to checkpoint.
 
@@ -44,6 +50,7 @@ pub type Change = (Table, Vec<u8>, Option<Vec<u8>>);
 /// The redo log's file, open for appending.
 pub(crate) struct RedoLog {
     file: File,
+    path: PathBuf,
     /// Bytes in the file since it was last emptied.
     bytes: u64,
 }
@@ -53,6 +60,48 @@ pub(crate) fn path_for(store_path: &Path) -> PathBuf {
     let mut name = store_path.as_os_str().to_owned();
     name.push(".wal");
     PathBuf::from(name)
+}
+
+/// Where a cut moves the log at `log_path`, until the checkpoint after the cut removes it.
+pub(crate) fn previous_path_for(log_path: &Path) -> PathBuf {
+    let mut name = log_path.as_os_str().to_owned();
+    name.push(".previous");
+    PathBuf::from(name)
+}
+
+/// Removes the previous file of the log at `log_path`, once a checkpoint holds what it recorded.
+pub(crate) fn remove_previous(log_path: &Path) -> Result<(), StorageError> {
+    match std::fs::remove_file(previous_path_for(log_path)) {
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io(error)),
+        _ => Ok(()),
+    }
+}
+
+/// The commits the previous file of the log at `log_path` holds for `generation` (none when
+/// there is no such file), read as [`RedoLog::records`] reads.
+pub(crate) fn previous_records(
+    log_path: &Path,
+    generation: u64,
+) -> Result<Option<Vec<Vec<Change>>>, StorageError> {
+    match std::fs::read(previous_path_for(log_path)) {
+        Ok(bytes) => Ok(Some(records_in(&bytes, generation))),
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(error) => Err(io(error)),
+    }
+}
+
+/// Syncs the directory holding `path`: a file's name must survive a crash too, not only its
+/// contents, and syncing the file does not promise that its directory entry is on disk.
+fn sync_directory(path: &Path) -> Result<(), StorageError> {
+    if let Some(directory) = path
+        .parent()
+        .filter(|parent| !parent.as_os_str().is_empty())
+    {
+        File::open(directory)
+            .and_then(|directory| directory.sync_all())
+            .map_err(io)?;
+    }
+    Ok(())
 }
 
 impl RedoLog {
@@ -65,18 +114,48 @@ impl RedoLog {
             .write(true)
             .open(path)
             .map_err(io)?;
-        // The file's name must survive a crash too, not only its contents: syncing the file
-        // does not promise that its directory entry is on disk.
-        if let Some(directory) = path
-            .parent()
-            .filter(|parent| !parent.as_os_str().is_empty())
-        {
-            File::open(directory)
-                .and_then(|directory| directory.sync_all())
-                .map_err(io)?;
-        }
+        sync_directory(path)?;
         let bytes = file.seek(SeekFrom::End(0)).map_err(io)?;
-        Ok(RedoLog { file, bytes })
+        Ok(RedoLog {
+            file,
+            path: path.to_path_buf(),
+            bytes,
+        })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Moves this file aside as the previous one and begins an empty one, both names durable
+    /// before it returns. Every record appended before it is in the previous file.
+    pub(crate) fn cut(&mut self) -> Result<(), StorageError> {
+        std::fs::rename(&self.path, previous_path_for(&self.path)).map_err(io)?;
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&self.path)
+            .map_err(io)?;
+        sync_directory(&self.path)?;
+        self.file = file;
+        self.bytes = 0;
+        Ok(())
+    }
+
+    /// The generation of the file's first whole record, if it has one.
+    pub(crate) fn first_generation(&mut self) -> Result<Option<u64>, StorageError> {
+        let bytes = self.read_all()?;
+        Ok(next_record(&bytes).map(|(generation, _, _)| generation))
+    }
+
+    fn read_all(&mut self) -> Result<Vec<u8>, StorageError> {
+        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
+        let mut bytes = Vec::new();
+        self.file.read_to_end(&mut bytes).map_err(io)?;
+        self.file.seek(SeekFrom::End(0)).map_err(io)?;
+        Ok(bytes)
     }
 
     /// Bytes appended since the log was last emptied.
@@ -98,35 +177,38 @@ impl RedoLog {
         Ok(())
     }
 
-    /// Empties the log, after a checkpoint made everything in it durable in the store.
+    /// Empties the log, and removes a previous file a cut left, after a checkpoint made
+    /// everything in them durable in the store.
     pub(crate) fn empty(&mut self) -> Result<(), StorageError> {
         self.file.set_len(0).map_err(io)?;
         self.file.seek(SeekFrom::Start(0)).map_err(io)?;
         self.bytes = 0;
-        Ok(())
+        remove_previous(&self.path)
     }
 
     /// The commits the log holds for `generation`, oldest first, up to the first record that is
     /// torn, short, or of another generation.
     pub(crate) fn records(&mut self, generation: u64) -> Result<Vec<Vec<Change>>, StorageError> {
-        self.file.seek(SeekFrom::Start(0)).map_err(io)?;
-        let mut bytes = Vec::new();
-        self.file.read_to_end(&mut bytes).map_err(io)?;
-        self.file.seek(SeekFrom::End(0)).map_err(io)?;
-        let mut commits = Vec::new();
-        let mut rest = bytes.as_slice();
-        while let Some((record_generation, payload, after)) = next_record(rest) {
-            if record_generation != generation {
-                break;
-            }
-            let Some(changes) = decode_payload(payload) else {
-                break;
-            };
-            commits.push(changes);
-            rest = after;
-        }
-        Ok(commits)
+        let bytes = self.read_all()?;
+        Ok(records_in(&bytes, generation))
     }
+}
+
+/// The commits `bytes` hold for `generation`, as [`RedoLog::records`] reads them.
+fn records_in(bytes: &[u8], generation: u64) -> Vec<Vec<Change>> {
+    let mut commits = Vec::new();
+    let mut rest = bytes;
+    while let Some((record_generation, payload, after)) = next_record(rest) {
+        if record_generation != generation {
+            break;
+        }
+        let Some(changes) = decode_payload(payload) else {
+            break;
+        };
+        commits.push(changes);
+        rest = after;
+    }
+    commits
 }
 
 /// Every whole record of the redo log at `path`, whatever its generation, oldest first: for

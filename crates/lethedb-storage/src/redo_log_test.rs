@@ -26,11 +26,24 @@ fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
 
 /// What a process killed now leaves on disk, copied into `directory`: the store file as the
 /// operating system has it (never synced since the last checkpoint) and the redo log.
-fn killed_copy(store_path: &Path, directory: &Path) -> PathBuf {
+fn killed_copy(store: &RedbStore, store_path: &Path, directory: &Path) -> PathBuf {
+    settle(store);
     let copy = directory.join("copy.redb");
     std::fs::copy(store_path, &copy).expect("copy the store");
-    std::fs::copy(redo_log::path_for(store_path), redo_log::path_for(&copy)).expect("copy log");
+    let log = redo_log::path_for(store_path);
+    std::fs::copy(&log, redo_log::path_for(&copy)).expect("copy log");
+    let previous = redo_log::previous_path_for(&log);
+    if previous.exists() {
+        let copied = redo_log::previous_path_for(&redo_log::path_for(&copy));
+        std::fs::copy(previous, copied).expect("copy the previous log");
+    }
     copy
+}
+
+/// Waits for the store's flusher to be idle: files copied one after another while it writes
+/// would not be one instant's state, as a crash leaves.
+fn settle(store: &RedbStore) {
+    drop(store.shared().exclusive());
 }
 
 fn open(path: &Path, checkpoint_log_bytes: u64) -> RedbStore {
@@ -45,7 +58,7 @@ fn a_killed_process_loses_no_commit_the_log_holds() {
     for number in 0..20u32 {
         put(&store, &number.to_be_bytes(), &[7; 1000]);
     }
-    let copy = killed_copy(&path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path());
     // Without its log, the copy is the store as it was opened: the commits were never synced.
     let without_log = directory.path().join("without-log.redb");
     std::fs::copy(&copy, &without_log).expect("copy");
@@ -87,7 +100,7 @@ fn a_checkpoint_empties_the_log_and_an_older_log_is_never_replayed_over_it() {
     );
     // A crash after the checkpoint's commit but before the log was emptied: the old records
     // are still there, and must not bring the key back.
-    let copy = killed_copy(&path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path());
     std::fs::write(redo_log::path_for(&copy), &old_log).expect("old log");
     assert_eq!(get(&open(&copy, 32), b"gone"), None);
 }
@@ -113,7 +126,7 @@ fn a_store_written_before_the_redo_log_opens_with_its_data() {
     let store = open(&path, u64::MAX);
     assert_eq!(get(&store, b"old"), Some(b"item".to_vec()));
     put(&store, b"new", b"item");
-    let copy = killed_copy(&path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path());
     let recovered = open(&copy, u64::MAX);
     assert_eq!(get(&recovered, b"old"), Some(b"item".to_vec()));
     assert_eq!(get(&recovered, b"new"), Some(b"item".to_vec()));
@@ -129,7 +142,7 @@ fn a_restored_snapshot_is_not_undone_by_the_log_of_what_followed_it() {
     snapshots.save("before").expect("save");
     put(&store, b"later", b"2");
     assert!(snapshots.restore("before").expect("restore"));
-    let copy = killed_copy(&path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path());
     let recovered = open(&copy, u64::MAX);
     assert_eq!(get(&recovered, b"kept"), Some(b"1".to_vec()));
     assert_eq!(get(&recovered, b"later"), None);
