@@ -6,42 +6,9 @@
 use crate::api::{Storage, Table};
 use crate::redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 use crate::redo_log;
-use std::path::{Path, PathBuf};
-
-fn put(store: &RedbStore, key: &[u8], value: &[u8]) {
-    let mut write = store.write().expect("write");
-    write.put(Table::Items, key, value).expect("put");
-    write.commit().expect("commit");
-}
-
-fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
-    store
-        .read()
-        .expect("read")
-        .get(Table::Items, key)
-        .expect("get")
-}
-
-/// What a process killed now leaves on disk, copied into `directory`.
-fn killed_copy(store: &RedbStore, store_path: &Path, directory: &Path, name: &str) -> PathBuf {
-    settle(store);
-    let copy = directory.join(name);
-    std::fs::copy(store_path, &copy).expect("copy the store");
-    let log = redo_log::path_for(store_path);
-    std::fs::copy(&log, redo_log::path_for(&copy)).expect("copy log");
-    let previous = redo_log::previous_path_for(&log);
-    if previous.exists() {
-        let copied = redo_log::previous_path_for(&redo_log::path_for(&copy));
-        std::fs::copy(previous, copied).expect("copy the previous log");
-    }
-    copy
-}
-
-/// Waits for the store's flusher to be idle: files copied one after another while it writes
-/// would not be one instant's state, as a crash leaves.
-fn settle(store: &RedbStore) {
-    drop(store.shared().exclusive());
-}
+use crate::redo_log_test::{killed_copy, settle};
+use crate::snapshot_test::{get, put};
+use std::path::Path;
 
 fn open(path: &Path, checkpoint_log_bytes: u64, staged_bytes: usize) -> RedbStore {
     RedbStore::open_with_checkpoint(path, CACHE_BYTES_DEFAULT, checkpoint_log_bytes)

@@ -6,6 +6,7 @@
 use crate::api::{Storage, Table};
 use crate::redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 use crate::redo_log;
+use crate::snapshot_test::get;
 use redb::TableDefinition;
 use std::path::{Path, PathBuf};
 
@@ -16,19 +17,17 @@ fn put(store: &RedbStore, key: &[u8], value: &[u8]) {
     write.commit().expect("commit");
 }
 
-fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
-    store
-        .read()
-        .expect("read")
-        .get(Table::Items, key)
-        .expect("get")
-}
-
 /// What a process killed now leaves on disk, copied into `directory`: the store file as the
 /// operating system has it (never synced since the last checkpoint) and the redo log.
-fn killed_copy(store: &RedbStore, store_path: &Path, directory: &Path) -> PathBuf {
+/// (Also for `redb_staged_test.rs`.)
+pub(crate) fn killed_copy(
+    store: &RedbStore,
+    store_path: &Path,
+    directory: &Path,
+    name: &str,
+) -> PathBuf {
     settle(store);
-    let copy = directory.join("copy.redb");
+    let copy = directory.join(name);
     std::fs::copy(store_path, &copy).expect("copy the store");
     let log = redo_log::path_for(store_path);
     std::fs::copy(&log, redo_log::path_for(&copy)).expect("copy log");
@@ -42,7 +41,7 @@ fn killed_copy(store: &RedbStore, store_path: &Path, directory: &Path) -> PathBu
 
 /// Waits for the store's flusher to be idle: files copied one after another while it writes
 /// would not be one instant's state, as a crash leaves.
-fn settle(store: &RedbStore) {
+pub(crate) fn settle(store: &RedbStore) {
     drop(store.shared().exclusive());
 }
 
@@ -58,7 +57,7 @@ fn a_killed_process_loses_no_commit_the_log_holds() {
     for number in 0..20u32 {
         put(&store, &number.to_be_bytes(), &[7; 1000]);
     }
-    let copy = killed_copy(&store, &path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path(), "copy.redb");
     // Without its log, the copy is the store as it was opened: the commits were never synced.
     let without_log = directory.path().join("without-log.redb");
     std::fs::copy(&copy, &without_log).expect("copy");
@@ -100,7 +99,7 @@ fn a_checkpoint_empties_the_log_and_an_older_log_is_never_replayed_over_it() {
     );
     // A crash after the checkpoint's commit but before the log was emptied: the old records
     // are still there, and must not bring the key back.
-    let copy = killed_copy(&store, &path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path(), "copy.redb");
     std::fs::write(redo_log::path_for(&copy), &old_log).expect("old log");
     assert_eq!(get(&open(&copy, 32), b"gone"), None);
 }
@@ -126,7 +125,7 @@ fn a_store_written_before_the_redo_log_opens_with_its_data() {
     let store = open(&path, u64::MAX);
     assert_eq!(get(&store, b"old"), Some(b"item".to_vec()));
     put(&store, b"new", b"item");
-    let copy = killed_copy(&store, &path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path(), "copy.redb");
     let recovered = open(&copy, u64::MAX);
     assert_eq!(get(&recovered, b"old"), Some(b"item".to_vec()));
     assert_eq!(get(&recovered, b"new"), Some(b"item".to_vec()));
@@ -142,7 +141,7 @@ fn a_restored_snapshot_is_not_undone_by_the_log_of_what_followed_it() {
     snapshots.save("before").expect("save");
     put(&store, b"later", b"2");
     assert!(snapshots.restore("before").expect("restore"));
-    let copy = killed_copy(&store, &path, directory.path());
+    let copy = killed_copy(&store, &path, directory.path(), "copy.redb");
     let recovered = open(&copy, u64::MAX);
     assert_eq!(get(&recovered, b"kept"), Some(b"1".to_vec()));
     assert_eq!(get(&recovered, b"later"), None);

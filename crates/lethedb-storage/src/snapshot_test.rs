@@ -4,13 +4,14 @@
 
 use crate::{MemoryStore, RedbStore, Storage, Table};
 
-fn put(store: &dyn Storage, key: &[u8], value: &[u8]) {
+/// Writes one item key in its own commit (also for the redb tests).
+pub(crate) fn put(store: &dyn Storage, key: &[u8], value: &[u8]) {
     let mut txn = store.write().expect("write");
     txn.put(Table::Items, key, value).expect("put");
     txn.commit().expect("commit");
 }
 
-fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
+pub(crate) fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
     store
         .read()
         .expect("read")
