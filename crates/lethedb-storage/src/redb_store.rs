@@ -144,11 +144,8 @@ fn logged_commits(
     let previous = redo_log::previous_records(log.path(), generation)?;
     let cut = previous.as_ref().is_some_and(|records| !records.is_empty());
     let mut commits = previous.unwrap_or_default();
-    let log_generation = match log.first_generation()? {
-        Some(first) if cut && first == generation + 1 => first,
-        _ => generation,
-    };
-    commits.extend(log.records(log_generation)?);
+    let (current, log_generation) = log.records_from(generation, cut)?;
+    commits.extend(current);
     Ok((commits, log_generation))
 }
 

@@ -78,7 +78,7 @@ pub(crate) fn remove_previous(log_path: &Path) -> Result<(), StorageError> {
 }
 
 /// The commits the previous file of the log at `log_path` holds for `generation` (none when
-/// there is no such file), read as [`RedoLog::records`] reads.
+/// there is no such file), read as [`records_in`] reads.
 pub(crate) fn previous_records(
     log_path: &Path,
     generation: u64,
@@ -144,10 +144,20 @@ impl RedoLog {
         Ok(())
     }
 
-    /// The generation of the file's first whole record, if it has one.
-    pub(crate) fn first_generation(&mut self) -> Result<Option<u64>, StorageError> {
+    /// The commits the log holds for `generation` or, when `cut` (a cut whose checkpoint never
+    /// committed left a previous file), for the generation after it if its records carry that
+    /// one; and the generation read. The file is read once.
+    pub(crate) fn records_from(
+        &mut self,
+        generation: u64,
+        cut: bool,
+    ) -> Result<(Vec<Vec<Change>>, u64), StorageError> {
         let bytes = self.read_all()?;
-        Ok(next_record(&bytes).map(|(generation, _, _)| generation))
+        let read = match next_record(&bytes) {
+            Some((first, _, _)) if cut && first == generation + 1 => first,
+            _ => generation,
+        };
+        Ok((records_in(&bytes, read), read))
     }
 
     fn read_all(&mut self) -> Result<Vec<u8>, StorageError> {
@@ -185,16 +195,10 @@ impl RedoLog {
         self.bytes = 0;
         remove_previous(&self.path)
     }
-
-    /// The commits the log holds for `generation`, oldest first, up to the first record that is
-    /// torn, short, or of another generation.
-    pub(crate) fn records(&mut self, generation: u64) -> Result<Vec<Vec<Change>>, StorageError> {
-        let bytes = self.read_all()?;
-        Ok(records_in(&bytes, generation))
-    }
 }
 
-/// The commits `bytes` hold for `generation`, as [`RedoLog::records`] reads them.
+/// The commits `bytes` hold for `generation`, oldest first, up to the first record that is
+/// torn, short, or of another generation.
 fn records_in(bytes: &[u8], generation: u64) -> Vec<Vec<Change>> {
     let mut commits = Vec::new();
     let mut rest = bytes;
@@ -339,7 +343,10 @@ mod tests {
         let file = OpenOptions::new().write(true).open(&path).expect("reopen");
         file.set_len(whole + 9).expect("tear");
         let mut reopened = RedoLog::open(&path).expect("reopen");
-        let commits = reopened.records(7).expect("records");
+        let commits = reopened
+            .records_from(7, false)
+            .map(|(commits, _)| commits)
+            .expect("records");
         assert_eq!(
             commits,
             vec![
@@ -352,9 +359,17 @@ mod tests {
             ]
         );
         // Another generation's records are never replayed.
-        assert!(reopened.records(8).expect("records").is_empty());
+        assert!(reopened
+            .records_from(8, false)
+            .map(|(commits, _)| commits)
+            .expect("records")
+            .is_empty());
         reopened.empty().expect("empty");
-        assert!(reopened.records(7).expect("records").is_empty());
+        assert!(reopened
+            .records_from(7, false)
+            .map(|(commits, _)| commits)
+            .expect("records")
+            .is_empty());
     }
 
     #[test]
@@ -371,7 +386,8 @@ mod tests {
         std::fs::write(&path, &bytes).expect("write");
         let commits = RedoLog::open(&path)
             .expect("reopen")
-            .records(1)
+            .records_from(1, false)
+            .map(|(commits, _)| commits)
             .expect("records");
         assert_eq!(commits.len(), 1);
     }
