@@ -61,6 +61,17 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
+/// Waits on `condvar` with `guard` while `waiting` holds of the flush state.
+fn wait_while<'a>(
+    condvar: &Condvar,
+    guard: MutexGuard<'a, FlushState>,
+    waiting: impl FnMut(&mut FlushState) -> bool,
+) -> MutexGuard<'a, FlushState> {
+    condvar
+        .wait_while(guard, waiting)
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The redo log and the store's generation, which every checkpoint raises.
 pub(crate) struct Redo {
     pub(crate) log: RedoLog,
@@ -167,30 +178,31 @@ impl Shared {
     }
 
     fn wait_idle(&self) {
-        let mut state = lock(&self.flush);
-        while state.pending {
-            state = self
-                .flushed
-                .wait(state)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
+        drop(wait_while(&self.flushed, lock(&self.flush), |state| {
+            state.pending
+        }));
+    }
+
+    fn read_staged(&self) -> std::sync::RwLockReadGuard<'_, Arc<Staged>> {
+        // Replaced in single assignments, so whole after a panic.
+        self.staged
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write_staged(&self) -> std::sync::RwLockWriteGuard<'_, Arc<Staged>> {
+        self.staged
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn staged(&self) -> Arc<Staged> {
-        Arc::clone(
-            &self
-                .staged
-                .read()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
+        Arc::clone(&self.read_staged())
     }
 
     /// The staged changes and a redb snapshot, taken together.
     pub(crate) fn snapshot(&self) -> Result<(Arc<Staged>, redb::ReadTransaction), StorageError> {
-        let guard = self
-            .staged
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let guard = self.read_staged();
         let staged = Arc::clone(&guard);
         let transaction = self.database.begin_read().map_err(io)?;
         drop(guard);
@@ -199,10 +211,7 @@ impl Shared {
 
     /// Replaces the staged changes with `change` of those published now.
     fn restage(&self, change: impl FnOnce(&Staged) -> Staged) {
-        let mut guard = self
-            .staged
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut guard = self.write_staged();
         *guard = Arc::new(change(&guard));
     }
 
@@ -233,10 +242,7 @@ impl Shared {
         let _exclusive = self.exclusive();
         let mut transaction = self.database.begin_write().map_err(io)?;
         change(&mut transaction)?;
-        let mut staged = self
-            .staged
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut staged = self.write_staged();
         checkpoint(transaction, &mut self.redo())?;
         *staged = Arc::default();
         Ok(())
@@ -268,13 +274,9 @@ impl Shared {
         if !checkpoint_due && active_bytes < bound {
             return Ok(());
         }
-        let mut state = lock(&self.flush);
-        while state.pending && active_bytes >= bound.saturating_mul(2) {
-            state = self
-                .flushed
-                .wait(state)
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
+        let mut state = wait_while(&self.flushed, lock(&self.flush), |state| {
+            state.pending && active_bytes >= bound.saturating_mul(2)
+        });
         if state.pending || self.poisoned.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -306,13 +308,9 @@ impl Shared {
 pub(crate) fn run_flusher(shared: Arc<Shared>) {
     loop {
         let checkpoint_generation = {
-            let mut state = lock(&shared.flush);
-            while !state.pending && !state.stop {
-                state = shared
-                    .flushed
-                    .wait(state)
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-            }
+            let mut state = wait_while(&shared.flushed, lock(&shared.flush), |state| {
+                !state.pending && !state.stop
+            });
             if !state.pending {
                 return;
             }
