@@ -92,6 +92,16 @@ pub(crate) type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
 /// Runs a random history; returns the model of what is committed at the end. Injected failures
 /// (from a [`FailingStore`]) are expected, never other errors.
+/// Asserts that a snapshot of `store` holds exactly the items of `committed`.
+fn assert_holds(store: &dyn Storage, committed: &Model) {
+    let read = store.read().expect("begin read");
+    let everything = KeyRange::prefix(&[]);
+    assert_eq!(
+        collect(&*read, Table::Items, &everything, false, usize::MAX),
+        expected(committed, &everything, false, usize::MAX)
+    );
+}
+
 pub(crate) fn run_model(store: &dyn Storage, seed: u64) -> Model {
     let mut rng = Rng(seed);
     let mut committed: Model = BTreeMap::new();
@@ -101,12 +111,7 @@ pub(crate) fn run_model(store: &dyn Storage, seed: u64) -> Model {
             Err(StorageError::Poisoned) => {
                 // After a failed commit nothing more is written; reads still see the last
                 // durable state.
-                let read = store.read().expect("begin read");
-                let everything = KeyRange::prefix(&[]);
-                assert_eq!(
-                    collect(&*read, Table::Items, &everything, false, usize::MAX),
-                    expected(&committed, &everything, false, usize::MAX)
-                );
+                assert_holds(store, &committed);
                 return committed;
             }
             Err(other) => panic!("begin write: {other}"),
@@ -219,13 +224,7 @@ fn redb_store_matches_the_model_whenever_it_writes_its_staged_changes() {
                 .with_staged_bytes(staged_bytes);
             let committed = run_model(&store, seed);
             drop(store);
-            let reopened = RedbStore::open(&path).expect("reopen");
-            let read = reopened.read().expect("read");
-            let everything = KeyRange::prefix(&[]);
-            assert_eq!(
-                collect(&*read, Table::Items, &everything, false, usize::MAX),
-                expected(&committed, &everything, false, usize::MAX)
-            );
+            assert_holds(&RedbStore::open(&path).expect("reopen"), &committed);
         }
     }
 }
@@ -268,13 +267,7 @@ fn failing_store_over_redb_keeps_the_durable_state() {
         assert!(matches!(store.write().err(), Some(StorageError::Poisoned)));
         committed
     };
-    let reopened = RedbStore::open(&path).expect("reopen");
-    let read = reopened.read().expect("read");
-    let everything = KeyRange::prefix(&[]);
-    assert_eq!(
-        collect(&*read, Table::Items, &everything, false, usize::MAX),
-        expected(&committed, &everything, false, usize::MAX)
-    );
+    assert_holds(&RedbStore::open(&path).expect("reopen"), &committed);
 }
 
 #[test]
