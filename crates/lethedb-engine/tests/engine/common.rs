@@ -80,30 +80,10 @@ pub async fn engine_with_container(
 /// through all three of its layers.
 pub fn test_store() -> std::sync::Arc<dyn lethedb_storage::Storage> {
     match std::env::var("LETHEDB_TEST_STORE").as_deref() {
-        Ok("fjall") => std::sync::Arc::new(TempFjall::open()),
-        Ok("redb") => std::sync::Arc::new(TempRedb::open()),
+        Ok("fjall") => std::sync::Arc::new(temp_fjall()),
+        Ok("redb") => std::sync::Arc::new(temp_redb()),
         Ok("memory") | Err(_) => std::sync::Arc::new(lethedb_storage::MemoryStore::new()),
         Ok(other) => panic!("LETHEDB_TEST_STORE={other}: expected memory, fjall or redb"),
-    }
-}
-
-/// A redb store in a temporary directory that is removed when the store is dropped.
-struct TempRedb {
-    // Declared first, so the store is closed before its directory is removed.
-    store: lethedb_storage::RedbStore,
-    _dir: tempfile::TempDir,
-}
-
-impl TempRedb {
-    fn open() -> TempRedb {
-        let dir = tempfile::tempdir().expect("temp dir");
-        let store = lethedb_storage::RedbStore::open_with_cache(
-            &dir.path().join("lethedb.redb"),
-            16 * 1024 * 1024,
-        )
-        .expect("redb store")
-        .with_staged_bytes(4096);
-        TempRedb { store, _dir: dir }
     }
 }
 
@@ -114,29 +94,43 @@ pub fn test_store_writes_by_shard() -> bool {
     test_store().concurrent_shard_writes()
 }
 
-/// A fjall store in a temporary directory that is removed when the store is dropped.
-struct TempFjall {
+/// A durable store in a temporary directory that is removed when the store is dropped.
+struct TempStore<S> {
     // Declared first, so the store is closed before its directory is removed.
-    store: lethedb_storage::FjallStore,
+    store: S,
     _dir: tempfile::TempDir,
 }
 
-impl TempFjall {
-    fn open() -> TempFjall {
+impl<S> TempStore<S> {
+    fn open(make: impl FnOnce(&std::path::Path) -> S) -> TempStore<S> {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = lethedb_storage::FjallStore::open_with_memory(
-            &dir.path().join("fjall"),
-            16 * 1024 * 1024,
-        )
-        .expect("fjall store");
-        TempFjall { store, _dir: dir }
+        TempStore {
+            store: make(dir.path()),
+            _dir: dir,
+        }
     }
+}
+
+fn temp_fjall() -> TempStore<lethedb_storage::FjallStore> {
+    TempStore::open(|dir| {
+        lethedb_storage::FjallStore::open_with_memory(&dir.join("fjall"), 16 * 1024 * 1024)
+            .expect("fjall store")
+    })
+}
+
+fn temp_redb() -> TempStore<lethedb_storage::RedbStore> {
+    TempStore::open(|dir| {
+        lethedb_storage::RedbStore::open_with_cache(&dir.join("lethedb.redb"), 16 * 1024 * 1024)
+            .expect("redb store")
+            .with_staged_bytes(4096)
+    })
 }
 
 type Keys<'a> = &'a [(lethedb_storage::Table, &'a [u8])];
 type Written<'a> = Result<Box<dyn lethedb_storage::WriteTxn + 'a>, lethedb_storage::StorageError>;
 
-impl lethedb_storage::Storage for TempFjall {
+/// Every method passed to the store, so the wrapper changes nothing of what it does.
+impl<S: lethedb_storage::Storage> lethedb_storage::Storage for TempStore<S> {
     fn read(
         &self,
     ) -> Result<Box<dyn lethedb_storage::ReadTxn + '_>, lethedb_storage::StorageError> {
@@ -161,20 +155,6 @@ impl lethedb_storage::Storage for TempFjall {
     }
     fn concurrent_shard_writes(&self) -> bool {
         self.store.concurrent_shard_writes()
-    }
-    fn kind(&self) -> &'static str {
-        self.store.kind()
-    }
-}
-
-impl lethedb_storage::Storage for TempRedb {
-    fn read(
-        &self,
-    ) -> Result<Box<dyn lethedb_storage::ReadTxn + '_>, lethedb_storage::StorageError> {
-        self.store.read()
-    }
-    fn write(&self) -> Written<'_> {
-        self.store.write()
     }
     fn kind(&self) -> &'static str {
         self.store.kind()
