@@ -133,6 +133,9 @@ pub(crate) struct Shared {
     staged_bytes_max: AtomicUsize,
     /// The redo log's path, whose previous file the flusher's checkpoint removes.
     log_path: PathBuf,
+    /// Makes the flusher's next transactions fail, for the tests of its failure.
+    #[cfg(test)]
+    pub(crate) fail_flushes: AtomicBool,
 }
 
 impl Shared {
@@ -153,6 +156,8 @@ impl Shared {
             flushed: Condvar::new(),
             checkpoint_log_bytes,
             staged_bytes_max: AtomicUsize::new(staged_bytes_max),
+            #[cfg(test)]
+            fail_flushes: AtomicBool::new(false),
         }
     }
 
@@ -341,6 +346,10 @@ impl Shared {
         frozen: &Tier,
         checkpoint_generation: Option<u64>,
     ) -> Result<(), StorageError> {
+        #[cfg(test)]
+        if self.fail_flushes.load(Ordering::Acquire) {
+            return Err(StorageError::Io("a failure injected by a test".into()));
+        }
         let transaction = self.database.begin_write().map_err(io)?;
         frozen.apply(&transaction, definition)?;
         let Some(generation) = checkpoint_generation else {

@@ -199,3 +199,30 @@ fn the_flushers_checkpoint_cuts_the_log_and_a_killed_process_loses_nothing() {
         assert_eq!(get(&recovered, &number.to_be_bytes()), Some(vec![9; 1000]));
     }
 }
+
+#[test]
+fn a_failed_flush_poisons_the_store_and_loses_no_acknowledged_commit() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    let store = open(&path, u64::MAX, 1500);
+    store
+        .shared()
+        .fail_flushes
+        .store(true, std::sync::atomic::Ordering::Release);
+    put(&store, b"first", &[1; 1000]);
+    // Past the bound: handed to the flusher, which fails.
+    put(&store, b"second", &[2; 1000]);
+    settle(&store);
+    assert!(matches!(
+        store.write().err(),
+        Some(crate::api::StorageError::Poisoned)
+    ));
+    // What was acknowledged is still read: the frozen changes stay, and the log holds them.
+    assert_eq!(get(&store, b"first"), Some(vec![1; 1000]));
+    assert_eq!(get(&store, b"second"), Some(vec![2; 1000]));
+    drop(store);
+    let reopened = open(&path, u64::MAX, usize::MAX);
+    assert_eq!(get(&reopened, b"first"), Some(vec![1; 1000]));
+    assert_eq!(get(&reopened, b"second"), Some(vec![2; 1000]));
+    assert!(reopened.write().is_ok());
+}
