@@ -22,6 +22,9 @@ pub struct WriteProbe {
     writer: Option<(f64, f64)>,
     /// The writer's lanes (LetheDB only).
     lanes: Option<u64>,
+    /// The redb store's flusher so far: flushes, milliseconds writing, commits that waited for
+    /// it and milliseconds they waited.
+    flusher: Option<[f64; 4]>,
     write_bytes: Option<u64>,
     rss_bytes: u64,
 }
@@ -35,6 +38,19 @@ pub struct WriteFigures {
     pub bytes_written_per_write: Option<f64>,
     /// Resident set growth per write (negative when the run freed more than it kept).
     pub rss_bytes_per_write: f64,
+    /// What the redb store's flusher did in the run.
+    pub flusher: Option<FlusherFigures>,
+}
+
+/// The redb store's flusher over a run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FlusherFigures {
+    pub flushes: f64,
+    /// The share of the run's time the flusher spent writing.
+    pub busy_share: f64,
+    /// Commits that waited for it, and the milliseconds they waited.
+    pub writer_waits: f64,
+    pub writer_wait_ms: f64,
 }
 
 impl WriteProbe {
@@ -54,6 +70,15 @@ impl WriteProbe {
                 Some((writer["operations"].as_f64()?, writer["commits"].as_f64()?))
             }),
             lanes: writer.and_then(|writer| writer["lanes"].as_u64()),
+            flusher: stats.as_ref().and_then(|stats| {
+                let store = &stats["store"];
+                Some([
+                    store["flushes"].as_f64()?,
+                    store["flushBusyMs"].as_f64()?,
+                    store["writerWaits"].as_f64()?,
+                    store["writerWaitMs"].as_f64()?,
+                ])
+            }),
             write_bytes: bytes_written(pid),
             rss_bytes: memory(pid).rss_bytes,
         }
@@ -85,6 +110,15 @@ impl WriteProbe {
                 .zip(later.write_bytes)
                 .map(|(before, after)| per_write(after.saturating_sub(before) as f64)),
             rss_bytes_per_write: per_write(later.rss_bytes as f64 - self.rss_bytes as f64),
+            flusher: self.flusher.zip(later.flusher).map(|(before, after)| {
+                let change = |slot: usize| after[slot] - before[slot];
+                FlusherFigures {
+                    flushes: change(0),
+                    busy_share: change(1) / 1000.0 / secs,
+                    writer_waits: change(2),
+                    writer_wait_ms: change(3),
+                }
+            }),
         })
     }
 }
@@ -98,6 +132,12 @@ impl WriteFigures {
             "commits_per_sec": rounded(self.commits_per_sec),
             "bytes_written_per_write": rounded(self.bytes_written_per_write),
             "rss_bytes_per_write": rounded(Some(self.rss_bytes_per_write)),
+            "flusher": self.flusher.as_ref().map(|flusher| json!({
+                "flushes": flusher.flushes,
+                "busy_share": (flusher.busy_share * 1000.0).round() / 1000.0,
+                "writer_waits": flusher.writer_waits,
+                "writer_wait_ms": rounded(Some(flusher.writer_wait_ms)),
+            })),
         })
     }
 
@@ -120,6 +160,15 @@ impl WriteFigures {
             parts.push(format!("{bytes:.0} B written per write"));
         }
         parts.push(format!("RSS {:+.0} B per write", self.rss_bytes_per_write));
+        if let Some(flusher) = &self.flusher {
+            parts.push(format!(
+                "flusher busy {:.0}% of the run ({:.0} flushes), {:.0} commits waited {:.0} ms for it",
+                flusher.busy_share * 100.0,
+                flusher.flushes,
+                flusher.writer_waits,
+                flusher.writer_wait_ms
+            ));
+        }
         parts.join(", ")
     }
 }
@@ -136,6 +185,7 @@ mod tests {
             at: start,
             writer: Some((100.0, 10.0)),
             lanes: Some(2),
+            flusher: Some([3.0, 100.0, 0.0, 0.0]),
             write_bytes: Some(1_000),
             rss_bytes: 50_000,
         };
@@ -143,6 +193,7 @@ mod tests {
             at: start + Duration::from_secs(2),
             writer: Some((1_100.0, 60.0)),
             lanes: Some(2),
+            flusher: Some([7.0, 600.0, 2.0, 30.0]),
             write_bytes: Some(4_001_000),
             rss_bytes: 2_050_000,
         };
@@ -152,13 +203,19 @@ mod tests {
         assert_eq!(figures.commits_per_sec, Some(25.0));
         assert_eq!(figures.bytes_written_per_write, Some(4_000.0));
         assert_eq!(figures.rss_bytes_per_write, 2_000.0);
-        assert!(figures
-            .describe()
-            .starts_with("2 writer lanes, 20.0 writes per commit"));
+        let flusher = figures.flusher.clone().expect("flusher");
+        assert_eq!(flusher.flushes, 4.0);
+        assert_eq!(flusher.busy_share, 0.25);
+        assert_eq!((flusher.writer_waits, flusher.writer_wait_ms), (2.0, 30.0));
+        let described = figures.describe();
+        assert!(described.starts_with("2 writer lanes, 20.0 writes per commit"));
+        assert!(described
+            .ends_with("flusher busy 25% of the run (4 flushes), 2 commits waited 30 ms for it"));
         assert!(before.figures(&after, 0).is_none());
         let peer = WriteProbe {
             writer: None,
             lanes: None,
+            flusher: None,
             write_bytes: None,
             ..before
         };

@@ -270,6 +270,9 @@ impl EngineCollector {
             None,
             MetricType::Counter,
         )?)?;
+        if let Some(flush) = self.engine.store_flush_stats() {
+            encode_flush(encoder, flush)?;
+        }
         let (counts, sum_secs) = self.engine.commit_latency();
         let total: u64 = counts.iter().sum();
         let buckets: Vec<(f64, u64)> = COMMIT_LATENCY_BOUNDS_SECS
@@ -288,6 +291,50 @@ impl EngineCollector {
             sum_secs, total, &buckets, None,
         )
     }
+}
+
+/// The redb store's flusher: transactions written into the store file, time spent writing
+/// them, and commits that waited for it.
+fn encode_flush(
+    encoder: &mut DescriptorEncoder,
+    flush: lethedb_storage::FlushStats,
+) -> Result<(), std::fmt::Error> {
+    let counters = [
+        (
+            "store_flushes",
+            "Staged changes written into the store file",
+            flush.flushes as f64,
+        ),
+        (
+            "store_checkpoints",
+            "Flushes that were synced checkpoints",
+            flush.checkpoints as f64,
+        ),
+        (
+            "store_flush_seconds",
+            "Time spent writing staged changes into the store file",
+            flush.busy_micros as f64 / 1e6,
+        ),
+        (
+            "store_flush_waits",
+            "Commits that waited for the flusher",
+            flush.waits as f64,
+        ),
+        (
+            "store_flush_wait_seconds",
+            "Time commits waited for the flusher",
+            flush.wait_micros as f64 / 1e6,
+        ),
+    ];
+    for (name, help, value) in counters {
+        ConstCounter::new(value).encode(encoder.encode_descriptor(
+            name,
+            help,
+            None,
+            MetricType::Counter,
+        )?)?;
+    }
+    Ok(())
 }
 
 impl Collector for EngineCollector {

@@ -309,6 +309,27 @@ pub trait Storage: Send + Sync + 'static {
     fn snapshots(&self) -> Option<&dyn Snapshots> {
         None
     }
+    /// What the store's background writer has done so far, where it has one (the redb
+    /// store's flusher); for the statistics and the bench.
+    fn flush_stats(&self) -> Option<FlushStats> {
+        None
+    }
+}
+
+/// What a store that writes its commits into its file in the background (the redb store's
+/// flusher, `redb_flush.rs`) has done since it opened.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FlushStats {
+    /// Transactions the flusher wrote, checkpoints included.
+    pub flushes: u64,
+    /// Those of them that were checkpoints (synced).
+    pub checkpoints: u64,
+    /// Time the flusher spent writing, in microseconds.
+    pub busy_micros: u64,
+    /// Commits that waited for the flusher (a second tier filled while it was still busy).
+    pub waits: u64,
+    /// Time those commits waited, in microseconds.
+    pub wait_micros: u64,
 }
 
 /// Named copies of the whole store, for tests: saved, then restored in an instant. Callers run

@@ -8,7 +8,9 @@
 //! is refused with [`StorageError::Poisoned`], while reads keep seeing the last durable state.
 //! This module decides nothing else; it forwards every other call to the wrapped store.
 
-use crate::api::{KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn};
+use crate::api::{
+    FlushStats, KeyRange, ReadTxn, Savepoint, Storage, StorageError, Table, Visit, WriteTxn,
+};
 use bytes::Bytes;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Condvar, Mutex};
@@ -124,6 +126,10 @@ impl<S: Storage> Storage for FailingStore<S> {
 
     fn kind(&self) -> &'static str {
         self.inner.kind()
+    }
+
+    fn flush_stats(&self) -> Option<FlushStats> {
+        self.inner.flush_stats()
     }
 }
 

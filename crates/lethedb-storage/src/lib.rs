@@ -18,6 +18,7 @@
 //! The interface is in `api.rs`; this file is only the front door.
 
 mod api;
+mod clock;
 mod distribution;
 mod failing;
 mod fjall_store;
@@ -35,8 +36,8 @@ mod write_txn;
 pub use bytes::Bytes;
 
 pub use api::{
-    prefix_successor, KeyRange, Look, LookFuture, ReadTxn, Savepoint, Snapshots, Storage,
-    StorageError, Table, Visit, WriteTxn,
+    prefix_successor, FlushStats, KeyRange, Look, LookFuture, ReadTxn, Savepoint, Snapshots,
+    Storage, StorageError, Table, Visit, WriteTxn,
 };
 pub use distribution::{range_within, Distribution, OneBucket};
 pub use failing::{FailingStore, FaultPlan};

@@ -20,14 +20,16 @@
 //! Named snapshots and the close take the writer's lock, wait for the flusher and checkpoint
 //! what is staged themselves.
 
-use crate::api::{StorageError, Table};
+use crate::api::{FlushStats, StorageError, Table};
+use crate::clock::Stopwatch;
 use crate::overlay::Changes;
 use crate::redb_staged::{Staged, Tier};
 use crate::redo_log::{self, RedoLog};
 use redb::{ReadableDatabase, TableDefinition};
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::time::Duration;
 
 const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
     TableDefinition::new("catalog"),
@@ -114,6 +116,44 @@ struct FlushState {
     stop: bool,
 }
 
+/// The flusher's and the writer's counters behind [`FlushStats`].
+#[derive(Default)]
+struct FlushCounters {
+    flushes: AtomicU64,
+    checkpoints: AtomicU64,
+    busy_micros: AtomicU64,
+    waits: AtomicU64,
+    wait_micros: AtomicU64,
+}
+
+fn micros(elapsed: Duration) -> u64 {
+    u64::try_from(elapsed.as_micros()).unwrap_or(u64::MAX)
+}
+
+impl FlushCounters {
+    fn flushed(&self, checkpoint: bool, busy: Duration) {
+        self.flushes.fetch_add(1, Ordering::Relaxed);
+        self.checkpoints
+            .fetch_add(u64::from(checkpoint), Ordering::Relaxed);
+        self.busy_micros.fetch_add(micros(busy), Ordering::Relaxed);
+    }
+
+    fn waited(&self, wait: Duration) {
+        self.waits.fetch_add(1, Ordering::Relaxed);
+        self.wait_micros.fetch_add(micros(wait), Ordering::Relaxed);
+    }
+
+    fn read(&self) -> FlushStats {
+        FlushStats {
+            flushes: self.flushes.load(Ordering::Relaxed),
+            checkpoints: self.checkpoints.load(Ordering::Relaxed),
+            busy_micros: self.busy_micros.load(Ordering::Relaxed),
+            waits: self.waits.load(Ordering::Relaxed),
+            wait_micros: self.wait_micros.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// Everything the store and its flusher share.
 pub(crate) struct Shared {
     pub(crate) database: redb::Database,
@@ -133,9 +173,13 @@ pub(crate) struct Shared {
     staged_bytes_max: AtomicUsize,
     /// The redo log's path, whose previous file the flusher's checkpoint removes.
     log_path: PathBuf,
+    counters: FlushCounters,
     /// Makes the flusher's next transactions fail, for the tests of its failure.
     #[cfg(test)]
     pub(crate) fail_flushes: AtomicBool,
+    /// Held by a test to keep the flusher from starting its next transaction.
+    #[cfg(test)]
+    pub(crate) flush_gate: RwLock<()>,
 }
 
 impl Shared {
@@ -156,9 +200,17 @@ impl Shared {
             flushed: Condvar::new(),
             checkpoint_log_bytes,
             staged_bytes_max: AtomicUsize::new(staged_bytes_max),
+            counters: FlushCounters::default(),
             #[cfg(test)]
             fail_flushes: AtomicBool::new(false),
+            #[cfg(test)]
+            flush_gate: RwLock::default(),
         }
+    }
+
+    /// What the flusher did, and how long commits waited for it, since the store opened.
+    pub(crate) fn flush_stats(&self) -> FlushStats {
+        self.counters.read()
     }
 
     pub(crate) fn set_staged_bytes_max(&self, bytes: usize) {
@@ -279,9 +331,16 @@ impl Shared {
         if !checkpoint_due && active_bytes < bound {
             return Ok(());
         }
+        let asked = Stopwatch::start();
+        let mut waited = false;
         let mut state = wait_while(&self.flushed, lock(&self.flush), |state| {
-            state.pending && active_bytes >= bound.saturating_mul(2)
+            let wait = state.pending && active_bytes >= bound.saturating_mul(2);
+            waited |= wait;
+            wait
         });
+        if waited {
+            self.counters.waited(asked.elapsed());
+        }
         if state.pending || self.poisoned.load(Ordering::Acquire) {
             return Ok(());
         }
@@ -322,7 +381,11 @@ pub(crate) fn run_flusher(shared: Arc<Shared>) {
             state.checkpoint.take()
         };
         let frozen = shared.staged().frozen.clone();
+        let started = Stopwatch::start();
         let written = shared.write_frozen(&frozen, checkpoint_generation);
+        shared
+            .counters
+            .flushed(checkpoint_generation.is_some(), started.elapsed());
         match written {
             Ok(()) => shared.restage(|now| Staged {
                 active: now.active.clone(),
@@ -346,6 +409,8 @@ impl Shared {
         frozen: &Tier,
         checkpoint_generation: Option<u64>,
     ) -> Result<(), StorageError> {
+        #[cfg(test)]
+        drop(self.flush_gate.read());
         #[cfg(test)]
         if self.fail_flushes.load(Ordering::Acquire) {
             return Err(StorageError::Io("a failure injected by a test".into()));

@@ -226,3 +226,47 @@ fn a_failed_flush_poisons_the_store_and_loses_no_acknowledged_commit() {
     assert_eq!(get(&reopened, b"second"), Some(vec![2; 1000]));
     assert!(reopened.write().is_ok());
 }
+
+#[test]
+fn a_commit_that_fills_a_second_tier_waits_for_the_busy_flusher_and_is_counted() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    let store = std::sync::Arc::new(open(&path, u64::MAX, 1500));
+    let gate = store.shared().flush_gate.write().expect("gate");
+    put(&*store, b"k1", &[1; 1000]);
+    // Past the bound: frozen and handed to the flusher, which the gate holds.
+    put(&*store, b"k2", &[2; 1000]);
+    // The active tier refills past the bound, under twice it: no wait, the flusher is busy.
+    put(&*store, b"k3", &[3; 1000]);
+    assert_eq!(store.flush_stats().expect("stats").waits, 0);
+    // Twice the bound: this commit waits until the flusher is done.
+    let writer = {
+        let store = std::sync::Arc::clone(&store);
+        std::thread::spawn(move || put(&*store, b"k4", &[4; 2000]))
+    };
+    std::thread::sleep(std::time::Duration::from_millis(150));
+    assert!(
+        !writer.is_finished(),
+        "the commit did not wait for the flusher"
+    );
+    // Readers are not held meanwhile, and see every acknowledged commit.
+    assert_eq!(get(&*store, b"k3"), Some(vec![3; 1000]));
+    drop(gate);
+    writer.join().expect("writer");
+    settle(&store);
+    let stats = store.flush_stats().expect("stats");
+    assert_eq!(stats.waits, 1);
+    assert!(stats.wait_micros >= 100_000, "{stats:?}");
+    assert!(stats.flushes >= 2, "{stats:?}");
+    assert_eq!(stats.checkpoints, 0);
+    let copy = killed_copy(&store, &path, directory.path(), "copy.redb");
+    let recovered = open(&copy, u64::MAX, usize::MAX);
+    for (key, value) in [
+        (b"k1", vec![1; 1000]),
+        (b"k2", vec![2; 1000]),
+        (b"k3", vec![3; 1000]),
+        (b"k4", vec![4; 2000]),
+    ] {
+        assert_eq!(get(&recovered, key), Some(value));
+    }
+}

@@ -13,7 +13,9 @@
 //! module maps the trait onto redb, the staged changes and the log; it does not batch, retry or
 //! interpret anything.
 
-use crate::api::{KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn};
+use crate::api::{
+    FlushStats, KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn,
+};
 use crate::overlay::{BaseEntry, Overlay};
 use crate::redb_flush::{
     checkpoint, definition, io, run_flusher, Redo, Shared, GENERATION_KEY, REDO_STATE,
@@ -220,6 +222,10 @@ impl Storage for RedbStore {
 
     fn snapshots(&self) -> Option<&dyn Snapshots> {
         Some(self)
+    }
+
+    fn flush_stats(&self) -> Option<FlushStats> {
+        Some(self.shared.flush_stats())
     }
 }
 

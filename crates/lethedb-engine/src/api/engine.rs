@@ -224,6 +224,12 @@ impl Engine {
         self.inner.store.kind()
     }
 
+    /// What the store's background writer has done so far (the redb store's flusher); `None`
+    /// for a store without one.
+    pub fn store_flush_stats(&self) -> Option<lethedb_storage::FlushStats> {
+        self.inner.store.flush_stats()
+    }
+
     /// How long ago the engine opened, on its clock's pacer.
     pub fn uptime(&self) -> std::time::Duration {
         self.inner.started.elapsed()

@@ -48,7 +48,7 @@ pub fn stats(state: &AppState, method: &Method, headers: &HeaderMap) -> ApiResul
             })
         })
         .collect();
-    let body = json!({
+    let mut body = json!({
         "writer": {
             "operations": operations,
             "commits": commits,
@@ -59,6 +59,17 @@ pub fn stats(state: &AppState, method: &Method, headers: &HeaderMap) -> ApiResul
         // Why the engine stopped accepting writes, if it did (a panic or a failed commit).
         "poisoned": state.engine.poisoned(),
     });
+    // The redb store's flusher (absent on the other stores): transactions written into the
+    // store file, how long that took, and how long commits waited for it.
+    if let Some(flush) = state.engine.store_flush_stats() {
+        body["store"] = json!({
+            "flushes": flush.flushes,
+            "checkpoints": flush.checkpoints,
+            "flushBusyMs": flush.busy_micros as f64 / 1000.0,
+            "writerWaits": flush.waits,
+            "writerWaitMs": flush.wait_micros as f64 / 1000.0,
+        });
+    }
     Ok(Reply::value(StatusCode::OK, &body).finish())
 }
 

@@ -53,8 +53,14 @@ pub struct Exited {
 
 /// `lethedb serve --in-memory` with `args`, and no `LETHEDB_*` variable but those in `env`.
 pub fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
+    serve_command(&["--in-memory"], args, env)
+}
+
+/// `lethedb serve` on the store `store_args` name, with `args`, and no `LETHEDB_*` variable
+/// but those in `env`.
+pub fn serve_command(store_args: &[&str], args: &[&str], env: &[(&str, &str)]) -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_lethedb"));
-    command.args(["serve", "--in-memory"]).args(args);
+    command.arg("serve").args(store_args).args(args);
     for (name, _) in std::env::vars() {
         if name.starts_with("LETHEDB_") {
             command.env_remove(name);
@@ -64,9 +70,25 @@ pub fn command(args: &[&str], env: &[(&str, &str)]) -> Command {
     command
 }
 
-/// Starts the server and waits until it listens, or until it exits.
+/// Starts the server in memory and waits until it listens, or until it exits.
 pub fn start(args: &[&str], env: &[(&str, &str)]) -> Result<Running, Exited> {
-    let mut child = command(args, env)
+    start_command(command(args, env))
+}
+
+/// Starts the server on the default durable store in `data_dir` and waits until it listens,
+/// or until it exits.
+pub fn start_durable(
+    data_dir: &std::path::Path,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> Result<Running, Exited> {
+    let data_dir = data_dir.to_str().expect("a UTF-8 path");
+    start_command(serve_command(&["--data-dir", data_dir], args, env))
+}
+
+/// Starts `command` and waits until the server listens, or until it exits.
+pub fn start_command(mut command: Command) -> Result<Running, Exited> {
+    let mut child = command
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
