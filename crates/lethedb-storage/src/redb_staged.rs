@@ -60,18 +60,24 @@ impl Tier {
     /// These changes with one commit's on top of them. Large values stay the writer's buffers.
     pub(crate) fn with(&self, tables: &[(Table, Changes)]) -> Tier {
         let mut next = self.clone();
+        next.add(tables);
+        next
+    }
+
+    /// Puts one commit's changes on top of these, in place: nodes no other tier shares are
+    /// changed where they are, shared ones are copied first.
+    pub(crate) fn add(&mut self, tables: &[(Table, Changes)]) {
         for (table, changes) in tables {
-            let map = &mut next.tables[table.index()];
+            let map = &mut self.tables[table.index()];
             for (key, change) in changes {
                 let entry = match change {
                     Some(value) => Entry::new(key, value.clone()),
                     None => Entry::deleted(key),
                 };
-                next.bytes += key.len() + entry.value().len();
+                self.bytes += key.len() + entry.value().len();
                 map.insert(entry);
             }
         }
-        next
     }
 
     /// Writes every staged change into `transaction`, table by table in key order, each table

@@ -405,7 +405,14 @@ impl Base for RedbBase<'_> {
             // Nothing to log, stage or make durable.
             return Ok(());
         }
-        let shared = self.shared;
+        // The transaction's own snapshot goes first: with no reader holding the staged
+        // changes, the commit stages its own in place.
+        let RedbBase {
+            read,
+            _writer,
+            shared,
+        } = self;
+        drop(read);
         shared.commit(&tables).map_err(|error| {
             shared.poisoned.store(true, Ordering::Release);
             tracing::error!(%error, "commit failed; refusing further writes until restart");
