@@ -42,6 +42,13 @@ impl MemoryStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
+    fn write_committed(&self) -> std::sync::RwLockWriteGuard<'_, Arc<Tables>> {
+        // Swapped or changed in whole assignments, so whole after a panic elsewhere.
+        self.committed
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     fn snapshot(&self) -> Arc<Tables> {
         // A poisoned lock only means a panic elsewhere; the maps themselves are always whole
         // because they are swapped in one assignment.
@@ -96,10 +103,7 @@ impl Snapshots for MemoryStore {
         };
         // As on the durable store, the snapshots saved after this one go with the state.
         saved.retain(|_, (kept, _)| *kept <= order);
-        *self
-            .committed
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = tables;
+        *self.write_committed() = tables;
         Ok(true)
     }
 
@@ -203,28 +207,77 @@ impl Base for MemoryBase<'_> {
     }
 
     fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
-        let MemoryBase { store, tables } = self;
-        // The one writer's base is the committed state: change a shallow copy of it (sharing
-        // every node) and publish that; snapshots keep the maps they hold.
-        let mut tables: Tables = (*tables).clone();
-        for (table, changes) in overlay.into_tables() {
-            let map = &mut tables[table.index()];
-            for (key, change) in changes {
-                match change {
-                    Some(value) => {
-                        map.insert(Entry::new(&key, value));
-                    }
-                    None => {
-                        map.remove::<[u8]>(&key);
-                    }
+        let MemoryBase { store, mut tables } = self;
+        // With no reader but this transaction holding the committed maps, they are changed in
+        // place (readers wait meanwhile). Otherwise a shallow copy (sharing every node) is
+        // changed and published, and the snapshots keep the maps they hold; a copy copies
+        // every node on the changed keys' paths. The count is only a hint, taken without a
+        // lock: `Arc::get_mut` decides, under the lock.
+        if Arc::strong_count(&tables) <= 2 {
+            drop(tables);
+            let mut guard = store.write_committed();
+            if let Some(committed) = Arc::get_mut(&mut guard) {
+                apply(committed, overlay);
+                return Ok(());
+            }
+            tables = Arc::clone(&guard);
+        }
+        // The one writer's: nothing else replaces the committed maps meanwhile.
+        let mut next: Tables = (*tables).clone();
+        drop(tables);
+        apply(&mut next, overlay);
+        *store.write_committed() = Arc::new(next);
+        Ok(())
+    }
+}
+
+/// Puts a transaction's changes into `tables`.
+fn apply(tables: &mut Tables, overlay: Overlay) {
+    for (table, changes) in overlay.into_tables() {
+        let map = &mut tables[table.index()];
+        for (key, change) in changes {
+            match change {
+                Some(value) => {
+                    map.insert(Entry::new(&key, value));
+                }
+                None => {
+                    map.remove::<[u8]>(&key);
                 }
             }
         }
-        let mut guard = match store.committed.write() {
-            Ok(guard) => guard,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        *guard = Arc::new(tables);
-        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MemoryStore;
+    use crate::api::{Storage, Table};
+    use crate::snapshot_test::{get, put};
+    use std::sync::Arc;
+
+    #[test]
+    fn commits_change_the_maps_in_place_only_while_no_reader_holds_them() {
+        let store = MemoryStore::new();
+        let published = || Arc::as_ptr(&store.snapshot());
+        put(&store, b"a", b"1");
+        let before = published();
+        put(&store, b"b", b"1");
+        assert_eq!(published(), before, "no reader held them: changed in place");
+        let reader = store.read().expect("read");
+        put(&store, b"a", b"2");
+        put(&store, b"c", b"2");
+        assert_ne!(published(), before, "a reader held them: changed on a copy");
+        assert_eq!(
+            reader.get(Table::Items, b"a").expect("get"),
+            Some(b"1".to_vec())
+        );
+        assert_eq!(reader.get(Table::Items, b"c").expect("get"), None);
+        drop(reader);
+        let copied = published();
+        put(&store, b"d", b"4");
+        assert_eq!(published(), copied, "no reader again: in place again");
+        for (key, value) in [(b"a", b"2"), (b"b", b"1"), (b"c", b"2"), (b"d", b"4")] {
+            assert_eq!(get(&store, key), Some(value.to_vec()));
+        }
     }
 }
