@@ -7,7 +7,7 @@ use crate::api::{Storage, Table};
 use crate::redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 use crate::redo_log;
 use crate::redo_log_test::{killed_copy, settle};
-use crate::snapshot_test::{get, put};
+use crate::snapshot_test::{check_in_place_only_while_unread, get, put};
 use std::path::Path;
 
 fn open(path: &Path, checkpoint_log_bytes: u64, staged_bytes: usize) -> RedbStore {
@@ -112,35 +112,9 @@ fn a_reader_keeps_its_state_while_commits_are_staged_and_written_into_redb() {
 fn a_commit_stages_in_place_only_while_no_reader_holds_the_staged_changes() {
     let directory = tempfile::tempdir().expect("temporary directory");
     let store = open(&directory.path().join("store.redb"), u64::MAX, usize::MAX);
-    let published = || std::sync::Arc::as_ptr(&store.shared().staged());
-    put(&store, b"a", b"1");
-    let before = published();
-    put(&store, b"b", b"1");
-    assert_eq!(published(), before, "no reader held them: staged in place");
-    let reader = store.read().expect("read");
-    put(&store, b"a", b"2");
-    put(&store, b"c", b"2");
-    assert_ne!(published(), before, "a reader held them: staged on a copy");
-    assert_eq!(
-        reader.get(Table::Items, b"a").expect("get"),
-        Some(b"1".to_vec())
-    );
-    assert_eq!(reader.get(Table::Items, b"c").expect("get"), None);
-    // A reader taken after them keeps its state too.
-    let later = store.read().expect("read");
-    drop(reader);
-    put(&store, b"b", b"3");
-    assert_eq!(
-        later.get(Table::Items, b"b").expect("get"),
-        Some(b"1".to_vec())
-    );
-    drop(later);
-    let copied = published();
-    put(&store, b"d", b"4");
-    assert_eq!(published(), copied, "no reader again: in place again");
-    for (key, value) in [(b"a", b"2"), (b"b", b"3"), (b"c", b"2"), (b"d", b"4")] {
-        assert_eq!(get(&store, key), Some(value.to_vec()));
-    }
+    check_in_place_only_while_unread(&store, &|| {
+        std::sync::Arc::as_ptr(&store.shared().staged()) as usize
+    });
 }
 
 /// The generation stored in the closed store at `path`.

@@ -19,6 +19,40 @@ pub(crate) fn get(store: &dyn Storage, key: &[u8]) -> Option<Vec<u8>> {
         .expect("get")
 }
 
+/// Commits change the published state in place while no reader holds it, and on a copy while
+/// one does, which keeps the state it began with. `published` says where the published state
+/// is: the same place after a commit made in place, a new one after a copy.
+pub(crate) fn check_in_place_only_while_unread(store: &dyn Storage, published: &dyn Fn() -> usize) {
+    put(store, b"a", b"1");
+    let before = published();
+    put(store, b"b", b"1");
+    assert_eq!(published(), before, "no reader held it: changed in place");
+    let reader = store.read().expect("read");
+    put(store, b"a", b"2");
+    put(store, b"c", b"2");
+    assert_ne!(published(), before, "a reader held it: changed on a copy");
+    assert_eq!(
+        reader.get(Table::Items, b"a").expect("get"),
+        Some(b"1".to_vec())
+    );
+    assert_eq!(reader.get(Table::Items, b"c").expect("get"), None);
+    // A reader taken after them keeps its state too.
+    let later = store.read().expect("read");
+    drop(reader);
+    put(store, b"b", b"3");
+    assert_eq!(
+        later.get(Table::Items, b"b").expect("get"),
+        Some(b"1".to_vec())
+    );
+    drop(later);
+    let copied = published();
+    put(store, b"d", b"4");
+    assert_eq!(published(), copied, "no reader again: in place again");
+    for (key, value) in [(b"a", b"2"), (b"b", b"3"), (b"c", b"2"), (b"d", b"4")] {
+        assert_eq!(get(store, key), Some(value.to_vec()));
+    }
+}
+
 fn check(store: &dyn Storage) {
     let snapshots = store.snapshots().expect("this backend keeps snapshots");
     put(store, b"a", b"1");
