@@ -7,7 +7,9 @@ use crate::api::{Storage, Table};
 use crate::redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 use crate::redo_log;
 use crate::redo_log_test::{killed_copy, settle};
-use crate::snapshot_test::{check_in_place_only_while_unread, get, put};
+use crate::snapshot_test::{
+    check_in_place_only_while_unread, check_readers_see_whole_commits_while_committing, get, put,
+};
 use std::path::Path;
 
 fn open(path: &Path, checkpoint_log_bytes: u64, staged_bytes: usize) -> RedbStore {
@@ -115,6 +117,14 @@ fn a_commit_stages_in_place_only_while_no_reader_holds_the_staged_changes() {
     check_in_place_only_while_unread(&store, &|| {
         std::sync::Arc::as_ptr(&store.shared().staged()) as usize
     });
+}
+
+#[test]
+fn readers_on_other_threads_see_whole_commits_while_the_writer_stages_and_flushes() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    // Flushed every few dozen commits, so readers also cross the flusher's hand-overs.
+    let store = open(&directory.path().join("store.redb"), u64::MAX, 2_000);
+    check_readers_see_whole_commits_while_committing(&store);
 }
 
 /// The generation stored in the closed store at `path`.

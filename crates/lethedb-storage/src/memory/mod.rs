@@ -251,12 +251,19 @@ fn apply(tables: &mut Tables, overlay: Overlay) {
 #[cfg(test)]
 mod tests {
     use super::MemoryStore;
-    use crate::snapshot_test::check_in_place_only_while_unread;
+    use crate::snapshot_test::{
+        check_in_place_only_while_unread, check_readers_see_whole_commits_while_committing,
+    };
     use std::sync::Arc;
 
     #[test]
     fn commits_change_the_maps_in_place_only_while_no_reader_holds_them() {
         let store = MemoryStore::new();
         check_in_place_only_while_unread(&store, &|| Arc::as_ptr(&store.snapshot()) as usize);
+    }
+
+    #[test]
+    fn readers_on_other_threads_see_whole_commits_while_the_maps_change() {
+        check_readers_see_whole_commits_while_committing(&MemoryStore::new());
     }
 }
