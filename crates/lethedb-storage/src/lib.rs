@@ -25,6 +25,7 @@ mod fjall_store;
 mod memory;
 mod overlay;
 mod postgres;
+mod published;
 mod redb_flush;
 mod redb_snapshots;
 mod redb_staged;

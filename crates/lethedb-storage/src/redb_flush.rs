@@ -23,12 +23,13 @@
 use crate::api::{FlushStats, StorageError, Table};
 use crate::clock::Stopwatch;
 use crate::overlay::Changes;
+use crate::published::Published;
 use crate::redb_staged::{Staged, Tier};
 use crate::redo_log::{self, RedoLog};
 use redb::{ReadableDatabase, TableDefinition};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
@@ -163,7 +164,7 @@ pub(crate) struct Shared {
     redo: Mutex<Redo>,
     /// Replaced only by the writer (the active tier, and freezing it) and by the flusher
     /// (emptying the frozen tier), and read together with a redb snapshot under this lock.
-    staged: RwLock<Arc<Staged>>,
+    staged: Published<Staged>,
     /// Held by the engine's write transaction, and by whatever needs redb's write transaction
     /// outside the flusher (checkpoints, snapshots, the close).
     writer: Mutex<()>,
@@ -179,7 +180,7 @@ pub(crate) struct Shared {
     pub(crate) fail_flushes: AtomicBool,
     /// Held by a test to keep the flusher from starting its next transaction.
     #[cfg(test)]
-    pub(crate) flush_gate: RwLock<()>,
+    pub(crate) flush_gate: std::sync::RwLock<()>,
 }
 
 impl Shared {
@@ -194,7 +195,7 @@ impl Shared {
             poisoned: AtomicBool::new(false),
             log_path: redo.log.path().to_path_buf(),
             redo: Mutex::new(redo),
-            staged: RwLock::default(),
+            staged: Published::default(),
             writer: Mutex::new(()),
             flush: Mutex::default(),
             flushed: Condvar::new(),
@@ -204,7 +205,7 @@ impl Shared {
             #[cfg(test)]
             fail_flushes: AtomicBool::new(false),
             #[cfg(test)]
-            flush_gate: RwLock::default(),
+            flush_gate: std::sync::RwLock::default(),
         }
     }
 
@@ -240,26 +241,13 @@ impl Shared {
         }));
     }
 
-    fn read_staged(&self) -> std::sync::RwLockReadGuard<'_, Arc<Staged>> {
-        // Replaced in single assignments, so whole after a panic.
-        self.staged
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn write_staged(&self) -> std::sync::RwLockWriteGuard<'_, Arc<Staged>> {
-        self.staged
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     pub(crate) fn staged(&self) -> Arc<Staged> {
-        Arc::clone(&self.read_staged())
+        self.staged.get()
     }
 
     /// The staged changes and a redb snapshot, taken together.
     pub(crate) fn snapshot(&self) -> Result<(Arc<Staged>, redb::ReadTransaction), StorageError> {
-        let guard = self.read_staged();
+        let guard = self.staged.read();
         let staged = Arc::clone(&guard);
         let transaction = self.database.begin_read().map_err(io)?;
         drop(guard);
@@ -268,8 +256,7 @@ impl Shared {
 
     /// Replaces the staged changes with `change` of those published now.
     fn restage(&self, change: impl FnOnce(&Staged) -> Staged) {
-        let mut guard = self.write_staged();
-        *guard = Arc::new(change(&guard));
+        self.staged.replace(change);
     }
 
     /// Writes the staged changes into `transaction` and commits it as a checkpoint, then
@@ -299,7 +286,7 @@ impl Shared {
         let _exclusive = self.exclusive();
         let mut transaction = self.database.begin_write().map_err(io)?;
         change(&mut transaction)?;
-        let mut staged = self.write_staged();
+        let mut staged = self.staged.write();
         checkpoint(transaction, &mut self.redo())?;
         *staged = Arc::default();
         Ok(())
@@ -355,28 +342,22 @@ impl Shared {
         Ok(())
     }
 
-    /// Adds a commit's changes to the active tier and says how many bytes it holds now. In
-    /// place when no reader holds the published state (one holds it only while it reads), with
-    /// readers waiting meanwhile; otherwise on a copy, published in its place, which copies
-    /// every node on the changed keys' paths (a fifth of a create's instructions when done on
-    /// every commit, `bench/results/redb-flusher.md`).
+    /// Adds a commit's changes to the active tier and says how many bytes it holds now: in
+    /// place when no reader holds the staged changes, on a copy otherwise (`published.rs`).
+    /// A copy is published with the frozen tier of the moment, which the flusher may have
+    /// emptied meanwhile.
     fn stage(&self, tables: &[(Table, Changes)]) -> usize {
-        // A hint under the readers' lock, which keeps readers going; `Arc::get_mut` decides
-        // under the writers'. Readers that hold the state (a busy read load) skip the second.
-        let alone = Arc::strong_count(&self.read_staged()) == 1;
-        if alone {
-            if let Some(staged) = Arc::get_mut(&mut self.write_staged()) {
+        self.staged.change(
+            self.staged(),
+            |staged| {
                 staged.active.add(tables);
-                return staged.active.bytes();
-            }
-        }
-        let active = self.staged().active.with(tables);
-        let bytes = active.bytes();
-        self.restage(|now| Staged {
-            active,
-            frozen: now.frozen.clone(),
-        });
-        bytes
+                staged.active.bytes()
+            },
+            |next, now| Staged {
+                active: next.active,
+                frozen: now.frozen.clone(),
+            },
+        )
     }
 
     /// Asks the flusher to stop once what it was handed is written.

@@ -57,7 +57,9 @@ impl Tier {
             .map(|entry| (!entry.is_deleted()).then(|| entry.value()))
     }
 
-    /// These changes with one commit's on top of them. Large values stay the writer's buffers.
+    /// These changes with one commit's on top of them, leaving these as they are (the tests'
+    /// way to build tiers; a commit stages through [`Tier::add`]).
+    #[cfg(test)]
     pub(crate) fn with(&self, tables: &[(Table, Changes)]) -> Tier {
         let mut next = self.clone();
         next.add(tables);
@@ -65,7 +67,8 @@ impl Tier {
     }
 
     /// Puts one commit's changes on top of these, in place: nodes no other tier shares are
-    /// changed where they are, shared ones are copied first.
+    /// changed where they are, shared ones are copied first. Large values stay the writer's
+    /// buffers.
     pub(crate) fn add(&mut self, tables: &[(Table, Changes)]) {
         for (table, changes) in tables {
             let map = &mut self.tables[table.index()];

@@ -11,11 +11,12 @@
 
 use crate::api::{KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn};
 use crate::overlay::{BaseEntry, Overlay};
+use crate::published::Published;
 use crate::write_txn::{Base, OverlayWrite};
 use entry::Entry;
 use imbl::OrdSet;
 use std::collections::BTreeMap;
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex};
 
 pub(crate) mod entry;
 
@@ -25,7 +26,7 @@ type Tables = [Map; Table::ALL.len()];
 /// A store that lives only as long as the process.
 #[derive(Default)]
 pub struct MemoryStore {
-    committed: RwLock<Arc<Tables>>,
+    committed: Published<Tables>,
     /// Named snapshots, with the order they were saved in: the maps as they were, sharing
     /// every node with the live ones.
     saved: Mutex<BTreeMap<String, (u64, Arc<Tables>)>>,
@@ -42,20 +43,8 @@ impl MemoryStore {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn write_committed(&self) -> std::sync::RwLockWriteGuard<'_, Arc<Tables>> {
-        // Swapped or changed in whole assignments, so whole after a panic elsewhere.
-        self.committed
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
     fn snapshot(&self) -> Arc<Tables> {
-        // A poisoned lock only means a panic elsewhere; the maps themselves are always whole
-        // because they are swapped in one assignment.
-        match self.committed.read() {
-            Ok(guard) => Arc::clone(&guard),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
+        self.committed.get()
     }
 }
 
@@ -103,7 +92,7 @@ impl Snapshots for MemoryStore {
         };
         // As on the durable store, the snapshots saved after this one go with the state.
         saved.retain(|_, (kept, _)| *kept <= order);
-        *self.write_committed() = tables;
+        *self.committed.write() = tables;
         Ok(true)
     }
 
@@ -207,26 +196,11 @@ impl Base for MemoryBase<'_> {
     }
 
     fn commit(self, overlay: Overlay) -> Result<(), StorageError> {
-        let MemoryBase { store, mut tables } = self;
-        // With no reader but this transaction holding the committed maps, they are changed in
-        // place (readers wait meanwhile). Otherwise a shallow copy (sharing every node) is
-        // changed and published, and the snapshots keep the maps they hold; a copy copies
-        // every node on the changed keys' paths. The count is only a hint, taken without a
-        // lock: `Arc::get_mut` decides, under the lock.
-        if Arc::strong_count(&tables) <= 2 {
-            drop(tables);
-            let mut guard = store.write_committed();
-            if let Some(committed) = Arc::get_mut(&mut guard) {
-                apply(committed, overlay);
-                return Ok(());
-            }
-            tables = Arc::clone(&guard);
-        }
-        // The one writer's: nothing else replaces the committed maps meanwhile.
-        let mut next: Tables = (*tables).clone();
-        drop(tables);
-        apply(&mut next, overlay);
-        *store.write_committed() = Arc::new(next);
+        let MemoryBase { store, tables } = self;
+        // The transaction's snapshot is the committed state: the store has one writer.
+        store
+            .committed
+            .change(tables, |tables| apply(tables, overlay), |next, _| next);
         Ok(())
     }
 }
