@@ -70,15 +70,7 @@ impl WriteProbe {
                 Some((writer["operations"].as_f64()?, writer["commits"].as_f64()?))
             }),
             lanes: writer.and_then(|writer| writer["lanes"].as_u64()),
-            flusher: stats.as_ref().and_then(|stats| {
-                let store = &stats["store"];
-                Some([
-                    store["flushes"].as_f64()?,
-                    store["flushBusyMs"].as_f64()?,
-                    store["writerWaits"].as_f64()?,
-                    store["writerWaitMs"].as_f64()?,
-                ])
-            }),
+            flusher: stats.as_ref().and_then(flusher_so_far),
             write_bytes: bytes_written(pid),
             rss_bytes: memory(pid).rss_bytes,
         }
@@ -121,6 +113,18 @@ impl WriteProbe {
             }),
         })
     }
+}
+
+/// The redb store's flusher so far, from `store` in LetheDB's `/_lethedb/stats` (absent on
+/// the other stores): flushes, milliseconds writing, commits that waited and their milliseconds.
+fn flusher_so_far(stats: &Value) -> Option<[f64; 4]> {
+    let store = &stats["store"];
+    Some([
+        store["flushes"].as_f64()?,
+        store["flushBusyMs"].as_f64()?,
+        store["writerWaits"].as_f64()?,
+        store["writerWaitMs"].as_f64()?,
+    ])
 }
 
 impl WriteFigures {
@@ -223,6 +227,20 @@ mod tests {
         assert_eq!(figures.writes_per_commit, None);
         assert_eq!(figures.bytes_written_per_write, None);
         assert_eq!(figures.describe(), "RSS +200000 B per write");
+    }
+
+    #[test]
+    fn the_flusher_is_read_from_the_statistics_the_redb_store_answers() {
+        // The shape of `/_lethedb/stats` (`handlers/internal.rs`) on the redb store.
+        let stats = json!({
+            "writer": {"operations": 1, "commits": 1, "queued": 0, "lanes": 1},
+            "store": {"flushes": 3, "checkpoints": 1, "flushBusyMs": 12.5, "writerWaits": 1, "writerWaitMs": 0.25},
+            "containers": [],
+            "poisoned": null,
+        });
+        assert_eq!(flusher_so_far(&stats), Some([3.0, 12.5, 1.0, 0.25]));
+        let in_memory = json!({"writer": {"operations": 0}, "containers": []});
+        assert_eq!(flusher_so_far(&in_memory), None);
     }
 
     #[test]
