@@ -1,0 +1,48 @@
+//! How full each table of a redb store file is: opens `lethedb.redb` (from a stopped server's
+//! data directory) and prints, per table, its entries, the bytes of their keys and values, the
+//! leaf and branch pages, and the bytes redb reports stored, as metadata and fragmented.
+//!
+//!   cargo run --release -p lethedb-storage --example redb_table_stats -- DATA_DIR/lethedb.redb
+
+use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+
+const TABLES: [&str; 8] = [
+    "catalog",
+    "items",
+    "expiry",
+    "counters",
+    "resource_ids",
+    "change_index",
+    "change_log",
+    "index",
+];
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let path = std::env::args().nth(1).ok_or("usage: redb_table_stats FILE")?;
+    let database = redb::Database::open(&path)?;
+    let read = database.begin_read()?;
+    println!("table          entries   key+value B    leaves  branches   stored B   meta B   frag B  B/page-used");
+    for name in TABLES {
+        let definition: TableDefinition<&[u8], &[u8]> = TableDefinition::new(name);
+        let Ok(table) = read.open_table(definition) else { continue };
+        let stats = table.stats()?;
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        for entry in table.iter()? {
+            let (key, value) = entry?;
+            entries += 1;
+            bytes += (key.value().len() + value.value().len()) as u64;
+        }
+        let pages = stats.leaf_pages() + stats.branch_pages();
+        println!(
+            "{name:<13} {entries:>8} {bytes:>13} {:>9} {:>9} {:>10} {:>8} {:>8}  {:.2}",
+            stats.leaf_pages(),
+            stats.branch_pages(),
+            stats.stored_bytes(),
+            stats.metadata_bytes(),
+            stats.fragmented_bytes(),
+            bytes as f64 / (pages.max(1) * 4096) as f64,
+        );
+    }
+    println!("file {} B", std::fs::metadata(&path)?.len());
+    Ok(())
+}
