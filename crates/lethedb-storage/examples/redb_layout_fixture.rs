@@ -24,7 +24,9 @@ fn digest(value: &[u8]) -> String {
 
 /// A value of `len` bytes that differs with `seed`.
 fn value(seed: u64, len: usize) -> Vec<u8> {
-    (0..len).map(|at| (seed as usize * 31 + at * 7) as u8).collect()
+    (0..len)
+        .map(|at| (seed as usize * 31 + at * 7) as u8)
+        .collect()
 }
 
 /// The item key of item `n` in partition `n % 5`.
@@ -40,18 +42,38 @@ fn item_len(n: u64) -> usize {
 fn session(store: &RedbStore, first: u64, commits: u64) -> Result<(), StorageError> {
     for commit in first..first + commits {
         let mut write = store.write()?;
-        write.put(Table::Catalog, format!("db/{}", commit % 3).as_bytes(), &value(commit, 30))?;
+        write.put(
+            Table::Catalog,
+            format!("db/{}", commit % 3).as_bytes(),
+            &value(commit, 30),
+        )?;
         for n in commit * 4..commit * 4 + 4 {
             write.put(Table::Items, &item_key(n), &value(n, item_len(n)))?;
             write.put(Table::ResourceIds, &n.to_be_bytes(), &item_key(n))?;
-            write.put(Table::ChangeLog, &[b"c1".as_slice(), &n.to_be_bytes()].concat(), &item_key(n))?;
-            write.put(Table::Expiry, &[&(n * 1000).to_be_bytes()[..], &item_key(n)].concat(), b"")?;
-            write.put(Table::Index, &[b"c1\0v\0".as_slice(), &value(n, 6), &item_key(n)].concat(), b"")?;
+            write.put(
+                Table::ChangeLog,
+                &[b"c1".as_slice(), &n.to_be_bytes()].concat(),
+                &item_key(n),
+            )?;
+            write.put(
+                Table::Expiry,
+                &[&(n * 1000).to_be_bytes()[..], &item_key(n)].concat(),
+                b"",
+            )?;
+            write.put(
+                Table::Index,
+                &[b"c1\0v\0".as_slice(), &value(n, 6), &item_key(n)].concat(),
+                b"",
+            )?;
         }
         // Replace an earlier item with another size, and delete another.
         if commit >= 2 {
             let replaced = commit * 4 - 7;
-            write.put(Table::Items, &item_key(replaced), &value(commit, item_len(commit + 3)))?;
+            write.put(
+                Table::Items,
+                &item_key(replaced),
+                &value(commit, item_len(commit + 3)),
+            )?;
             write.delete(Table::Items, &item_key(commit * 4 - 5))?;
             write.delete(Table::ResourceIds, &(commit * 4 - 5).to_be_bytes())?;
         }
@@ -66,17 +88,23 @@ fn dump(store: &RedbStore) -> Result<BTreeMap<String, Vec<[String; 2]>>, Storage
     let mut all = BTreeMap::new();
     for table in Table::ALL {
         let mut entries = Vec::new();
-        read.scan(table, &KeyRange::prefix(b""), &mut |key: &[u8], value: &[u8]| {
-            entries.push([hex(key), digest(value)]);
-            ControlFlow::Continue(())
-        })?;
+        read.scan(
+            table,
+            &KeyRange::prefix(b""),
+            &mut |key: &[u8], value: &[u8]| {
+                entries.push([hex(key), digest(value)]);
+                ControlFlow::Continue(())
+            },
+        )?;
         all.insert(format!("{table:?}"), entries);
     }
     Ok(all)
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let dir = std::env::args().nth(1).ok_or("usage: redb_layout_fixture DIR")?;
+    let dir = std::env::args()
+        .nth(1)
+        .ok_or("usage: redb_layout_fixture DIR")?;
     let path = Path::new(&dir).join("lethedb.redb");
     std::fs::create_dir_all(&dir)?;
     // The first session stops cleanly: its writes are checkpointed into the file.
@@ -85,7 +113,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let store = RedbStore::open(&path)?;
     session(&store, 12, 6)?;
     let expected = dump(&store)?;
-    std::fs::write(Path::new(&dir).join("expected.json"), serde_json::to_string_pretty(&expected)?)?;
+    std::fs::write(
+        Path::new(&dir).join("expected.json"),
+        serde_json::to_string_pretty(&expected)?,
+    )?;
     std::mem::forget(store);
     Ok(())
 }

@@ -6,8 +6,9 @@
 
 use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 
-const TABLES: [&str; 8] = [
+const TABLES: [&str; 9] = [
     "catalog",
+    "item_keys",
     "items",
     "expiry",
     "counters",
@@ -18,20 +19,38 @@ const TABLES: [&str; 8] = [
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let path = std::env::args().nth(1).ok_or("usage: redb_table_stats FILE")?;
+    let path = std::env::args()
+        .nth(1)
+        .ok_or("usage: redb_table_stats FILE")?;
     let database = redb::Database::open(&path)?;
     let read = database.begin_read()?;
     println!("table          entries   key+value B    leaves  branches   stored B   meta B   frag B  B/page-used");
     for name in TABLES {
         let definition: TableDefinition<&[u8], &[u8]> = TableDefinition::new(name);
-        let Ok(table) = read.open_table(definition) else { continue };
-        let stats = table.stats()?;
-        let (mut entries, mut bytes) = (0u64, 0u64);
-        for entry in table.iter()? {
-            let (key, value) = entry?;
-            entries += 1;
-            bytes += (key.value().len() + value.value().len()) as u64;
-        }
+        let (stats, entries, bytes) = match read.open_table(definition) {
+            Ok(table) => {
+                let (mut entries, mut bytes) = (0u64, 0u64);
+                for entry in table.iter()? {
+                    let (key, value) = entry?;
+                    entries += 1;
+                    bytes += (key.value().len() + value.value().len()) as u64;
+                }
+                (table.stats()?, entries, bytes)
+            }
+            // Item bodies are numbered since the layout that keeps them in arrival order.
+            Err(redb::TableError::TableTypeMismatch { .. }) => {
+                let definition: TableDefinition<u64, &[u8]> = TableDefinition::new(name);
+                let table = read.open_table(definition)?;
+                let (mut entries, mut bytes) = (0u64, 0u64);
+                for entry in table.iter()? {
+                    let (_, value) = entry?;
+                    entries += 1;
+                    bytes += 8 + value.value().len() as u64;
+                }
+                (table.stats()?, entries, bytes)
+            }
+            Err(_) => continue,
+        };
         let pages = stats.leaf_pages() + stats.branch_pages();
         println!(
             "{name:<13} {entries:>8} {bytes:>13} {:>9} {:>9} {:>10} {:>8} {:>8}  {:.2}",

@@ -27,6 +27,7 @@ mod overlay;
 mod postgres;
 mod published;
 mod redb_flush;
+mod redb_layout;
 mod redb_snapshots;
 mod redb_staged;
 mod redb_store;
@@ -52,6 +53,8 @@ pub use redo_log::read_redo_log;
 
 #[cfg(test)]
 mod model_test;
+#[cfg(test)]
+mod redb_layout_test;
 #[cfg(test)]
 mod redb_staged_test;
 #[cfg(test)]

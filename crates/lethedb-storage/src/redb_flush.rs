@@ -32,26 +32,11 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
-    TableDefinition::new("catalog"),
-    TableDefinition::new("items"),
-    TableDefinition::new("expiry"),
-    TableDefinition::new("counters"),
-    TableDefinition::new("resource_ids"),
-    TableDefinition::new("change_index"),
-    TableDefinition::new("change_log"),
-    TableDefinition::new("index"),
-];
-
 /// The store's own bookkeeping: the redo log's generation under [`GENERATION_KEY`]. A store
 /// written before the redo log lacks the table and is at generation 0 with no log.
 pub(crate) const REDO_STATE: TableDefinition<'static, &'static str, u64> =
     TableDefinition::new("redo_log");
 pub(crate) const GENERATION_KEY: &str = "generation";
-
-pub(crate) fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
-    DEFINITIONS[table.index()]
-}
 
 pub(crate) fn io(error: impl std::fmt::Display) -> StorageError {
     StorageError::Io(error.to_string())
@@ -178,6 +163,9 @@ pub(crate) struct Shared {
     /// Makes the flusher's next transactions fail, for the tests of its failure.
     #[cfg(test)]
     pub(crate) fail_flushes: AtomicBool,
+    /// Makes the flusher's next transactions panic, for the tests of its failure.
+    #[cfg(test)]
+    pub(crate) panic_flushes: AtomicBool,
     /// Held by a test to keep the flusher from starting its next transaction.
     #[cfg(test)]
     pub(crate) flush_gate: std::sync::RwLock<()>,
@@ -204,6 +192,8 @@ impl Shared {
             counters: FlushCounters::default(),
             #[cfg(test)]
             fail_flushes: AtomicBool::new(false),
+            #[cfg(test)]
+            panic_flushes: AtomicBool::new(false),
             #[cfg(test)]
             flush_gate: std::sync::RwLock::default(),
         }
@@ -268,7 +258,7 @@ impl Shared {
         redo: &mut Redo,
     ) -> Result<(), StorageError> {
         let staged = self.staged();
-        staged.apply(&transaction, definition)?;
+        staged.apply(&transaction)?;
         checkpoint(transaction, redo)?;
         if !staged.is_empty() {
             self.restage(|_| Staged::default());
@@ -368,7 +358,7 @@ impl Shared {
 }
 
 /// The flusher's loop: writes each frozen tier into redb, unsynced, then empties it. A failure
-/// poisons the store; the frozen tier then stays readable, since the log holds it.
+/// or a panic poisons the store; the frozen tier then stays readable, since the log holds it.
 pub(crate) fn run_flusher(shared: Arc<Shared>) {
     loop {
         let checkpoint_generation = {
@@ -382,7 +372,12 @@ pub(crate) fn run_flusher(shared: Arc<Shared>) {
         };
         let frozen = shared.staged().frozen.clone();
         let started = Stopwatch::start();
-        let written = shared.write_frozen(&frozen, checkpoint_generation);
+        // A panic (a bug, here or in redb) is a failure like any other: it poisons the store
+        // and wakes the commits waiting for this flush, which would otherwise wait forever.
+        let written = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            shared.write_frozen(&frozen, checkpoint_generation)
+        }))
+        .unwrap_or_else(|_| Err(StorageError::Io("writing staged changes panicked".into())));
         shared
             .counters
             .flushed(checkpoint_generation.is_some(), started.elapsed());
@@ -415,8 +410,13 @@ impl Shared {
         if self.fail_flushes.load(Ordering::Acquire) {
             return Err(StorageError::Io("a failure injected by a test".into()));
         }
+        #[cfg(test)]
+        assert!(
+            !self.panic_flushes.load(Ordering::Acquire),
+            "a panic injected by a test"
+        );
         let transaction = self.database.begin_write().map_err(io)?;
-        frozen.apply(&transaction, definition)?;
+        frozen.apply(&transaction)?;
         let Some(generation) = checkpoint_generation else {
             return commit_unsynced(transaction);
         };

@@ -9,6 +9,7 @@
 //! the pages it holds are not freed: the file grows by what changed since.
 
 use crate::api::{Snapshots, StorageError};
+use crate::redb_layout;
 use crate::redb_store::RedbStore;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
@@ -61,7 +62,9 @@ impl Snapshots for RedbStore {
         // left behind and must never be replayed or read over the one restored.
         self.shared().replace_state(|write| {
             let savepoint = write.get_persistent_savepoint(id).map_err(io)?;
-            write.restore_savepoint(&savepoint).map_err(io)
+            write.restore_savepoint(&savepoint).map_err(io)?;
+            // A snapshot saved by a release before the current item layout restores that layout.
+            redb_layout::prepare(write)
         })?;
         // The state restored predates the savepoint's own name: save it again under it.
         self.save(name)?;

@@ -23,6 +23,7 @@
 use crate::api::{KeyRange, StorageError, Table};
 use crate::memory::entry::Entry;
 use crate::overlay::{BaseEntry, Changes};
+use crate::redb_layout;
 use imbl::OrdSet;
 use std::iter::Fuse;
 
@@ -83,26 +84,16 @@ impl Tier {
         }
     }
 
-    /// Writes every staged change into `transaction`, table by table in key order, each table
-    /// where `definition` names it.
-    pub(crate) fn apply(
-        &self,
-        transaction: &redb::WriteTransaction,
-        definition: fn(Table) -> redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
-    ) -> Result<(), StorageError> {
+    /// Writes every staged change into `transaction`, table by table in key order.
+    pub(crate) fn apply(&self, transaction: &redb::WriteTransaction) -> Result<(), StorageError> {
         for (table, map) in Table::ALL.into_iter().zip(&self.tables) {
             if map.is_empty() {
                 continue;
             }
-            let mut opened = transaction.open_table(definition(table)).map_err(io)?;
-            for entry in map {
-                if entry.is_deleted() {
-                    opened.remove(entry.key()).map(drop)
-                } else {
-                    opened.insert(entry.key(), entry.value()).map(drop)
-                }
-                .map_err(io)?;
-            }
+            let changes = map
+                .iter()
+                .map(|entry| (entry.key(), (!entry.is_deleted()).then(|| entry.value())));
+            redb_layout::write_sorted(transaction, table, changes)?;
         }
         Ok(())
     }
@@ -179,18 +170,10 @@ impl Staged {
     }
 
     /// Writes both tiers into `transaction`, the frozen one first (the active one is newer).
-    pub(crate) fn apply(
-        &self,
-        transaction: &redb::WriteTransaction,
-        definition: fn(Table) -> redb::TableDefinition<'static, &'static [u8], &'static [u8]>,
-    ) -> Result<(), StorageError> {
-        self.frozen.apply(transaction, definition)?;
-        self.active.apply(transaction, definition)
+    pub(crate) fn apply(&self, transaction: &redb::WriteTransaction) -> Result<(), StorageError> {
+        self.frozen.apply(transaction)?;
+        self.active.apply(transaction)
     }
-}
-
-fn io(error: impl std::fmt::Display) -> StorageError {
-    StorageError::Io(error.to_string())
 }
 
 /// A key or value from either side of a merge.

@@ -4,6 +4,7 @@
 //! snapshot's checkpoint empties the log.
 
 use crate::api::{Storage, Table};
+use crate::redb_flush::Shared;
 use crate::redb_store::{RedbStore, CACHE_BYTES_DEFAULT};
 use crate::redo_log;
 use crate::redo_log_test::{killed_copy, settle};
@@ -11,6 +12,7 @@ use crate::snapshot_test::{
     check_in_place_only_while_unread, check_readers_see_whole_commits_while_committing, get, put,
 };
 use std::path::Path;
+use std::sync::atomic::AtomicBool;
 
 fn open(path: &Path, checkpoint_log_bytes: u64, staged_bytes: usize) -> RedbStore {
     RedbStore::open_with_checkpoint(path, CACHE_BYTES_DEFAULT, checkpoint_log_bytes)
@@ -221,13 +223,19 @@ fn the_flushers_checkpoint_cuts_the_log_and_a_killed_process_loses_nothing() {
 
 #[test]
 fn a_failed_flush_poisons_the_store_and_loses_no_acknowledged_commit() {
+    check_a_failed_flush(|shared| &shared.fail_flushes);
+}
+
+#[test]
+fn a_panicking_flush_poisons_the_store_and_leaves_no_commit_waiting() {
+    check_a_failed_flush(|shared| &shared.panic_flushes);
+}
+
+fn check_a_failed_flush(injected: fn(&Shared) -> &AtomicBool) {
     let directory = tempfile::tempdir().expect("temporary directory");
     let path = directory.path().join("store.redb");
     let store = open(&path, u64::MAX, 1500);
-    store
-        .shared()
-        .fail_flushes
-        .store(true, std::sync::atomic::Ordering::Release);
+    injected(store.shared()).store(true, std::sync::atomic::Ordering::Release);
     put(&store, b"first", &[1; 1000]);
     // Past the bound: handed to the flusher, which fails.
     put(&store, b"second", &[2; 1000]);

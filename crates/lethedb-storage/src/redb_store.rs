@@ -17,14 +17,12 @@ use crate::api::{
     FlushStats, KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn,
 };
 use crate::overlay::{BaseEntry, Overlay};
-use crate::redb_flush::{
-    checkpoint, definition, io, run_flusher, Redo, Shared, GENERATION_KEY, REDO_STATE,
-};
+use crate::redb_flush::{checkpoint, io, run_flusher, Redo, Shared, GENERATION_KEY, REDO_STATE};
+use crate::redb_layout::{self, Entries, FileSnapshot};
 use crate::redb_staged::{Side, Staged};
 use crate::redo_log::{self, RedoLog};
 use crate::write_txn::{Base, OverlayWrite};
 use redb::ReadableTable;
-use std::cell::OnceCell;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, MutexGuard};
@@ -84,9 +82,7 @@ impl RedbStore {
         let mut log = RedoLog::open(&redo_log::path_for(path))?;
         let transaction = database.begin_write().map_err(io)?;
         let generation = stored_generation(&transaction)?;
-        for table in Table::ALL {
-            transaction.open_table(definition(table)).map_err(io)?;
-        }
+        redb_layout::prepare(&transaction)?;
         let (commits, log_generation) = logged_commits(&mut log, generation)?;
         if !commits.is_empty() {
             tracing::info!(commits = commits.len(), "replaying the redo log");
@@ -157,12 +153,7 @@ fn replay(
     commits: Vec<Vec<redo_log::Change>>,
 ) -> Result<(), StorageError> {
     for (table, key, value) in commits.into_iter().flatten() {
-        let mut opened = transaction.open_table(definition(table)).map_err(io)?;
-        match value {
-            Some(value) => opened.insert(key.as_slice(), value.as_slice()).map(drop),
-            None => opened.remove(key.as_slice()).map(drop),
-        }
-        .map_err(io)?;
+        redb_layout::write_sorted(transaction, table, [(key.as_slice(), value.as_deref())])?;
     }
     Ok(())
 }
@@ -229,77 +220,29 @@ impl Storage for RedbStore {
     }
 }
 
-type ReadTable = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
-
-/// A snapshot: redb's and the staged changes taken with it. Tables are opened on first use,
-/// since most requests touch one or two of them, and kept (redb finds a table by name in its
-/// table tree, which cost a point read about 5 % of its instructions when done on every call).
+/// A snapshot: the store file's and the staged changes taken with it.
 struct RedbRead {
-    transaction: redb::ReadTransaction,
+    file: FileSnapshot,
     staged: Arc<Staged>,
-    tables: [OnceCell<ReadTable>; Table::ALL.len()],
 }
-
-/// A redb value or key, readable as bytes while its guard lives.
-struct Guarded<'a>(redb::AccessGuard<'a, &'static [u8]>);
-
-impl AsRef<[u8]> for Guarded<'_> {
-    fn as_ref(&self) -> &[u8] {
-        self.0.value()
-    }
-}
-
-type RedbEntry<'a> = Result<
-    (
-        redb::AccessGuard<'a, &'static [u8]>,
-        redb::AccessGuard<'a, &'static [u8]>,
-    ),
-    redb::StorageError,
->;
-
-fn guarded(entry: RedbEntry<'_>) -> BaseEntry<Guarded<'_>, Guarded<'_>> {
-    entry
-        .map(|(key, value)| (Guarded(key), Guarded(value)))
-        .map_err(io)
-}
-
-type Entries<'a> = Box<dyn Iterator<Item = BaseEntry<Guarded<'a>, Guarded<'a>>> + 'a>;
 
 impl RedbRead {
     fn new(shared: &Shared) -> Result<RedbRead, StorageError> {
         let (staged, transaction) = shared.snapshot()?;
         Ok(RedbRead {
-            transaction,
+            file: FileSnapshot::new(transaction),
             staged,
-            tables: Default::default(),
         })
     }
 
-    fn table(&self, table: Table) -> Result<&ReadTable, StorageError> {
-        let cell = &self.tables[table.index()];
-        if let Some(opened) = cell.get() {
-            return Ok(opened);
-        }
-        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
-        Ok(cell.get_or_init(|| opened))
-    }
-
-    /// redb's entries of `range`, in scan order.
+    /// The file's entries of `range`, in scan order.
     fn entries(
         &self,
         table: Table,
         range: &KeyRange,
         reverse: bool,
     ) -> Result<Entries<'_>, StorageError> {
-        let entries = self
-            .table(table)?
-            .range::<&[u8]>(range.as_slices())
-            .map_err(io)?;
-        Ok(if reverse {
-            Box::new(entries.rev().map(guarded))
-        } else {
-            Box::new(entries.map(guarded))
-        })
+        self.file.entries(table, range, reverse)
     }
 
     fn scan_either(
@@ -342,8 +285,7 @@ impl ReadTxn for RedbRead {
         if let Some(change) = self.staged.get(table, key) {
             return Ok(change.map(<[u8]>::to_vec));
         }
-        let found = self.table(table)?.get(key).map_err(io)?;
-        Ok(found.map(|value| value.value().to_vec()))
+        self.file.get(table, key)
     }
 
     fn scan(&self, table: Table, range: &KeyRange, visit: Visit<'_>) -> Result<(), StorageError> {

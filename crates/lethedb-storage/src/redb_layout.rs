@@ -1,0 +1,335 @@
+//! The redb store file's tables: which redb table holds each [`Table`], how changes are written
+//! into them (by the flusher, a checkpoint or the replay of the redo log), how a snapshot reads
+//! them, and the move from the layout that kept item bodies under their keys.
+//!
+//! Items are kept in two tables. `item_keys` maps an item's key to a sequence number, and
+//! `items` maps sequence numbers to bodies. A write gives each body the next number, so the
+//! bodies a flush writes go to the end of `items`, where a cursor packs them into full leaves.
+//! Item keys are spread at random (ids are often random), so a body kept under its key landed
+//! in a leaf of its own among older ones: a 4 KiB leaf holds three bodies of 1 KiB and splits in
+//! half when a fourth arrives, so leaves were half full, and each flush or checkpoint rewrote
+//! one such leaf per item. `item_keys` still takes each key where it falls, but a leaf holds
+//! sixty of its entries. A reader of an item looks it up in both tables.
+//!
+//! Every other table keeps the engine's keys and values as they are. Changes that come after the
+//! last key a table holds (the change log's positions, and anything else written in key order)
+//! are appended through a cursor too, so those tables' leaves fill instead of splitting in half.
+
+use crate::api::{KeyRange, StorageError, Table};
+use redb::{ReadableTable, TableDefinition};
+use std::cell::OnceCell;
+use std::ops::Bound;
+
+/// The redb table of each [`Table`]; [`Table::Items`]' holds its keys' sequence numbers.
+const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
+    TableDefinition::new("catalog"),
+    TableDefinition::new("item_keys"),
+    TableDefinition::new("expiry"),
+    TableDefinition::new("counters"),
+    TableDefinition::new("resource_ids"),
+    TableDefinition::new("change_index"),
+    TableDefinition::new("change_log"),
+    TableDefinition::new("index"),
+];
+
+/// Item bodies by sequence number. Its key type differs from the earlier layout's table of the
+/// same name, so a release that predates this layout refuses the file instead of reading it as
+/// a store without items.
+pub(crate) const ITEM_BODIES: TableDefinition<'static, u64, &'static [u8]> =
+    TableDefinition::new("items");
+
+/// The earlier layout's items, and the name they take while they are moved.
+pub(crate) const EARLIER_ITEMS: TableDefinition<'static, &'static [u8], &'static [u8]> =
+    TableDefinition::new("items");
+const MOVING_ITEMS: TableDefinition<'static, &'static [u8], &'static [u8]> =
+    TableDefinition::new("items_being_moved");
+
+/// One change: a key and its new value, or `None` for a deletion.
+pub(crate) type Change<'a> = (&'a [u8], Option<&'a [u8]>);
+
+fn io(error: impl std::fmt::Display) -> StorageError {
+    StorageError::Io(error.to_string())
+}
+
+fn definition(table: Table) -> TableDefinition<'static, &'static [u8], &'static [u8]> {
+    DEFINITIONS[table.index()]
+}
+
+fn sequence_bytes(sequence: u64) -> [u8; 8] {
+    sequence.to_be_bytes()
+}
+
+fn sequence(value: &[u8]) -> Result<u64, StorageError> {
+    let bytes = <[u8; 8]>::try_from(value)
+        .map_err(|_| StorageError::Corrupted("an item key without a sequence number".into()))?;
+    Ok(u64::from_be_bytes(bytes))
+}
+
+/// Makes sure every table exists, moving the items of a file in the earlier layout into this
+/// one first (in `transaction`, so a crash leaves the file as it was).
+pub(crate) fn prepare(transaction: &redb::WriteTransaction) -> Result<(), StorageError> {
+    match transaction.open_table(ITEM_BODIES) {
+        Ok(_) => {}
+        Err(redb::TableError::TableTypeMismatch { .. }) => move_earlier_items(transaction)?,
+        Err(error) => return Err(io(error)),
+    }
+    for table in Table::ALL {
+        transaction.open_table(definition(table)).map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Moves the earlier layout's items, in key order, into `item_keys` and `items`, each appended
+/// through a cursor, and drops the earlier table.
+fn move_earlier_items(transaction: &redb::WriteTransaction) -> Result<(), StorageError> {
+    transaction
+        .rename_table(EARLIER_ITEMS, MOVING_ITEMS)
+        .map_err(io)?;
+    let moved = {
+        let earlier = transaction.open_table(MOVING_ITEMS).map_err(io)?;
+        let mut keys = transaction
+            .open_table(definition(Table::Items))
+            .map_err(io)?;
+        let mut bodies = transaction.open_table(ITEM_BODIES).map_err(io)?;
+        let mut key_cursor = keys
+            .upper_bound_mut(Bound::<&[u8]>::Unbounded)
+            .map_err(io)?;
+        let mut body_cursor = bodies
+            .upper_bound_mut(Bound::<u64>::Unbounded)
+            .map_err(io)?;
+        let mut moved = 0u64;
+        for entry in earlier.iter().map_err(io)? {
+            let (key, body) = entry.map_err(io)?;
+            key_cursor
+                .insert_before(key.value(), sequence_bytes(moved).as_slice())
+                .map_err(io)?;
+            body_cursor.insert_before(moved, body.value()).map_err(io)?;
+            moved += 1;
+        }
+        key_cursor.close().map_err(io)?;
+        body_cursor.close().map_err(io)?;
+        moved
+    };
+    transaction.delete_table(MOVING_ITEMS).map_err(io)?;
+    tracing::info!(
+        items = moved,
+        "moved the items into the layout that keeps their bodies in arrival order"
+    );
+    Ok(())
+}
+
+/// Writes `changes` of `table`, in ascending key order with each key once, into `transaction`.
+pub(crate) fn write_sorted<'c>(
+    transaction: &redb::WriteTransaction,
+    table: Table,
+    changes: impl IntoIterator<Item = Change<'c>>,
+) -> Result<(), StorageError> {
+    let mut opened = transaction.open_table(definition(table)).map_err(io)?;
+    if table != Table::Items {
+        return write_keyed(&mut opened, changes, |_| Ok(()));
+    }
+    let mut bodies = transaction.open_table(ITEM_BODIES).map_err(io)?;
+    let mut next = bodies
+        .last()
+        .map_err(io)?
+        .map_or(0, |(last, _)| last.value() + 1);
+    let first = next;
+    let mut written = Vec::new();
+    let mut replaced = Vec::new();
+    let numbered = changes.into_iter().map(|(key, body)| {
+        let Some(body) = body else {
+            return (key, None);
+        };
+        written.push(body);
+        next += 1;
+        (key, Some(sequence_bytes(next - 1)))
+    });
+    // `numbered` borrows the sequence numbers it hands out; keep them alive for the insert.
+    let numbered: Vec<(&[u8], Option<[u8; 8]>)> = numbered.collect();
+    write_keyed(
+        &mut opened,
+        numbered
+            .iter()
+            .map(|(key, number)| (*key, number.as_ref().map(<[u8; 8]>::as_slice))),
+        |old| {
+            replaced.push(sequence(old)?);
+            Ok(())
+        },
+    )?;
+    replaced.sort_unstable();
+    for number in replaced {
+        bodies.remove(number).map_err(io)?;
+    }
+    let mut cursor = bodies
+        .upper_bound_mut(Bound::<u64>::Unbounded)
+        .map_err(io)?;
+    for (number, body) in (first..).zip(written) {
+        cursor.insert_before(number, body).map_err(io)?;
+    }
+    cursor.close().map_err(io)
+}
+
+/// Writes `changes` into `table`, calling `replaced` with each value they replace or delete.
+/// A cursor takes them: after each change it stays in the gap the change left, and the changes
+/// that follow in that gap (new keys written in order, which is how the change log, counters of
+/// one writer and ids that count up arrive) are buffered and packed into full leaves, where
+/// inserting them one by one would split a leaf in half for each leaf's worth.
+fn write_keyed<'c>(
+    table: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
+    changes: impl IntoIterator<Item = Change<'c>>,
+    mut replaced: impl FnMut(&[u8]) -> Result<(), StorageError>,
+) -> Result<(), StorageError> {
+    let mut changes = changes.into_iter().peekable();
+    while let Some((key, value)) = changes.next() {
+        let mut cursor = table.lower_bound_mut(Bound::Included(key)).map_err(io)?;
+        let held = cursor
+            .peek_next()
+            .map_err(io)?
+            .is_some_and(|(next, _)| next.value() == key);
+        if held {
+            if let Some((_, old)) = cursor.remove_next().map_err(io)? {
+                replaced(old.value())?;
+            }
+        }
+        if let Some(value) = value {
+            if !inserted_in_gap(&mut cursor, key, value)? {
+                return Err(StorageError::Corrupted(
+                    "a key out of order with its neighbours".into(),
+                ));
+            }
+            // The new keys that follow in the same gap go into the same run.
+            while let Some(&(next, Some(value))) = changes.peek() {
+                if !inserted_in_gap(&mut cursor, next, value)? {
+                    break;
+                }
+                changes.next();
+            }
+        }
+        cursor.close().map_err(io)?;
+    }
+    Ok(())
+}
+
+/// Inserts `key` into the cursor's gap; false when it does not sort inside the gap.
+fn inserted_in_gap(
+    cursor: &mut redb::CursorMut<'_, &'static [u8], &'static [u8]>,
+    key: &[u8],
+    value: &[u8],
+) -> Result<bool, StorageError> {
+    match cursor.insert_before(key, value) {
+        Ok(()) => Ok(true),
+        Err(redb::CursorError::UnorderedKey) => Ok(false),
+        Err(error) => Err(io(error)),
+    }
+}
+
+type ReadTable = redb::ReadOnlyTable<&'static [u8], &'static [u8]>;
+type BodyTable = redb::ReadOnlyTable<u64, &'static [u8]>;
+
+/// A redb value or key, readable as bytes while its guard lives.
+pub(crate) struct Guarded<'a>(redb::AccessGuard<'a, &'static [u8]>);
+
+impl AsRef<[u8]> for Guarded<'_> {
+    fn as_ref(&self) -> &[u8] {
+        self.0.value()
+    }
+}
+
+/// A snapshot's entries of one range, in scan order.
+pub(crate) type Entries<'a> = Box<dyn Iterator<Item = FileEntry<'a>> + 'a>;
+
+/// One entry of a snapshot's scan (the overlay's `BaseEntry` of guarded bytes).
+pub(crate) type FileEntry<'a> = Result<(Guarded<'a>, Guarded<'a>), StorageError>;
+
+/// A read transaction of the store file, its tables opened on first use, since most requests
+/// touch one or two of them, and kept (redb finds a table by name in its table tree, which cost
+/// a point read about 5 % of its instructions when done on every call).
+pub(crate) struct FileSnapshot {
+    transaction: redb::ReadTransaction,
+    tables: [OnceCell<ReadTable>; Table::ALL.len()],
+    bodies: OnceCell<BodyTable>,
+}
+
+impl FileSnapshot {
+    pub(crate) fn new(transaction: redb::ReadTransaction) -> FileSnapshot {
+        FileSnapshot {
+            transaction,
+            tables: Default::default(),
+            bodies: OnceCell::new(),
+        }
+    }
+
+    fn table(&self, table: Table) -> Result<&ReadTable, StorageError> {
+        let cell = &self.tables[table.index()];
+        if let Some(opened) = cell.get() {
+            return Ok(opened);
+        }
+        let opened = self.transaction.open_table(definition(table)).map_err(io)?;
+        Ok(cell.get_or_init(|| opened))
+    }
+
+    fn bodies(&self) -> Result<&BodyTable, StorageError> {
+        if let Some(opened) = self.bodies.get() {
+            return Ok(opened);
+        }
+        let opened = self.transaction.open_table(ITEM_BODIES).map_err(io)?;
+        Ok(self.bodies.get_or_init(|| opened))
+    }
+
+    /// The body an item key's entry numbers.
+    fn body(&self, number: &[u8]) -> Result<Guarded<'static>, StorageError> {
+        let found = self.bodies()?.get(sequence(number)?).map_err(io)?;
+        found
+            .map(Guarded)
+            .ok_or_else(|| StorageError::Corrupted("an item key whose body is missing".into()))
+    }
+
+    pub(crate) fn get(&self, table: Table, key: &[u8]) -> Result<Option<Vec<u8>>, StorageError> {
+        let Some(found) = self.table(table)?.get(key).map_err(io)? else {
+            return Ok(None);
+        };
+        if table != Table::Items {
+            return Ok(Some(found.value().to_vec()));
+        }
+        Ok(Some(self.body(found.value())?.as_ref().to_vec()))
+    }
+
+    /// The entries of `range`, in scan order.
+    pub(crate) fn entries(
+        &self,
+        table: Table,
+        range: &KeyRange,
+        reverse: bool,
+    ) -> Result<Entries<'_>, StorageError> {
+        let entries = self
+            .table(table)?
+            .range::<&[u8]>(range.as_slices())
+            .map_err(io)?;
+        let entries: Entries<'_> = if reverse {
+            Box::new(entries.rev().map(guarded))
+        } else {
+            Box::new(entries.map(guarded))
+        };
+        if table != Table::Items {
+            return Ok(entries);
+        }
+        Ok(Box::new(entries.map(|entry| {
+            let (key, number) = entry?;
+            Ok((key, self.body(number.as_ref())?))
+        })))
+    }
+}
+
+type RedbEntry<'a> = Result<
+    (
+        redb::AccessGuard<'a, &'static [u8]>,
+        redb::AccessGuard<'a, &'static [u8]>,
+    ),
+    redb::StorageError,
+>;
+
+fn guarded(entry: RedbEntry<'_>) -> FileEntry<'_> {
+    entry
+        .map(|(key, value)| (Guarded(key), Guarded(value)))
+        .map_err(io)
+}
