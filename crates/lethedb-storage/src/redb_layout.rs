@@ -125,89 +125,110 @@ pub(crate) fn write_sorted<'c>(
     changes: impl IntoIterator<Item = Change<'c>>,
 ) -> Result<(), StorageError> {
     let mut opened = transaction.open_table(definition(table)).map_err(io)?;
-    if table != Table::Items {
-        return write_keyed(&mut opened, changes, |_| Ok(()));
+    if table == Table::Items {
+        write_items(transaction, &mut opened, changes)
+    } else {
+        write_keyed(&mut opened, changes)
     }
+}
+
+/// Writes item changes: a replaced item's body is overwritten under its number, a deleted
+/// item's removed with its key, and new items numbered in order, their bodies appended.
+fn write_items<'c>(
+    transaction: &redb::WriteTransaction,
+    keys: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
+    changes: impl IntoIterator<Item = Change<'c>>,
+) -> Result<(), StorageError> {
     let mut bodies = transaction.open_table(ITEM_BODIES).map_err(io)?;
-    let mut next = bodies
+    let first = bodies
         .last()
         .map_err(io)?
         .map_or(0, |(last, _)| last.value() + 1);
-    let first = next;
-    let mut written = Vec::new();
-    let mut replaced = Vec::new();
-    let numbered = changes.into_iter().map(|(key, body)| {
+    let mut new_keys = Vec::new();
+    let mut new_bodies = Vec::new();
+    for (key, body) in changes {
         let Some(body) = body else {
-            return (key, None);
+            if let Some(number) = keys.remove(key).map_err(io)? {
+                bodies.remove(sequence(number.value())?).map_err(io)?;
+            }
+            continue;
         };
-        written.push(body);
-        next += 1;
-        (key, Some(sequence_bytes(next - 1)))
-    });
-    // `numbered` borrows the sequence numbers it hands out; keep them alive for the insert.
-    let numbered: Vec<(&[u8], Option<[u8; 8]>)> = numbered.collect();
-    write_keyed(
-        &mut opened,
-        numbered
-            .iter()
-            .map(|(key, number)| (*key, number.as_ref().map(<[u8; 8]>::as_slice))),
-        |old| {
-            replaced.push(sequence(old)?);
-            Ok(())
-        },
-    )?;
-    replaced.sort_unstable();
-    for number in replaced {
-        bodies.remove(number).map_err(io)?;
+        let held = keys.get(key).map_err(io)?;
+        match held.map(|number| sequence(number.value())).transpose()? {
+            Some(number) => drop(bodies.insert(number, body).map_err(io)?),
+            None => {
+                new_keys.push((key, sequence_bytes(first + new_bodies.len() as u64)));
+                new_bodies.push(body);
+            }
+        }
     }
+    write_keyed(
+        keys,
+        new_keys
+            .iter()
+            .map(|(key, number)| (*key, Some(number.as_slice()))),
+    )?;
     let mut cursor = bodies
         .upper_bound_mut(Bound::<u64>::Unbounded)
         .map_err(io)?;
-    for (number, body) in (first..).zip(written) {
+    for (number, body) in (first..).zip(new_bodies) {
         cursor.insert_before(number, body).map_err(io)?;
     }
     cursor.close().map_err(io)
 }
 
-/// Writes `changes` into `table`, calling `replaced` with each value they replace or delete.
-/// A cursor takes them: after each change it stays in the gap the change left, and the changes
-/// that follow in that gap (new keys written in order, which is how the change log, counters of
-/// one writer and ids that count up arrive) are buffered and packed into full leaves, where
-/// inserting them one by one would split a leaf in half for each leaf's worth.
+/// Writes `changes` into `table`, each where it falls, except runs of new keys: after a new key,
+/// the new keys that follow it in the same gap of the table (the change log's positions, ids
+/// that count up) are buffered by a cursor and packed into full leaves, where inserting them one
+/// by one would split a leaf in half for each leaf's worth. Where runs do not happen (keys
+/// spread at random) the attempts stop, since each costs a descent of the tree.
 fn write_keyed<'c>(
     table: &mut redb::Table<'_, &'static [u8], &'static [u8]>,
     changes: impl IntoIterator<Item = Change<'c>>,
-    mut replaced: impl FnMut(&[u8]) -> Result<(), StorageError>,
 ) -> Result<(), StorageError> {
     let mut changes = changes.into_iter().peekable();
+    let mut runs = Runs::default();
     while let Some((key, value)) = changes.next() {
-        let mut cursor = table.lower_bound_mut(Bound::Included(key)).map_err(io)?;
-        let held = cursor
-            .peek_next()
-            .map_err(io)?
-            .is_some_and(|(next, _)| next.value() == key);
-        if held {
-            if let Some((_, old)) = cursor.remove_next().map_err(io)? {
-                replaced(old.value())?;
-            }
+        let Some(value) = value else {
+            table.remove(key).map_err(io)?;
+            continue;
+        };
+        let replaced = table.insert(key, value).map_err(io)?.is_some();
+        if replaced || !runs.worth_trying() || !matches!(changes.peek(), Some((_, Some(_)))) {
+            continue;
         }
-        if let Some(value) = value {
-            if !inserted_in_gap(&mut cursor, key, value)? {
-                return Err(StorageError::Corrupted(
-                    "a key out of order with its neighbours".into(),
-                ));
+        let mut cursor = table.lower_bound_mut(Bound::Excluded(key)).map_err(io)?;
+        let mut packed = 0;
+        while let Some(&(next, Some(value))) = changes.peek() {
+            if !inserted_in_gap(&mut cursor, next, value)? {
+                break;
             }
-            // The new keys that follow in the same gap go into the same run.
-            while let Some(&(next, Some(value))) = changes.peek() {
-                if !inserted_in_gap(&mut cursor, next, value)? {
-                    break;
-                }
-                changes.next();
-            }
+            changes.next();
+            packed += 1;
         }
         cursor.close().map_err(io)?;
+        runs.tried(packed);
     }
     Ok(())
+}
+
+/// How the attempts to pack runs of new keys went in one write.
+#[derive(Default)]
+struct Runs {
+    tries: u64,
+    packed: u64,
+}
+
+impl Runs {
+    /// Packing two keys or more per attempt pays for the attempts; the first few are free.
+    fn worth_trying(&self) -> bool {
+        self.tries < 16 || self.packed >= 2 * self.tries
+    }
+
+    fn tried(&mut self, packed: u64) {
+        self.tries += 1;
+        self.packed += packed;
+    }
 }
 
 /// Inserts `key` into the cursor's gap; false when it does not sort inside the gap.
