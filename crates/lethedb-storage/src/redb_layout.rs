@@ -154,12 +154,12 @@ fn write_items<'c>(
             continue;
         };
         let held = keys.get(key).map_err(io)?;
-        match held.map(|number| sequence(number.value())).transpose()? {
-            Some(number) => drop(bodies.insert(number, body).map_err(io)?),
-            None => {
-                new_keys.push((key, sequence_bytes(first + new_bodies.len() as u64)));
-                new_bodies.push(body);
-            }
+        let held = held.map(|number| sequence(number.value())).transpose()?;
+        if let Some(number) = held {
+            bodies.insert(number, body).map_err(io)?;
+        } else {
+            new_keys.push((key, sequence_bytes(first + new_bodies.len() as u64)));
+            new_bodies.push(body);
         }
     }
     write_keyed(
