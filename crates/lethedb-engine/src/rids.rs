@@ -46,7 +46,8 @@ pub fn container_rid(database_number: u32, container_number: u32) -> String {
 }
 
 pub fn document_rid(database_number: u32, container_number: u32, document_number: u64) -> String {
-    let mut bytes = database_number.to_le_bytes().to_vec();
+    let mut bytes = Vec::with_capacity(16);
+    bytes.extend_from_slice(&database_number.to_le_bytes());
     bytes.extend_from_slice(&(container_number | 0x8000_0000).to_be_bytes());
     bytes.extend_from_slice(&document_number.to_le_bytes());
     encode_rid(&bytes)
