@@ -4,7 +4,8 @@
 //! writes are only in the redo log. Every table gets entries, and items of several sizes (empty,
 //! small, about 1 KiB, larger than a page) are created, replaced and deleted. Beside the store
 //! it writes `expected.json`: every table's entries after both sessions, each key in hex and
-//! each value as its length and its 64-bit xxh3 hash.
+//! each value as its length and its 64-bit xxh3 hash. The first session also saves a snapshot,
+//! `first`, whose entries are in `expected-first.json`.
 //! Run on the release whose layout the fixture is to hold:
 //! `cargo run -p lethedb-storage --example redb_layout_fixture -- DIR`.
 
@@ -107,8 +108,18 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: redb_layout_fixture DIR")?;
     let path = Path::new(&dir).join("lethedb.redb");
     std::fs::create_dir_all(&dir)?;
-    // The first session stops cleanly: its writes are checkpointed into the file.
-    session(&RedbStore::open(&path)?, 0, 12)?;
+    // The first session stops cleanly: its writes are checkpointed into the file. A snapshot
+    // of its state is saved, in this layout, under the name `first`.
+    {
+        let store = RedbStore::open(&path)?;
+        session(&store, 0, 12)?;
+        let snapshots = store.snapshots().ok_or("the redb store keeps snapshots")?;
+        snapshots.save("first")?;
+        std::fs::write(
+            Path::new(&dir).join("expected-first.json"),
+            serde_json::to_string_pretty(&dump(&store)?)?,
+        )?;
+    }
     // The second ends without a stop: its writes stay in the redo log only.
     let store = RedbStore::open(&path)?;
     session(&store, 12, 6)?;

@@ -2,8 +2,9 @@
 //! (`fixtures/redb_layout_1`, written by `examples/redb_layout_fixture.rs` on that release: one
 //! session checkpointed into the file, one left in the redo log as by a crash) opens with this
 //! release: the file's items move into the new layout, the log's commits replay onto it, and
-//! every table reads what that release read. A release before the layout refuses the moved file
-//! instead of reading it as a store without items.
+//! every table reads what that release read. A snapshot that release saved restores, its items
+//! moved the same way. A release before the layout refuses the moved file instead of reading it
+//! as a store without items.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use lethedb_storage::{KeyRange, RedbStore, Storage, Table};
@@ -41,6 +42,11 @@ fn dump(store: &RedbStore) -> Dump {
     all
 }
 
+fn expected(name: &str) -> Dump {
+    let text = std::fs::read_to_string(fixture().join(name)).expect("the fixture's expectation");
+    serde_json::from_str(&text).expect("parse the fixture's expectation")
+}
+
 /// A copy of the fixture's store and redo log in a scratch directory.
 fn copy_of_fixture(dir: &Path) -> PathBuf {
     for file in ["lethedb.redb", "lethedb.redb.wal"] {
@@ -51,10 +57,7 @@ fn copy_of_fixture(dir: &Path) -> PathBuf {
 
 #[test]
 fn a_store_of_the_earlier_item_layout_opens_with_everything_it_held() {
-    let expected: Dump = serde_json::from_str(
-        &std::fs::read_to_string(fixture().join("expected.json")).expect("expected.json"),
-    )
-    .expect("parse expected.json");
+    let expected = expected("expected.json");
     assert!(expected["Items"].len() > 40, "the fixture holds items");
     let dir = tempfile::tempdir().expect("tempdir");
     let path = copy_of_fixture(dir.path());
@@ -95,4 +98,37 @@ fn a_moved_store_is_refused_by_a_release_that_predates_the_layout() {
         Err(other) => panic!("refused for another reason: {other}"),
         Ok(()) => panic!("an earlier release would read the moved store as one without items"),
     }
+}
+
+#[test]
+fn a_snapshot_saved_in_the_earlier_layout_restores_with_its_items_moved() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = copy_of_fixture(dir.path());
+    let store = RedbStore::open(&path).expect("open the earlier layout");
+    let snapshots = store.snapshots().expect("redb keeps snapshots");
+    assert_eq!(snapshots.names().expect("names"), ["first"]);
+    assert!(snapshots.restore("first").expect("restore"));
+    let first = expected("expected-first.json");
+    assert!(first["Items"].len() > 30, "the snapshot holds items");
+    assert_eq!(dump(&store), first);
+    let mut write = store.write().expect("write");
+    write
+        .put(Table::Items, b"after the restore", b"new")
+        .expect("put");
+    write.commit().expect("commit");
+    drop(store);
+    let store = RedbStore::open(&path).expect("reopen");
+    let read = store.read().expect("read");
+    assert_eq!(
+        read.get(Table::Items, b"after the restore").expect("get"),
+        Some(b"new".to_vec())
+    );
+    drop(read);
+    let mut after = first;
+    after
+        .get_mut("Items")
+        .expect("items")
+        .push([hex(b"after the restore"), digest(b"new")]);
+    after.get_mut("Items").expect("items").sort();
+    assert_eq!(dump(&store), after);
 }
