@@ -11,7 +11,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
         .nth(1)
         .ok_or("usage: redb_table_stats FILE")?;
-    let database = redb::Database::open(&path)?;
+    // Read only: a file that needs recovery is refused, never repaired in place.
+    let database = redb::ReadOnlyDatabase::open(&path)?;
     let read = database.begin_read()?;
     println!("table          entries   key+value B    leaves  branches   stored B   meta B   frag B  B/page-used");
     let names: Vec<String> = read
