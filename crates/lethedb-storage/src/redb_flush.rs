@@ -24,6 +24,7 @@ use crate::api::{FlushStats, StorageError, Table};
 use crate::clock::Stopwatch;
 use crate::overlay::Changes;
 use crate::published::Published;
+use crate::redb_layout::io;
 use crate::redb_staged::{Staged, Tier};
 use crate::redo_log::{self, RedoLog};
 use redb::{ReadableDatabase, TableDefinition};
@@ -37,10 +38,6 @@ use std::time::Duration;
 pub(crate) const REDO_STATE: TableDefinition<'static, &'static str, u64> =
     TableDefinition::new("redo_log");
 pub(crate) const GENERATION_KEY: &str = "generation";
-
-pub(crate) fn io(error: impl std::fmt::Display) -> StorageError {
-    StorageError::Io(error.to_string())
-}
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Each guarded value is changed in single assignments, so it is whole after a panic.

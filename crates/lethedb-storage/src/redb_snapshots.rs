@@ -9,15 +9,11 @@
 //! the pages it holds are not freed: the file grows by what changed since.
 
 use crate::api::{Snapshots, StorageError};
-use crate::redb_layout;
+use crate::redb_layout::{self, io};
 use crate::redb_store::RedbStore;
 use redb::{ReadableDatabase, ReadableTable, TableDefinition};
 
 const NAMES: TableDefinition<'static, &'static str, u64> = TableDefinition::new("snapshots");
-
-fn io(error: impl std::fmt::Display) -> StorageError {
-    StorageError::Io(error.to_string())
-}
 
 impl RedbStore {
     /// The savepoint id saved under `name`, as last committed.

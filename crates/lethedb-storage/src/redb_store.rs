@@ -17,8 +17,8 @@ use crate::api::{
     FlushStats, KeyRange, ReadTxn, Snapshots, Storage, StorageError, Table, Visit, WriteTxn,
 };
 use crate::overlay::{BaseEntry, Overlay};
-use crate::redb_flush::{checkpoint, io, run_flusher, Redo, Shared, GENERATION_KEY, REDO_STATE};
-use crate::redb_layout::{self, Entries, FileSnapshot};
+use crate::redb_flush::{checkpoint, run_flusher, Redo, Shared, GENERATION_KEY, REDO_STATE};
+use crate::redb_layout::{self, io, FileSnapshot};
 use crate::redb_staged::{Side, Staged};
 use crate::redo_log::{self, RedoLog};
 use crate::write_txn::{Base, OverlayWrite};
@@ -147,13 +147,20 @@ fn logged_commits(
     Ok((commits, log_generation))
 }
 
-/// Applies replayed commits, oldest first, to `transaction`.
+/// Applies replayed commits, oldest first, to `transaction`: each commit's changes of one table
+/// at once (a commit logs them table by table, each key once, in key order).
 fn replay(
     transaction: &redb::WriteTransaction,
     commits: Vec<Vec<redo_log::Change>>,
 ) -> Result<(), StorageError> {
-    for (table, key, value) in commits.into_iter().flatten() {
-        redb_layout::write_sorted(transaction, table, [(key.as_slice(), value.as_deref())])?;
+    for commit in &commits {
+        for changes in commit.chunk_by(|a, b| a.0 == b.0) {
+            let table = changes[0].0;
+            let changes = changes
+                .iter()
+                .map(|(_, key, value)| (key.as_slice(), value.as_deref()));
+            redb_layout::write_sorted(transaction, table, changes)?;
+        }
     }
     Ok(())
 }
@@ -235,16 +242,6 @@ impl RedbRead {
         })
     }
 
-    /// The file's entries of `range`, in scan order.
-    fn entries(
-        &self,
-        table: Table,
-        range: &KeyRange,
-        reverse: bool,
-    ) -> Result<Entries<'_>, StorageError> {
-        self.file.entries(table, range, reverse)
-    }
-
     fn scan_either(
         &self,
         table: Table,
@@ -255,7 +252,7 @@ impl RedbRead {
         if range.is_empty() {
             return Ok(());
         }
-        let base = self.entries(table, range, reverse)?;
+        let base = self.file.entries(table, range, reverse)?;
         if !self.staged.touches(table) {
             return visit_all(base, visit);
         }
@@ -328,7 +325,7 @@ impl Base for RedbBase<'_> {
         if range.is_empty() {
             return Ok(());
         }
-        let base = self.read.entries(table, range, reverse)?;
+        let base = self.read.file.entries(table, range, reverse)?;
         if !self.read.staged.touches(table) {
             return overlay.merged_scan(table, range, reverse, base, visit);
         }
