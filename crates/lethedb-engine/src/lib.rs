@@ -52,7 +52,7 @@ pub use items::batch::{
 pub use items::patch::{apply_patch, parse_patch};
 pub use items::rules::WriteMode;
 pub use items::{Feed, ItemDeleted, ItemOutcome, StoredItem};
-pub use lethedb_query::ClientPlan;
+pub use lethedb_query::{to_json_vec, write_json, ClientPlan};
 pub use lethedb_scripts::Limits as ScriptLimits;
 pub use limits::{
     ID_CHARS_MAX, ITEM_BYTES_MAX, PAGE_ITEMS_DEFAULT, PAGE_ITEMS_MAX, SCANS_CONCURRENT_MAX,

@@ -17,7 +17,7 @@
 //! (`computed`); the filter's conjuncts an index can serve (`sargable`, over the byte order of
 //! `sort_key`); the vector search a query asks for, which a store of vectors may serve
 //! (`vector_search`); and the ground they
-//! share (`value`, `error`, `datetime`, `like`). Which may import which (their floors, from the
+//! share (`value`, `json_out`: compact JSON text, `error`, `datetime`, `like`). Which may import which (their floors, from the
 //! bottom up) is listed once, in `ARCHITECTURE.md`, where the tidy test checks it.
 //!
 //! This file is only the front door: module declarations and re-exports.
@@ -37,6 +37,7 @@ mod exec;
 mod full_text;
 mod functions;
 mod hybrid_plan;
+mod json_out;
 mod lexer;
 mod like;
 mod ordering;
@@ -71,6 +72,7 @@ pub use full_text::{full_text_stem_key, FullTextPolicy, Language};
 pub use functions::spatial_grid::{spatial_cells, SPATIAL_CELL_KEY_BYTES};
 pub use functions::text::terms as full_text_terms;
 pub use hybrid_plan::{ComponentPlan, HybridPlan};
+pub use json_out::{to_json_vec, write_json, write_json_str};
 pub use ordering::OrderingRules;
 pub use paging::{Page, PageRun};
 pub use parser::{

@@ -84,8 +84,7 @@ pub fn write_array<T: AsRef<[u8]>>(out: &mut Vec<u8>, items: impl IntoIterator<I
 }
 
 fn write_value(out: &mut Vec<u8>, value: &Value) {
-    // `Value`'s Display is the compact serializer and cannot fail, unlike `to_writer`'s Result.
-    out.extend_from_slice(value.to_string().as_bytes());
+    lethedb_engine::write_json(out, value);
 }
 
 #[cfg(test)]

@@ -192,7 +192,7 @@ impl Reply {
         continuation: Option<String>,
         request_units: f64,
     ) -> Reply {
-        let texts = values.iter().map(serde_json::Value::to_string);
+        let texts = values.iter().map(lethedb_engine::to_json_vec);
         Reply::feed(rid, name, texts, continuation, request_units)
     }
 

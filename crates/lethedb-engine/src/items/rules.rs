@@ -102,12 +102,7 @@ pub(crate) fn prepare_body(body: Value) -> EngineResult<Body> {
         map.shift_remove(name);
     }
     let document = Value::Object(map);
-    let bytes = serde_json::to_vec(&document).map_err(|_| {
-        EngineError::with_message(
-            ErrorCode::InvalidDocument,
-            "The document cannot be serialised.",
-        )
-    })?;
+    let bytes = lethedb_query::to_json_vec(&document);
     if bytes.len() > ITEM_BYTES_MAX {
         return Err(EngineError::new(ErrorCode::ItemTooLarge));
     }
