@@ -23,6 +23,15 @@ const SCHEMA_VERSION_NAME: HeaderName = HeaderName::from_static("x-ms-schemavers
 const SERVICE_VERSION_NAME: HeaderName = HeaderName::from_static("x-ms-serviceversion");
 const GATEWAY_VERSION_NAME: HeaderName = HeaderName::from_static("x-ms-gatewayversion");
 const REQUEST_CHARGE: HeaderName = HeaderName::from_static("x-ms-request-charge");
+const SESSION_TOKEN: HeaderName = HeaderName::from_static("x-ms-session-token");
+const LSN: HeaderName = HeaderName::from_static("lsn");
+const GLOBAL_COMMITTED_LSN: HeaderName = HeaderName::from_static("x-ms-global-committed-lsn");
+const CONTENT_PATH: HeaderName = HeaderName::from_static("x-ms-content-path");
+const ALT_CONTENT_PATH: HeaderName = HeaderName::from_static("x-ms-alt-content-path");
+const ITEM_COUNT: HeaderName = HeaderName::from_static("x-ms-item-count");
+const CONTINUATION: HeaderName = HeaderName::from_static("x-ms-continuation");
+pub const PARTITION_KEY_RANGE_ID: HeaderName =
+    HeaderName::from_static("x-ms-documentdb-partitionkeyrangeid");
 /// How many headers [`add_common_headers`] may add.
 const COMMON_HEADERS: usize = 6;
 
@@ -43,22 +52,27 @@ impl Reply {
     }
 
     pub fn value(status: StatusCode, value: &serde_json::Value) -> Reply {
-        Reply::json(status, value.to_string().into_bytes())
+        Reply::json(status, lethedb_engine::to_json_vec(value))
     }
 
     pub fn empty(status: StatusCode) -> Reply {
         Reply::json(status, Vec::new())
     }
 
-    pub fn header(mut self, name: &'static str, value: impl Into<String>) -> Reply {
-        self.headers
-            .push((HeaderName::from_static(name), value.into()));
+    pub fn header(self, name: &'static str, value: impl Into<String>) -> Reply {
+        self.named(HeaderName::from_static(name), value)
+    }
+
+    /// A header whose name was made once (the constants below): what every point operation's
+    /// reply carries, so its names are not checked again on every reply.
+    pub fn named(mut self, name: HeaderName, value: impl Into<String>) -> Reply {
+        self.headers.push((name, value.into()));
         self
     }
 
     /// The request charge in request units.
     pub fn charge(self, request_units: f64) -> Reply {
-        self.header("x-ms-request-charge", format!("{request_units:.2}"))
+        self.named(REQUEST_CHARGE, format!("{request_units:.2}"))
     }
 
     /// `Content-Location`: the request's URL on the advertised endpoint, on a success only:
@@ -76,7 +90,7 @@ impl Reply {
             location.push('?');
             location.push_str(query);
         }
-        self.header("content-location", location)
+        self.named(header::CONTENT_LOCATION, location)
     }
 
     /// The continuation token set on this reply, if any.
@@ -101,11 +115,11 @@ impl Reply {
     /// partition key range (`0:-1#5,1:-1#5`), as for a response that read them all.
     fn session(self, token: String, lsn: u64, container_rid: &str, alt_path: &str) -> Reply {
         let lsn = lethedb_engine::lsn_sequence(lsn).to_string();
-        self.header("x-ms-session-token", token)
-            .header("lsn", lsn.clone())
-            .header("x-ms-global-committed-lsn", lsn)
-            .header("x-ms-content-path", container_rid.to_string())
-            .header("x-ms-alt-content-path", alt_path.to_string())
+        self.named(SESSION_TOKEN, token)
+            .named(LSN, lsn.clone())
+            .named(GLOBAL_COMMITTED_LSN, lsn)
+            .named(CONTENT_PATH, container_rid)
+            .named(ALT_CONTENT_PATH, alt_path)
     }
 
     /// Session and LSN headers of a response about `container` or its items as a whole, with
@@ -145,7 +159,7 @@ impl Reply {
             Some(range) => {
                 let id = range.id;
                 self.range_scoped(container, path, lsn, id)
-                    .header("x-ms-documentdb-partitionkeyrangeid", id.to_string())
+                    .named(PARTITION_KEY_RANGE_ID, id.to_string())
             }
             None => self.container_scoped(container, path, lsn),
         }
@@ -176,10 +190,10 @@ impl Reply {
         let count = writer.fragments(name, documents);
         let body = writer.value("_count", count).finish();
         let mut reply = Reply::json(StatusCode::OK, body)
-            .header("x-ms-item-count", count.to_string())
+            .named(ITEM_COUNT, count.to_string())
             .charge(request_units);
         if let Some(token) = continuation {
-            reply = reply.header("x-ms-continuation", token);
+            reply = reply.named(CONTINUATION, token);
         }
         reply
     }

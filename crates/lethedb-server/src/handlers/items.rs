@@ -8,7 +8,7 @@ use super::context::Context;
 use super::scripts::{named_triggers, triggered_write};
 use crate::error::{ApiError, ApiResult, Code};
 use crate::request::{header, parse_json, query_request, INTENDED_CONTAINER_HEADER};
-use crate::respond::Reply;
+use crate::respond::{Reply, PARTITION_KEY_RANGE_ID};
 use axum::http::StatusCode;
 use base64::Engine as _;
 use lethedb_engine::{
@@ -55,10 +55,10 @@ fn item_reply(
         item.to_json_bytes()
     };
     Reply::json(status, body)
-        .header("etag", item.etag())
+        .named(axum::http::header::ETAG, item.etag())
         .charge(request_units)
         .range_scoped(&item.container, context.path, lsn, range)
-        .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
+        .named(PARTITION_KEY_RANGE_ID, range.to_string())
 }
 
 /// The partition key range that owns the item a point operation addresses: the range of the key
@@ -175,7 +175,7 @@ async fn not_found_with_session(
     let lsn = context.range_lsn(container, range, seen, lsn).await;
     let headers = Reply::empty(StatusCode::NOT_FOUND)
         .range_scoped(container, context.path, lsn, range)
-        .header("x-ms-documentdb-partitionkeyrangeid", range.to_string())
+        .named(PARTITION_KEY_RANGE_ID, range.to_string())
         .into_headers()
         .into_iter()
         .filter(|(name, _)| name != "x-ms-content-path" && name != "x-ms-alt-content-path")
