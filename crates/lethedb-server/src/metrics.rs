@@ -325,6 +325,11 @@ fn encode_flush(
             "Time commits waited for the flusher",
             flush.wait_micros as f64 / 1e6,
         ),
+        (
+            "store_redo_log_written_bytes",
+            "Bytes appended to the redo log",
+            flush.log_bytes as f64,
+        ),
     ];
     for (name, help, value) in counters {
         ConstCounter::new(value).encode(encoder.encode_descriptor(

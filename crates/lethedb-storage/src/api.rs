@@ -330,6 +330,10 @@ pub struct FlushStats {
     pub waits: u64,
     /// Time those commits waited, in microseconds.
     pub wait_micros: u64,
+    /// Bytes appended to the redo log (records and their end markers) since the store opened:
+    /// the log's share of what the store writes, which its files' sizes no longer tell, since
+    /// they are reused (`redo_log.rs`).
+    pub log_bytes: u64,
 }
 
 /// Named copies of the whole store, for tests: saved, then restored in an instant. Callers run

@@ -107,6 +107,7 @@ struct FlushCounters {
     busy_micros: AtomicU64,
     waits: AtomicU64,
     wait_micros: AtomicU64,
+    log_bytes: AtomicU64,
 }
 
 fn micros(elapsed: Duration) -> u64 {
@@ -133,6 +134,7 @@ impl FlushCounters {
             busy_micros: self.busy_micros.load(Ordering::Relaxed),
             waits: self.waits.load(Ordering::Relaxed),
             wait_micros: self.wait_micros.load(Ordering::Relaxed),
+            log_bytes: self.log_bytes.load(Ordering::Relaxed),
         }
     }
 }
@@ -294,7 +296,10 @@ impl Shared {
             .map(|(table, changes)| (*table, changes))
             .collect();
         let generation = redo.generation;
-        redo.log.append(generation, &borrowed)?;
+        let appended = redo.log.append(generation, &borrowed)?;
+        self.counters
+            .log_bytes
+            .fetch_add(appended, Ordering::Relaxed);
         let active_bytes = self.stage(tables);
         let bound = self.staged_bytes_max.load(Ordering::Relaxed);
         if !checkpoint_due && active_bytes < bound {
@@ -424,9 +429,9 @@ impl Shared {
             .map_err(io)?;
         transaction.commit().map_err(io)?;
         // Left behind, the file is harmless: its records are of an older generation now, and
-        // the next cut or checkpoint replaces or removes it.
-        if let Err(error) = redo_log::remove_previous(&self.log_path) {
-            tracing::warn!(%error, "could not remove the redo log's file from before the checkpoint");
+        // the next cut or checkpoint replaces it or sets it aside as the spare.
+        if let Err(error) = redo_log::set_aside_previous(&self.log_path) {
+            tracing::warn!(%error, "could not set aside the redo log's file from before the checkpoint");
         }
         Ok(())
     }

@@ -167,7 +167,8 @@ fn replay(
 
 impl Drop for RedbStore {
     /// A clean close lets the flusher finish, then checkpoints what is staged, so the log is
-    /// empty and a version of LetheDB that predates it finds everything in the store file.
+    /// empty and a version of LetheDB that predates it finds everything in the store file; the
+    /// log is then shortened to its first MiB and its spare removed.
     fn drop(&mut self) {
         self.shared.stop_flusher();
         if let Some(flusher) = self.flusher.take() {
@@ -186,8 +187,9 @@ impl Drop for RedbStore {
             .begin_write()
             .map_err(io)
             .and_then(|transaction| {
-                self.shared
-                    .checkpoint_staged(transaction, &mut self.shared.redo())
+                let mut redo = self.shared.redo();
+                self.shared.checkpoint_staged(transaction, &mut redo)?;
+                redo.log.trim()
             });
         if let Err(error) = closed {
             tracing::warn!(%error, "the closing checkpoint failed; the next open replays the log");

@@ -68,6 +68,7 @@ pub fn stats(state: &AppState, method: &Method, headers: &HeaderMap) -> ApiResul
             "flushBusyMs": flush.busy_micros as f64 / 1000.0,
             "writerWaits": flush.waits,
             "writerWaitMs": flush.wait_micros as f64 / 1000.0,
+            "redoLogWrittenBytes": flush.log_bytes,
         });
     }
     Ok(Reply::value(StatusCode::OK, &body).finish())
