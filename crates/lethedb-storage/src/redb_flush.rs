@@ -429,9 +429,9 @@ impl Shared {
             .map_err(io)?;
         transaction.commit().map_err(io)?;
         // Left behind, the file is harmless: its records are of an older generation now, and
-        // the next cut or checkpoint replaces it or sets it aside as the spare.
-        if let Err(error) = redo_log::set_aside_previous(&self.log_path) {
-            tracing::warn!(%error, "could not set aside the redo log's file from before the checkpoint");
+        // the next cut or checkpoint replaces or removes it.
+        if let Err(error) = redo_log::remove_previous(&self.log_path) {
+            tracing::warn!(%error, "could not remove the redo log's file from before the checkpoint");
         }
         Ok(())
     }

@@ -173,7 +173,7 @@ fn a_cut_log_whose_checkpoint_never_committed_replays_both_of_its_files() {
     assert_eq!(get(&store, b"a"), Some(b"1".to_vec()));
     assert_eq!(get(&store, b"b"), Some(b"2".to_vec()));
     assert_eq!(get(&store, b"c"), Some(b"2".to_vec()));
-    // The replay was checkpointed: the previous file is set aside and the log empty.
+    // The replay was checkpointed: the previous file is gone and the log empty.
     let log_path = redo_log::path_for(&path);
     assert!(!redo_log::previous_path_for(&log_path).exists());
     assert!(redo_log::read_redo_log(&log_path).expect("log").is_empty());

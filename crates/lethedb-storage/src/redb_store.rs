@@ -168,7 +168,7 @@ fn replay(
 impl Drop for RedbStore {
     /// A clean close lets the flusher finish, then checkpoints what is staged, so the log is
     /// empty and a version of LetheDB that predates it finds everything in the store file; the
-    /// log is then shortened to its first MiB and its spare removed.
+    /// log is then shortened to its first MiB.
     fn drop(&mut self) {
         self.shared.stop_flusher();
         if let Some(flusher) = self.flusher.take() {

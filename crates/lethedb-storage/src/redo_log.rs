@@ -25,16 +25,14 @@
 //! file. Opening replays the previous file's records of the store's generation, then the
 //! current file's of that generation or, after a cut, of the next one.
 //!
-//! Files are reused rather than grown anew: syncing a write into blocks a file already has
-//! needs no change to the file system's own records, where a write that grows the file does
-//! (on ext4 here, a sync took 110 µs instead of 172, and 50 µs of system time instead of 70;
-//! `bench/results/redo-log-reuse.md`). So a file is begun with its first MiB written as zeros,
-//! emptying the log starts it again at its beginning without shortening it, and the file a cut
-//! set aside becomes, once its checkpoint has committed, the spare (`<store>.wal.spare`) that
-//! the next cut takes up in place of a new file. What lies past the log's end is zeros or older
-//! records: every append writes, after its record, an end marker (a header of zeros, which is
-//! never a whole record), and an older record is of an older generation, never replayed. A
-//! clean close shortens the file to its first MiB and removes the spare.
+//! A file's first MiB is rewritten rather than grown: syncing a write into blocks a file
+//! already has needs no change to the file system's own records, where a write that grows the
+//! file does (on ext4 here, a sync took 110 µs instead of 172, and 50 µs of system time instead
+//! of 70; `bench/results/redo-log-reuse.md`). So a file is begun with its first MiB written as
+//! zeros, and emptying the log starts it again at its beginning without shortening it. What
+//! lies past the log's end is zeros or older records: every append writes, after its record, an
+//! end marker (a header of zeros, which is never a whole record), and an older record is of an
+//! older generation, never replayed. A clean close shortens the file to its first MiB.
 //!
 //! This module frames, appends, syncs and reads records; it knows nothing of redb, and the
 //! store decides when to checkpoint.
@@ -89,24 +87,9 @@ pub(crate) fn previous_path_for(log_path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
-/// The file a cut takes up as the log's next one, kept from an earlier cut.
-fn spare_path_for(log_path: &Path) -> PathBuf {
-    let mut name = log_path.as_os_str().to_owned();
-    name.push(".spare");
-    PathBuf::from(name)
-}
-
-/// Sets aside the previous file of the log at `log_path` as the spare, once a checkpoint holds
-/// what it recorded: its records are of an older generation now, never replayed.
-pub(crate) fn set_aside_previous(log_path: &Path) -> Result<(), StorageError> {
-    match std::fs::rename(previous_path_for(log_path), spare_path_for(log_path)) {
-        Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io(error)),
-        _ => Ok(()),
-    }
-}
-
-fn remove_if_there(path: &Path) -> Result<(), StorageError> {
-    match std::fs::remove_file(path) {
+/// Removes the previous file of the log at `log_path`, once a checkpoint holds what it recorded.
+pub(crate) fn remove_previous(log_path: &Path) -> Result<(), StorageError> {
+    match std::fs::remove_file(previous_path_for(log_path)) {
         Err(error) if error.kind() != std::io::ErrorKind::NotFound => Err(io(error)),
         _ => Ok(()),
     }
@@ -208,16 +191,10 @@ impl RedoLog {
 
     /// Moves this file aside as the previous one and begins an empty one, both names durable
     /// before it returns. Every record appended before it is in the previous file.
-    /// The new one is the spare when there is one: its records, of older generations, are
-    /// never replayed, and the end marker written at its start ends a replay there.
+    /// The new one is begun with its MiB of zeros.
     pub(crate) fn cut(&mut self) -> Result<(), StorageError> {
         std::fs::rename(&self.path, previous_path_for(&self.path)).map_err(io)?;
-        match std::fs::rename(spare_path_for(&self.path), &self.path) {
-            Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(io(error)),
-            _ => {}
-        }
         let file = open_file(&self.path)?;
-        file.write_all_at(&END_MARKER, 0).map_err(io)?;
         sync_directory(&self.path)?;
         self.file = file;
         self.bytes = 0;
@@ -269,23 +246,23 @@ impl RedoLog {
         Ok(record.len() as u64)
     }
 
-    /// Empties the log, and sets aside a previous file a cut left, after a checkpoint made
+    /// Empties the log, and removes a previous file a cut left, after a checkpoint made
     /// everything in them durable in the store. The file keeps its length, for the next
     /// records to rewrite; its end marker goes first (unsynced: what it hides is of an older
     /// generation now).
     pub(crate) fn empty(&mut self) -> Result<(), StorageError> {
         self.file.write_all_at(&END_MARKER, 0).map_err(io)?;
         self.bytes = 0;
-        set_aside_previous(&self.path)
+        remove_previous(&self.path)
     }
 
-    /// After a closing checkpoint: shortens the (empty) log to the zeros it is begun with and
-    /// removes the spare, so a closed store keeps no more than a MiB of log beside it.
+    /// After a closing checkpoint: shortens the (empty) log to the zeros it is begun with, so
+    /// a closed store keeps a MiB of log beside it.
     pub(crate) fn trim(&mut self) -> Result<(), StorageError> {
         if self.file.metadata().map_err(io)?.len() > BEGUN_ZEROED_BYTES {
             self.file.set_len(BEGUN_ZEROED_BYTES).map_err(io)?;
         }
-        remove_if_there(&spare_path_for(&self.path))
+        Ok(())
     }
 }
 
@@ -504,7 +481,7 @@ mod tests {
     }
 
     #[test]
-    fn a_cut_takes_up_the_file_set_aside_and_a_close_trims_the_log() {
+    fn a_cut_begins_a_file_of_zeros_and_a_close_trims_the_log() {
         let directory = tempfile::tempdir().expect("temporary directory");
         let path = directory.path().join("store.redb.wal");
         let mut log = RedoLog::open(&path).expect("open");
@@ -514,35 +491,25 @@ mod tests {
         let grown = length(&path);
         assert!(grown > BEGUN_ZEROED_BYTES);
         log.cut().expect("cut");
-        let previous = previous_path_for(&path);
-        assert_eq!(length(&previous), grown);
-        // The checkpoint after the cut committed: the file before it becomes the spare, and
-        // the next cut takes it up, with its records of generation 1 behind an end marker.
-        set_aside_previous(&path).expect("set aside");
-        assert!(!previous.exists());
-        assert_eq!(length(&spare_path_for(&path)), grown);
+        assert_eq!(length(&previous_path_for(&path)), grown);
+        assert_eq!(length(&path), BEGUN_ZEROED_BYTES);
         let small = changes(&[(b"small", Some(b"s"))]);
         log.append(2, &[(Table::Items, &small)]).expect("append");
-        log.cut().expect("cut");
-        assert!(!spare_path_for(&path).exists());
-        assert_eq!(length(&path), grown);
         let (commits, generation) = RedoLog::open(&path)
             .expect("reopen")
-            .records_from(2, true)
+            .records_from(1, true)
             .expect("records");
-        assert!(commits.is_empty());
-        assert_eq!(generation, 2);
-        log.append(3, &[(Table::Items, &small)]).expect("append");
-        let (commits, generation) = RedoLog::open(&path)
-            .expect("reopen")
-            .records_from(2, true)
-            .expect("records");
-        assert_eq!((commits.len(), generation), (1, 3));
-        // A clean close, after its checkpoint emptied the log: a MiB of log and no spare.
+        assert_eq!((commits.len(), generation), (1, 2));
+        remove_previous(&path).expect("remove");
+        assert!(!previous_path_for(&path).exists());
+        // Emptied in place after a checkpoint that grew the file, then a clean close: a MiB of
+        // log, holding no record.
+        log.append(2, &[(Table::Items, &big)]).expect("append");
+        log.append(2, &[(Table::Items, &big)]).expect("append");
+        assert!(length(&path) > BEGUN_ZEROED_BYTES);
         log.empty().expect("empty");
         log.trim().expect("trim");
         assert_eq!(length(&path), BEGUN_ZEROED_BYTES);
-        assert!(!spare_path_for(&path).exists());
         assert!(read_redo_log(&path).expect("read").is_empty());
     }
 
