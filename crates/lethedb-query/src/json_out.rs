@@ -189,6 +189,58 @@ mod tests {
         same_as_serde_json(&Value::String("\u{7f}\u{2028}\u{2029}/".into()));
     }
 
+    /// A deterministic stream of random values (splitmix64), nested a few levels, with strings
+    /// drawn from characters that need escapes, ASCII, and multi-byte ones.
+    struct Values(u64);
+
+    impl Values {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        fn text(&mut self) -> String {
+            const PARTS: [&str; 12] = [
+                "a", "Z", " ", "\"", "\\", "\n", "\u{0}", "\u{1f}", "\u{7f}", "é", "€", "😀",
+            ];
+            let length = self.next() % 70;
+            (0..length)
+                .map(|_| PARTS[(self.next() % PARTS.len() as u64) as usize])
+                .collect()
+        }
+
+        fn value(&mut self, depth: u32) -> Value {
+            match self.next() % if depth > 3 { 5 } else { 7 } {
+                0 => Value::Null,
+                1 => Value::Bool(self.next().is_multiple_of(2)),
+                2 => Value::from(self.next() as i64),
+                3 => Value::from(f64::from_bits(self.next() % 0x7FE0_0000_0000_0000)),
+                4 => Value::String(self.text()),
+                5 => Value::Array(
+                    (0..self.next() % 5)
+                        .map(|_| self.value(depth + 1))
+                        .collect(),
+                ),
+                _ => Value::Object(
+                    (0..self.next() % 5)
+                        .map(|_| (self.text(), self.value(depth + 1)))
+                        .collect(),
+                ),
+            }
+        }
+    }
+
+    #[test]
+    fn random_values_are_written_as_serde_json_writes_them() {
+        let mut values = Values(42);
+        for _ in 0..3000 {
+            same_as_serde_json(&values.value(0));
+        }
+    }
+
     #[test]
     fn numbers_structures_and_member_order_are_serde_jsons() {
         same_as_serde_json(&json!({
