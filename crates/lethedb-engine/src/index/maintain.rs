@@ -112,6 +112,7 @@ pub(crate) fn replace_entries(
     old: Option<VersionRef<'_>>,
     new: Option<VersionRef<'_>>,
 ) -> EngineResult<EntryChanges> {
+    let old = old.map(|version| same_document(version, new.as_ref()));
     let new = match new {
         Some(version) => version_entries(container, &version)?,
         None => Vec::new(),
@@ -142,6 +143,20 @@ pub(crate) fn replace_entries(
         added: charged(&added),
         removed: charged(&removed),
     })
+}
+
+/// `old`, with the document `new` holds when their bodies are the same bytes (an upsert or
+/// replace that sends the item unchanged, as a test's fixtures written again do): the old
+/// version's entries then come without parsing its body again. Its time and document number
+/// stay its own.
+fn same_document<'a>(old: VersionRef<'a>, new: Option<&VersionRef<'a>>) -> VersionRef<'a> {
+    match new {
+        Some(new) if old.document.is_none() && old.record.body == new.record.body => VersionRef {
+            record: old.record,
+            document: new.document,
+        },
+        _ => old,
+    }
 }
 
 /// Index keys to delete and to write, in that order.

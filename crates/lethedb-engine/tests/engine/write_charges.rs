@@ -138,3 +138,34 @@ async fn a_stored_procedure_pays_for_the_terms_its_writes_change() {
     assert!(indexed - excluded > 10.0, "{indexed} against {excluded}");
     assert!(excluded >= 5.35, "{excluded}");
 }
+
+#[tokio::test]
+async fn an_unchanged_document_written_again_changes_only_its_ts_entry() {
+    let clock = Arc::new(ManualClock::new(START_MS));
+    let engine = engine_with_container(
+        clock.clone(),
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
+    )
+    .await;
+    assert_eq!(create(&engine, "a", 1).await, 7.15);
+    let write_again = |mode: WriteMode| {
+        let engine = &engine;
+        async move {
+            engine
+                .write_item(&current(engine), mode, pk("p"), document("a", 1), None)
+                .await
+                .expect("write")
+                .request_units
+        }
+    };
+    // The same second: the same entries, so no term is charged (the size is, twice).
+    assert_eq!(write_again(WriteMode::Replace("a".into())).await, 9.9);
+    // A later second: the old version's `_ts` entry goes and the new one's comes.
+    clock.advance_ms(1_500);
+    assert_eq!(write_again(WriteMode::Upsert).await, 10.3);
+    let check = engine
+        .check_index(&current(&engine))
+        .await
+        .expect("check");
+    assert!(check.is_consistent(), "{check:?}");
+}
