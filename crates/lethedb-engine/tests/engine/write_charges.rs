@@ -163,9 +163,6 @@ async fn an_unchanged_document_written_again_changes_only_its_ts_entry() {
     // A later second: the old version's `_ts` entry goes and the new one's comes.
     clock.advance_ms(1_500);
     assert_eq!(write_again(WriteMode::Upsert).await, 10.3);
-    let check = engine
-        .check_index(&current(&engine))
-        .await
-        .expect("check");
+    let check = engine.check_index(&current(&engine)).await.expect("check");
     assert!(check.is_consistent(), "{check:?}");
 }
