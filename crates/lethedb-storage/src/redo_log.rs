@@ -40,8 +40,7 @@
 use crate::api::{StorageError, Table};
 use crate::overlay::Changes;
 use std::fs::{File, OpenOptions};
-use std::io::{Read, Seek, SeekFrom};
-use std::os::unix::fs::FileExt;
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// Bytes before a record's payload: length, checksum, generation.
@@ -121,14 +120,15 @@ const PAGE_BYTES: u64 = 4096;
 /// file's cached pages in groups (folios) sized by the writes that made them, and counts a whole
 /// group as written whenever a write dirties part of it; a log file rewritten in place would
 /// otherwise count a MiB written for each record that lands in the MiB of zeros it began with
-/// (the disk writes only the changed blocks either way).
-fn write_in_pages(file: &File, bytes: &[u8], offset: u64) -> Result<(), StorageError> {
+/// (the disk writes only the changed blocks either way). Seeks and writes (portable) rather
+/// than writing at an offset, which only Unix's file API has.
+fn write_in_pages(mut file: &File, bytes: &[u8], offset: u64) -> Result<(), StorageError> {
+    file.seek(SeekFrom::Start(offset)).map_err(io)?;
     let mut at = 0;
     while at < bytes.len() {
         let position = offset + at as u64;
         let piece = (PAGE_BYTES - position % PAGE_BYTES).min((bytes.len() - at) as u64) as usize;
-        file.write_all_at(&bytes[at..at + piece], position)
-            .map_err(io)?;
+        file.write_all(&bytes[at..at + piece]).map_err(io)?;
         at += piece;
     }
     Ok(())
@@ -251,7 +251,7 @@ impl RedoLog {
     /// records to rewrite; its end marker goes first (unsynced: what it hides is of an older
     /// generation now).
     pub(crate) fn empty(&mut self) -> Result<(), StorageError> {
-        self.file.write_all_at(&END_MARKER, 0).map_err(io)?;
+        write_in_pages(&self.file, &END_MARKER, 0)?;
         self.bytes = 0;
         remove_previous(&self.path)
     }
