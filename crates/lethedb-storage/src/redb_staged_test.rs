@@ -301,3 +301,18 @@ fn a_commit_that_fills_a_second_tier_waits_for_the_busy_flusher_and_is_counted()
         assert_eq!(get(&recovered, key), Some(value));
     }
 }
+
+#[test]
+fn the_bytes_appended_to_the_log_are_counted() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    let store = open(&path, u64::MAX, usize::MAX);
+    assert_eq!(store.shared().flush_stats().log_bytes, 0);
+    for number in 0..3u32 {
+        put(&store, &number.to_be_bytes(), &[5; 100]);
+    }
+    // Each append writes its record and an end marker of a record header's 20 bytes.
+    let records = store.shared().redo().log.bytes();
+    assert!(records > 300);
+    assert_eq!(store.shared().flush_stats().log_bytes, records + 3 * 20);
+}

@@ -70,6 +70,10 @@ pub(crate) struct RedoLog {
     path: PathBuf,
     /// Where the next record goes: the bytes appended since the log was last emptied.
     bytes: u64,
+    /// The file as `open` read it (to find where its records end), kept for the replay that
+    /// follows, so that a log of up to the checkpoint size is read once at start-up; dropped at
+    /// the first write.
+    read_at_open: Option<Vec<u8>>,
 }
 
 /// The redo log's path for the store file at `store_path`.
@@ -180,8 +184,11 @@ impl RedoLog {
             file,
             path: path.to_path_buf(),
             bytes: 0,
+            read_at_open: None,
         };
-        log.bytes = records_end(&log.read_all()?);
+        let contents = log.read_all()?;
+        log.bytes = records_end(&contents);
+        log.read_at_open = Some(contents);
         Ok(log)
     }
 
@@ -198,18 +205,23 @@ impl RedoLog {
         sync_directory(&self.path)?;
         self.file = file;
         self.bytes = 0;
+        self.read_at_open = None;
         Ok(())
     }
 
     /// The commits the log holds for `generation` or, when `cut` (a cut whose checkpoint never
     /// committed left a previous file), for the generation after it if its records carry that
-    /// one; and the generation read. The file is read once.
+    /// one; and the generation read. The first call reads what `open` read; a later one reads
+    /// the file again.
     pub(crate) fn records_from(
         &mut self,
         generation: u64,
         cut: bool,
     ) -> Result<(Vec<Vec<Change>>, u64), StorageError> {
-        let bytes = self.read_all()?;
+        let bytes = match self.read_at_open.take() {
+            Some(bytes) => bytes,
+            None => self.read_all()?,
+        };
         let read = match next_record(&bytes) {
             Some((first, _, _)) if cut && first == generation + 1 => first,
             _ => generation,
@@ -237,6 +249,7 @@ impl RedoLog {
         generation: u64,
         tables: &[(Table, &Changes)],
     ) -> Result<u64, StorageError> {
+        self.read_at_open = None;
         let mut record = encode(generation, tables)?;
         let length = record.len() as u64;
         record.extend_from_slice(&END_MARKER);
@@ -251,6 +264,7 @@ impl RedoLog {
     /// records to rewrite; its end marker goes first (unsynced: what it hides is of an older
     /// generation now).
     pub(crate) fn empty(&mut self) -> Result<(), StorageError> {
+        self.read_at_open = None;
         write_in_pages(&self.file, &END_MARKER, 0)?;
         self.bytes = 0;
         remove_previous(&self.path)

@@ -10,14 +10,19 @@ use lethedb_engine::{BatchOperation, ManualClock, WriteMode};
 use serde_json::json;
 use std::sync::Arc;
 
+/// An engine with container `c`, partitioned by `/pk`, under the default policy.
+async fn engine_with_c(clock: Arc<ManualClock>) -> lethedb_engine::Engine {
+    engine_with_container(
+        clock,
+        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
+    )
+    .await
+}
+
 #[tokio::test]
 async fn writes_are_charged_by_size_and_by_the_terms_the_policy_indexes() {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let engine = engine_with_container(
-        clock.clone(),
-        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
-    )
-    .await;
+    let engine = engine_with_c(clock.clone()).await;
     // id, pk, n, tags, two tag values, o, o/k, o/deep, o/deep/x and _ts: 11 terms.
     assert_eq!(create(&engine, "a", 1).await, 7.15);
     let container = current(&engine);
@@ -89,11 +94,7 @@ async fn writes_are_charged_by_size_and_by_the_terms_the_policy_indexes() {
 #[tokio::test]
 async fn a_stored_procedure_pays_for_the_terms_its_writes_change() {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let engine = engine_with_container(
-        clock.clone(),
-        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
-    )
-    .await;
+    let engine = engine_with_c(clock.clone()).await;
     let body = "function make(id) { var doc = {id: id, pk: 'p'}; \
         for (var i = 0; i < 100; i++) { doc['f' + i] = i; } \
         __.createDocument(__.getSelfLink(), doc, function (error) { if (error) throw error; }); }";
@@ -142,11 +143,7 @@ async fn a_stored_procedure_pays_for_the_terms_its_writes_change() {
 #[tokio::test]
 async fn an_unchanged_document_written_again_changes_only_its_ts_entry() {
     let clock = Arc::new(ManualClock::new(START_MS));
-    let engine = engine_with_container(
-        clock.clone(),
-        json!({"id": "c", "partitionKey": {"paths": ["/pk"]}}),
-    )
-    .await;
+    let engine = engine_with_c(clock.clone()).await;
     assert_eq!(create(&engine, "a", 1).await, 7.15);
     let write_again = |mode: WriteMode| {
         let engine = &engine;
