@@ -26,6 +26,7 @@ mod memory;
 mod overlay;
 mod postgres;
 mod published;
+mod redb_bodies;
 mod redb_flush;
 mod redb_layout;
 mod redb_snapshots;

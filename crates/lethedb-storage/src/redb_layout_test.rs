@@ -3,7 +3,7 @@
 //! the file reads back what was written after any number of flushes and a reopen.
 
 use crate::api::{KeyRange, Storage, Table};
-use crate::redb_layout::ITEM_BODIES;
+use crate::redb_bodies::{FIRST_PIECES, LATER_PIECES, PIECE_BYTES};
 use crate::redb_store::RedbStore;
 use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition};
 use std::collections::BTreeMap;
@@ -34,9 +34,9 @@ fn open(path: &Path) -> RedbStore {
 }
 
 /// `(entries, leaf pages)` of a redb table in the closed store at `path`.
-fn table_stats<K: redb::Key + 'static>(
+fn table_stats<K: redb::Key + 'static, V: redb::Value + 'static>(
     path: &Path,
-    definition: TableDefinition<'static, K, &'static [u8]>,
+    definition: TableDefinition<'static, K, V>,
 ) -> (u64, u64) {
     let database = redb::Database::open(path).expect("open the file");
     let read = database.begin_read().expect("read");
@@ -73,13 +73,19 @@ fn item_bodies_fill_their_leaves_whatever_order_their_keys_arrive_in() {
             write.commit().expect("commit");
         }
     }
-    let (bodies, leaves) = table_stats(&path, ITEM_BODIES);
-    assert_eq!(bodies, items);
-    // Three 1,100-byte bodies fit a 4 KiB leaf. Kept under their random keys, or appended
-    // without a cursor, leaves split in half and held about two (1,500 leaves here).
+    let (firsts, first_leaves) = table_stats(&path, FIRST_PIECES);
+    let (laters, later_leaves) = table_stats(&path, LATER_PIECES);
+    assert_eq!((firsts, laters), (items, items));
+    // Four first pieces of 1,000 bytes fill a 4 KiB leaf, and the 100-byte rests pack about
+    // thirty to one. Whole 1,100-byte bodies went three to a leaf (1,000 leaves here); kept
+    // under their random keys, or appended without a cursor, about two (1,500).
     assert!(
-        leaves <= items / 3 + 10,
-        "{leaves} leaves hold {items} bodies"
+        first_leaves <= items / 4 + 10,
+        "{first_leaves} leaves hold {items} first pieces"
+    );
+    assert!(
+        later_leaves <= items / 25,
+        "{later_leaves} leaves hold {items} later pieces"
     );
     let store = open(&path);
     let read = store.read().expect("read");
@@ -111,7 +117,7 @@ fn keys_that_count_up_fill_their_leaves_even_where_several_writers_interleave() 
             write.commit().expect("commit");
         }
     }
-    let (count, leaves) = table_stats::<&[u8]>(&path, TableDefinition::new("change_log"));
+    let (count, leaves) = table_stats::<&[u8], &[u8]>(&path, TableDefinition::new("change_log"));
     let entries = writers * per_writer;
     assert_eq!(count, entries);
     // 60 bytes of key and value (and redb's 4 bytes of offsets) to an entry: a full 4 KiB leaf
@@ -138,8 +144,9 @@ fn replaced_and_deleted_items_leave_no_body_behind_and_the_rest_read_back() {
                     write.delete(Table::Items, &key).expect("delete");
                     model.remove(&key);
                 } else {
-                    // Sizes from empty to larger than a page.
-                    let value = body(round, [0, 30, 1_100, 5_000][(step % 4) as usize]);
+                    // Sizes from empty to larger than a page, around each piece's end.
+                    let sizes = [0, 30, 999, 1_000, 1_001, 2_000, 2_001, 5_000];
+                    let value = body(round, sizes[step as usize]);
                     write.put(Table::Items, &key, &value).expect("put");
                     model.insert(key, value);
                 }
@@ -148,11 +155,16 @@ fn replaced_and_deleted_items_leave_no_body_behind_and_the_rest_read_back() {
         }
         assert_eq!(everything(&store, Table::Items), model);
     }
-    let (bodies, _) = table_stats(&path, ITEM_BODIES);
+    let (firsts, _) = table_stats(&path, FIRST_PIECES);
+    let (laters, _) = table_stats(&path, LATER_PIECES);
+    let later_pieces = model
+        .values()
+        .map(|body| body.len().saturating_sub(1) / PIECE_BYTES)
+        .sum::<usize>();
     assert_eq!(
-        bodies,
-        model.len() as u64,
-        "one body per item, none orphaned"
+        (firsts, laters),
+        (model.len() as u64, later_pieces as u64),
+        "each item's pieces, none orphaned"
     );
     let store = open(&path);
     assert_eq!(everything(&store, Table::Items), model);

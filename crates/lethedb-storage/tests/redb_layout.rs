@@ -1,10 +1,14 @@
-//! A store written by the release before the item layout that keeps bodies in arrival order
-//! (`fixtures/redb_layout_1`, written by `examples/redb_layout_fixture.rs` on that release: one
-//! session checkpointed into the file, one left in the redo log as by a crash) opens with this
-//! release: the file's items move into the new layout, the log's commits replay onto it, and
-//! every table reads what that release read. A snapshot that release saved restores, its items
-//! moved the same way. A release before the layout refuses the moved file instead of reading it
-//! as a store without items.
+//! Stores written by earlier releases open with this one. Each fixture was written by
+//! `examples/redb_layout_fixture.rs` on its release (one session checkpointed into the file, one
+//! left in the redo log as by a crash):
+//! - `fixtures/redb_layout_1`, by the release before bodies were kept in arrival order, under
+//!   their keys;
+//! - `fixtures/redb_layout_2`, by the release before bodies were cut into pieces, each whole
+//!   under its number.
+//!
+//! The file's items move into this layout, the log's commits replay onto it, and every table
+//! reads what that release read. A snapshot that release saved restores, its items moved the
+//! same way. The release refuses the moved file instead of reading it wrongly.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use lethedb_storage::{KeyRange, RedbStore, Storage, Table};
@@ -14,8 +18,13 @@ use std::path::{Path, PathBuf};
 
 type Dump = BTreeMap<String, Vec<[String; 2]>>;
 
-fn fixture() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/redb_layout_1")
+const BEFORE_ARRIVAL_ORDER: &str = "redb_layout_1";
+const BEFORE_PIECES: &str = "redb_layout_2";
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name)
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -42,25 +51,35 @@ fn dump(store: &RedbStore) -> Dump {
     all
 }
 
-fn expected(name: &str) -> Dump {
-    let text = std::fs::read_to_string(fixture().join(name)).expect("the fixture's expectation");
+fn expected(fixture_name: &str, name: &str) -> Dump {
+    let text = std::fs::read_to_string(fixture(fixture_name).join(name))
+        .expect("the fixture's expectation");
     serde_json::from_str(&text).expect("parse the fixture's expectation")
 }
 
 /// A copy of the fixture's store and redo log in a scratch directory.
-fn copy_of_fixture(dir: &Path) -> PathBuf {
+fn copy_of_fixture(name: &str, dir: &Path) -> PathBuf {
     for file in ["lethedb.redb", "lethedb.redb.wal"] {
-        std::fs::copy(fixture().join(file), dir.join(file)).expect("copy the fixture");
+        std::fs::copy(fixture(name).join(file), dir.join(file)).expect("copy the fixture");
     }
     dir.join("lethedb.redb")
 }
 
 #[test]
-fn a_store_of_the_earlier_item_layout_opens_with_everything_it_held() {
-    let expected = expected("expected.json");
+fn a_store_that_kept_items_under_their_keys_opens_with_everything_it_held() {
+    opens_with_everything_it_held(BEFORE_ARRIVAL_ORDER);
+}
+
+#[test]
+fn a_store_that_kept_bodies_whole_opens_with_everything_it_held() {
+    opens_with_everything_it_held(BEFORE_PIECES);
+}
+
+fn opens_with_everything_it_held(name: &str) {
+    let expected = expected(name, "expected.json");
     assert!(expected["Items"].len() > 40, "the fixture holds items");
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = copy_of_fixture(dir.path());
+    let path = copy_of_fixture(name, dir.path());
     let store = RedbStore::open(&path).expect("open the earlier layout");
     assert_eq!(dump(&store), expected);
     // Point reads find the moved items, and writes go on over them.
@@ -84,31 +103,54 @@ fn a_store_of_the_earlier_item_layout_opens_with_everything_it_held() {
 }
 
 #[test]
-fn a_moved_store_is_refused_by_a_release_that_predates_the_layout() {
+fn a_moved_store_is_refused_by_the_release_that_kept_items_under_their_keys() {
+    // What that release asks for first: the items table of keys and bodies.
+    let earlier: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("items");
+    refused_by(BEFORE_ARRIVAL_ORDER, earlier);
+}
+
+#[test]
+fn a_moved_store_is_refused_by_the_release_that_kept_bodies_whole() {
+    // What that release asks for first: the items table of numbers and whole bodies.
+    let earlier: redb::TableDefinition<u64, &[u8]> = redb::TableDefinition::new("items");
+    refused_by(BEFORE_PIECES, earlier);
+}
+
+fn refused_by<K: redb::Key + 'static>(
+    name: &str,
+    earlier: redb::TableDefinition<'static, K, &'static [u8]>,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = copy_of_fixture(dir.path());
+    let path = copy_of_fixture(name, dir.path());
     drop(RedbStore::open(&path).expect("open and move"));
-    // What an earlier release asks for first: the items table of keys and bodies.
     let database = redb::Database::open(&path).expect("open the file");
     let write = database.begin_write().expect("write");
-    let earlier: redb::TableDefinition<&[u8], &[u8]> = redb::TableDefinition::new("items");
     let opened = write.open_table(earlier).map(drop);
     match opened {
         Err(redb::TableError::TableTypeMismatch { .. }) => {}
         Err(other) => panic!("refused for another reason: {other}"),
-        Ok(()) => panic!("an earlier release would read the moved store as one without items"),
+        Ok(()) => panic!("an earlier release would read the moved store wrongly"),
     }
 }
 
 #[test]
-fn a_snapshot_saved_in_the_earlier_layout_restores_with_its_items_moved() {
+fn a_snapshot_that_kept_items_under_their_keys_restores_with_its_items_moved() {
+    restores_with_its_items_moved(BEFORE_ARRIVAL_ORDER);
+}
+
+#[test]
+fn a_snapshot_that_kept_bodies_whole_restores_with_its_items_moved() {
+    restores_with_its_items_moved(BEFORE_PIECES);
+}
+
+fn restores_with_its_items_moved(name: &str) {
     let dir = tempfile::tempdir().expect("tempdir");
-    let path = copy_of_fixture(dir.path());
+    let path = copy_of_fixture(name, dir.path());
     let store = RedbStore::open(&path).expect("open the earlier layout");
     let snapshots = store.snapshots().expect("redb keeps snapshots");
     assert_eq!(snapshots.names().expect("names"), ["first"]);
     assert!(snapshots.restore("first").expect("restore"));
-    let first = expected("expected-first.json");
+    let first = expected(name, "expected-first.json");
     assert!(first["Items"].len() > 30, "the snapshot holds items");
     assert_eq!(dump(&store), first);
     let mut write = store.write().expect("write");
