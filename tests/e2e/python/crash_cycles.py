@@ -98,7 +98,8 @@ BATCH_OPERATIONS = (2, 5)
 # A share of batches gets one operation that must fail (a create of an item that is there), so
 # the whole batch must be refused and leave nothing behind.
 FAILING_BATCH_SHARE = 0.15
-PAYLOAD_CHARS_MAX = 400
+# Bodies of up to ~2.6 KB, so that on the redb store they span one to three pieces of 1,000 bytes.
+PAYLOAD_CHARS_MAX = 2500
 # The client's and the server's clocks are one clock; this covers the moment a request takes
 # to go between them and the rounding of `_ts` to seconds is handled on its own.
 CLOCK_MARGIN_MS = 150
