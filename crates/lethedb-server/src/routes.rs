@@ -42,7 +42,14 @@ impl ResourcePath {
             ));
         }
         let mut segments = Vec::with_capacity(raw.len());
+        // Most paths encode nothing; a segment without a `%` decodes to itself.
+        let mut encoded = false;
         for segment in &raw {
+            if !segment.contains('%') {
+                segments.push((*segment).to_owned());
+                continue;
+            }
+            encoded = true;
             let decoded = percent_encoding::percent_decode_str(segment)
                 .decode_utf8()
                 .map_err(|_| {
@@ -80,11 +87,16 @@ impl ResourcePath {
                     .collect::<Vec<_>>()
                     .join("/")
             });
+        let raw_link = if encoded {
+            raw[..link_len].join("/")
+        } else {
+            link.clone()
+        };
         Ok(ResourcePath {
             raw_container_path: raw[..raw.len().min(4)].join("/"),
             gateway_link: gateway.filter(|gateway| *gateway != link),
             link,
-            raw_link: raw[..link_len].join("/"),
+            raw_link,
             resource_type,
             segments,
         })
