@@ -1,11 +1,11 @@
 //! How full each table of a redb store file is: opens `lethedb.redb` (from a stopped server's
 //! data directory) and prints, per table, its entries, the bytes of their keys and values, the
 //! leaf and branch pages, and the bytes redb reports stored, as metadata and fragmented. Tables
-//! of byte keys (or numbered item bodies) and byte values are shown; redb's own are skipped.
+//! of every key and value type are shown; redb's own are skipped.
 //!
 //!   cargo run --release -p lethedb-storage --example redb_table_stats -- DATA_DIR/lethedb.redb
 
-use redb::{ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition, TableHandle};
+use redb::{ReadableDatabase, ReadableTableMetadata, TableDefinition, TableHandle};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let path = std::env::args()
@@ -21,33 +21,13 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     for name in &names {
         let name = name.as_str();
-        let definition: TableDefinition<&[u8], &[u8]> = TableDefinition::new(name);
-        let (stats, entries, bytes) = match read.open_table(definition) {
-            Ok(table) => {
-                let (mut entries, mut bytes) = (0u64, 0u64);
-                for entry in table.iter()? {
-                    let (key, value) = entry?;
-                    entries += 1;
-                    bytes += (key.value().len() + value.value().len()) as u64;
-                }
-                (table.stats()?, entries, bytes)
-            }
-            // Item bodies are numbered since the layout that keeps them in arrival order.
-            Err(redb::TableError::TableTypeMismatch { .. }) => {
-                let definition: TableDefinition<u64, &[u8]> = TableDefinition::new(name);
-                let Ok(table) = read.open_table(definition) else {
-                    continue;
-                };
-                let (mut entries, mut bytes) = (0u64, 0u64);
-                for entry in table.iter()? {
-                    let (_, value) = entry?;
-                    entries += 1;
-                    bytes += 8 + value.value().len() as u64;
-                }
-                (table.stats()?, entries, bytes)
-            }
-            Err(_) => continue,
+        // Untyped: item bodies and their pieces have keys and values of their own types.
+        let Ok(table) = read.open_untyped_table(TableDefinition::<&[u8], &[u8]>::new(name)) else {
+            continue;
         };
+        let stats = table.stats()?;
+        // What redb reports stored is the bytes of the keys and values.
+        let (entries, bytes) = (table.len()?, stats.stored_bytes());
         let pages = stats.leaf_pages() + stats.branch_pages();
         println!(
             "{name:<13} {entries:>8} {bytes:>13} {:>9} {:>9} {:>10} {:>8} {:>8}  {:.2}",
