@@ -46,6 +46,13 @@ impl Engine {
             .max(1)
             .saturating_mul(60_000);
         writer.set_change_log_retention_ms(change_log_retention_ms);
+        // A quarter of the query's budget for the documents of recent replacing writes. Off on
+        // a shared store: another process may restore a snapshot this one never hears of.
+        writer.written.set_bytes_max(if store.is_shared() {
+            0
+        } else {
+            config.document_cache_bytes / 4
+        });
         let sessions = Arc::clone(&writer.sessions);
         // User activity paces the sweeper, so it is measured on the clock's pacer.
         let started = clock.pacer().stopwatch();

@@ -229,13 +229,29 @@ impl Engine {
             Vec::new()
         };
         let point = document_partition_key(container, &request.body.document).ok();
-        self.write_in_partition(
-            container,
-            point.as_ref(),
-            reads,
-            move |context, container| apply_write(context, container, request),
-        )
-        .await
+        // Read before the write: a snapshot restored after it clears the cache (`insert_in`).
+        let written = &self.inner.writer.written;
+        let generation = written.generation();
+        let mut outcome = self
+            .write_in_partition(
+                container,
+                point.as_ref(),
+                reads,
+                move |context, container| apply_write(context, container, request),
+            )
+            .await?;
+        // Committed: the next write of this item may take the document instead of parsing it.
+        if let Some((key, document)) = outcome.written.take() {
+            let record = &outcome.item.record;
+            written.insert_in(
+                Some(generation),
+                &key,
+                record.lsn,
+                document,
+                record.body.len(),
+            );
+        }
+        Ok(outcome)
     }
 
     /// Writes an item as an import does (`--seed` of an export): upserted with the instant it

@@ -9,6 +9,7 @@
 use crate::engine::Engine;
 use crate::error::{EngineError, EngineResult, ErrorCode};
 use lethedb_storage::{Snapshots, Storage};
+use std::sync::Arc;
 
 /// The longest snapshot name.
 const NAME_CHARS_MAX: usize = 128;
@@ -45,11 +46,15 @@ impl Engine {
     pub async fn restore_snapshot(&self, name: &str) -> EngineResult<bool> {
         check_name(name)?;
         let name = name.to_string();
+        let written = Arc::clone(&self.inner.writer.written);
         let restored = self
             .inner
             .writer
             .on_store(move |store| {
                 let snapshots = store.snapshots().ok_or_else(|| unsupported(store))?;
+                // Before the next write: the LSNs a restored store gives out again may name
+                // other versions than the cached ones.
+                written.clear();
                 let restored = snapshots.restore(&name)?;
                 // A snapshot saved by an earlier release holds the change log's earlier layout.
                 if restored {

@@ -6,9 +6,14 @@
 //! byte budget split over shards; a shard that outgrows its share is emptied (a cheap, blunt
 //! eviction: the cache only ever saves work, it never decides an answer). This module knows
 //! nothing of visibility: callers look up only versions they already decided are visible.
+//!
+//! The writer keeps a second one (`Writer::written`): the bodies of versions that replaced
+//! another, put in once their commit is durable, so that the next write of the same item finds
+//! its old version's document (whose index entries it removes) without parsing it again.
 
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 /// The default budget for parsed documents.
@@ -24,15 +29,31 @@ struct Shard {
 /// Parsed documents by item key and LSN.
 pub struct DocumentCache {
     shards: Vec<Mutex<Shard>>,
-    shard_bytes_max: usize,
+    shard_bytes_max: AtomicUsize,
+    /// Raised by every [`DocumentCache::clear`]: an insert made for an earlier generation is
+    /// dropped ([`DocumentCache::insert_in`]).
+    generation: AtomicU64,
 }
 
 impl DocumentCache {
     pub fn new(bytes_max: usize) -> DocumentCache {
         DocumentCache {
             shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
-            shard_bytes_max: bytes_max / SHARDS,
+            shard_bytes_max: AtomicUsize::new(bytes_max / SHARDS),
+            generation: AtomicU64::new(0),
         }
+    }
+
+    /// Changes the budget (0 turns the cache off); what it holds is forgotten.
+    pub fn set_bytes_max(&self, bytes_max: usize) {
+        self.shard_bytes_max
+            .store(bytes_max / SHARDS, Ordering::Relaxed);
+        self.clear();
+    }
+
+    /// The current generation, to pass to [`DocumentCache::insert_in`].
+    pub fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
     }
 
     fn shard(&self, key: &[u8]) -> &Mutex<Shard> {
@@ -46,6 +67,7 @@ impl DocumentCache {
     /// Forgets every document: after the store returned to a snapshot, an LSN may name another
     /// version than the one cached under it.
     pub fn clear(&self) {
+        self.generation.fetch_add(1, Ordering::AcqRel);
         for shard in &self.shards {
             let mut shard = shard
                 .lock()
@@ -66,7 +88,22 @@ impl DocumentCache {
 
     /// Remembers a parsed version; `source_bytes` is the size of the JSON it came from.
     pub fn insert(&self, key: &[u8], lsn: u64, document: Arc<Value>, source_bytes: usize) {
-        if self.shard_bytes_max == 0 {
+        self.insert_in(None, key, lsn, document, source_bytes);
+    }
+
+    /// [`DocumentCache::insert`], dropped when the cache was cleared since `generation` was
+    /// read: a version committed before a snapshot was restored may share its LSN with another
+    /// version written after.
+    pub fn insert_in(
+        &self,
+        generation: Option<u64>,
+        key: &[u8],
+        lsn: u64,
+        document: Arc<Value>,
+        source_bytes: usize,
+    ) {
+        let shard_bytes_max = self.shard_bytes_max.load(Ordering::Relaxed);
+        if shard_bytes_max == 0 {
             return;
         }
         // A parsed document takes roughly twice its text plus the map's own overhead.
@@ -74,7 +111,11 @@ impl DocumentCache {
         let Ok(mut shard) = self.shard(key).lock() else {
             return;
         };
-        if shard.bytes + cost > self.shard_bytes_max {
+        // Under the shard's lock: a clear raises the generation before it empties the shards.
+        if generation.is_some_and(|generation| generation != self.generation()) {
+            return;
+        }
+        if shard.bytes + cost > shard_bytes_max {
             shard.entries.clear();
             shard.bytes = 0;
         }
@@ -109,5 +150,23 @@ mod tests {
         let disabled = DocumentCache::new(0);
         disabled.insert(b"k", 1, Arc::new(json!(1)), 1);
         assert!(disabled.get(b"k", 1).is_none());
+    }
+
+    #[test]
+    fn an_insert_made_before_a_clear_is_dropped() {
+        let cache = DocumentCache::new(16 * 4096);
+        let before = cache.generation();
+        cache.insert_in(Some(before), b"k", 1, Arc::new(json!(1)), 1);
+        assert!(cache.get(b"k", 1).is_some());
+        cache.clear();
+        assert!(cache.get(b"k", 1).is_none());
+        cache.insert_in(Some(before), b"k", 2, Arc::new(json!(2)), 1);
+        assert!(cache.get(b"k", 2).is_none(), "read before the clear");
+        cache.insert_in(Some(cache.generation()), b"k", 2, Arc::new(json!(2)), 1);
+        assert!(cache.get(b"k", 2).is_some());
+        cache.set_bytes_max(0);
+        assert!(cache.get(b"k", 2).is_none());
+        cache.insert(b"k", 3, Arc::new(json!(3)), 1);
+        assert!(cache.get(b"k", 3).is_none(), "turned off");
     }
 }

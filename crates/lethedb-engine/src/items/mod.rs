@@ -20,6 +20,8 @@ pub(crate) mod requests;
 pub(crate) mod rules;
 pub(crate) mod stored;
 pub(crate) mod unique_keys;
+#[cfg(test)]
+mod written_test;
 
 pub use self::stored::StoredItem;
 
@@ -39,6 +41,7 @@ use crate::ttl;
 use crate::ttl::expiry::{expiry_placement, record_is_expired};
 use crate::writer::WriteContext;
 use lethedb_storage::{Bytes, KeyRange, ReadTxn, Table};
+use serde_json::Value;
 use std::ops::ControlFlow;
 use std::sync::Arc;
 
@@ -54,6 +57,9 @@ pub struct ItemOutcome {
     /// What the write costs: the documents it inserted and deleted, by size, and the index
     /// terms it changed (`request_units::write`).
     pub request_units: f64,
+    /// The item's key and the version's document, when it replaced a version: what
+    /// `Engine::write_item` puts in the writer's cache of written documents once committed.
+    pub(crate) written: Option<(Vec<u8>, Arc<Value>)>,
 }
 
 /// The result of a delete.
@@ -115,9 +121,10 @@ pub(crate) fn remove_version(
     record: &ItemRecord,
     counters: &mut Counters,
 ) -> EngineResult<EntryChanges> {
+    let cached = context.written.get(item_key, record.lsn);
     let old = VersionRef {
         record,
-        document: None,
+        document: cached.as_deref(),
     };
     let changes = replace_entries(context, container, Some(old), None)?;
     remove_version_keeping(
@@ -389,15 +396,19 @@ pub(crate) fn apply_write(
         .replaced()
         .filter(|_| !plan.created)
         .map(|old| old.body.len());
-    let (record, changes) = store_write(context, &container, &found, &plan, body, &mut counters)?;
+    let (record, changes, document) =
+        store_write(context, &container, &found, &plan, body, &mut counters)?;
     store_counters(context, &container, shard, &counters)?;
     let request_units =
         request_units::write(replaced_bytes, Some(record.body.len()), changes.terms());
+    // Items written once are not kept: only one that replaced a version is likely written again.
+    let replacing = found.existing.is_some() && found.renamed_from.is_none();
     Ok(ItemOutcome {
         item: StoredItem { container, record },
         created: plan.created,
         partition_key: document_key,
         request_units,
+        written: replacing.then(|| (found.key, Arc::new(document))),
     })
 }
 
@@ -474,8 +485,8 @@ fn plan_write(
 }
 
 /// Removes the versions a write replaces, stores the new one under the next LSN, and logs the
-/// change (a rename also logs the deletion of the old id). Returns the stored version and the
-/// index entries the write changed.
+/// change (a rename also logs the deletion of the old id). Returns the stored version, the
+/// index entries the write changed and the version's document.
 fn store_write(
     context: &mut WriteContext<'_>,
     container: &Container,
@@ -483,7 +494,7 @@ fn store_write(
     plan: &WritePlan,
     body: Body,
     counters: &mut Counters,
-) -> EngineResult<(ItemRecord, EntryChanges)> {
+) -> EngineResult<(ItemRecord, EntryChanges, Value)> {
     let number = container.key_number();
     let mut changes = EntryChanges::default();
     if let Some((old_key, Some(old))) = &found.renamed_from {
@@ -506,10 +517,13 @@ fn store_write(
         body: body.bytes,
     };
     // The version under the write's key (visible or expired) gives way to the new one: only
-    // the entries that differ are written.
+    // the entries that differ are written. Its document, if a write put it in the cache, is
+    // not parsed again.
+    let cached =
+        (found.existing.as_ref()).and_then(|record| context.written.get(&found.key, record.lsn));
     let old = found.existing.as_ref().map(|record| VersionRef {
         record,
-        document: None,
+        document: cached.as_deref(),
     });
     let new = VersionRef {
         record: &record,
@@ -541,7 +555,7 @@ fn store_write(
         plan.keeps_resource_id,
     )?;
     store_claims(context, &plan.claims.to_store, key)?;
-    Ok((record, changes))
+    Ok((record, changes, body.document))
 }
 
 /// Deletes one visible item inside the writer.

@@ -7,6 +7,7 @@
 /// What a job hands back after applying: called with the commit's outcome.
 use crate::container::Container;
 use crate::error::{EngineError, EngineResult};
+use crate::items::document_cache::DocumentCache;
 use crate::poison::panic_message;
 use crate::scan_visit::{try_scan_with, TryVisit};
 use lethedb_storage::{Bytes, KeyRange, ReadTxn, Savepoint, StorageError, Table, Visit, WriteTxn};
@@ -60,6 +61,9 @@ pub struct WriteContext<'a> {
     /// order (a savepoint's rollback cuts the list back with the writes): what the commit
     /// raises the session sequences by.
     pub(super) written_lsns: Vec<(u64, u64)>,
+    /// The documents of committed versions, by item key and LSN, that a write of the same item
+    /// may take instead of parsing its old version (`Writer::written`).
+    pub(crate) written: Arc<DocumentCache>,
     pub(super) catalog_changed: bool,
     pub(super) failure: Option<StorageError>,
 }

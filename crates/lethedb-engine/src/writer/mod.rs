@@ -43,6 +43,7 @@ pub use stats::{WriterStats, COMMIT_LATENCY_BOUNDS_SECS};
 use crate::clock::{Clock, Stopwatch};
 use crate::container::Container;
 use crate::error::{store_poisoned, writer_busy, EngineError, EngineResult, ErrorCode};
+use crate::items::document_cache::DocumentCache;
 use crate::limits::CHANGE_LOG_RETENTION_MINUTES_DEFAULT;
 use crate::partitions::sessions::RangeSessions;
 use crate::poison::Poison;
@@ -72,6 +73,9 @@ pub struct Writer {
     pub(crate) sessions: Arc<RangeSessions>,
     /// How long the change log keeps entries of containers without a `changeFeedPolicy`.
     change_log_retention_ms: Arc<AtomicI64>,
+    /// The documents of committed versions that replaced another, for the next write of the
+    /// same item (`items/document_cache.rs`); off until the engine gives it a budget.
+    pub(crate) written: Arc<DocumentCache>,
 }
 
 impl Writer {
@@ -109,6 +113,7 @@ impl Writer {
         ));
         let on_catalog_change: Arc<dyn Fn() + Send + Sync> = Arc::new(on_catalog_change);
         let sessions = Arc::new(RangeSessions::default());
+        let written = Arc::new(DocumentCache::new(0));
         let mut lanes = Vec::with_capacity(lane_count);
         let mut receivers = Vec::with_capacity(lane_count);
         for _ in 0..lane_count {
@@ -128,6 +133,7 @@ impl Writer {
                 poison: Arc::clone(&poison),
                 change_log_retention_ms: Arc::clone(&change_log_retention_ms),
                 sessions: Arc::clone(&sessions),
+                written: Arc::clone(&written),
             };
             let callback = Arc::clone(&on_catalog_change);
             let name = if index == 0 {
@@ -146,6 +152,7 @@ impl Writer {
             poison,
             sessions,
             change_log_retention_ms,
+            written,
         };
         Ok((writer, handle))
     }
@@ -288,6 +295,7 @@ struct Thread {
     poison: Arc<Poison>,
     change_log_retention_ms: Arc<AtomicI64>,
     sessions: Arc<RangeSessions>,
+    written: Arc<DocumentCache>,
 }
 
 impl Thread {
@@ -459,6 +467,7 @@ impl Thread {
             change_log_next: None,
             change_log_positions: None,
             written_lsns: Vec::new(),
+            written: Arc::clone(&self.written),
             catalog_changed: false,
             failure: None,
         })
