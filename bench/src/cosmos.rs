@@ -400,6 +400,30 @@ impl Client {
         .await
     }
 
+    /// `PATCH`es one item with `body`, a patch document (`{"operations": [...]}`).
+    pub async fn patch_item(
+        &mut self,
+        paths: &ContainerPaths,
+        id: &str,
+        pk: &str,
+        body: Bytes,
+    ) -> anyhow::Result<Reply> {
+        let (path, link) = paths.item(id);
+        let pk_header = partition_key_header(pk);
+        self.send(&Request {
+            method: Method::PATCH,
+            path: &path,
+            resource_type: "docs",
+            resource_link: &link,
+            headers: &[
+                ("content-type", "application/json_patch+json"),
+                ("x-ms-documentdb-partitionkey", &pk_header),
+            ],
+            body,
+        })
+        .await
+    }
+
     /// `GET`s one item (200, or 404 when it is absent or expired).
     pub async fn read_item(
         &mut self,

@@ -41,6 +41,8 @@ pub enum Workload {
     Upsert,
     /// PUT over the preloaded ids.
     Replace,
+    /// PATCH over the preloaded ids: one `set` of `/value` (LetheDB only: not in `compare`).
+    Patch,
     /// 80% point reads, 20% upserts.
     Mixed,
     /// The filter query within one partition (`c.pk = @pk` plus the partition key header).
@@ -56,6 +58,7 @@ impl Workload {
             Workload::Create => "create",
             Workload::Upsert => "upsert",
             Workload::Replace => "replace",
+            Workload::Patch => "patch",
             Workload::Mixed => "mixed",
             Workload::QueryPartition => "query-partition",
             Workload::QueryCross => "query-cross",
@@ -66,7 +69,11 @@ impl Workload {
     pub fn writes(self) -> bool {
         matches!(
             self,
-            Workload::Create | Workload::Upsert | Workload::Replace | Workload::Mixed
+            Workload::Create
+                | Workload::Upsert
+                | Workload::Replace
+                | Workload::Patch
+                | Workload::Mixed
         )
     }
 }
@@ -228,6 +235,16 @@ impl Worker {
             other => other,
         };
         match workload {
+            Workload::Patch => {
+                let index = rng.below(data.items as u64) as usize;
+                let (id, pk) = (data.id(index), data.pk(index));
+                let value = rng.below(VALUE_RANGE);
+                let body = format!(
+                    "{{\"operations\":[{{\"op\":\"set\",\"path\":\"/value\",\"value\":{value}}}]}}"
+                );
+                let reply = client.patch_item(paths, &id, &pk, Bytes::from(body)).await;
+                expect(reply, &[200], || format!("PATCH {}", paths.item(&id).0))
+            }
             Workload::PointRead | Workload::Upsert | Workload::Replace => {
                 let index = rng.below(data.items as u64) as usize;
                 let (id, pk) = (data.id(index), data.pk(index));

@@ -187,23 +187,27 @@ impl Engine {
         let (operations, condition) = parse_patch(&body)?;
         let id = id.to_string();
         let point = point_of(container, partition_key.as_ref());
-        self.write_in_partition(
-            container,
-            point.as_ref(),
-            Vec::new(),
-            move |context, container| {
-                apply_patch_item(
-                    context,
-                    container,
-                    partition_key,
-                    &id,
-                    &operations,
-                    condition.as_deref(),
-                    if_match,
-                )
-            },
-        )
-        .await
+        let generation = self.inner.writer.written.generation();
+        let mut outcome = self
+            .write_in_partition(
+                container,
+                point.as_ref(),
+                Vec::new(),
+                move |context, container| {
+                    apply_patch_item(
+                        context,
+                        container,
+                        partition_key,
+                        &id,
+                        &operations,
+                        condition.as_deref(),
+                        if_match,
+                    )
+                },
+            )
+            .await?;
+        self.remember_written(generation, &mut outcome);
+        Ok(outcome)
     }
 
     /// Creates, upserts or replaces an item. `partition_key` is the request's header value, if
@@ -221,6 +225,7 @@ impl Engine {
             partition_key,
             body: prepare_body(body)?,
             if_match,
+            replaced_document: None,
         };
         // Only a shared store fetches the keys a write will read; elsewhere the hint is waste.
         let reads = if self.inner.shared {
@@ -230,8 +235,7 @@ impl Engine {
         };
         let point = document_partition_key(container, &request.body.document).ok();
         // Read before the write: a snapshot restored after it clears the cache (`insert_in`).
-        let written = &self.inner.writer.written;
-        let generation = written.generation();
+        let generation = self.inner.writer.written.generation();
         let mut outcome = self
             .write_in_partition(
                 container,
@@ -240,9 +244,17 @@ impl Engine {
                 move |context, container| apply_write(context, container, request),
             )
             .await?;
-        // Committed: the next write of this item may take the document instead of parsing it.
+        self.remember_written(generation, &mut outcome);
+        Ok(outcome)
+    }
+
+    /// Puts the document of a committed write that replaced a version in the writer's cache
+    /// (`Writer::written`), for the item's next write; `generation` is the cache's, read before
+    /// the write was queued.
+    fn remember_written(&self, generation: u64, outcome: &mut ItemOutcome) {
         if let Some((key, document)) = outcome.written.take() {
             let record = &outcome.item.record;
+            let written = &self.inner.writer.written;
             written.insert_in(
                 Some(generation),
                 &key,
@@ -251,7 +263,6 @@ impl Engine {
                 record.body.len(),
             );
         }
-        Ok(outcome)
     }
 
     /// Writes an item as an import does (`--seed` of an export): upserted with the instant it
@@ -269,6 +280,7 @@ impl Engine {
             partition_key: None,
             body: prepare_body(body)?,
             if_match: None,
+            replaced_document: None,
         };
         let resolved = Arc::clone(container);
         self.inner

@@ -223,6 +223,7 @@ fn run_write(
         partition_key,
         body,
         if_match: operation.if_match,
+        replaced_document: None,
     };
     let outcome = apply_write(context, Arc::clone(container), request)?;
     let effect = if outcome.created {

@@ -285,6 +285,9 @@ pub(crate) struct WriteRequest {
     /// The body, past the body rules (`rules::prepare_body`).
     pub(crate) body: Body,
     pub(crate) if_match: Option<String>,
+    /// The version the write replaces, parsed, with its LSN, when the caller already parsed it
+    /// (a patch): its index entries are computed from it instead of parsing it again.
+    pub(crate) replaced_document: Option<(u64, Arc<Value>)>,
 }
 
 /// What a write of `request` will read, as far as the request tells before it runs: its
@@ -358,6 +361,7 @@ pub(crate) fn apply_write(
         partition_key,
         body,
         if_match,
+        replaced_document,
     } = request;
     let document_key = rules::document_partition_key(&container, &body.document)?;
     rules::check_sent_partition_key(&container, partition_key, &document_key)?;
@@ -396,8 +400,14 @@ pub(crate) fn apply_write(
         .replaced()
         .filter(|_| !plan.created)
         .map(|old| old.body.len());
-    let (record, changes, document) =
-        store_write(context, &container, &found, &plan, body, &mut counters)?;
+    let (record, changes, document) = store_write(
+        context,
+        &container,
+        &found,
+        &plan,
+        (body, replaced_document),
+        &mut counters,
+    )?;
     store_counters(context, &container, shard, &counters)?;
     let request_units =
         request_units::write(replaced_bytes, Some(record.body.len()), changes.terms());
@@ -485,14 +495,15 @@ fn plan_write(
 }
 
 /// Removes the versions a write replaces, stores the new one under the next LSN, and logs the
-/// change (a rename also logs the deletion of the old id). Returns the stored version, the
-/// index entries the write changed and the version's document.
+/// change (a rename also logs the deletion of the old id). `replaced` is the replaced version's
+/// document with its LSN, when the caller parsed it. Returns the stored version, the index
+/// entries the write changed and the version's document.
 fn store_write(
     context: &mut WriteContext<'_>,
     container: &Container,
     found: &Found,
     plan: &WritePlan,
-    body: Body,
+    (body, replaced): (Body, Option<(u64, Arc<Value>)>),
     counters: &mut Counters,
 ) -> EngineResult<(ItemRecord, EntryChanges, Value)> {
     let number = container.key_number();
@@ -519,8 +530,12 @@ fn store_write(
     // The version under the write's key (visible or expired) gives way to the new one: only
     // the entries that differ are written. Its document, if a write put it in the cache, is
     // not parsed again.
-    let cached =
-        (found.existing.as_ref()).and_then(|record| context.written.get(&found.key, record.lsn));
+    let cached = found.existing.as_ref().and_then(|record| {
+        let given = replaced.filter(|(lsn, _)| *lsn == record.lsn);
+        given
+            .map(|(_, document)| document)
+            .or_else(|| context.written.get(&found.key, record.lsn))
+    });
     let old = found.existing.as_ref().map(|record| VersionRef {
         record,
         document: cached.as_deref(),

@@ -14,6 +14,7 @@ use crate::records::SYSTEM_PROPERTIES;
 use crate::throughput::request_units;
 use crate::writer::WriteContext;
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The most operations one patch may carry (the service's limit).
 pub const PATCH_OPERATIONS_MAX: usize = 10;
@@ -309,7 +310,7 @@ fn condition_holds(condition: &str, document: &Value, now_ms: i64) -> EngineResu
 /// condition and operations apply.
 pub(crate) fn apply_patch_item(
     context: &mut WriteContext<'_>,
-    container: std::sync::Arc<Container>,
+    container: Arc<Container>,
     partition_key: Option<PartitionKeyValue>,
     id: &str,
     operations: &[PatchOperation],
@@ -321,7 +322,11 @@ pub(crate) fn apply_patch_item(
     let current = visible_record(context, &container, &key)?
         .map(|record| (stored_version(container.key_number(), &record), record));
     let current = rules::decide_existing(if_match.as_deref(), current)?;
-    let document = current.document().ok_or_else(|| corrupted("item"))?;
+    // Parsed once: the same document gives the index entries the write removes.
+    let document = match context.written.get(&key, current.lsn) {
+        Some(document) => document,
+        None => Arc::new(current.document().ok_or_else(|| corrupted("item"))?),
+    };
     if let Some(condition) = condition {
         if !condition_holds(condition, &document, context.now_ms)? {
             return Err(EngineError::with_message(
@@ -340,6 +345,7 @@ pub(crate) fn apply_patch_item(
         partition_key: Some(partition_key),
         body: prepare_body(patched)?,
         if_match: None,
+        replaced_document: Some((current.lsn, document)),
     };
     let mut outcome = apply_write(context, container, request)?;
     outcome.created = false;

@@ -108,6 +108,7 @@ fn apply_writes(
                     partition_key: Some(partition.clone()),
                     body,
                     if_match: None,
+                    replaced_document: None,
                 };
                 apply_write(context, Arc::clone(container), request)
                     .map(|outcome| outcome.request_units)
