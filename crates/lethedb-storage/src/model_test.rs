@@ -26,6 +26,17 @@ impl Rng {
         let len = 1 + self.below(3) as usize;
         (0..len).map(|_| self.below(4) as u8 * 85).collect()
     }
+    /// A value of 8 bytes mostly, sometimes around the ends of the redb store's body pieces
+    /// (1,000 bytes each, `redb_bodies.rs`), so that bodies of one, two and three pieces are
+    /// replaced and deleted in every order.
+    fn value(&mut self) -> Vec<u8> {
+        let len = match self.below(8) {
+            0 => [0, 999, 1_000, 1_001, 2_000, 2_500][self.below(6) as usize],
+            _ => 8,
+        };
+        let seed = self.next();
+        (0..len).map(|at| (seed as usize + at * 7) as u8).collect()
+    }
 }
 
 pub(crate) fn collect(
@@ -123,7 +134,7 @@ pub(crate) fn run_model(store: &dyn Storage, seed: u64) -> Model {
             let key = rng.key();
             match rng.below(6) {
                 0 | 1 => {
-                    let value = rng.next().to_le_bytes().to_vec();
+                    let value = rng.value();
                     match txn.put(Table::Items, &key, &value) {
                         Ok(()) => {
                             pending.insert(key, value);
