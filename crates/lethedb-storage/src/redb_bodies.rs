@@ -104,15 +104,22 @@ impl<'t> BodyTables<'t> {
         Ok(last.map_or(0, |(number, _)| number.value() + 1))
     }
 
-    /// Replaces body `number` with `body` in place.
+    /// Replaces body `number` with `body` in place: each piece overwrites the earlier body's
+    /// piece at its place, and the earlier body's pieces past the new last one are removed.
     pub(crate) fn overwrite(&mut self, number: u64, body: &[u8]) -> Result<(), redb::Error> {
         let (first, later) = split(body);
         let earlier = self.first.insert(number, first)?;
-        if earlier.is_some_and(|piece| has_later_pieces(piece.value())) {
-            self.remove_later(number)?;
-        }
+        // Whether the earlier body has a piece at the next place.
+        let mut earlier_goes_on = earlier.is_some_and(|piece| has_later_pieces(piece.value()));
+        let mut next_place = 1;
         for (place, piece) in later {
-            self.later.insert((number, place), piece)?;
+            let earlier = self.later.insert((number, place), piece)?;
+            earlier_goes_on =
+                earlier_goes_on && earlier.is_some_and(|piece| has_later_pieces(piece.value()));
+            next_place = place + 1;
+        }
+        if earlier_goes_on {
+            self.remove_later(number, next_place)?;
         }
         Ok(())
     }
@@ -121,13 +128,14 @@ impl<'t> BodyTables<'t> {
     pub(crate) fn remove(&mut self, number: u64) -> Result<(), redb::Error> {
         let earlier = self.first.remove(number)?;
         if earlier.is_some_and(|piece| has_later_pieces(piece.value())) {
-            self.remove_later(number)?;
+            self.remove_later(number, 1)?;
         }
         Ok(())
     }
 
-    fn remove_later(&mut self, number: u64) -> Result<(), redb::Error> {
-        for place in 1.. {
+    /// Removes body `number`'s pieces from `first_place` on.
+    fn remove_later(&mut self, number: u64, first_place: u32) -> Result<(), redb::Error> {
+        for place in first_place.. {
             let removed = self.later.remove((number, place))?;
             if !removed.is_some_and(|piece| has_later_pieces(piece.value())) {
                 break;
