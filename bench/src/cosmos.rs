@@ -384,20 +384,9 @@ impl Client {
         pk: &str,
         body: Bytes,
     ) -> anyhow::Result<Reply> {
-        let (path, link) = paths.item(id);
-        let pk_header = partition_key_header(pk);
-        self.send(&Request {
-            method: Method::PUT,
-            path: &path,
-            resource_type: "docs",
-            resource_link: &link,
-            headers: &[
-                ("content-type", "application/json"),
-                ("x-ms-documentdb-partitionkey", &pk_header),
-            ],
-            body,
-        })
-        .await
+        let item = (paths, id, pk);
+        self.send_to_item(Method::PUT, item, "application/json", body)
+            .await
     }
 
     /// `PATCH`es one item with `body`, a patch document (`{"operations": [...]}`).
@@ -408,15 +397,28 @@ impl Client {
         pk: &str,
         body: Bytes,
     ) -> anyhow::Result<Reply> {
+        let item = (paths, id, pk);
+        self.send_to_item(Method::PATCH, item, "application/json_patch+json", body)
+            .await
+    }
+
+    /// Sends `body` to one item (its container's paths, id and partition key) by `method`.
+    async fn send_to_item(
+        &mut self,
+        method: Method,
+        (paths, id, pk): (&ContainerPaths, &str, &str),
+        content_type: &str,
+        body: Bytes,
+    ) -> anyhow::Result<Reply> {
         let (path, link) = paths.item(id);
         let pk_header = partition_key_header(pk);
         self.send(&Request {
-            method: Method::PATCH,
+            method,
             path: &path,
             resource_type: "docs",
             resource_link: &link,
             headers: &[
-                ("content-type", "application/json_patch+json"),
+                ("content-type", content_type),
                 ("x-ms-documentdb-partitionkey", &pk_header),
             ],
             body,

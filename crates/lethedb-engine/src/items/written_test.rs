@@ -53,6 +53,11 @@ fn document_id(body: &[u8]) -> String {
     document["id"].as_str().expect("id").to_string()
 }
 
+/// Writes item `a` as `{"id": "a", "pk": "p", "n": n}`.
+async fn write_n(engine: &Engine, mode: WriteMode, n: i64) -> (Vec<u8>, u64) {
+    write(engine, mode, json!({"id": "a", "pk": "p", "n": n})).await
+}
+
 async fn index_is_rebuilt(engine: &Engine) -> bool {
     let container = engine.read_container("db", "c").expect("container");
     let check = engine.check_index(&container).await.expect("check");
@@ -81,28 +86,13 @@ async fn a_replacing_write_leaves_its_document_for_the_next_one() {
 #[tokio::test]
 async fn the_next_write_removes_the_entries_of_the_cached_document() {
     let engine = engine().await;
-    write(
-        &engine,
-        WriteMode::Create,
-        json!({"id": "a", "pk": "p", "n": 1}),
-    )
-    .await;
-    let (key, lsn) = write(
-        &engine,
-        WriteMode::Upsert,
-        json!({"id": "a", "pk": "p", "n": 2}),
-    )
-    .await;
+    write_n(&engine, WriteMode::Create, 1).await;
+    let (key, lsn) = write_n(&engine, WriteMode::Upsert, 2).await;
     // A document the version does not hold: its entries are the ones the next write removes,
     // so the stored `n: 2` entry is left behind, and the check finds it.
     let wrong = Arc::new(json!({"id": "a", "pk": "p", "n": 7}));
     written(&engine).insert(&key, lsn, wrong, 30);
-    write(
-        &engine,
-        WriteMode::Upsert,
-        json!({"id": "a", "pk": "p", "n": 3}),
-    )
-    .await;
+    write_n(&engine, WriteMode::Upsert, 3).await;
     assert!(
         !index_is_rebuilt(&engine).await,
         "the cached document was not used"
@@ -112,67 +102,51 @@ async fn the_next_write_removes_the_entries_of_the_cached_document() {
 #[tokio::test]
 async fn a_restored_snapshot_forgets_the_written_documents() {
     let engine = engine().await;
-    write(
-        &engine,
-        WriteMode::Create,
-        json!({"id": "a", "pk": "p", "n": 1}),
-    )
-    .await;
+    write_n(&engine, WriteMode::Create, 1).await;
     engine.save_snapshot("s").await.expect("save");
-    let (key, lsn) = write(
-        &engine,
-        WriteMode::Upsert,
-        json!({"id": "a", "pk": "p", "n": 2}),
-    )
-    .await;
+    let (key, lsn) = write_n(&engine, WriteMode::Upsert, 2).await;
     assert!(written(&engine).get(&key, lsn).is_some());
     assert!(engine.restore_snapshot("s").await.expect("restore"));
     assert!(written(&engine).get(&key, lsn).is_none());
     // The restored store gives the same LSN to another version; its write parses the stored
     // body, and the index is what a rebuild gives.
-    let (_, again) = write(
-        &engine,
-        WriteMode::Upsert,
-        json!({"id": "a", "pk": "p", "n": 9}),
-    )
-    .await;
+    let (_, again) = write_n(&engine, WriteMode::Upsert, 9).await;
     assert_eq!(again, lsn);
-    write(
-        &engine,
-        WriteMode::Upsert,
-        json!({"id": "a", "pk": "p", "n": 10}),
-    )
-    .await;
+    write_n(&engine, WriteMode::Upsert, 10).await;
     assert!(index_is_rebuilt(&engine).await);
+}
+
+/// Patches item `a` with `operations`; returns the patched version's LSN and document.
+async fn patch(engine: &Engine, operations: Value) -> (u64, Value) {
+    let container = engine.read_container("db", "c").expect("container");
+    let patched = engine
+        .patch_item(
+            &container,
+            pk(),
+            "a",
+            json!({ "operations": operations }),
+            None,
+        )
+        .await
+        .expect("patch");
+    let record = &patched.item.record;
+    let document = serde_json::from_slice(&record.body).expect("body");
+    (record.lsn, document)
 }
 
 #[tokio::test]
 async fn patches_read_and_leave_the_written_document() {
     let engine = engine().await;
-    let container = engine.read_container("db", "c").expect("container");
-    let (key, _) = write(
-        &engine,
-        WriteMode::Create,
-        json!({"id": "a", "pk": "p", "n": 1}),
-    )
-    .await;
-    let set = |n: i64| json!({"operations": [{"op": "set", "path": "/n", "value": n}]});
-    // Not cached: the patch parses the stored body once, for itself and for the index.
-    let patched = engine
-        .patch_item(&container, pk(), "a", set(2), None)
-        .await
-        .expect("patch");
-    let lsn = patched.item.record.lsn;
-    let expected = json!({"id": "a", "pk": "p", "n": 2});
-    assert_eq!(written(&engine).get(&key, lsn).as_deref(), Some(&expected));
-    // Cached: the next patch starts from the cached document.
-    let patched = engine
-        .patch_item(&container, pk(), "a", set(3), None)
-        .await
-        .expect("patch");
-    let lsn = patched.item.record.lsn;
-    let expected = json!({"id": "a", "pk": "p", "n": 3});
-    assert_eq!(written(&engine).get(&key, lsn).as_deref(), Some(&expected));
+    let (key, _) = write_n(&engine, WriteMode::Create, 1).await;
+    let set = |n: i64| json!([{"op": "set", "path": "/n", "value": n}]);
+    // Not cached: the patch parses the stored body once, for itself and for the index; then
+    // cached: the next patch starts from the cached document.
+    let mut lsn = 0;
+    for n in [2, 3] {
+        (lsn, _) = patch(&engine, set(n)).await;
+        let expected = json!({"id": "a", "pk": "p", "n": n});
+        assert_eq!(written(&engine).get(&key, lsn).as_deref(), Some(&expected));
+    }
     assert!(index_is_rebuilt(&engine).await);
     // A document the version does not hold is what the next patch starts from: proof that it
     // is read (the stored item would say 3).
@@ -182,11 +156,6 @@ async fn patches_read_and_leave_the_written_document() {
         Arc::new(json!({"id": "a", "pk": "p", "n": 40})),
         30,
     );
-    let increment = json!({"operations": [{"op": "incr", "path": "/n", "value": 1}]});
-    let patched = engine
-        .patch_item(&container, pk(), "a", increment, None)
-        .await
-        .expect("patch");
-    let document: Value = serde_json::from_slice(&patched.item.record.body).expect("body");
+    let (_, document) = patch(&engine, json!([{"op": "incr", "path": "/n", "value": 1}])).await;
     assert_eq!(document["n"], json!(41));
 }
