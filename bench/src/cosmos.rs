@@ -376,34 +376,10 @@ impl Client {
         .await
     }
 
-    /// `PUT`s a new version of an existing item (200).
-    pub async fn replace_item(
-        &mut self,
-        paths: &ContainerPaths,
-        id: &str,
-        pk: &str,
-        body: Bytes,
-    ) -> anyhow::Result<Reply> {
-        let item = (paths, id, pk);
-        self.send_to_item(Method::PUT, item, "application/json", body)
-            .await
-    }
-
-    /// `PATCH`es one item with `body`, a patch document (`{"operations": [...]}`).
-    pub async fn patch_item(
-        &mut self,
-        paths: &ContainerPaths,
-        id: &str,
-        pk: &str,
-        body: Bytes,
-    ) -> anyhow::Result<Reply> {
-        let item = (paths, id, pk);
-        self.send_to_item(Method::PATCH, item, "application/json_patch+json", body)
-            .await
-    }
-
-    /// Sends `body` to one item (its container's paths, id and partition key) by `method`.
-    async fn send_to_item(
+    /// Sends `body` to one item (its container's paths, id and partition key) by `method`: a
+    /// `PUT` of a new version (200) with `application/json`, a `PATCH` with a patch document
+    /// (`{"operations": [...]}`) with `application/json_patch+json`.
+    pub async fn send_to_item(
         &mut self,
         method: Method,
         (paths, id, pk): (&ContainerPaths, &str, &str),

@@ -242,7 +242,9 @@ impl Worker {
                 let body = format!(
                     "{{\"operations\":[{{\"op\":\"set\",\"path\":\"/value\",\"value\":{value}}}]}}"
                 );
-                let reply = client.patch_item(paths, &id, &pk, Bytes::from(body)).await;
+                let (item, body) = ((paths, id.as_str(), pk.as_str()), Bytes::from(body));
+                let patch = "application/json_patch+json";
+                let reply = client.send_to_item(Method::PATCH, item, patch, body).await;
                 expect(reply, &[200], || format!("PATCH {}", paths.item(&id).0))
             }
             Workload::PointRead | Workload::Upsert | Workload::Replace => {
@@ -260,7 +262,9 @@ impl Worker {
                     }
                     _ => {
                         let body = item_body(&id, &pk, rng.below(VALUE_RANGE), "", data.item_bytes);
-                        let reply = client.replace_item(paths, &id, &pk, body).await;
+                        let item = (paths, id.as_str(), pk.as_str());
+                        let json = "application/json";
+                        let reply = client.send_to_item(Method::PUT, item, json, body).await;
                         expect(reply, &[200], || format!("PUT {}", paths.item(&id).0))
                     }
                 }

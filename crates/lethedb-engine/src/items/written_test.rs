@@ -1,11 +1,12 @@
 //! The writer's cache of written documents (`Writer::written`): a write that replaces a version
 //! leaves its document there once committed, the next write of the item removes the old
 //! version's index entries computed from it instead of parsing the stored body, the index stays
-//! what a rebuild gives, and a restored snapshot or an item written only once leaves nothing.
+//! what a rebuild gives, and a restored snapshot, an item written only once or a store other
+//! processes share leaves nothing.
 
 use crate::items::document_cache::DocumentCache;
 use crate::{Engine, EngineConfig, ErrorCode, ManualClock, PartitionKeyValue, WriteMode};
-use lethedb_storage::MemoryStore;
+use lethedb_storage::{MemoryStore, ReadTxn, Storage, StorageError, WriteTxn};
 use serde_json::{json, Value};
 use std::sync::Arc;
 
@@ -17,9 +18,30 @@ fn pk() -> Option<PartitionKeyValue> {
     PartitionKeyValue::parse_json_text("[\"p\"]").ok()
 }
 
+/// A store in memory that says other processes write to it too, as PostgreSQL's does.
+struct SharedMemory(MemoryStore);
+
+impl Storage for SharedMemory {
+    fn read(&self) -> Result<Box<dyn ReadTxn + '_>, StorageError> {
+        self.0.read()
+    }
+    fn write(&self) -> Result<Box<dyn WriteTxn + '_>, StorageError> {
+        self.0.write()
+    }
+    fn kind(&self) -> &'static str {
+        "shared memory"
+    }
+    fn is_shared(&self) -> bool {
+        true
+    }
+}
+
 async fn engine() -> Engine {
+    engine_on(Arc::new(MemoryStore::new())).await
+}
+
+async fn engine_on(store: Arc<dyn Storage>) -> Engine {
     let clock = Arc::new(ManualClock::new(1_700_000_000_000));
-    let store = Arc::new(MemoryStore::new());
     let engine = Engine::open(store, clock, EngineConfig::new(wire_status)).expect("engine");
     engine
         .create_database(json!({"id": "db"}), None)
@@ -158,4 +180,14 @@ async fn patches_read_and_leave_the_written_document() {
     );
     let (_, document) = patch(&engine, json!([{"op": "incr", "path": "/n", "value": 1}])).await;
     assert_eq!(document["n"], json!(41));
+}
+
+#[tokio::test]
+async fn a_store_other_processes_share_keeps_no_written_document() {
+    let engine = engine_on(Arc::new(SharedMemory(MemoryStore::new()))).await;
+    write_n(&engine, WriteMode::Create, 1).await;
+    let (key, lsn) = write_n(&engine, WriteMode::Upsert, 2).await;
+    assert!(written(&engine).get(&key, lsn).is_none());
+    write_n(&engine, WriteMode::Upsert, 3).await;
+    assert!(index_is_rebuilt(&engine).await);
 }
