@@ -120,10 +120,16 @@ impl Endpoint {
             return endpoint;
         };
         let authority = rest.split('/').next().unwrap_or_default();
+        // The client addressed the endpoint's own authority (nearly every request): the answer
+        // below would be the endpoint itself, so neither the `Host` nor an address is parsed
+        // to say so.
+        let host = headers
+            .get(header::HOST)
+            .and_then(|host| host.to_str().ok());
+        if host.map(str::trim) == Some(authority) && rest.len() == authority.len() + 1 {
+            return endpoint;
+        }
         match request_authority(headers) {
-            // The client addressed the endpoint's own authority (nearly every request): the
-            // answer below would be the endpoint itself, so no address is parsed to say so.
-            Some(host) if host == authority && rest.len() == authority.len() + 1 => endpoint,
             Some(host) if is_loopback(authority) && is_loopback(host) => {
                 Cow::Owned(format!("{scheme}://{host}/"))
             }
@@ -210,5 +216,28 @@ mod tests {
         headers.insert(header::HOST, "box:9903".parse().expect("host"));
         assert_eq!(auto.for_request(&headers), "https://box:9903/");
         assert_eq!(auto.configured(), "https://127.0.0.1:8903/");
+    }
+
+    #[test]
+    fn a_reply_names_the_loopback_host_its_client_addressed_and_otherwise_the_endpoint() {
+        let endpoint = Endpoint::from("http://127.0.0.1:8081/");
+        let cases = [
+            (Some("127.0.0.1:8081"), "http://127.0.0.1:8081/", true),
+            (Some(" 127.0.0.1:8081 "), "http://127.0.0.1:8081/", true),
+            (Some("localhost:8081"), "http://localhost:8081/", false),
+            (Some("[::1]:8081"), "http://[::1]:8081/", false),
+            (Some("cosmos.example:8081"), "http://127.0.0.1:8081/", true),
+            (Some("localhost/evil"), "http://127.0.0.1:8081/", true),
+            (None, "http://127.0.0.1:8081/", true),
+        ];
+        for (host, want, borrowed) in cases {
+            let mut headers = HeaderMap::new();
+            if let Some(host) = host {
+                headers.insert(header::HOST, host.parse().expect("host"));
+            }
+            let addressed = endpoint.as_addressed(&headers);
+            assert_eq!(addressed, want, "{host:?}");
+            assert_eq!(matches!(addressed, Cow::Borrowed(_)), borrowed, "{host:?}");
+        }
     }
 }
