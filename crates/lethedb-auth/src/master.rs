@@ -196,16 +196,47 @@ pub fn decode_authorization_into<'buffer>(
     if header.len() > AUTHORIZATION_BYTES_MAX {
         return None;
     }
-    // Decoding never lengthens the text, so it fits the buffer.
-    let mut length = 0;
-    for (slot, byte) in buffer
-        .iter_mut()
-        .zip(percent_encoding::percent_decode_str(header))
-    {
-        *slot = byte;
-        length += 1;
+    let length = percent_decode_runs(header.as_bytes(), buffer);
+    std::str::from_utf8(buffer.get(..length)?).ok()
+}
+
+/// Percent-decodes `input` into `output` as `percent_encoding::percent_decode` does (a `%`
+/// not followed by two hex digits stays as it is) and says how many bytes it wrote. The runs
+/// between escapes are copied whole, where an iterator of decoded bytes cost a point read
+/// ~1,900 instructions. Decoding never lengthens the text; what would not fit is left out.
+fn percent_decode_runs(input: &[u8], output: &mut [u8]) -> usize {
+    let hex = |byte: Option<&u8>| byte.and_then(|byte| char::from(*byte).to_digit(16));
+    let (mut read, mut written) = (0, 0);
+    while let Some(rest) = input.get(read..).filter(|rest| !rest.is_empty()) {
+        let run = rest
+            .iter()
+            .position(|byte| *byte == b'%')
+            .unwrap_or(rest.len());
+        let Some(slot) = output.get_mut(written..written + run) else {
+            break;
+        };
+        slot.copy_from_slice(&rest[..run]);
+        written += run;
+        read += run;
+        if read == input.len() {
+            break;
+        }
+        // Two hex digits make one byte; a `%` without them stays.
+        let decoded =
+            if let (Some(high), Some(low)) = (hex(input.get(read + 1)), hex(input.get(read + 2))) {
+                read += 3;
+                (high << 4 | low) as u8
+            } else {
+                read += 1;
+                b'%'
+            };
+        let Some(slot) = output.get_mut(written) else {
+            break;
+        };
+        *slot = decoded;
+        written += 1;
     }
-    std::str::from_utf8(&buffer[..length]).ok()
+    written
 }
 
 /// Parses an `authorization` header already decoded ([`decode_authorization`]); `None` if it
@@ -308,6 +339,15 @@ mod tests {
             "%FF%FE",
             &too_long,
             &longest,
+            "",
+            "%",
+            "%4",
+            "a%",
+            "%%41",
+            "%4g%41",
+            "%G1x",
+            "100%",
+            "%e2%82%ac%",
         ] {
             let mut buffer = [0u8; AUTHORIZATION_BYTES_MAX];
             assert_eq!(
@@ -315,6 +355,25 @@ mod tests {
                 decode_authorization(header).as_deref(),
                 "{header}"
             );
+        }
+    }
+
+    #[test]
+    fn runs_decode_as_the_percent_encoding_crate_decodes() {
+        let alphabet = b"%%%0123456789abcdefABCDEFgG=&+/ \xff";
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..20_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let length = (seed % 24) as usize;
+            let input: Vec<u8> = (0..length)
+                .map(|at| alphabet[((seed >> (at % 8 * 8)) as usize + at * 7) % alphabet.len()])
+                .collect();
+            let mut output = [0u8; 32];
+            let written = percent_decode_runs(&input, &mut output);
+            let want: Vec<u8> = percent_encoding::percent_decode(&input).collect();
+            assert_eq!(&output[..written], want.as_slice(), "{input:?}");
         }
     }
 
