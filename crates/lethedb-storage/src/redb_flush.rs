@@ -24,13 +24,13 @@ use crate::api::{FlushStats, StorageError, Table};
 use crate::clock::Stopwatch;
 use crate::overlay::Changes;
 use crate::published::Published;
-use crate::redb_layout::io;
+use crate::redb_layout::{io, FileSnapshot};
 use crate::redb_staged::{Staged, Tier};
 use crate::redo_log::{self, RedoLog};
 use redb::{ReadableDatabase, TableDefinition};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
 use std::time::Duration;
 
 /// The store's own bookkeeping: the redo log's generation under [`GENERATION_KEY`]. A store
@@ -149,6 +149,11 @@ pub(crate) struct Shared {
     /// Replaced only by the writer (the active tier, and freezing it) and by the flusher
     /// (emptying the frozen tier), and read together with a redb snapshot under this lock.
     staged: Published<Staged>,
+    /// The store file's snapshot readers share until the file changes: emptied under the
+    /// staged changes' writers' lock whenever they change after a commit of redb's
+    /// ([`Shared::restage`]), so a reader never pairs the file as it was with fewer staged
+    /// changes.
+    file: RwLock<Option<Arc<FileSnapshot>>>,
     /// Held by the engine's write transaction, and by whatever needs redb's write transaction
     /// outside the flusher (checkpoints, snapshots, the close).
     writer: Mutex<()>,
@@ -183,6 +188,7 @@ impl Shared {
             log_path: redo.log.path().to_path_buf(),
             redo: Mutex::new(redo),
             staged: Published::default(),
+            file: RwLock::default(),
             writer: Mutex::new(()),
             flush: Mutex::default(),
             flushed: Condvar::new(),
@@ -234,18 +240,46 @@ impl Shared {
         self.staged.get()
     }
 
-    /// The staged changes and a redb snapshot, taken together.
-    pub(crate) fn snapshot(&self) -> Result<(Arc<Staged>, redb::ReadTransaction), StorageError> {
+    /// The staged changes and a snapshot of the store file, taken together: the file's shared
+    /// one, or a new one that the readers after share.
+    pub(crate) fn snapshot(&self) -> Result<(Arc<Staged>, Arc<FileSnapshot>), StorageError> {
         let guard = self.staged.read();
         let staged = Arc::clone(&guard);
-        let transaction = self.database.begin_read().map_err(io)?;
+        let shared = self
+            .file
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        let file = if let Some(file) = shared {
+            file
+        } else {
+            let file = Arc::new(FileSnapshot::new(self.database.begin_read().map_err(io)?));
+            *self
+                .file
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&file));
+            file
+        };
         drop(guard);
-        Ok((staged, transaction))
+        Ok((staged, file))
     }
 
-    /// Replaces the staged changes with `change` of those published now.
+    /// Forgets the shared snapshot of the store file: the next reader begins one. Called under
+    /// the staged changes' writers' lock wherever the file may have changed under them.
+    fn file_changed(&self) {
+        *self
+            .file
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Replaces the staged changes with `change` of those published now, and forgets the
+    /// shared snapshot of the store file under the same lock: the staged changes let go are in
+    /// the file now, and a reader must not pair the file as it was with fewer of them.
     fn restage(&self, change: impl FnOnce(&Staged) -> Staged) {
-        self.staged.replace(change);
+        let mut staged = self.staged.write();
+        self.file_changed();
+        *staged = Arc::new(change(&staged));
     }
 
     /// Writes the staged changes into `transaction` and commits it as a checkpoint, then
@@ -277,6 +311,7 @@ impl Shared {
         change(&mut transaction)?;
         let mut staged = self.staged.write();
         checkpoint(transaction, &mut self.redo())?;
+        self.file_changed();
         *staged = Arc::default();
         Ok(())
     }
@@ -384,10 +419,12 @@ pub(crate) fn run_flusher(shared: Arc<Shared>) {
             .counters
             .flushed(checkpoint_generation.is_some(), started.elapsed());
         match written {
-            Ok(()) => shared.restage(|now| Staged {
-                active: now.active.clone(),
-                frozen: Tier::default(),
-            }),
+            Ok(()) => {
+                shared.restage(|now| Staged {
+                    active: now.active.clone(),
+                    frozen: Tier::default(),
+                });
+            }
             Err(error) => {
                 shared.poisoned.store(true, Ordering::Release);
                 tracing::error!(%error, "writing staged changes into the store failed; refusing further writes until restart");

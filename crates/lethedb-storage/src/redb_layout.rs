@@ -24,8 +24,8 @@ use crate::redb_bodies::{
     WHOLE_BODIES,
 };
 use redb::{ReadableTable, TableDefinition};
-use std::cell::OnceCell;
 use std::ops::Bound;
+use std::sync::OnceLock;
 
 /// The redb table of each [`Table`]; [`Table::Items`]' holds its keys' sequence numbers.
 const DEFINITIONS: [TableDefinition<'static, &'static [u8], &'static [u8]>; 8] = [
@@ -289,17 +289,19 @@ pub(crate) type FileEntry<'a> = Result<(Guarded<'a>, Guarded<'a>), StorageError>
 
 /// A read transaction of the store file, its tables opened on first use, since most requests
 /// touch one or two of them, and kept (redb finds a table by name in its table tree, which cost
-/// a point read about 5 % of its instructions when done on every call).
+/// a point read about 5 % of its instructions when done on every call). Readers share one until
+/// the file changes (`Shared::snapshot`), so most reads neither begin a transaction nor open a
+/// table.
 pub(crate) struct FileSnapshot {
     transaction: redb::ReadTransaction,
-    tables: [OnceCell<ReadTable>; Table::ALL.len()],
-    first_pieces: OnceCell<FirstPieces>,
-    later_pieces: OnceCell<LaterPieces>,
+    tables: [OnceLock<ReadTable>; Table::ALL.len()],
+    first_pieces: OnceLock<FirstPieces>,
+    later_pieces: OnceLock<LaterPieces>,
 }
 
 /// `cell`'s table, opened by `open` on first use.
 fn opened<T>(
-    cell: &OnceCell<T>,
+    cell: &OnceLock<T>,
     open: impl FnOnce() -> Result<T, redb::TableError>,
 ) -> Result<&T, StorageError> {
     if let Some(opened) = cell.get() {
@@ -314,8 +316,8 @@ impl FileSnapshot {
         FileSnapshot {
             transaction,
             tables: Default::default(),
-            first_pieces: OnceCell::new(),
-            later_pieces: OnceCell::new(),
+            first_pieces: OnceLock::new(),
+            later_pieces: OnceLock::new(),
         }
     }
 

@@ -113,6 +113,43 @@ fn a_reader_keeps_its_state_while_commits_are_staged_and_written_into_redb() {
 }
 
 #[test]
+fn readers_after_a_flush_read_what_it_wrote_not_the_file_they_shared_before_it() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    let store = open(&path, u64::MAX, 2500);
+    put(&store, b"first", &[1; 1000]);
+    // Readers now share a snapshot of the file that lacks `first` (it is staged), and one of
+    // them keeps it.
+    assert_eq!(get(&store, b"first"), Some(vec![1; 1000]));
+    let held = store.read().expect("read");
+    // These pass the bound: the flusher writes the staged changes into the file and lets
+    // them go.
+    for number in 0..4u32 {
+        put(&store, &number.to_be_bytes(), &[2; 1000]);
+    }
+    drop(store.shared().exclusive());
+    assert!(store.shared().staged().frozen.is_empty());
+    assert!(store
+        .shared()
+        .staged()
+        .active
+        .get(Table::Items, b"first")
+        .is_none());
+    assert_eq!(get(&store, b"first"), Some(vec![1; 1000]));
+    for number in 0..4u32 {
+        assert_eq!(get(&store, &number.to_be_bytes()), Some(vec![2; 1000]));
+    }
+    assert_eq!(
+        held.get(Table::Items, b"first").expect("get"),
+        Some(vec![1; 1000])
+    );
+    assert_eq!(
+        held.get(Table::Items, &3u32.to_be_bytes()).expect("get"),
+        None
+    );
+}
+
+#[test]
 fn a_commit_stages_in_place_only_while_no_reader_holds_the_staged_changes() {
     let directory = tempfile::tempdir().expect("temporary directory");
     let store = open(&directory.path().join("store.redb"), u64::MAX, usize::MAX);

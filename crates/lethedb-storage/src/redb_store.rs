@@ -231,17 +231,14 @@ impl Storage for RedbStore {
 
 /// A snapshot: the store file's and the staged changes taken with it.
 struct RedbRead {
-    file: FileSnapshot,
+    file: Arc<FileSnapshot>,
     staged: Arc<Staged>,
 }
 
 impl RedbRead {
     fn new(shared: &Shared) -> Result<RedbRead, StorageError> {
-        let (staged, transaction) = shared.snapshot()?;
-        Ok(RedbRead {
-            file: FileSnapshot::new(transaction),
-            staged,
-        })
+        let (staged, file) = shared.snapshot()?;
+        Ok(RedbRead { file, staged })
     }
 
     fn scan_either(
