@@ -125,11 +125,12 @@ impl Endpoint {
         // to say so.
         let host = headers
             .get(header::HOST)
-            .and_then(|host| host.to_str().ok());
-        if host.map(str::trim) == Some(authority) && rest.len() == authority.len() + 1 {
+            .and_then(|host| host.to_str().ok())
+            .map(str::trim);
+        if host == Some(authority) && rest.len() == authority.len() + 1 {
             return endpoint;
         }
-        match request_authority(headers) {
+        match host.filter(|host| is_plain_authority(host)) {
             Some(host) if is_loopback(authority) && is_loopback(host) => {
                 Cow::Owned(format!("{scheme}://{host}/"))
             }

@@ -30,7 +30,7 @@ use crate::redo_log::{self, RedoLog};
 use redb::{ReadableDatabase, TableDefinition};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, RwLock, RwLockWriteGuard};
 use std::time::Duration;
 
 /// The store's own bookkeeping: the redo log's generation under [`GENERATION_KEY`]. A store
@@ -254,10 +254,7 @@ impl Shared {
             file
         } else {
             let file = Arc::new(FileSnapshot::new(self.database.begin_read().map_err(io)?));
-            *self
-                .file
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::clone(&file));
+            *self.shared_file() = Some(Arc::clone(&file));
             file
         };
         drop(guard);
@@ -267,10 +264,15 @@ impl Shared {
     /// Forgets the shared snapshot of the store file: the next reader begins one. Called under
     /// the staged changes' writers' lock wherever the file may have changed under them.
     fn file_changed(&self) {
-        *self
-            .file
+        *self.shared_file() = None;
+    }
+
+    /// The slot of the file's shared snapshot, for replacing it.
+    fn shared_file(&self) -> RwLockWriteGuard<'_, Option<Arc<FileSnapshot>>> {
+        // Replaced in whole assignments, so whole after a panic elsewhere.
+        self.file
             .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// Replaces the staged changes with `change` of those published now, and forgets the

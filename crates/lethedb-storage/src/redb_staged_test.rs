@@ -150,6 +150,24 @@ fn readers_after_a_flush_read_what_it_wrote_not_the_file_they_shared_before_it()
 }
 
 #[test]
+fn readers_share_one_snapshot_of_the_file_until_a_flush_lets_staged_changes_go() {
+    let directory = tempfile::tempdir().expect("temporary directory");
+    let path = directory.path().join("store.redb");
+    let store = open(&path, u64::MAX, 2500);
+    let file = |store: &RedbStore| store.shared().snapshot().expect("snapshot").1;
+    let first = file(&store);
+    put(&store, b"staged", &[1; 1000]);
+    assert!(std::sync::Arc::ptr_eq(&first, &file(&store)));
+    for number in 0..4u32 {
+        put(&store, &number.to_be_bytes(), &[2; 1000]);
+    }
+    drop(store.shared().exclusive());
+    let after = file(&store);
+    assert!(!std::sync::Arc::ptr_eq(&first, &after));
+    assert!(std::sync::Arc::ptr_eq(&after, &file(&store)));
+}
+
+#[test]
 fn a_commit_stages_in_place_only_while_no_reader_holds_the_staged_changes() {
     let directory = tempfile::tempdir().expect("temporary directory");
     let store = open(&directory.path().join("store.redb"), u64::MAX, usize::MAX);
