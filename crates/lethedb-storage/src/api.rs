@@ -191,10 +191,10 @@ pub struct Savepoint {
 
 /// The single write transaction. Reads through it see its own uncommitted writes.
 pub trait WriteTxn: ReadTxn {
-    /// Writes `value` under `key`. The value is a shared immutable buffer: a backend that keeps
-    /// values in memory keeps this one rather than a copy, so a caller that writes one buffer
-    /// (or slices of it) under several keys stores its bytes once. A slice keeps its whole
-    /// buffer alive there, so a caller slices only buffers it stores whole.
+    /// Writes `value` under `key`. The value is a shared immutable buffer, so a caller that
+    /// encoded it into a `Vec` hands it over without a copy; the transaction holds it until it
+    /// commits, and each store then copies it into its own layout (the in-memory store and the
+    /// redb store's staged changes next to its key, in one allocation: `memory/entry.rs`).
     fn put_bytes(&mut self, table: Table, key: &[u8], value: Bytes) -> Result<(), StorageError>;
     /// [`WriteTxn::put_bytes`] of a copy of `value`.
     fn put(&mut self, table: Table, key: &[u8], value: &[u8]) -> Result<(), StorageError> {

@@ -68,14 +68,14 @@ impl Tier {
     }
 
     /// Puts one commit's changes on top of these, in place: nodes no other tier shares are
-    /// changed where they are, shared ones are copied first. Large values stay the writer's
-    /// buffers.
+    /// changed where they are, shared ones are copied first. Each value is copied into its
+    /// entry (`memory/entry.rs`).
     pub(crate) fn add(&mut self, tables: &[(Table, Changes)]) {
         for (table, changes) in tables {
             let map = &mut self.tables[table.index()];
             for (key, change) in changes {
                 let entry = match change {
-                    Some(value) => Entry::new(key, value.clone()),
+                    Some(value) => Entry::new(key, value),
                     None => Entry::deleted(key),
                 };
                 self.bytes += key.len() + entry.value().len();

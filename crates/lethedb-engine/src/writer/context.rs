@@ -110,8 +110,8 @@ impl WriteContext<'_> {
         self.note(result)
     }
 
-    /// [`WriteContext::put`] of a buffer the store may keep as it is, shared with whatever
-    /// else holds it (an item's record is a slice of its change-log entry).
+    /// [`WriteContext::put`] of a buffer the caller has already encoded, handed over without
+    /// the copy `put` makes (`WriteTxn::put_bytes`).
     pub(crate) fn put_bytes(&mut self, table: Table, key: &[u8], value: Bytes) -> EngineResult<()> {
         let result = self.txn.put_bytes(table, key, value);
         self.note(result)

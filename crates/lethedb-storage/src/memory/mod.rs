@@ -3,8 +3,7 @@
 //! The maps are persistent B-trees (`imbl::OrdSet` of entries ordered by key): a snapshot is a
 //! clone that shares every node, and a commit copies only the paths to the keys it changes.
 //! Each entry is one thin pointer to its key and value (`entry.rs`), so a copied node clones
-//! pointers, never bytes, and a large value is the buffer the writer gave: an item and its
-//! change-log version share one. (Plain `BTreeMap`s behind an `Arc` had to be copied whole
+//! pointers, never bytes, and a leaf of sixteen entries is a 160-byte allocation. (Plain `BTreeMap`s behind an `Arc` had to be copied whole
 //! whenever a reader still held the old ones at commit: with reads and writes mixed, every
 //! commit copied the store.) The write transaction buffers its changes in an overlay and
 //! publishes them on commit. Nothing here survives the process.
@@ -212,7 +211,7 @@ fn apply(tables: &mut Tables, overlay: Overlay) {
         for (key, change) in changes {
             match change {
                 Some(value) => {
-                    map.insert(Entry::new(&key, value));
+                    map.insert(Entry::new(&key, &value));
                 }
                 None => {
                     map.remove::<[u8]>(&key);
