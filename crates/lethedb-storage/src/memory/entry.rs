@@ -93,17 +93,22 @@ impl Entry {
         self.head().0 & 1 == 1
     }
 
+    /// The key and the value, split where the prefix says.
     #[inline(always)]
-    pub(crate) fn key(&self) -> &[u8] {
+    fn split(&self) -> (&[u8], &[u8]) {
         let (head, start) = self.head();
         let rest = self.0.slice.get(start..).unwrap_or(&[]);
-        rest.get(..(head >> 1) as usize).unwrap_or(rest)
+        rest.split_at_checked((head >> 1) as usize)
+            .unwrap_or((rest, &[]))
+    }
+
+    #[inline(always)]
+    pub(crate) fn key(&self) -> &[u8] {
+        self.split().0
     }
 
     pub(crate) fn value(&self) -> &[u8] {
-        let (head, start) = self.head();
-        let end = start.saturating_add((head >> 1) as usize);
-        self.0.slice.get(end..).unwrap_or(&[])
+        self.split().1
     }
 }
 
